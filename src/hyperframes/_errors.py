@@ -1,0 +1,46 @@
+"""The one error shape of hyperframes.
+
+Every error says what was wrong (the value, the file), what is allowed, and what to try::
+
+    HyperframesError
+    ├── InputError      a source video / annotation / path given by the user is unusable
+    ├── DecodeError     a decoder could not read a video (carries the decoder's own message)
+    ├── StoreError      a store is missing, corrupt, locked, incomplete or built differently
+    ├── ConfigError     an option or configuration value is unknown or out of range
+    └── DataError       a sampling / layout / batching request cannot be satisfied
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DataError",
+    "DecodeError",
+    "HyperframesError",
+    "InputError",
+    "StoreError",
+]
+
+
+class HyperframesError(Exception):
+    """Base class of every error hyperframes raises on purpose."""
+
+
+class InputError(HyperframesError, ValueError):
+    """A user-supplied input (path, annotation line, video) cannot be used."""
+
+
+class DecodeError(HyperframesError):
+    """A decoder failed on a video; the message names the file and the decoder's own words."""
+
+
+class StoreError(HyperframesError):
+    """A store is missing, corrupt, truncated, locked, incomplete, or was built with other options."""
+
+
+class ConfigError(HyperframesError, ValueError):
+    """An option has an unknown name, a wrong type or a value out of range."""
+
+
+class DataError(HyperframesError, ValueError):
+    """A sampling, layout or batching request cannot be satisfied by the data."""
