@@ -1,0 +1,84 @@
+"""What ``hyperframes info`` prints."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def describe(store) -> dict:
+    m = store.manifest
+    v = store.videos
+    nf = v.num_frames
+    videos = []
+    for i in range(min(len(v), 20)):
+        r = v[i]
+        videos.append(
+            {
+                "path": r.path,
+                "label": r.label,
+                "num_frames": r.num_frames,
+                "num_frames_decoded": r.num_frames_decoded,
+                "num_frames_from_header": r.num_frames_from_header,
+                "fps": r.fps,
+                "shape": list(r.shape),
+            }
+        )
+    return {
+        "store": str(store.path),
+        "format_version": m.get("format_version"),
+        "hyperframes_version": m.get("hyperframes_version"),
+        "git_commit": m.get("git_commit"),
+        "created": m.get("created"),
+        "build": m.get("build"),
+        "decoder": m.get("decoder"),
+        "codec": m.get("codec"),
+        "dtype": m.get("dtype"),
+        "normalize": m.get("normalize"),
+        "num_videos": len(v),
+        "num_frames": int(nf.sum()) if len(v) else 0,
+        "frames_per_video": {
+            "min": int(nf.min()) if len(v) else 0,
+            "median": float(np.median(nf)) if len(v) else 0,
+            "max": int(nf.max()) if len(v) else 0,
+        },
+        "classes": store.classes,
+        "store_bytes": m.get("store_bytes"),
+        "source_bytes": m.get("source_bytes"),
+        "shards": m.get("shards"),
+        "checksum_algorithm": m.get("checksum_algorithm"),
+        "failed": m.get("failed", []),
+        "videos_shown": videos,
+    }
+
+
+def format_info(d: dict) -> str:
+    ratio = d["store_bytes"] / d["source_bytes"] if d.get("source_bytes") else float("nan")
+    fpv = d["frames_per_video"]
+    lines = [
+        f"store          {d['store']}",
+        f"format         v{d['format_version']}, hyperframes {d['hyperframes_version']}"
+        f" (commit {str(d['git_commit'])[:10]}), created {d['created']}",
+        f"build          {d['build']}",
+        f"decoder        {d['decoder']['name']} {d['decoder']['version']}, resize "
+        f"{d['decoder']['resize_algorithm']}",
+        f"codec          {d['codec']}, dtype {d['dtype']}"
+        + (f", normalize {d['normalize']}" if d["normalize"] else ""),
+        f"videos         {d['num_videos']} ({d['num_frames']} frames; per video min "
+        f"{fpv['min']}, median {fpv['median']:g}, max {fpv['max']})",
+        f"classes        {len(d['classes'])}: {', '.join(d['classes'][:12])}"
+        + (" ..." if len(d["classes"]) > 12 else ""),
+        f"size           {d['store_bytes'] / 1e6:.2f} MB in {len(d['shards'] or [])} shard(s), "
+        f"{ratio:.2f}x the source's {d['source_bytes'] / 1e6:.2f} MB",
+        f"checksums      {d['checksum_algorithm']}",
+        f"failed         {len(d['failed'])}",
+    ]
+    lines += [f"  {f['path']}: {f['error']}" for f in d["failed"]]
+    lines.append("videos (first 20):")
+    for r in d["videos_shown"]:
+        c, h, w = r["shape"]
+        lines.append(
+            f"  {r['num_frames']:6d} frames {c}x{h}x{w} @ {r['fps']:.3g} fps "
+            f"(decoded {r['num_frames_decoded']}, header {r['num_frames_from_header']}) "
+            f"[{r['label']}] {r['path']}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,235 @@
+"""Assemble the global index and the manifest from finished shards (written last, atomically)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .._version import __version__
+from ._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
+from ._format import (
+    CHECKSUM_ALGORITHM,
+    CHUNK_DTYPE,
+    CHUNKS_FILE,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    FRAME_DTYPE,
+    FRAMES_FILE,
+    INDEX_DIR,
+    MANIFEST,
+    RECORDS_SUFFIX,
+    SHARD_SUFFIX,
+    SHARDS_DIR,
+    STRINGS_FILE,
+    VIDEO_DTYPE,
+    VIDEOS_FILE,
+)
+from ._options import BuildOptions
+from ._shard import checksum_file, load_shard
+from ._sources import Source, source_stat
+
+DETAILS_FILE = "details.jsonl"
+
+
+def _finished_shards(store: Path) -> dict[str, tuple[list[dict], dict]]:
+    out = {}
+    for p in sorted((store / SHARDS_DIR).glob(f"*{RECORDS_SUFFIX}")):
+        name = p.name[: -len(RECORDS_SUFFIX)]
+        out[name] = load_shard(store / SHARDS_DIR, name)
+    return out
+
+
+def live_records(store: Path, sources: list[Source]) -> dict[str, tuple[str, dict]]:
+    """{source path: (shard, record)} for sources stored already and unchanged since."""
+    wanted = {s.path: s for s in sources}
+    stats: dict[str, tuple[int, int] | None] = {}
+    live: dict[str, tuple[str, dict]] = {}
+    for shard, (records, _) in _finished_shards(store).items():
+        for rec in records:
+            s = wanted.get(rec["path"])
+            if s is None or (rec["label"], rec["split"]) != (s.label, s.split):
+                continue
+            if s.path not in stats:
+                try:
+                    stats[s.path] = source_stat(s)
+                except OSError:
+                    stats[s.path] = None
+            if stats[s.path] == (rec["source_bytes"], rec["source_mtime_ns"]):
+                live[s.path] = (shard, rec)  # later shards win (sorted names: later runs)
+    return live
+
+
+def git_commit() -> str | None:
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def assemble(
+    store: Path,
+    sources: list[Source],
+    classes: list[str],
+    options: BuildOptions,
+    failures: dict[str, str],
+    *,
+    reused: int,
+    started: float,
+):
+    from ..decode import create_decoder
+    from ._build import BuildReport
+
+    live = live_records(store, sources)
+    shards = sorted({shard for shard, _ in live.values()})
+    shard_id = {name: i for i, name in enumerate(shards)}
+    splits = sorted({s.split for s in sources if s.split is not None})
+    label_id = {c: i for i, c in enumerate(classes)}
+    split_id = {s: i for i, s in enumerate(splits)}
+
+    kept = [s for s in sources if s.path in live]
+    videos = np.zeros(len(kept), VIDEO_DTYPE)
+    n_frames = sum(live[s.path][1]["num_frames"] for s in kept)
+    n_chunks = sum(len(live[s.path][1]["chunks"]) for s in kept)
+    frames = np.zeros(n_frames, FRAME_DTYPE)
+    chunks = np.zeros(n_chunks, CHUNK_DTYPE)
+    details = []
+    f0 = c0 = 0
+    for v, s in enumerate(kept):
+        shard, r = live[s.path]
+        n, k = r["num_frames"], len(r["chunks"])
+        videos[v] = (
+            shard_id[shard],
+            r["offset"],
+            r["nbytes"],
+            n,
+            *r["shape"],
+            r["fps"],
+            label_id.get(r["label"], -1) if r["label"] is not None else -1,
+            split_id.get(r["split"], -1) if r["split"] is not None else -1,
+            f0,
+            c0,
+            k,
+            r["num_frames_decoded"],
+            -1 if r["num_frames_from_header"] is None else r["num_frames_from_header"],
+            r["source_bytes"],
+            r["source_mtime_ns"],
+            r["stream"],
+        )
+        frames["pts_seconds"][f0 : f0 + n] = r["pts_seconds"]
+        frames["source_index"][f0 : f0 + n] = r["source_frame_indices"]
+        if k:
+            chunks[c0 : c0 + k] = [tuple(c) for c in r["chunks"]]
+        details.append(
+            {
+                key: r.get(key)
+                for key in ("codec", "source_size", "rotation", "color_matrix", "color_range")
+            }
+        )
+        f0 += n
+        c0 += k
+
+    index = store / INDEX_DIR
+    index.mkdir(exist_ok=True)
+    save_npy_atomic(index / VIDEOS_FILE, videos)
+    save_npy_atomic(index / FRAMES_FILE, frames)
+    save_npy_atomic(index / CHUNKS_FILE, chunks)
+    strings = {
+        "paths": [s.path for s in kept],
+        "classes": classes,
+        "splits": splits,
+        "shards": [f"{name}{SHARD_SUFFIX}" for name in shards],
+    }
+    write_json_atomic(index / STRINGS_FILE, strings)
+    write_bytes_atomic(
+        index / DETAILS_FILE, "".join(json.dumps(d) + "\n" for d in details).encode()
+    )
+
+    shard_rows = []
+    for name in shards:
+        _, summary = load_shard(store / SHARDS_DIR, name)
+        shard_rows.append(
+            {"name": f"{name}{SHARD_SUFFIX}", "bytes": summary["bytes"], "checksum": summary["checksum"]}
+        )
+    index_rows = [
+        {"name": f"{INDEX_DIR}/{f}", "bytes": (index / f).stat().st_size, "checksum": checksum_file(index / f)}
+        for f in (VIDEOS_FILE, FRAMES_FILE, CHUNKS_FILE, STRINGS_FILE, DETAILS_FILE)
+    ]
+    decoder = create_decoder(options.decoder)
+    failed = [{"path": p, "error": e} for p, e in failures.items()]
+    store_bytes = sum(r["bytes"] for r in shard_rows)
+    source_bytes = int(videos["source_bytes"].sum())
+    manifest = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "hyperframes_version": __version__,
+        "git_commit": git_commit(),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "build": {**options.content(), "workers": options.workers},
+        "decoder": {
+            "name": options.decoder,
+            "version": decoder.version(),
+            "resize_algorithm": decoder.resize_algorithm,
+            "color_conversion": "RGB24 by the decoder; the stream's own matrix/range when set, "
+            "else the decoder's default (BT.601, limited range)",
+            "rotation": "display rotation applied: frames are stored upright",
+        },
+        "codec": {"name": options.codec, **_codec_params(options)},
+        "dtype": options.dtype,
+        "layout": "FCHW",
+        "normalize": (
+            {"mean": list(options.mean), "std": list(options.std)}
+            if options.dtype == "float16"
+            else None
+        ),
+        "checksum_algorithm": CHECKSUM_ALGORITHM,
+        "shards": shard_rows,
+        "index": index_rows,
+        "num_videos": len(kept),
+        "num_frames": int(n_frames),
+        "store_bytes": store_bytes,
+        "source_bytes": source_bytes,
+        "classes": classes,
+        "failed": failed,
+    }
+    write_json_atomic(store / MANIFEST, manifest)
+    _remove_dead_shards(store, set(shards))
+    return BuildReport(
+        store=str(store),
+        videos=len(kept),
+        frames=int(n_frames),
+        store_bytes=store_bytes,
+        source_bytes=source_bytes,
+        failed=failed,
+        reused=reused,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _codec_params(options: BuildOptions) -> dict:
+    if options.codec == "jpeg":
+        return {"quality": options.jpeg_quality, "subsampling": "420", "library": "libjpeg-turbo"}
+    if options.codec in ("lz4", "zstd"):
+        return {"chunk_frames": options.chunk_frames}
+    return {}
+
+
+def _remove_dead_shards(store: Path, live: set[str]) -> None:
+    for p in (store / SHARDS_DIR).glob(f"*{RECORDS_SUFFIX}"):
+        name = p.name[: -len(RECORDS_SUFFIX)]
+        if name not in live:
+            (store / SHARDS_DIR / f"{name}{SHARD_SUFFIX}").unlink(missing_ok=True)
+            p.unlink(missing_ok=True)
+

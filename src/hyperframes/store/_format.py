@@ -1,0 +1,88 @@
+"""The on-disk layout of a hyperframes store, described in one place.
+
+A store is a folder::
+
+    STORE/
+      manifest.json              written last and atomically: a store without it is incomplete
+      build.json                 the build parameters, written when a build starts (resume check)
+      .lock                      held (flock) by the process building the store; names the holder
+      shards/RUN-WORKER-SEQ.bin  payload: per video, its frames back to back (see below)
+      shards/RUN-WORKER-SEQ.jsonl  one JSON record per video stored in that shard
+      shards/*.part              a shard being written (journal); recovered by the next build
+      index/videos.npy           one row per video (``VIDEO_DTYPE``), in source order
+      index/frames.npy           one row per stored frame (``FRAME_DTYPE``): pts and source index
+      index/chunks.npy           one row per compressed chunk (``CHUNK_DTYPE``)
+      index/strings.json         paths, class names, splits, shard names
+
+Payload per video, starting at a 4096-byte aligned offset:
+
+- ``raw``: the array ``[F, C, H, W]`` (uint8, or float16 when normalised), C-order, so a
+  memory map gives zero-copy views.
+- ``lz4`` / ``zstd``: chunks of ``chunk_frames`` consecutive frames, each compressed on its own;
+  ``chunks.npy`` says where each chunk lies.
+- ``jpeg``: one JPEG (RGB, HWC) per frame; one chunk row per frame.
+
+The reader refuses a ``format_version`` it does not know.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FORMAT_NAME = "hyperframes-store"
+FORMAT_VERSION = 1
+ALIGNMENT = 4096
+CHECKSUM_ALGORITHM = "xxh3_128"
+
+MANIFEST = "manifest.json"
+BUILD_PARAMS = "build.json"
+LOCK = ".lock"
+SHARDS_DIR = "shards"
+INDEX_DIR = "index"
+VIDEOS_FILE = "videos.npy"
+FRAMES_FILE = "frames.npy"
+CHUNKS_FILE = "chunks.npy"
+STRINGS_FILE = "strings.json"
+
+SHARD_SUFFIX = ".bin"
+RECORDS_SUFFIX = ".jsonl"
+PART_SUFFIX = ".part"
+
+VIDEO_DTYPE = np.dtype(
+    [
+        ("shard", "<i4"),
+        ("offset", "<i8"),  # byte offset of the video's payload in its shard
+        ("nbytes", "<i8"),  # payload bytes (without alignment padding)
+        ("num_frames", "<i8"),  # frames stored
+        ("channels", "<i4"),
+        ("height", "<i4"),
+        ("width", "<i4"),
+        ("fps", "<f8"),  # rate of the stored frames
+        ("label_id", "<i4"),  # -1 when unlabelled
+        ("split_id", "<i4"),  # -1 when no split
+        ("frame_start", "<i8"),  # first row in frames.npy
+        ("chunk_start", "<i8"),  # first row in chunks.npy (compressed codecs)
+        ("num_chunks", "<i8"),
+        ("num_frames_decoded", "<i8"),
+        ("num_frames_from_header", "<i8"),  # -1 when the container does not say
+        ("source_bytes", "<i8"),
+        ("source_mtime_ns", "<i8"),
+        ("stream", "<i4"),  # index among the source's video streams
+    ]
+)
+
+FRAME_DTYPE = np.dtype([("pts_seconds", "<f8"), ("source_index", "<i8")])
+
+CHUNK_DTYPE = np.dtype(
+    [
+        ("offset", "<i8"),  # absolute byte offset in the shard
+        ("nbytes", "<i8"),
+        ("first_frame", "<i8"),  # index of the chunk's first frame within its video
+        ("num_frames", "<i8"),
+    ]
+)
+
+
+def align(offset: int) -> int:
+    """Round ``offset`` up to the payload alignment."""
+    return -(-offset // ALIGNMENT) * ALIGNMENT

@@ -1,0 +1,124 @@
+"""Decode one source once and stream its kept frames into a shard."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from .._errors import DecodeError, InputError
+from ..decode import Decoder
+from ..decode._resample import FpsResampler
+from ._codecs import Codec
+from ._options import BuildOptions, target_size
+from ._shard import ShardWriter
+from ._sources import Source, source_stat
+
+
+def check_source(source: Source) -> None:
+    """Refuse unusable paths before any decoder sees them, with a plain message."""
+    p = Path(source.path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file")
+    if source.kind == "video" and p.is_dir():
+        raise InputError(f"{p}: is a directory, expected a video file or a folder of frames")
+    if not os.access(p, os.R_OK):
+        raise InputError(f"{p}: permission denied (cannot read)")
+    if p.is_file() and p.stat().st_size == 0:
+        raise InputError(f"{p}: is empty (0 bytes)")
+
+
+def kept_frames(
+    decoder: Decoder, path: str, *, stream: int | None, fps: float | None, counter: list[int]
+) -> Iterator:
+    """Decoded frames resampled to ``fps`` by their timestamps (all of them when None).
+    ``counter[0]`` counts the frames actually decoded."""
+    resampler = FpsResampler(fps)
+    for frame in decoder.frames(path, stream=stream):
+        counter[0] += 1
+        yield from resampler.push(frame)
+    try:
+        yield from resampler.finish()
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
+
+
+def ingest(
+    source: Source,
+    options: BuildOptions,
+    decoder: Decoder,
+    codec: Codec,
+    writer: ShardWriter,
+    *,
+    on_frames: Callable[[int], None] = lambda n: None,
+) -> dict:
+    """Store one source; returns its (committed) record. On error nothing of it remains."""
+    check_source(source)
+    source_bytes, source_mtime_ns = source_stat(source)
+    info = decoder.probe(source.path, stream=options.stream)
+    hw = target_size(info.height, info.width, options.size)
+    normalise = options.dtype == "float16"
+    if normalise:
+        mean = np.asarray(options.mean, np.float32).reshape(3, 1, 1) * 255.0
+        std = np.asarray(options.std, np.float32).reshape(3, 1, 1) * 255.0
+    sink = writer.begin_video(codec)
+    pts: list[float] = []
+    indices: list[int] = []
+    decoded = [0]
+    try:
+        for kept in kept_frames(
+            decoder, source.path, stream=options.stream, fps=options.fps, counter=decoded
+        ):
+            chw = kept.frame.to_rgb(hw).transpose(2, 0, 1)
+            if normalise:
+                chw = ((chw.astype(np.float32) - mean) / std).astype(np.float16)
+            sink.add(chw)
+            pts.append(float(kept.pts_seconds))
+            indices.append(int(kept.source_index))
+            if len(pts) % 16 == 0:
+                on_frames(16)
+        offset, nbytes = sink.finish()
+        if not pts:
+            raise DecodeError(f"{source.path}: no frames could be decoded")
+    except BaseException:
+        writer.rollback(sink.offset)
+        raise
+    on_frames(len(pts) % 16)
+    c, h, w = sink.shape
+    record = {
+        "path": source.path,
+        "label": source.label,
+        "split": source.split,
+        "kind": source.kind,
+        "source_bytes": source_bytes,
+        "source_mtime_ns": source_mtime_ns,
+        "offset": offset,
+        "nbytes": nbytes,
+        "shape": [c, h, w],
+        "num_frames": len(pts),
+        "num_frames_decoded": decoded[0],
+        "num_frames_from_header": info.num_frames_from_header,
+        "fps": float(options.fps) if options.fps else _native_fps(pts, info.fps),
+        "stream": info.stream_index,
+        "codec": info.codec,
+        "source_size": [info.height, info.width],
+        "rotation": info.rotation,
+        "color_matrix": info.color_matrix,
+        "color_range": info.color_range,
+        "pts_seconds": pts,
+        "source_frame_indices": indices,
+        "chunks": sink.chunks,
+    }
+    writer.commit(record)
+    return record
+
+
+def _native_fps(pts: list[float], header_fps: float | None) -> float:
+    """Rate of a video kept at its native rate: the header's, else from the timestamps."""
+    if header_fps and header_fps > 0:
+        return float(header_fps)
+    if len(pts) > 1 and pts[-1] > pts[0]:
+        return (len(pts) - 1) / (pts[-1] - pts[0])
+    return 0.0

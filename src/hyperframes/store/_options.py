@@ -1,0 +1,94 @@
+"""Build options: parsing, validation, and which of them define a store's content."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from .._errors import ConfigError
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+DTYPES = ("uint8", "float16")
+FORMATS = ("store", "hdf5")
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildOptions:
+    fps: float | None = None  # None: keep every decoded frame
+    size: str = "128"  # "128" short side, "112x112" exact HxW, "none" native
+    codec: str = "raw"
+    dtype: str = "uint8"
+    decoder: str = "pyav"
+    stream: int | None = None  # index among video streams; None = best
+    jpeg_quality: int = 90
+    chunk_frames: int = 4
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    frame_folder_fps: float = 30.0
+    format: str = "store"
+    hdf5_compression: str = "lzf"
+    # not part of the content:
+    workers: int = 1
+    shard_bytes: int = 1 << 30
+
+    #: options that do not change what the store holds (may differ between resumed runs)
+    RUNTIME = ("workers", "shard_bytes", "format", "hdf5_compression")
+
+    def __post_init__(self):
+        parse_size(self.size)
+        if self.fps is not None and not self.fps > 0:
+            raise ConfigError(f"--fps must be a positive number, got {self.fps}")
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.dtype == "float16" and self.codec == "jpeg":
+            raise ConfigError("--codec jpeg stores uint8 only; use --dtype uint8 or another codec")
+        if self.format not in FORMATS:
+            raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {self.format!r}")
+        if self.workers < 1:
+            raise ConfigError(f"--workers must be at least 1, got {self.workers}")
+        if self.chunk_frames < 1:
+            raise ConfigError(f"--chunk-frames must be at least 1, got {self.chunk_frames}")
+
+    def content(self) -> dict:
+        """The options that define the stored content (compared when a build resumes)."""
+        d = dataclasses.asdict(self)
+        for k in self.RUNTIME:
+            d.pop(k)
+        d["mean"], d["std"] = list(self.mean), list(self.std)
+        if self.dtype == "uint8":
+            d.pop("mean")
+            d.pop("std")
+        if self.codec != "jpeg":
+            d.pop("jpeg_quality")
+        if self.codec not in ("lz4", "zstd"):
+            d.pop("chunk_frames")
+        return d
+
+
+def parse_size(size: str | int | None) -> tuple[str, int, int] | None:
+    """``"128"`` → ("short", 128, 128); ``"112x96"`` → ("exact", 112, 96); ``"none"`` → None."""
+    text = str(size).strip().lower()
+    if text in ("none", "native", ""):
+        return None
+    if re.fullmatch(r"\d+", text) and int(text) > 0:
+        return ("short", int(text), int(text))
+    m = re.fullmatch(r"(\d+)x(\d+)", text)
+    if m and int(m[1]) > 0 and int(m[2]) > 0:
+        return ("exact", int(m[1]), int(m[2]))
+    raise ConfigError(
+        f"--size {size!r} is not understood; use a short side (128), HxW (112x112) or none"
+    )
+
+
+def target_size(height: int, width: int, size: str) -> tuple[int, int] | None:
+    """(H, W) of stored frames for a source of ``height`` × ``width``; None = unchanged."""
+    spec = parse_size(size)
+    if spec is None:
+        return None
+    kind, a, b = spec
+    if kind == "exact":
+        return (a, b)
+    if height <= width:
+        return (a, max(1, round(width * a / height)))
+    return (max(1, round(height * a / width)), a)

@@ -1,0 +1,234 @@
+"""Build → read round trips on real (PyAV-encoded) videos: content, codecs, sizes, rates."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from _media import identify, level, write_video
+from hyperframes.store import BuildOptions, build_store, dry_run, open_store
+
+
+def _build(data, out, **kw):
+    return build_store(data, out, BuildOptions(**kw), progress=False)
+
+
+@pytest.fixture(scope="module")
+def raw_store(class_folder, tmp_path_factory):
+    out = tmp_path_factory.mktemp("stores") / "raw"
+    report = _build(class_folder, out, size="none", codec="raw")
+    assert report.exit_code == 0
+    return open_store(out)
+
+
+def test_folder_labels_and_frame_identity(raw_store):
+    s = raw_store
+    assert s.classes == ["a", "b", "c"]
+    assert len(s.videos) == 6
+    assert [v.label for v in s.videos] == ["a", "a", "b", "b", "c", "c"]
+    assert [v.label_id for v in s.videos] == [0, 0, 1, 1, 2, 2]
+    for v in s.videos:
+        assert v.num_frames == v.num_frames_decoded == len(v.pts_seconds)
+        assert v.shape == (3, 48, 64)
+        np.testing.assert_allclose(v.pts_seconds, np.arange(v.num_frames) / 20, atol=1e-6)
+        np.testing.assert_array_equal(v.source_frame_indices, np.arange(v.num_frames))
+        frames = s.read(v, np.arange(v.num_frames)).numpy()
+        assert [identify(f, v.num_frames) for f in frames] == list(range(v.num_frames))
+
+
+def test_read_arbitrary_indices_and_batch(raw_store):
+    s = raw_store
+    idx = [5, 1, 1, 7]
+    got = s.read(2, idx)
+    assert got.shape == (4, 3, 48, 64) and str(got.dtype) == "torch.uint8"
+    assert [identify(f, 20) for f in got.numpy()] == idx
+    batch = s.read_batch([(0, [0, 2, 4]), (3, [3, 4, 5]), (5, [10, 11, 12])])
+    assert tuple(batch.shape) == (3, 3, 3, 48, 64)
+    assert [identify(f, 20) for f in batch[2].numpy()] == [10, 11, 12]
+    view = s.frames_view(1)
+    assert view.shape[0] == s.videos[1].num_frames and not view.flags.writeable
+
+
+def test_out_of_range_read_names_video(raw_store):
+    from hyperframes import DataError
+
+    n = raw_store.videos[0].num_frames
+    with pytest.raises(DataError, match=f"frame index {n} is out of range for video 0"):
+        raw_store.read(0, [0, n])
+
+
+@pytest.mark.parametrize("codec", ["lz4", "zstd"])
+def test_lossless_codecs_equal_raw(class_folder, tmp_path, raw_store, codec):
+    _build(class_folder, tmp_path / codec, size="none", codec=codec, chunk_frames=3)
+    s = open_store(tmp_path / codec)
+    assert s.codec_name == codec
+    for v in range(len(s)):
+        n = s.videos[v].num_frames
+        idx = np.array([n - 1, 0, 4, 5, 6, 2])
+        np.testing.assert_array_equal(s.read_numpy(v, idx), raw_store.read_numpy(v, idx))
+
+
+def test_jpeg_codec_close_to_raw(class_folder, tmp_path, raw_store):
+    _build(class_folder, tmp_path / "j", size="none", codec="jpeg", jpeg_quality=95)
+    s = open_store(tmp_path / "j")
+    assert s.manifest["codec"] == {
+        "name": "jpeg",
+        "quality": 95,
+        "subsampling": "420",
+        "library": "libjpeg-turbo",
+    }
+    a = s.read_numpy(3, np.arange(10)).astype(np.float32)
+    b = raw_store.read_numpy(3, np.arange(10)).astype(np.float32)
+    assert np.abs(a - b).mean() < 2.0
+    assert [identify(f, 20) for f in a] == list(range(10))
+
+
+def test_float16_normalised(class_folder, tmp_path, raw_store):
+    _build(class_folder, tmp_path / "f", size="none", dtype="float16")
+    s = open_store(tmp_path / "f")
+    assert s.manifest["normalize"]["mean"] == pytest.approx([0.485, 0.456, 0.406])
+    x = s.read(1, [0, 3])
+    assert str(x.dtype) == "torch.float16"
+    mean = np.array(s.manifest["normalize"]["mean"]).reshape(3, 1, 1)
+    std = np.array(s.manifest["normalize"]["std"]).reshape(3, 1, 1)
+    back = (x.float().numpy() * std + mean) * 255
+    np.testing.assert_allclose(back, raw_store.read_numpy(1, [0, 3]), atol=1.0)
+
+
+def test_sizes_short_side_and_exact(class_folder, tmp_path):
+    _build(class_folder, tmp_path / "s", size="24")
+    s = open_store(tmp_path / "s")
+    assert {v.shape for v in s.videos} == {(3, 24, 32)}
+    assert s.manifest["decoder"]["resize_algorithm"]
+    # resized frames still tell which frame they are
+    f = s.read_numpy(0, [3])[0]
+    assert abs(f[:, :, :12].mean() - level(3)) < 4
+    _build(class_folder, tmp_path / "e", size="16x40")
+    assert {v.shape for v in open_store(tmp_path / "e").videos} == {(3, 16, 40)}
+
+
+def test_fps_resampling_keeps_time(class_folder, tmp_path):
+    _build(class_folder, tmp_path / "r", size="none", fps=10)
+    s = open_store(tmp_path / "r")
+    for v in s.videos:
+        # 20 fps source of n frames lasts n/20 s: floor(n/20*10) frames at 10 fps
+        assert v.num_frames == (v.num_frames_decoded * 10) // 20
+        assert v.fps == 10
+        np.testing.assert_allclose(np.diff(v.pts_seconds), 0.1, atol=1e-6)
+        np.testing.assert_array_equal(v.source_frame_indices, 2 * np.arange(v.num_frames))
+        got = [identify(f, 30) for f in s.read_numpy(v, np.arange(v.num_frames))]
+        assert got == list(v.source_frame_indices)
+
+
+def test_variable_and_mixed_frame_rates_share_one_time_base(tmp_path):
+    data = tmp_path / "data"
+    # variable frame rate: gaps of 0.05 and 0.15 s
+    vfr = [0.0, 0.05, 0.2, 0.25, 0.4, 0.45, 0.6, 0.65, 0.8, 0.85]
+    write_video(data / "x" / "vfr.mp4", frames=10, pts_seconds=vfr, fps=20)
+    write_video(data / "x" / "f25.mp4", frames=25, fps=25)
+    write_video(data / "y" / "f10.mp4", frames=10, fps=10)
+    _build(data, tmp_path / "s", size="none", fps=10)
+    s = open_store(tmp_path / "s")
+    by_name = {v.path.rsplit("/", 1)[-1]: v for v in s.videos}
+    for v in s.videos:
+        np.testing.assert_allclose(np.diff(v.pts_seconds), 0.1, atol=1e-6)
+    # nearest decoded frame to t = 0, .1, .2, ...: 0.05→idx1 ties go to the earlier frame
+    assert list(by_name["vfr.mp4"].source_frame_indices[:5]) == [0, 0, 2, 2, 4]
+    assert by_name["f25.mp4"].num_frames == 10
+    assert list(by_name["f10.mp4"].source_frame_indices) == list(range(10))
+
+
+def test_manifest_and_index_contents(raw_store):
+    m = raw_store.manifest
+    for key in (
+        "format_version",
+        "hyperframes_version",
+        "git_commit",
+        "created",
+        "build",
+        "decoder",
+        "shards",
+        "failed",
+        "checksum_algorithm",
+    ):
+        assert key in m
+    assert m["decoder"]["name"] == "pyav" and m["decoder"]["version"]
+    assert m["build"]["size"] == "none" and m["build"]["codec"] == "raw"
+    assert all(len(s["checksum"]) == 32 and s["bytes"] > 0 for s in m["shards"])
+    assert m["failed"] == []
+    assert m["num_frames"] == sum(v.num_frames for v in raw_store.videos)
+
+
+def test_workers_give_the_same_content(class_folder, tmp_path, raw_store):
+    _build(class_folder, tmp_path / "w2", size="none", workers=2)
+    s = open_store(tmp_path / "w2")
+    assert len({sh["name"].split("-")[1] for sh in s.manifest["shards"]}) == 2  # one per worker
+    assert [v.path for v in s.videos] == [v.path for v in raw_store.videos]
+    for v in range(len(s)):
+        n = s.videos[v].num_frames
+        np.testing.assert_array_equal(
+            s.read_numpy(v, np.arange(n)), raw_store.read_numpy(v, np.arange(n))
+        )
+
+
+def test_dry_run_estimates_without_writing(class_folder, tmp_path):
+    est = dry_run(class_folder, BuildOptions(size="none"))
+    assert est["videos"] == 6
+    total = sum(20 + i + c for c in range(3) for i in range(2))
+    assert est["estimated_frames"] == total
+    assert est["estimated_bytes"] == total * 3 * 48 * 64
+    assert not (tmp_path / "nothing").exists()
+
+
+def test_annotation_list_csv_and_rawframes(class_folder, tmp_path, rawframes_dir):
+    lst = class_folder / "train.txt"
+    lst.write_text("a/a_0.mp4 1\nb/b_1.mp4 0\n")
+    _build(lst, tmp_path / "l", size="none")
+    s = open_store(tmp_path / "l")
+    assert s.classes == ["0", "1"] and [v.label_id for v in s.videos] == [1, 0]
+
+    csv = class_folder / "all.csv"
+    csv.write_text("path,label,split\na/a_0.mp4,walk,train\nc/c_0.mp4,run,val\n")
+    _build(csv, tmp_path / "c", size="none")
+    s = open_store(tmp_path / "c")
+    assert [(v.label, v.split) for v in s.videos] == [("walk", "train"), ("run", "val")]
+
+    _build(rawframes_dir, tmp_path / "rf", size="none", frame_folder_fps=25)
+    s = open_store(tmp_path / "rf")
+    assert len(s.videos) == 1 and s.videos[0].num_frames == 10
+    np.testing.assert_allclose(s.videos[0].pts_seconds, np.arange(10) / 25)
+    from PIL import Image
+
+    ref = np.asarray(Image.open(rawframes_dir / "img_00004.jpg").convert("RGB"))
+    np.testing.assert_array_equal(s.read_numpy(0, [3])[0].transpose(1, 2, 0), ref)
+
+
+def test_single_video_file(class_folder, tmp_path):
+    _build(class_folder / "b" / "b_0.mp4", tmp_path / "one", size="none")
+    s = open_store(tmp_path / "one")
+    assert len(s.videos) == 1 and s.videos[0].label is None
+
+
+def test_info_json_lists_everything(raw_store, capsys):
+    from hyperframes.cli import main
+
+    assert main(["info", str(raw_store.path), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["num_videos"] == 6 and d["failed"] == [] and d["classes"] == ["a", "b", "c"]
+    assert main(["info", str(raw_store.path)]) == 0
+    text = capsys.readouterr().out
+    assert "decoder" in text and "pyav" in text and "failed         0" in text
+
+
+def test_show_writes_a_window_png(raw_store, tmp_path):
+    from PIL import Image
+
+    from hyperframes.cli import main
+
+    out = tmp_path / "w.png"
+    assert main(["show", str(raw_store.path), "--video", "1", "--frames", "6", "--stride", "2",
+                 "--out", str(out)]) == 0
+    img = Image.open(out)
+    assert img.width > 6 * 64 and img.height > 48
