@@ -72,7 +72,9 @@ def write_audio_only(path: Path, seconds: float = 0.5) -> Path:
         n = int(16000 * seconds)
         samples = (np.sin(np.arange(n) / 10.0) * 0.3).astype(np.float32)[None, :]
         for start in range(0, n, 1024):
-            fr = av.AudioFrame.from_ndarray(samples[:, start : start + 1024], format="fltp", layout="mono")
+            fr = av.AudioFrame.from_ndarray(
+                samples[:, start : start + 1024], format="fltp", layout="mono"
+            )
             fr.sample_rate = 16000
             fr.pts = start
             for pkt in s.encode(fr):

@@ -29,7 +29,12 @@ def _build(data, out, **kw):
 def _content(store):
     s = open_store(store)
     return [
-        (v.path, v.label, v.pts_seconds.tolist(), s.read_numpy(v, np.arange(v.num_frames)).tobytes())
+        (
+            v.path,
+            v.label,
+            v.pts_seconds.tolist(),
+            s.read_numpy(v, np.arange(v.num_frames)).tobytes(),
+        )
         for v in s.videos
     ]
 
@@ -38,7 +43,9 @@ def _content(store):
 def many_videos(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("many") / "data"
     for i in range(12):
-        write_video(root / ("p" if i % 2 else "q") / f"v{i:02d}.mp4", frames=60, width=160, height=120)
+        write_video(
+            root / ("p" if i % 2 else "q") / f"v{i:02d}.mp4", frames=60, width=160, height=120
+        )
     return root
 
 
@@ -46,8 +53,18 @@ def test_kill_9_then_resume_equals_uninterrupted(many_videos, tmp_path):
     ref = tmp_path / "ref"
     _build(many_videos, ref, size="none", codec="zstd")
     out = tmp_path / "killed"
-    cmd = [*CLI, "build", str(many_videos), "--out", str(out), "--size", "none", "--codec", "zstd",
-           "--quiet"]
+    cmd = [
+        *CLI,
+        "build",
+        str(many_videos),
+        "--out",
+        str(out),
+        "--size",
+        "none",
+        "--codec",
+        "zstd",
+        "--quiet",
+    ]
     proc = subprocess.Popen(cmd, start_new_session=True)
     journal_lines = 0
     deadline = time.time() + 60
@@ -80,7 +97,7 @@ def test_changed_source_is_rebuilt_and_other_params_refused(tmp_path):
     report = _build(data, out, size="none")
     assert report.reused == 1
     assert [v.num_frames for v in open_store(out).videos] == [10, 15]
-    with pytest.raises(StoreError, match=r"other parameters \(codec: stored 'raw', asked 'lz4'"):
+    with pytest.raises(StoreError, match=r"other parameters \(.*codec: stored 'raw', asked 'lz4'"):
         _build(data, out, size="none", codec="lz4")
 
 
@@ -114,7 +131,7 @@ def test_corrupt_manifest_and_missing_store(tmp_path, class_folder):
     out = tmp_path / "s"
     _build(class_folder, out, size="none")
     (out / "manifest.json").write_text("{not json")
-    with pytest.raises(StoreError, match="manifest.json: cannot be read as JSON"):
+    with pytest.raises(StoreError, match=r"manifest\.json: cannot be read as JSON"):
         open_store(out)
 
 
@@ -130,8 +147,19 @@ def test_bad_inputs_never_stop_the_build(tmp_path, shared_videos):
     write_video(data / "short.mp4", frames=1, fps=30)  # 1/30 s: shorter than one frame at 15 fps
     lst = tmp_path / "data" / "list.txt"
     lst.write_text(
-        "".join(f"cls/{n} 0\n" for n in ["good.mp4", "empty.mp4", "text.mp4", "folder.mp4",
-                                          "truncated.mp4", "audio.mp4", "short.mp4", "missing.mp4"])
+        "".join(
+            f"cls/{n} 0\n"
+            for n in [
+                "good.mp4",
+                "empty.mp4",
+                "text.mp4",
+                "folder.mp4",
+                "truncated.mp4",
+                "audio.mp4",
+                "short.mp4",
+                "missing.mp4",
+            ]
+        )
     )
     out = tmp_path / "s"
     r = subprocess.run(
@@ -143,7 +171,12 @@ def test_bad_inputs_never_stop_the_build(tmp_path, shared_videos):
     info = subprocess.run([*CLI, "info", str(out), "--json"], capture_output=True, text=True)
     failed = {Path(f["path"]).name: f["error"] for f in json.loads(info.stdout)["failed"]}
     assert set(failed) == {
-        "empty.mp4", "text.mp4", "folder.mp4", "truncated.mp4", "audio.mp4", "short.mp4",
+        "empty.mp4",
+        "text.mp4",
+        "folder.mp4",
+        "truncated.mp4",
+        "audio.mp4",
+        "short.mp4",
         "missing.mp4",
     }
     assert "0 bytes" in failed["empty.mp4"]
@@ -155,20 +188,28 @@ def test_bad_inputs_never_stop_the_build(tmp_path, shared_videos):
         assert name in err or name in ("empty.mp4", "missing.mp4", "folder.mp4") or "/" in err
     s = open_store(out)
     assert [Path(v.path).name for v in s.videos] == ["good.mp4"]
-    assert "good.mp4" in r.stdout and "failed: 7" in r.stdout
+    assert "1 videos" in r.stdout and "failed: 7" in r.stdout
+    for name in failed:
+        assert name in r.stdout  # the summary lists every failed file
 
 
 def test_unwritable_output_is_fatal(class_folder, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    r = subprocess.run([*CLI, "build", str(class_folder), "--out", str(blocker / "s"), "--quiet"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [*CLI, "build", str(class_folder), "--out", str(blocker / "s"), "--quiet"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1 and "cannot create the store folder" in r.stderr
 
 
 def test_missing_data_is_fatal(tmp_path):
-    r = subprocess.run([*CLI, "build", str(tmp_path / "nope"), "--out", str(tmp_path / "s")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [*CLI, "build", str(tmp_path / "nope"), "--out", str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1 and "no such file or folder" in r.stderr
 
 
@@ -182,12 +223,22 @@ def test_bounded_memory_independent_of_length(tmp_path):
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
     base = subprocess.run(
-        [sys.executable, "-c", "import resource, hyperframes.store, av, numpy;"
-         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import resource, hyperframes.store, av, numpy;"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
-    r = subprocess.run([sys.executable, "-c", script, str(long), str(tmp_path / "s")],
-                       capture_output=True, text=True, check=True)
+    r = subprocess.run(
+        [sys.executable, "-c", script, str(long), str(tmp_path / "s")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     peak_kb = int(r.stdout.split()[-1]) - int(base.stdout.split()[-1])
     stored = 400 * 640 * 360 * 3
     assert open_store(tmp_path / "s").videos[0].num_frames == 400
@@ -200,8 +251,9 @@ def test_hdf5_convert_and_build_read_the_same(class_folder, tmp_path):
     out = tmp_path / "s"
     _build(class_folder, out, size="none")
     h5 = tmp_path / "s.h5"
-    subprocess.run([*CLI, "convert", str(out), "--format", "hdf5", "--out", str(h5), "--quiet"],
-                   check=True)
+    subprocess.run(
+        [*CLI, "convert", str(out), "--format", "hdf5", "--out", str(h5), "--quiet"], check=True
+    )
     with h5py.File(h5, "r") as f:
         assert f["videos/00000002"].shape[1:] == (3, 48, 64)
         assert f.attrs["format"] == "hyperframes-hdf5"
@@ -209,9 +261,12 @@ def test_hdf5_convert_and_build_read_the_same(class_folder, tmp_path):
     assert [v.path for v in a.videos] == [v.path for v in b.videos]
     np.testing.assert_array_equal(a.read_numpy(2, [4, 1, 3]), b.read_numpy(2, [4, 1, 3]))
     built = tmp_path / "b.h5"
-    report = build_store(class_folder, built, BuildOptions(size="none", format="hdf5",
-                                                           hdf5_compression="blosc"),
-                         progress=False)
+    report = build_store(
+        class_folder,
+        built,
+        BuildOptions(size="none", format="hdf5", hdf5_compression="blosc"),
+        progress=False,
+    )
     assert report.exit_code == 0 and built.is_file()
     assert not (tmp_path / "b.h5.staging").exists()
     c = open_store(built)

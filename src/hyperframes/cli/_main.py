@@ -92,7 +92,9 @@ def _show(args) -> int:
 def _convert(args) -> int:
     from ..store._hdf5 import convert_to_hdf5
 
-    out = convert_to_hdf5(args.store, args.out, compression=args.compression, progress=not args.quiet)
+    out = convert_to_hdf5(
+        args.store, args.out, compression=args.compression, progress=not args.quiet
+    )
     print(f"wrote {out}")
     return EXIT_OK
 
@@ -110,9 +112,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="decode videos once into a store")
-    b.add_argument("data", help="folder root/<label>/<video>, annotation file, frame folder or video")
+    b.add_argument(
+        "data", help="folder root/<label>/<video>, annotation file, frame folder or video"
+    )
     b.add_argument("--out", required=True, help="store folder (or .h5 file with --format hdf5)")
-    b.add_argument("--fps", type=float, default=None, help="resample to this rate (default: native)")
+    b.add_argument(
+        "--fps", type=float, default=None, help="resample to this rate (default: native)"
+    )
     b.add_argument("--size", default="128", help="short side (128), HxW (112x112) or none")
     b.add_argument("--codec", default="raw", choices=["raw", "lz4", "zstd", "jpeg"])
     b.add_argument("--dtype", default="uint8", choices=["uint8", "float16"])

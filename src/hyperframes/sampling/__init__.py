@@ -1,0 +1,47 @@
+"""Samplers: pure planners from video metadata and (seed, epoch, item) to frame indices.
+
+A sampler never reads pixels and never imports torch. Give it per-video metadata
+(:class:`VideoMeta`, or the column form :class:`VideoTable`); it defines an item space
+(``num_items``) and plans each item (``plan`` -> :class:`Plan`)::
+
+    s = create_sampler("random", frames=16, stride=2, short="pad")
+    plan = s.plan(videos, item, seed=0, epoch=3)   # plan.video, plan.frame_indices, plan.mask
+
+Registered samplers: ``sliding``, ``random``, ``segments``, ``uniform``, ``duration``,
+``keyframes``. :func:`epoch_order`, :func:`balanced_order` and :func:`partition` give the order
+of items in an epoch and each rank's share of it.
+"""
+
+from . import _duration, _keyframes, _random, _windows  # noqa: F401  (register samplers)
+from ._base import SHORT_POLICIES, Sampler
+from ._change import change_score
+from ._duration import DurationSampler
+from ._keyframes import KeyframesSampler
+from ._meta import Plan, VideoMeta, VideoTable, as_video_table
+from ._order import balanced_order, class_weights, epoch_order, partition
+from ._random import RandomSampler, SegmentsSampler
+from ._registry import create_sampler, list_samplers, register_sampler
+from ._windows import SlidingSampler, UniformSampler
+
+__all__ = [
+    "SHORT_POLICIES",
+    "DurationSampler",
+    "KeyframesSampler",
+    "Plan",
+    "RandomSampler",
+    "Sampler",
+    "SegmentsSampler",
+    "SlidingSampler",
+    "UniformSampler",
+    "VideoMeta",
+    "VideoTable",
+    "as_video_table",
+    "balanced_order",
+    "change_score",
+    "class_weights",
+    "create_sampler",
+    "epoch_order",
+    "list_samplers",
+    "partition",
+    "register_sampler",
+]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -161,10 +160,18 @@ def assemble(
     for name in shards:
         _, summary = load_shard(store / SHARDS_DIR, name)
         shard_rows.append(
-            {"name": f"{name}{SHARD_SUFFIX}", "bytes": summary["bytes"], "checksum": summary["checksum"]}
+            {
+                "name": f"{name}{SHARD_SUFFIX}",
+                "bytes": summary["bytes"],
+                "checksum": summary["checksum"],
+            }
         )
     index_rows = [
-        {"name": f"{INDEX_DIR}/{f}", "bytes": (index / f).stat().st_size, "checksum": checksum_file(index / f)}
+        {
+            "name": f"{INDEX_DIR}/{f}",
+            "bytes": (index / f).stat().st_size,
+            "checksum": checksum_file(index / f),
+        }
         for f in (VIDEOS_FILE, FRAMES_FILE, CHUNKS_FILE, STRINGS_FILE, DETAILS_FILE)
     ]
     decoder = create_decoder(options.decoder)
@@ -232,4 +239,3 @@ def _remove_dead_shards(store: Path, live: set[str]) -> None:
         if name not in live:
             (store / SHARDS_DIR / f"{name}{SHARD_SUFFIX}").unlink(missing_ok=True)
             p.unlink(missing_ok=True)
-

@@ -31,11 +31,17 @@ def check_source(source: Source) -> None:
 
 
 def kept_frames(
-    decoder: Decoder, path: str, *, stream: int | None, fps: float | None, counter: list[int]
+    decoder: Decoder,
+    path: str,
+    *,
+    stream: int | None,
+    fps: float | None,
+    counter: list[int],
+    native_fps: float | None = None,
 ) -> Iterator:
     """Decoded frames resampled to ``fps`` by their timestamps (all of them when None).
     ``counter[0]`` counts the frames actually decoded."""
-    resampler = FpsResampler(fps)
+    resampler = FpsResampler(fps, native_fps=native_fps)
     for frame in decoder.frames(path, stream=stream):
         counter[0] += 1
         yield from resampler.push(frame)
@@ -69,7 +75,12 @@ def ingest(
     decoded = [0]
     try:
         for kept in kept_frames(
-            decoder, source.path, stream=options.stream, fps=options.fps, counter=decoded
+            decoder,
+            source.path,
+            stream=options.stream,
+            fps=options.fps,
+            counter=decoded,
+            native_fps=info.fps,
         ):
             chw = kept.frame.to_rgb(hw).transpose(2, 0, 1)
             if normalise:

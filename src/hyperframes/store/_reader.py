@@ -89,7 +89,9 @@ class Store:
             self._frames = np.load(index / FRAMES_FILE, mmap_mode="r", allow_pickle=False)
             self._chunks = np.load(index / CHUNKS_FILE, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as e:
-            raise StoreError(f"{index}: the index cannot be read ({e}); the store is corrupt") from None
+            raise StoreError(
+                f"{index}: the index cannot be read ({e}); the store is corrupt"
+            ) from None
         strings = _load_json(index / STRINGS_FILE)
         self._shard_names = strings["shards"]
         self.classes: list[str] = strings["classes"]
@@ -217,7 +219,10 @@ class Store:
         }
         order = sorted(
             range(len(reqs)),
-            key=lambda b: (int(self._videos[reqs[b][0]]["shard"]), int(self._videos[reqs[b][0]]["offset"])),
+            key=lambda b: (
+                int(self._videos[reqs[b][0]]["shard"]),
+                int(self._videos[reqs[b][0]]["offset"]),
+            ),
         )
         if len(shapes) == 1:
             (shape,) = shapes

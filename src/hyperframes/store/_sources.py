@@ -19,10 +19,10 @@ from pathlib import Path
 from .._errors import InputError
 
 VIDEO_EXTENSIONS = frozenset(
-    ".mp4 .avi .mkv .mov .webm .m4v .mpg .mpeg .flv .wmv .3gp .ts .mts .ogv .gif".split()
+    [".mp4", ".avi", ".mkv", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".flv", ".wmv", ".3gp", ".ts", ".mts", ".ogv", ".gif"]
 )
-IMAGE_EXTENSIONS = frozenset(".jpg .jpeg .png .bmp".split())
-ANNOTATION_EXTENSIONS = frozenset(".txt .csv .lst .list".split())
+IMAGE_EXTENSIONS = frozenset([".jpg", ".jpeg", ".png", ".bmp"])
+ANNOTATION_EXTENSIONS = frozenset([".txt", ".csv", ".lst", ".list"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +44,11 @@ def _is_frame_dir(path: Path) -> bool:
 
 
 def _kind(path: Path) -> str:
-    return "frames" if path.is_dir() else "video"
+    """A listed folder is a frame folder, unless it is named like a video (then it is an
+    error the build reports: a directory where a video file was expected)."""
+    if path.is_dir() and path.suffix.lower() not in VIDEO_EXTENSIONS:
+        return "frames"
+    return "video"
 
 
 def discover(data: str | os.PathLike) -> list[Source]:

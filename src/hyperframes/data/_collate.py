@@ -1,0 +1,129 @@
+"""Collation: stack windows into a batch, keeping dtype (uint8 stays uint8) and masks.
+
+:func:`collate_windows` takes a list of samples, each one of
+
+* a tensor window (T, C, H, W) (or any layout) -- stacked alone;
+* a :class:`~hyperframes.data.transforms.Window` (frames, indices, mask);
+* a :class:`~hyperframes.data.KeyframeWindow` (key, context);
+* a mapping with ``"frames"`` and optionally ``"mask"``, ``"indices"`` and other fields
+  (tensors, numpy arrays, Window / KeyframeWindow, numbers; other objects such as strings are
+  gathered in lists),
+
+and returns the same kind with a leading batch axis B; masks become (B, T) bool. Inside a
+DataLoader worker the frames are stacked straight into shared memory (as torch's default
+collate does) to avoid one copy on the way to the main process.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import torch
+
+from .._errors import DataError
+from ._layouts import KeyframeWindow
+from .transforms._base import Window
+
+__all__ = ["collate_windows"]
+
+_HINT = (
+    "add a fixed-size spatial transform (RandomResizedCrop(size), Resize((h, w)) or "
+    "CenterCrop(size)) so every window has the same height and width"
+)
+
+
+def _describe(shapes: set) -> str:
+    return ", ".join(str(s) for s in sorted(shapes))
+
+
+def _stack(tensors: list[torch.Tensor], what: str) -> torch.Tensor:
+    shapes = {tuple(t.shape) for t in tensors}
+    if len(shapes) > 1:
+        spatial = {s[-2:] for s in shapes if len(s) >= 2}
+        leading = {s[:-2] for s in shapes}
+        if len(spatial) > 1 and len(leading) == 1:
+            sizes = ", ".join(f"{h}x{w}" for h, w in sorted(spatial))
+            raise DataError(f"cannot batch {what}: windows have different sizes {sizes}; {_HINT}")
+        raise DataError(
+            f"cannot batch {what}: windows have different shapes {_describe(shapes)}; windows "
+            f"need the same frame count (sampler short='pad' keeps T fixed) and layout"
+            + (f"; {_HINT}" if len(spatial) > 1 else "")
+        )
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) > 1:
+        raise DataError(
+            f"cannot batch {what}: windows have different dtypes "
+            f"{', '.join(sorted(str(d) for d in dtypes))}; convert them alike (e.g. ToFloat)"
+        )
+    out = None
+    if torch.utils.data.get_worker_info() is not None and tensors[0].device.type == "cpu":
+        shape = (len(tensors), *tensors[0].shape)
+        out = torch.empty(shape, dtype=tensors[0].dtype).share_memory_()
+    return torch.stack(tensors, out=out)
+
+
+def _as_tensor(value) -> torch.Tensor:
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    return torch.as_tensor(value)
+
+
+def _collate_field(values: list, name: str):
+    first = values[0]
+    if isinstance(first, Window | KeyframeWindow):
+        return collate_windows(values)
+    if isinstance(first, torch.Tensor | np.ndarray):
+        return _stack([_as_tensor(v) for v in values], name)
+    if isinstance(first, bool | np.bool_):
+        return torch.tensor([bool(v) for v in values])
+    if isinstance(first, numbers.Integral):
+        return torch.tensor([int(v) for v in values], dtype=torch.int64)
+    if isinstance(first, numbers.Real):
+        return torch.tensor([float(v) for v in values], dtype=torch.float64)
+    return list(values)
+
+
+def collate_windows(samples: Sequence):
+    """Stack a list of windows / samples into a batch (see the module docstring)."""
+    if len(samples) == 0:
+        raise DataError("collate_windows got an empty list; a batch needs at least one window")
+    first = samples[0]
+    kinds = {type(s) for s in samples}
+    if len(kinds) > 1:
+        raise DataError(
+            f"collate_windows got mixed sample kinds {sorted(k.__name__ for k in kinds)}; "
+            f"give windows of one kind"
+        )
+    if isinstance(first, Window):
+        return Window(
+            _stack([s.frames for s in samples], "frames"),
+            _stack([_as_tensor(s.indices).to(torch.int64) for s in samples], "indices"),
+            _stack([_as_tensor(s.mask).to(torch.bool) for s in samples], "mask"),
+        )
+    if isinstance(first, KeyframeWindow):
+        return KeyframeWindow(
+            _stack([s.key for s in samples], "key"),
+            _stack([s.context for s in samples], "context"),
+        )
+    if isinstance(first, torch.Tensor):
+        return _stack(list(samples), "frames")
+    if isinstance(first, Mapping):
+        keys = set(first)
+        for i, s in enumerate(samples):
+            if set(s) != keys:
+                raise DataError(
+                    f"collate_windows: sample {i} has fields {sorted(s)} but sample 0 has "
+                    f"{sorted(keys)}; every sample needs the same fields"
+                )
+        if "frames" not in keys:
+            raise DataError(f"collate_windows: samples need a 'frames' field, got {sorted(keys)}")
+        out = {k: _collate_field([s[k] for s in samples], k) for k in first}
+        if isinstance(out.get("mask"), torch.Tensor):
+            out["mask"] = out["mask"].to(torch.bool)
+        return out
+    raise DataError(
+        f"collate_windows cannot batch {type(first).__name__}; give tensors, Window, "
+        f"KeyframeWindow or dicts with a 'frames' tensor"
+    )

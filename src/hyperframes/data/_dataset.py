@@ -1,0 +1,175 @@
+"""``HyperframeDataset``: a map-style dataset of windows planned by a sampler, read in batches
+from a store, augmented with per-sample seeds and shaped into a layout."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from .._errors import ConfigError, DataError
+from ..sampling import VideoTable, change_score, create_sampler
+from ._layouts import list_layouts, to_layout
+from ._record import Hyperframe
+from .transforms import Window, transform_generator
+
+MEMORY_MODES = ("disk", "ram")
+DTYPES = ("uint8", "float32", "float16")
+
+
+def _open(store):
+    if isinstance(store, str | os.PathLike):
+        from ..store import open_store
+
+        return open_store(store)
+    return store
+
+
+class HyperframeDataset(torch.utils.data.Dataset):
+    """Windows of ``frames`` frames from ``store`` (a path or an opened store).
+
+    ``sampler`` is a registered name (``random``, ``sliding``, ``segments``, ``uniform``,
+    ``duration``, ``keyframes``) or a sampler object; ``sampler_options`` go to it (``stride``,
+    ``jitter``, ``clips``, ``short``...). Items are numbered by the sampler; an item may also be
+    given as ``(epoch, item)``, which is how :func:`hyperframes.loader` carries the epoch into
+    persistent workers. ``memory="ram"`` holds the whole store in RAM; ``memory="cuda"`` (any
+    torch device) holds it on that device.
+    """
+
+    def __init__(
+        self,
+        store,
+        sampler="random",
+        frames: int = 16,
+        seed: int = 0,
+        layout: str = "temporal",
+        transform: Callable | None = None,
+        *,
+        split: str | None = None,
+        epoch: int = 0,
+        dtype: str = "uint8",
+        memory: str = "disk",
+        sampler_options: dict | None = None,
+    ):
+        self.store = _open(store)
+        if layout not in list_layouts():
+            raise ConfigError(
+                f"unknown layout {layout!r}; choose one of {', '.join(list_layouts())}"
+            )
+        if dtype not in DTYPES:
+            raise ConfigError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+        self.layout, self.dtype, self.transform = layout, dtype, transform
+        self.seed, self.epoch, self.frames = int(seed), int(epoch), int(frames)
+        if isinstance(sampler, str):
+            sampler = create_sampler(sampler, frames=frames, **(sampler_options or {}))
+        elif sampler_options:
+            raise ConfigError("sampler_options apply to a sampler given by name only")
+        if sampler.frames != frames:
+            raise ConfigError(f"the sampler plans {sampler.frames} frames but frames={frames}")
+        self.sampler = sampler
+        videos = self.store.videos
+        if split is not None:
+            ids = [i for i in range(len(videos)) if videos[i].split == split]
+            if not ids:
+                have = sorted({v.split for v in videos if v.split})
+                raise DataError(f"no video of split {split!r} in the store; splits: {have}")
+        else:
+            ids = list(range(len(videos)))
+        self.video_ids = np.asarray(ids, np.int64)
+        self.table = self._table(videos)
+        self._reader = self.store
+        if memory not in MEMORY_MODES and not str(memory).startswith("cuda"):
+            raise ConfigError(f"unknown memory={memory!r}; choose disk, ram or cuda[:N]")
+        if memory != "disk":
+            from ._memory import InMemoryStore
+
+            self._reader = InMemoryStore(self.store, device="cpu" if memory == "ram" else memory)
+        self._len = self.sampler.num_items(self.table)
+
+    def _table(self, videos) -> VideoTable:
+        ids = self.video_ids
+        nf = np.asarray(videos.num_frames)[ids]
+        scores = None
+        if self.sampler.name == "keyframes":
+            scores = [
+                change_score(self.store.read_numpy(int(i), np.arange(nf[k])))
+                for k, i in enumerate(ids)
+            ]
+        return VideoTable.from_arrays(
+            nf,
+            np.asarray(videos.fps)[ids],
+            labels=np.asarray(videos.label_ids)[ids],
+            pts_seconds=[videos[int(i)].pts_seconds for i in ids],
+            change_score=scores,
+        )
+
+    def __len__(self) -> int:
+        return self._len
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Label of each item (for class-balanced sampling)."""
+        return np.asarray(self.sampler.item_labels(self.table))
+
+    def _key(self, index) -> tuple[int, int]:
+        if isinstance(index, tuple):
+            epoch, item = index
+        else:
+            epoch, item = self.epoch, index
+        item = int(item)
+        if not 0 <= item < self._len:
+            raise IndexError(f"item {item} is out of range: the dataset has {self._len} items")
+        return int(epoch), item
+
+    def __getitem__(self, index) -> Hyperframe:
+        return self.__getitems__([index])[0]
+
+    def __getitems__(self, indices: Sequence) -> list[Hyperframe]:
+        keys = [self._key(i) for i in indices]
+        plans = [self.sampler.plan(self.table, item, seed=self.seed, epoch=ep) for ep, item in keys]
+        requests = [(int(self.video_ids[p.video]), p.frame_indices) for p in plans]
+        read = self._reader.read_batch(requests)
+        return [self._finish(read[b], plans[b], keys[b], requests[b][0]) for b in range(len(plans))]
+
+    def _finish(self, frames: torch.Tensor, plan, key, video_id: int) -> Hyperframe:
+        epoch, item = key
+        idx = torch.from_numpy(np.asarray(plan.frame_indices, np.int64))
+        mask = torch.from_numpy(np.asarray(plan.mask, bool))
+        if self.transform is not None:
+            g = transform_generator(self.seed, epoch, item)
+            out = self.transform(frames, idx, mask, generator=g)
+            if not isinstance(out, Window):
+                raise DataError(
+                    f"transform {type(self.transform).__name__} must return a Window "
+                    "(frames, indices, mask); wrap it in hyperframes.data.transforms.Compose"
+                )
+            if out.frames.shape[0] != frames.shape[0]:
+                raise DataError(
+                    f"transform {type(self.transform).__name__} changed the frame count from "
+                    f"{frames.shape[0]} to {out.frames.shape[0]} without declaring it "
+                    "(set changes_count=True and use a sampler policy that expects it)"
+                )
+            frames, idx, mask = out
+        if self.dtype != "uint8" and frames.dtype == torch.uint8:
+            frames = frames.to(getattr(torch, self.dtype)).div_(255.0)
+        rec = self.store.videos[video_id]
+        stored = idx.numpy()
+        meta = {
+            "video": rec.path,
+            "video_id": video_id,
+            "frame_indices": rec.source_frame_indices[stored].copy(),
+            "stored_indices": stored.copy(),
+            "pts_seconds": rec.pts_seconds[stored].copy(),
+            "fps": rec.fps,
+            "frames": int(frames.shape[0]),
+            "seed": self.seed,
+            "epoch": epoch,
+            "item": item,
+            "clip": int(plan.clip),
+        }
+        return Hyperframe(to_layout(frames, self.layout), rec.label_id, mask, meta)

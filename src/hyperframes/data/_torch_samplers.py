@@ -1,0 +1,94 @@
+"""``torch.utils.data.Sampler`` wrappers around the pure-numpy epoch orders.
+
+Each yields item numbers for one epoch on one rank; call ``set_epoch(epoch)`` before every
+epoch (and give the dataset the same epoch so plans match). ``set_epoch(epoch, start=k)``
+resumes after the first ``k`` items of this rank's share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch.utils.data
+
+from .._errors import ConfigError
+from ..sampling import balanced_order, epoch_order, partition
+
+__all__ = ["BalancedSampler", "EpochSampler"]
+
+
+class _EpochBase(torch.utils.data.Sampler[int]):
+    def __init__(self, *, seed: int, rank: int, world_size: int) -> None:
+        self.seed = seed
+        self.rank = rank
+        self.world_size = world_size
+        self.epoch = 0
+        self.start = 0
+        partition(np.zeros(0, np.int64), rank, world_size)  # validates rank / world_size
+
+    def set_epoch(self, epoch: int, start: int = 0) -> None:
+        """Use epoch ``epoch`` from now on, skipping this rank's first ``start`` items."""
+        if start < 0:
+            raise ConfigError(f"set_epoch: start must be >= 0, got {start!r}")
+        self.epoch = epoch
+        self.start = start
+
+    def _global(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def _share(self) -> np.ndarray:
+        drop = getattr(self, "drop_last", False)
+        return partition(self._global(), self.rank, self.world_size, drop_last=drop)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._share()[self.start :].tolist())
+
+    def __len__(self) -> int:
+        return max(self._share().shape[0] - self.start, 0)
+
+
+class EpochSampler(_EpochBase):
+    """Every item once per epoch in :func:`~hyperframes.sampling.epoch_order`, split over ranks
+    with :func:`~hyperframes.sampling.partition` (padded by wrapping unless ``drop_last``)."""
+
+    def __init__(
+        self,
+        num_items: int,
+        *,
+        seed: int = 0,
+        shuffle: bool = True,
+        rank: int = 0,
+        world_size: int = 1,
+        drop_last: bool = False,
+    ) -> None:
+        super().__init__(seed=seed, rank=rank, world_size=world_size)
+        self.num_items = num_items
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+
+    def _global(self) -> np.ndarray:
+        return epoch_order(self.num_items, self.seed, self.epoch, shuffle=self.shuffle)
+
+
+class BalancedSampler(_EpochBase):
+    """``num_samples`` items per epoch drawn with replacement, classes equally likely
+    (:func:`~hyperframes.sampling.balanced_order`); ``labels`` is one label per item, e.g.
+    ``sampler.item_labels(videos)``."""
+
+    def __init__(
+        self,
+        labels,
+        *,
+        num_samples: int | None = None,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+    ) -> None:
+        super().__init__(seed=seed, rank=rank, world_size=world_size)
+        self.labels = np.asarray(labels)
+        self.num_samples = num_samples
+        balanced_order(self.labels, seed, 0, num_samples=0)  # validates the labels now
+
+    def _global(self) -> np.ndarray:
+        return balanced_order(self.labels, self.seed, self.epoch, num_samples=self.num_samples)

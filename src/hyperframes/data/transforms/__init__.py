@@ -1,0 +1,45 @@
+"""Window augmentation: spatial, photometric and temporal transforms with explicit randomness.
+
+Transforms take and return a :class:`Window` (frames (T, C, H, W), indices (T,), mask (T,)) and
+draw every random parameter from the ``generator`` given (one set per window by default)::
+
+    aug = Compose([RandomResizedCrop(224), RandomHorizontalFlip(), ColorJitter(0.4, 0.4, 0.4)])
+    out = aug(frames, plan.frame_indices, plan.mask, generator=transform_generator(seed, epoch, i))
+    batch_out = aug.batch(batch_frames, generators=[...])   # (B, T, C, H, W), per-sample params
+"""
+
+from ._base import Compose, Transform, Window, apply_batch, transform_generator
+from ._color import ColorJitter
+from ._normalize import Normalize, ToFloat, normalize, to_float
+from ._spatial import (
+    CenterCrop,
+    RandomAffine,
+    RandomCrop,
+    RandomHorizontalFlip,
+    RandomResizedCrop,
+    Resize,
+)
+from ._temporal import DropFrame, DuplicateFrame, Reverse, Shuffle
+
+__all__ = [
+    "CenterCrop",
+    "ColorJitter",
+    "Compose",
+    "DropFrame",
+    "DuplicateFrame",
+    "Normalize",
+    "RandomAffine",
+    "RandomCrop",
+    "RandomHorizontalFlip",
+    "RandomResizedCrop",
+    "Resize",
+    "Reverse",
+    "Shuffle",
+    "ToFloat",
+    "Transform",
+    "Window",
+    "apply_batch",
+    "normalize",
+    "to_float",
+    "transform_generator",
+]

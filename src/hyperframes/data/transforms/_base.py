@@ -1,0 +1,206 @@
+"""Transform protocol: a window travels with its frame indices and mask, randomness is explicit.
+
+A transform maps a :class:`Window` -- ``frames`` (T, C, H, W), ``indices`` (T,) int64 (the
+stored frame each position came from) and ``mask`` (T,) bool (False = padding) -- to a new one.
+Every random parameter is drawn from the ``generator`` passed in (a ``torch.Generator`` or an
+int seed; :func:`transform_generator` derives one per sample), never from the global RNG, and
+one set of parameters is used for every frame of the window unless a transform says otherwise.
+
+Transforms that reorder, repeat or drop frames set ``changes_sequence = True`` (indices may then
+be unsorted or repeated); a transform that may change T must set ``changes_count = True`` or
+:class:`Compose` raises :class:`DataError` naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar, NamedTuple
+
+import numpy as np
+import torch
+
+from ..._errors import ConfigError, DataError
+
+__all__ = ["Compose", "Transform", "Window", "apply_batch", "transform_generator"]
+
+_TRANSFORM_KEY = 3  # SeedSequence spawn key: keeps these streams apart from the samplers'
+
+
+class Window(NamedTuple):
+    """A window of frames with, per position, its stored frame index and its padding mask."""
+
+    frames: torch.Tensor
+    indices: torch.Tensor
+    mask: torch.Tensor
+
+
+def transform_generator(seed: int, epoch: int, item: int) -> torch.Generator:
+    """A CPU ``torch.Generator`` for one sample, a pure function of (seed, epoch, item)."""
+    for name, v in (("seed", seed), ("epoch", epoch), ("item", item)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
+            raise ConfigError(f"transform_generator: {name} must be an integer >= 0, got {v!r}")
+    seq = np.random.SeedSequence([int(seed), int(epoch), int(item)], spawn_key=(_TRANSFORM_KEY,))
+    state = int(seq.generate_state(1, dtype=np.uint64)[0]) & ((1 << 63) - 1)
+    return torch.Generator().manual_seed(state)
+
+
+def as_window(frames, indices=None, mask=None) -> Window:
+    """Check and convert ``frames`` (T, C, H, W) with optional indices / mask (numpy or torch)."""
+    if not isinstance(frames, torch.Tensor):
+        raise DataError(f"transforms need frames as a torch.Tensor, got {type(frames).__name__}")
+    if frames.ndim != 4:
+        hint = "; use apply_batch (or .batch) for (B, T, C, H, W)" if frames.ndim == 5 else ""
+        raise DataError(
+            f"transforms need a window (T, C, H, W), got shape {tuple(frames.shape)}{hint}"
+        )
+    t = frames.shape[0]
+    if indices is None:
+        indices = torch.arange(t, dtype=torch.int64)
+    else:
+        indices = torch.as_tensor(
+            np.asarray(indices) if not isinstance(indices, torch.Tensor) else indices
+        )
+        indices = indices.to(torch.int64)
+    if mask is None:
+        mask = torch.ones(t, dtype=torch.bool)
+    else:
+        mask = torch.as_tensor(np.asarray(mask) if not isinstance(mask, torch.Tensor) else mask)
+        mask = mask.to(torch.bool)
+    if indices.shape != (t,) or mask.shape != (t,):
+        raise DataError(
+            f"a window of {t} frames needs indices and mask of shape ({t},), got "
+            f"{tuple(indices.shape)} and {tuple(mask.shape)}"
+        )
+    return Window(frames, indices, mask)
+
+
+def _as_generator(generator, who: str, needed: bool) -> torch.Generator | None:
+    if isinstance(generator, torch.Generator):
+        return generator
+    if generator is None:
+        if needed:
+            raise ConfigError(
+                f"{who} draws random parameters and needs generator= (a torch.Generator or an "
+                f"int seed; transform_generator(seed, epoch, item) gives one per sample); "
+                f"the global RNG is never used"
+            )
+        return None
+    if isinstance(generator, int | np.integer) and not isinstance(generator, bool):
+        return torch.Generator().manual_seed(int(generator))
+    raise ConfigError(
+        f"{who}: generator must be a torch.Generator, an int seed or None, got "
+        f"{type(generator).__name__}"
+    )
+
+
+def _check_step(before: Window, after: Window, t: Transform) -> None:
+    if not isinstance(after, Window):
+        raise DataError(f"transform {t!r} returned {type(after).__name__}, not a Window")
+    n0, n1 = before.frames.shape[0], after.frames.shape[0]
+    if n1 != n0 and not t.changes_count:
+        raise DataError(
+            f"transform {t!r} changed the number of frames from {n0} to {n1} but does not declare "
+            f"changes_count = True; fix the transform or set that attribute if intended"
+        )
+    if after.frames.ndim != 4 or after.indices.shape != (n1,) or after.mask.shape != (n1,):
+        raise DataError(
+            f"transform {t!r} returned frames {tuple(after.frames.shape)}, indices "
+            f"{tuple(after.indices.shape)}, mask {tuple(after.mask.shape)}; they must agree on T"
+        )
+
+
+class Transform:
+    """Base class: subclasses implement ``apply(window, generator) -> Window``."""
+
+    #: draws random parameters (then ``generator`` is required)
+    random: ClassVar[bool] = False
+    #: reorders / repeats / drops frames (indices may be unsorted or repeated afterwards)
+    changes_sequence: ClassVar[bool] = False
+    #: may change the number of frames T
+    changes_count: ClassVar[bool] = False
+
+    def apply(self, window: Window, generator: torch.Generator | None) -> Window:
+        raise NotImplementedError
+
+    def __call__(self, frames, indices=None, mask=None, *, generator=None) -> Window:
+        """Transform one window (T, C, H, W); returns a :class:`Window`."""
+        window = as_window(frames, indices, mask)
+        gen = _as_generator(generator, repr(self), self.random)
+        out = self.apply(window, gen)
+        _check_step(window, out, self)
+        return out
+
+    def batch(self, frames, indices=None, mask=None, *, generators=None) -> Window:
+        """Transform a batch (B, T, C, H, W) with per-sample parameters; see :func:`apply_batch`."""
+        return apply_batch(self, frames, indices, mask, generators=generators)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({args})"
+
+
+class Compose(Transform):
+    """Apply transforms in order, checking after each that T is unchanged unless declared."""
+
+    def __init__(self, transforms: Sequence[Transform]) -> None:
+        self.transforms = list(transforms)
+        for t in self.transforms:
+            if not isinstance(t, Transform):
+                raise ConfigError(
+                    f"Compose takes hyperframes transforms, got {type(t).__name__}; wrap other "
+                    f"callables in a Transform subclass (apply(window, generator) -> Window)"
+                )
+
+    @property
+    def random(self) -> bool:  # type: ignore[override]
+        return any(t.random for t in self.transforms)
+
+    @property
+    def changes_sequence(self) -> bool:  # type: ignore[override]
+        return any(t.changes_sequence for t in self.transforms)
+
+    @property
+    def changes_count(self) -> bool:  # type: ignore[override]
+        return any(t.changes_count for t in self.transforms)
+
+    def apply(self, window: Window, generator: torch.Generator | None) -> Window:
+        for t in self.transforms:
+            out = t.apply(window, generator)
+            _check_step(window, out, t)
+            window = out
+        return window
+
+    def __repr__(self) -> str:
+        return f"Compose([{', '.join(repr(t) for t in self.transforms)}])"
+
+
+def apply_batch(
+    transform: Transform, frames, indices=None, mask=None, *, generators=None
+) -> Window:
+    """Apply ``transform`` to each window of a (B, T, C, H, W) batch with its own generator
+    (``generators``: B torch.Generators or int seeds; None only for non-random transforms) and
+    stack the results. Works on any device; parameters are drawn on the generators' device."""
+    if not isinstance(frames, torch.Tensor) or frames.ndim != 5:
+        shape = tuple(frames.shape) if isinstance(frames, torch.Tensor) else type(frames).__name__
+        raise DataError(f"apply_batch needs a batch (B, T, C, H, W), got {shape}")
+    b = frames.shape[0]
+    if generators is None:
+        generators = [None] * b
+    if len(generators) != b:
+        raise DataError(f"apply_batch got {len(generators)} generators for a batch of {b}")
+    outs = [
+        transform(
+            frames[i],
+            None if indices is None else indices[i],
+            None if mask is None else mask[i],
+            generator=generators[i],
+        )
+        for i in range(b)
+    ]
+    shapes = sorted({tuple(o.frames.shape) for o in outs})
+    if len(shapes) > 1:
+        raise DataError(
+            f"apply_batch: {transform!r} gave windows of different shapes {shapes}; end with a "
+            f"fixed-size transform (RandomResizedCrop, Resize with (h, w), CenterCrop)"
+        )
+    return Window(*(torch.stack(parts) for parts in zip(*outs)))

@@ -1,0 +1,451 @@
+"""Synthetic video datasets the demo generates itself: no download, seconds to build.
+
+Two tasks whose answer lives in the *motion*, never in a single frame:
+
+* **Motion classification** (:func:`make_motion_dataset`): one textured disc on a textured
+  background either translates (``left``/``right``/``up``/``down``) or spins in place
+  (``clockwise``/``anticlockwise``). Appearance, position, size and speed are drawn by the
+  same random process for every class, in the same order, so the first frame has the same
+  distribution whatever the class (with the same random generator the first frames of all
+  six classes are *identical*). Positions live on a torus (a disc leaving on the right
+  re-enters on the left; start positions are uniform over the whole frame, and start
+  angles uniform), so *every* frame, not just the first, has a class-independent
+  distribution: a frame-level model is at chance, a model that compares frames is not.
+* **Moving-object segmentation** (:func:`make_segmentation_dataset`): several look-alike
+  textured discs, some still and some moving (at least 2 px per frame); the per-frame mask
+  marks only the moving ones. Which disc moves is drawn after its appearance and position
+  (both drawn alike for all discs, positions uniform on the same torus), so one frame
+  cannot tell them apart but two consecutive frames can.
+
+Videos are written as real H.264 (``libx264``, ``yuv420p``, crf 18, a keyframe every 8
+frames, one encoder thread so files are reproducible) so they exercise the same decode
+path as user videos. The pure generators (:func:`make_motion_frames`,
+:func:`make_segmentation_frames`) do no I/O and are what the writers call.
+
+Image convention: ``x`` grows to the right, ``y`` grows *down*; ``clockwise`` is clockwise
+as seen on screen.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from hyperframes._errors import ConfigError
+
+__all__ = [
+    "MOTION_CLASSES",
+    "make_motion_dataset",
+    "make_motion_frames",
+    "make_segmentation_dataset",
+    "make_segmentation_frames",
+    "write_h264",
+]
+
+MOTION_CLASSES: tuple[str, ...] = ("left", "right", "up", "down", "clockwise", "anticlockwise")
+
+# Unit direction (dx, dy) of each translation class, and the sign of each rotation class
+# (positive angle = clockwise on screen because y grows down).
+_DIRECTIONS = {"left": (-1.0, 0.0), "right": (1.0, 0.0), "up": (0.0, -1.0), "down": (0.0, 1.0)}
+_SPINS = {"clockwise": 1.0, "anticlockwise": -1.0}
+
+_MAX_LENGTH_JITTER = 4  # dataset videos are frames ± up to this many frames long
+_CRF = 18
+_GOP = 8
+
+Progress = Callable[[int, int], object]
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}; try {name}={minimum}")
+    return int(value)
+
+
+def _check_size(size: object) -> int:
+    size = _check_int("size", size, 16)
+    if size % 2:
+        raise ConfigError(
+            f"size must be even (H.264 yuv420p needs even dimensions), got {size}; "
+            f"try size={size + 1}"
+        )
+    return size
+
+
+def _check_fps(fps: object) -> Fraction:
+    try:
+        rate = Fraction(fps).limit_denominator(1001)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ConfigError(f"fps must be a positive number, got {fps!r}") from None
+    if rate <= 0:
+        raise ConfigError(f"fps must be a positive number, got {fps!r}")
+    return rate
+
+
+def _check_rng(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigError(
+            f"rng must be a numpy.random.Generator, got {type(rng).__name__}; "
+            "try rng=numpy.random.default_rng(0)"
+        )
+    return rng
+
+
+def _check_progress(progress: object) -> None:
+    if progress is not None and not callable(progress):
+        raise ConfigError(f"progress must be None or a callable(done, total), got {progress!r}")
+
+
+def _jittered_length(frames: int, rng: np.random.Generator) -> int:
+    jitter = min(_MAX_LENGTH_JITTER, frames // 4)
+    return frames + int(rng.integers(-jitter, jitter + 1))
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def _palette(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Two random, clearly different RGB colours in [0, 1]."""
+    c0 = rng.uniform(0.05, 0.95, 3)
+    c1 = rng.uniform(0.05, 0.95, 3)
+    while np.abs(c1 - c0).sum() < 0.6:  # keep the texture visible
+        c1 = rng.uniform(0.05, 0.95, 3)
+    return c0, c1
+
+
+def _object_texture(
+    side: int, rng: np.random.Generator, palette: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """A (side, side, 3) float texture: random blocks of two colours plus fine noise.
+
+    The colours are drawn from ``rng`` unless a ``palette`` (two RGB colours) is given.
+    """
+    c0, c1 = _palette(rng) if palette is None else palette
+    cell = int(rng.integers(3, 6))
+    n = -(-side // cell)
+    blocks = np.kron(rng.random((n, n)), np.ones((cell, cell)))[:side, :side]
+    t = np.clip(blocks + rng.normal(0.0, 0.08, (side, side)), 0.0, 1.0)
+    return (c0 * (1.0 - t[..., None]) + c1 * t[..., None]).astype(np.float32)
+
+
+def _background(size: int, rng: np.random.Generator) -> np.ndarray:
+    """A (size, size, 3) float background: smooth two-colour noise plus faint grain."""
+    c0, c1 = _palette(rng)
+    n = int(rng.integers(3, 7))
+    coarse = rng.random((n, n))
+    # bilinear upsampling of the coarse grid to size x size
+    pos = np.linspace(0.0, n - 1.0, size)
+    i0 = np.minimum(pos.astype(int), n - 2)
+    f = pos - i0
+    rows = coarse[i0] * (1.0 - f)[:, None] + coarse[i0 + 1] * f[:, None]
+    smooth = rows[:, i0] * (1.0 - f)[None, :] + rows[:, i0 + 1] * f[None, :]
+    t = np.clip(0.2 + 0.6 * smooth + rng.normal(0.0, 0.04, (size, size)), 0.0, 1.0)
+    return (c0 * (1.0 - t[..., None]) + c1 * t[..., None]).astype(np.float32)
+
+
+def _bilinear(tex: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Sample ``tex`` (h, w, 3) at float column ``u`` / row ``v`` (clamped at the border)."""
+    h, w = tex.shape[:2]
+    u = np.clip(u, 0.0, w - 1.0)
+    v = np.clip(v, 0.0, h - 1.0)
+    x0 = np.minimum(u.astype(np.intp), w - 2)
+    y0 = np.minimum(v.astype(np.intp), h - 2)
+    fx = (u - x0)[..., None]
+    fy = (v - y0)[..., None]
+    top = tex[y0, x0] * (1.0 - fx) + tex[y0, x0 + 1] * fx
+    bottom = tex[y0 + 1, x0] * (1.0 - fx) + tex[y0 + 1, x0 + 1] * fx
+    return top * (1.0 - fy) + bottom * fy
+
+
+def _disc(
+    size: int, tex: np.ndarray, radius: float, cx: float, cy: float, angle: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Render a textured disc centred at (cx, cy) rotated by ``angle`` (clockwise on screen).
+
+    Positions wrap around the frame edges (a disc leaving on the right re-enters on the
+    left). Returns (rgb (size, size, 3), alpha (size, size)) with an anti-aliased edge.
+    """
+    grid = np.arange(size, dtype=np.float32)
+    dx = (grid[None, :] - cx + size / 2.0) % size - size / 2.0
+    dy = (grid[:, None] - cy + size / 2.0) % size - size / 2.0
+    dx, dy = np.broadcast_arrays(dx, dy)
+    alpha = np.clip(radius + 0.5 - np.hypot(dx, dy), 0.0, 1.0)
+    # inverse rotation: which texture point lands on this pixel
+    cos, sin = math.cos(angle), math.sin(angle)
+    centre = (tex.shape[0] - 1) / 2.0
+    u = cos * dx + sin * dy + centre
+    v = -sin * dx + cos * dy + centre
+    return _bilinear(tex, u, v), alpha
+
+
+def _to_uint8(image: np.ndarray) -> np.ndarray:
+    return np.clip(np.rint(image * 255.0), 0, 255).astype(np.uint8)
+
+
+def _texture_side(radius: float) -> int:
+    return 2 * math.ceil(radius) + 3
+
+
+# --------------------------------------------------------------------------- motion
+
+
+def make_motion_frames(
+    label: str, *, frames: int, size: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Render one motion-classification clip; pure, no I/O.
+
+    ``label`` is one of :data:`MOTION_CLASSES`. Everything random (background, disc
+    texture and colours, radius, start position, start angle, speed) is drawn from ``rng``
+    in an order that does not depend on ``label``; the label only picks the direction of
+    motion. Translations move 1.25-2.5 px per frame (at 64 px, scaled with ``size``) and
+    wrap around the edges; rotations turn 5-10 degrees per frame about a fixed centre.
+
+    Returns an array (frames, size, size, 3) of uint8 RGB.
+    """
+    if label not in MOTION_CLASSES:
+        raise ConfigError(f"unknown motion class {label!r}; choose from {MOTION_CLASSES}")
+    frames = _check_int("frames", frames, 1)
+    size = _check_size(size)
+    rng = _check_rng(rng)
+
+    background = _background(size, rng)
+    radius = size * rng.uniform(0.16, 0.24)
+    tex = _object_texture(_texture_side(radius), rng)
+    cx, cy = rng.uniform(0.0, size, 2)  # uniform on the torus: every frame looks alike
+    angle0 = rng.uniform(0.0, 2.0 * math.pi)
+    speed = rng.uniform(1.25, 2.5) * size / 64.0  # px per frame
+    spin = math.radians(rng.uniform(5.0, 10.0))  # rad per frame
+
+    dx, dy = _DIRECTIONS.get(label, (0.0, 0.0))
+    turn = _SPINS.get(label, 0.0)
+    out = np.empty((frames, size, size, 3), dtype=np.uint8)
+    for t in range(frames):
+        rgb, alpha = _disc(
+            size, tex, radius, cx + dx * speed * t, cy + dy * speed * t, angle0 + turn * spin * t
+        )
+        a = alpha[..., None]
+        out[t] = _to_uint8(background * (1.0 - a) + rgb * a)
+    return out
+
+
+def make_motion_dataset(
+    root: str | Path,
+    *,
+    classes: Sequence[str] = MOTION_CLASSES,
+    videos_per_class: int = 8,
+    frames: int = 32,
+    size: int = 64,
+    fps: float | Fraction = 15,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> list[Path]:
+    """Write a motion-classification set as ``root/<label>/<label>_<i:03d>.mp4``.
+
+    Each video is ``frames`` ± up to 4 frames long (``frames // 4`` for short clips), so
+    stores built from it hold videos of different lengths. Video ``i`` of class ``label``
+    is rendered from ``numpy.random.default_rng([seed, class_id, i])`` where ``class_id``
+    is the label's index in :data:`MOTION_CLASSES`, so a class's videos do not change
+    when other classes are added or removed. ``progress(done, total)`` is called after
+    each video. Returns the written paths, class by class.
+    """
+    if isinstance(classes, str):
+        raise ConfigError(f"classes must be a sequence of labels, got the string {classes!r}")
+    classes = tuple(classes)
+    if not classes:
+        raise ConfigError(f"classes must not be empty; choose from {MOTION_CLASSES}")
+    unknown = [c for c in classes if c not in MOTION_CLASSES]
+    if unknown:
+        raise ConfigError(f"unknown motion classes {unknown}; choose from {MOTION_CLASSES}")
+    if len(set(classes)) != len(classes):
+        raise ConfigError(f"classes must not repeat, got {classes}")
+    videos_per_class = _check_int("videos_per_class", videos_per_class, 1)
+    frames = _check_int("frames", frames, 4)
+    size = _check_size(size)
+    rate = _check_fps(fps)
+    seed = _check_int("seed", seed, 0)
+    _check_progress(progress)
+
+    root = Path(root)
+    total = len(classes) * videos_per_class
+    paths: list[Path] = []
+    for label in classes:
+        class_id = MOTION_CLASSES.index(label)
+        for i in range(videos_per_class):
+            rng = np.random.default_rng([seed, class_id, i])
+            clip = make_motion_frames(
+                label, frames=_jittered_length(frames, rng), size=size, rng=rng
+            )
+            path = root / label / f"{label}_{i:03d}.mp4"
+            write_h264(path, clip, fps=rate)
+            paths.append(path)
+            if progress is not None:
+                progress(len(paths), total)
+    return paths
+
+
+# --------------------------------------------------------------------------- segmentation
+
+
+def _segmentation_scene(size: int, rng: np.random.Generator) -> dict:
+    """Draw one scene: background, look-alike discs, then which of them move.
+
+    Appearance and start positions of all discs are drawn before (and independently of)
+    the choice of which discs move, so a disc's look says nothing about its motion.
+    """
+    background = _background(size, rng)
+    n = int(rng.integers(3, 6))  # 3 to 5 discs
+    radius = size * rng.uniform(0.08, 0.11)  # one shape for all: look-alikes
+    palette = _palette(rng)  # one palette for all discs; each gets its own block layout
+    textures = [_object_texture(_texture_side(radius), rng, palette) for _ in range(n)]
+    starts = rng.uniform(0.0, size, (n, 2))  # uniform on the torus, like moving discs
+    n_moving = int(rng.integers(1, n))  # at least one moving and one still disc
+    moving = np.zeros(n, dtype=bool)
+    moving[rng.permutation(n)[:n_moving]] = True
+    heading = rng.uniform(0.0, 2.0 * math.pi, n)
+    speed = rng.uniform(2.0, 3.0, n) * max(1.0, size / 64.0)  # >= 2 px per frame
+    velocity = np.stack([np.cos(heading), np.sin(heading)], axis=1) * speed[:, None]
+    velocity[~moving] = 0.0
+    return {
+        "background": background,
+        "radius": radius,
+        "textures": textures,
+        "starts": starts,
+        "velocity": velocity,
+        "moving": moving,
+        "order": rng.permutation(n),  # drawing order (front-most last), motion-blind
+    }
+
+
+def make_segmentation_frames(
+    *, frames: int, size: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Render one moving-object segmentation clip; pure, no I/O.
+
+    3-5 discs of the same radius and texture statistics sit on a textured background;
+    at least one moves (2-3 px per frame in a random direction, wrapping around the
+    edges) and at least one stays still. The mask is 1 where a *moving* disc is the
+    front-most thing covering the pixel (alpha >= 0.5) and 0 elsewhere (background,
+    still discs, moving discs hidden behind still ones).
+
+    Returns ``(frames (T, size, size, 3) uint8, masks (T, size, size) uint8)``.
+    """
+    frames = _check_int("frames", frames, 1)
+    size = _check_size(size)
+    rng = _check_rng(rng)
+    scene = _segmentation_scene(size, rng)
+    return _render_segmentation(scene, frames, size)
+
+
+def _render_segmentation(scene: dict, frames: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    video = np.empty((frames, size, size, 3), dtype=np.uint8)
+    masks = np.empty((frames, size, size), dtype=np.uint8)
+    for t in range(frames):
+        canvas = scene["background"].copy()
+        moving_front = np.zeros((size, size), dtype=bool)
+        for k in scene["order"]:
+            cx, cy = scene["starts"][k] + scene["velocity"][k] * t
+            rgb, alpha = _disc(size, scene["textures"][k], scene["radius"], cx, cy, 0.0)
+            a = alpha[..., None]
+            canvas = canvas * (1.0 - a) + rgb * a
+            covered = alpha >= 0.5
+            moving_front[covered] = bool(scene["moving"][k])
+        video[t] = _to_uint8(canvas)
+        masks[t] = moving_front
+    return video, masks
+
+
+def make_segmentation_dataset(
+    root: str | Path,
+    *,
+    videos: int = 16,
+    frames: int = 32,
+    size: int = 64,
+    fps: float | Fraction = 15,
+    seed: int = 0,
+    progress: Progress | None = None,
+) -> list[Path]:
+    """Write a segmentation set as ``root/seg_<i:03d>.mp4`` + ``root/seg_<i:03d>.npz``.
+
+    The ``.npz`` (same stem as the video) holds ``masks``: (F, size, size) uint8, 1 on
+    moving discs, one mask per video frame, stored losslessly. Lengths are ``frames`` ±
+    up to 4 like :func:`make_motion_dataset`; video ``i`` is rendered from
+    ``numpy.random.default_rng([seed, i])``. Returns the video paths.
+    """
+    videos = _check_int("videos", videos, 1)
+    frames = _check_int("frames", frames, 4)
+    size = _check_size(size)
+    rate = _check_fps(fps)
+    seed = _check_int("seed", seed, 0)
+    _check_progress(progress)
+
+    root = Path(root)
+    paths: list[Path] = []
+    for i in range(videos):
+        rng = np.random.default_rng([seed, i])
+        clip, masks = make_segmentation_frames(
+            frames=_jittered_length(frames, rng), size=size, rng=rng
+        )
+        path = root / f"seg_{i:03d}.mp4"
+        # masks first (temp name + rename), then the video: a video never lacks its masks
+        tmp_masks = path.with_name(f".{path.stem}.partial.npz")
+        np.savez_compressed(tmp_masks, masks=masks)
+        os.replace(tmp_masks, path.with_suffix(".npz"))
+        write_h264(path, clip, fps=rate)
+        paths.append(path)
+        if progress is not None:
+            progress(len(paths), videos)
+    return paths
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_h264(path: str | Path, frames: np.ndarray, *, fps: float | Fraction = 15) -> Path:
+    """Encode (T, H, W, 3) uint8 RGB ``frames`` to an H.264 ``.mp4`` at ``path``.
+
+    ``libx264``, ``yuv420p``, crf 18, a keyframe every 8 frames, no B-frames, one encoder
+    thread (so the same frames give the same bytes). H and W must be even. Parent
+    folders are created. Returns the path.
+    """
+    import av  # heavy; only needed when writing
+
+    frames = np.asarray(frames)
+    if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8 or not len(frames):
+        raise ConfigError(
+            f"frames must be a non-empty (T, H, W, 3) uint8 array, got shape "
+            f"{frames.shape} dtype {frames.dtype}"
+        )
+    height, width = frames.shape[1:3]
+    if height % 2 or width % 2:
+        raise ConfigError(f"H.264 yuv420p needs even height and width, got {height}x{width}")
+    rate = _check_fps(fps)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # written under a temporary name and renamed when complete: never a partial .mp4
+    tmp = path.with_name(f".{path.stem}.partial{path.suffix}")
+    with av.open(str(tmp), mode="w", format="mp4") as container:
+        stream = container.add_stream(
+            "libx264",
+            rate=rate,
+            options={"crf": str(_CRF), "g": str(_GOP), "bf": "0", "preset": "medium"},
+        )
+        stream.width = width
+        stream.height = height
+        stream.pix_fmt = "yuv420p"
+        stream.codec_context.thread_count = 1
+        for image in frames:
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format="rgb24")
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    os.replace(tmp, path)
+    return path

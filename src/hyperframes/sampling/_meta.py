@@ -1,0 +1,199 @@
+"""Video metadata records (what a sampler knows about a video) and the plan it returns.
+
+A sampler never reads pixels: it sees, per video, the number of stored frames, their rate, and
+optionally their presentation times, a class label and a per-frame change score. A list of
+:class:`VideoMeta` is turned once into a :class:`VideoTable` (column arrays) so that planning an
+item costs microseconds even for hundreds of thousands of videos.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._errors import DataError
+
+__all__ = ["Plan", "VideoMeta", "VideoTable", "as_video_table"]
+
+
+def _check_per_frame(name: str, values, num_frames: int, where: str) -> np.ndarray | None:
+    if values is None:
+        return None
+    arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    if arr.shape[0] != num_frames:
+        raise DataError(
+            f"{where}: {name} has {arr.shape[0]} values but the video has {num_frames} frames; "
+            f"give one value per stored frame (or None)"
+        )
+    return arr
+
+
+def _check_pts(pts, num_frames: int, where: str) -> np.ndarray | None:
+    arr = _check_per_frame("pts_seconds", pts, num_frames, where)
+    if arr is not None and (not np.all(np.isfinite(arr)) or np.any(np.diff(arr) < 0)):
+        raise DataError(
+            f"{where}: pts_seconds must be finite and non-decreasing (one time per stored frame, "
+            f"in frame order); pass pts_seconds=None to use fps instead"
+        )
+    return arr
+
+
+def _check_scores(scores, num_frames: int, where: str) -> np.ndarray | None:
+    arr = _check_per_frame("change_score", scores, num_frames, where)
+    if arr is not None and np.any(np.isnan(arr)):
+        raise DataError(
+            f"{where}: change_score contains NaN; compute it with "
+            f"hyperframes.sampling.change_score(frames)"
+        )
+    return arr
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class VideoMeta:
+    """What a sampler knows about one stored video.
+
+    ``num_frames`` frames are stored at ``fps``; ``pts_seconds`` (optional) gives each stored
+    frame's time; ``label`` is a class id (-1 = none); ``change_score`` (optional, one value per
+    frame, see :func:`hyperframes.sampling.change_score`) is used by the ``keyframes`` sampler.
+    """
+
+    num_frames: int
+    fps: float
+    pts_seconds: np.ndarray | None = None
+    label: int = -1
+    change_score: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if int(self.num_frames) != self.num_frames or self.num_frames < 0:
+            raise DataError(
+                f"VideoMeta: num_frames must be an integer >= 0, got {self.num_frames!r}"
+            )
+        if not (np.isfinite(self.fps) and self.fps > 0):
+            raise DataError(f"VideoMeta: fps must be a finite number > 0, got {self.fps!r}")
+        where = "VideoMeta"
+        object.__setattr__(self, "num_frames", int(self.num_frames))
+        object.__setattr__(
+            self, "pts_seconds", _check_pts(self.pts_seconds, self.num_frames, where)
+        )
+        object.__setattr__(
+            self, "change_score", _check_scores(self.change_score, self.num_frames, where)
+        )
+
+
+class VideoTable:
+    """Column form of a list of videos: the arrays samplers precompute their item space from.
+
+    Build it with :meth:`from_metas` or, without per-video objects, :meth:`from_arrays`.
+    Treat it as immutable: samplers cache work keyed on the table object.
+    """
+
+    __slots__ = ("change_score", "fps", "labels", "num_frames", "pts_seconds")
+
+    def __init__(
+        self,
+        num_frames: np.ndarray,
+        fps: np.ndarray,
+        labels: np.ndarray,
+        pts_seconds: list[np.ndarray | None] | None,
+        change_score: list[np.ndarray | None] | None,
+    ) -> None:
+        self.num_frames = num_frames
+        self.fps = fps
+        self.labels = labels
+        self.pts_seconds = pts_seconds
+        self.change_score = change_score
+
+    def __len__(self) -> int:
+        return int(self.num_frames.shape[0])
+
+    @classmethod
+    def from_metas(cls, metas: Sequence[VideoMeta]) -> VideoTable:
+        """Collect a sequence of :class:`VideoMeta` (already validated) into columns."""
+        n = len(metas)
+        num_frames = np.fromiter((m.num_frames for m in metas), dtype=np.int64, count=n)
+        fps = np.fromiter((m.fps for m in metas), dtype=np.float64, count=n)
+        labels = np.fromiter((m.label for m in metas), dtype=np.int64, count=n)
+        pts = [m.pts_seconds for m in metas]
+        scores = [m.change_score for m in metas]
+        return cls(
+            num_frames,
+            fps,
+            labels,
+            pts if any(p is not None for p in pts) else None,
+            scores if any(s is not None for s in scores) else None,
+        )
+
+    @classmethod
+    def from_arrays(
+        cls,
+        num_frames: Sequence[int] | np.ndarray,
+        fps: Sequence[float] | np.ndarray | float,
+        *,
+        labels: Sequence[int] | np.ndarray | None = None,
+        pts_seconds: Sequence[np.ndarray | None] | None = None,
+        change_score: Sequence[np.ndarray | None] | None = None,
+    ) -> VideoTable:
+        """Build a table from columns (``fps`` may be one number for every video); validates."""
+        nf = np.asarray(num_frames, dtype=np.int64).reshape(-1)
+        n = nf.shape[0]
+        rates = np.broadcast_to(np.asarray(fps, dtype=np.float64), (n,)).copy()
+        lab = np.full(n, -1, np.int64) if labels is None else np.asarray(labels, np.int64)
+        if lab.shape != (n,):
+            raise DataError(f"VideoTable: {lab.shape[0]} labels for {n} videos; give one per video")
+        if np.any(nf < 0):
+            raise DataError(f"VideoTable: num_frames must be >= 0 (video {int(np.argmax(nf < 0))})")
+        if not np.all(np.isfinite(rates) & (rates > 0)):
+            bad = int(np.flatnonzero(~(np.isfinite(rates) & (rates > 0)))[0])
+            raise DataError(f"VideoTable: fps must be finite and > 0, video {bad} has {rates[bad]}")
+        pts = cls._column(pts_seconds, nf, _check_pts, "pts_seconds")
+        scores = cls._column(change_score, nf, _check_scores, "change_score")
+        return cls(nf, rates, lab, pts, scores)
+
+    @staticmethod
+    def _column(values, nf, check, name):
+        if values is None:
+            return None
+        if len(values) != nf.shape[0]:
+            raise DataError(f"VideoTable: {len(values)} {name} arrays for {nf.shape[0]} videos")
+        return [
+            check(v, int(f), f"VideoTable video {i}") for i, (v, f) in enumerate(zip(values, nf))
+        ]
+
+
+def as_video_table(videos: VideoTable | Sequence[VideoMeta]) -> VideoTable:
+    """Return ``videos`` as a :class:`VideoTable` (a table is returned unchanged)."""
+    if isinstance(videos, VideoTable):
+        return videos
+    for i, m in enumerate(videos):
+        if not isinstance(m, VideoMeta):
+            raise DataError(
+                f"video {i} is a {type(m).__name__}, not a VideoMeta; samplers take a list of "
+                f"hyperframes.sampling.VideoMeta or a VideoTable"
+            )
+    return VideoTable.from_metas(videos)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Plan:
+    """Which frames to read for one item: ``frame_indices`` (int64, length T) index the stored
+    frames of video ``video``; ``mask`` is False where a position is padding; ``clip`` numbers
+    the clip for multi-clip samplers (0 otherwise)."""
+
+    video: int
+    frame_indices: np.ndarray
+    mask: np.ndarray
+    clip: int = 0
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Plan):
+            return NotImplemented
+        return (
+            self.video == other.video
+            and self.clip == other.clip
+            and np.array_equal(self.frame_indices, other.frame_indices)
+            and np.array_equal(self.mask, other.mask)
+        )
+
+    __hash__ = None  # type: ignore[assignment]

@@ -1,0 +1,55 @@
+"""The sampler registry: names to sampler classes."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+from .._errors import ConfigError
+from ._base import Sampler
+
+__all__ = ["create_sampler", "list_samplers", "register_sampler"]
+
+_REGISTRY: dict[str, type[Sampler]] = {}
+
+
+def register_sampler(name: str) -> Callable[[type[Sampler]], type[Sampler]]:
+    """Class decorator adding a :class:`Sampler` subclass to the registry under ``name``."""
+
+    def wrap(cls: type[Sampler]) -> type[Sampler]:
+        if not (isinstance(cls, type) and issubclass(cls, Sampler)):
+            raise ConfigError(f"register_sampler({name!r}) needs a Sampler subclass, got {cls!r}")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+def list_samplers() -> list[str]:
+    """Names of every registered sampler, sorted."""
+    return sorted(_REGISTRY)
+
+
+def _allowed_params(cls: type[Sampler]) -> list[str]:
+    sig = inspect.signature(cls.__init__)
+    return [
+        p.name for p in sig.parameters.values() if p.name != "self" and p.kind is p.KEYWORD_ONLY
+    ]
+
+
+def create_sampler(name: str, *, frames: int, **params) -> Sampler:
+    """Create the sampler registered as ``name`` with ``frames`` (T) frames per item."""
+    if name not in _REGISTRY:
+        raise ConfigError(
+            f"unknown sampler {name!r}; available samplers are {', '.join(list_samplers())}"
+        )
+    cls = _REGISTRY[name]
+    allowed = _allowed_params(cls)
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"{name} sampler: unknown parameter(s) {', '.join(unknown)}; "
+            f"allowed parameters are {', '.join(allowed)}"
+        )
+    return cls(frames=frames, **params)
