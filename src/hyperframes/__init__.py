@@ -1,4 +1,20 @@
-"""hyperframes: decode video once, serve windows of frames at memory speed."""
+"""hyperframes: decode video once, serve windows of frames at memory speed.
+
+::
+
+    import hyperframes
+
+    store = hyperframes.open_store("STORE")
+    ds = hyperframes.HyperframeDataset(store, sampler="random", frames=16, layout="temporal")
+    for batch in hyperframes.loader(ds, batch_size=32):
+        ...
+
+Heavy modules (torch, the decoders) load on first use, so ``import hyperframes`` is cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 from ._errors import (
     ConfigError,
@@ -10,12 +26,43 @@ from ._errors import (
 )
 from ._version import __version__
 
+_LAZY = {
+    "open_store": "hyperframes.store",
+    "build_store": "hyperframes.store",
+    "BuildOptions": "hyperframes.store",
+    "verify_store": "hyperframes.store",
+    "HyperframeDataset": "hyperframes.data",
+    "Hyperframe": "hyperframes.data",
+    "HyperframeBatch": "hyperframes.data",
+    "loader": "hyperframes.data",
+}
+
 __all__ = [
+    "BuildOptions",
     "ConfigError",
     "DataError",
     "DecodeError",
+    "Hyperframe",
+    "HyperframeBatch",
+    "HyperframeDataset",
     "HyperframesError",
     "InputError",
     "StoreError",
     "__version__",
+    "build_store",
+    "loader",
+    "open_store",
+    "verify_store",
 ]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hyperframes' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
