@@ -137,7 +137,7 @@ def test_mixed_sizes_need_a_transform(tmp_path):
     write_video(tmp_path / "d" / "x" / "b.mp4", frames=10, width=48, height=48)
     build_store(tmp_path / "d", tmp_path / "s", BuildOptions(size="none"), progress=False)
     ds = HyperframeDataset(tmp_path / "s", frames=4)
-    with pytest.raises(DataError, match="different sizes .*RandomResizedCrop"):
+    with pytest.raises(DataError, match=r"different sizes .*RandomResizedCrop"):
         next(iter(loader(ds, batch_size=2, workers=0, shuffle=False)))
     aug = Compose([RandomResizedCrop(32), RandomHorizontalFlip()])
     ds = HyperframeDataset(tmp_path / "s", frames=4, transform=aug)

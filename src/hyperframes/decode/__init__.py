@@ -1,12 +1,23 @@
-"""Decoder backends behind one interface (PyAV default; torchcodec, decord, OpenCV optional)."""
+"""Decoder backends behind one interface (PyAV default; torchcodec, decord, OpenCV optional).
 
+``create_decoder(name)`` gives a backend; ``frames(path)`` streams a video's decoded frames in
+order, each with its index and presentation time; ``FpsResampler`` picks frames for a target
+frame rate as they stream by. Importing this package never imports the optional libraries.
+"""
+
+from . import _decord, _framefolder, _opencv, _pyav, _torchcodec  # noqa: F401  (registration)
 from ._base import DecodedFrame, Decoder, VideoInfo, create_decoder, list_decoders, register_decoder
+from ._resample import FpsResampler, Resampled
+from ._resize import resize_rgb
 
 __all__ = [
     "DecodedFrame",
     "Decoder",
+    "FpsResampler",
+    "Resampled",
     "VideoInfo",
     "create_decoder",
     "list_decoders",
     "register_decoder",
+    "resize_rgb",
 ]

@@ -1,0 +1,79 @@
+"""Models that consume hyperframes, in every layout, behind one registry.
+
+::
+
+    from hyperframes import models
+
+    models.list()                      # registered names
+    models.describe()                  # (name, layout, params, ...) rows
+    net = models.create("tsm_resnet18", num_classes=10, frames=8, pretrained="r18.pth")
+    net.layout                         # "temporal" | "channel" | "conv3d" | "keyframe"
+    logits = net(net.example_input(batch=2, size=64))
+
+Layouts: ``temporal`` (B, T, C, H, W); ``channel`` (B, C*T, H, W), frame-major;
+``conv3d`` (B, C, T, H, W); ``keyframe`` :class:`Keyframes` ``(key (B, C, H, W),
+context (B, T, C, H, W))`` with key = frame T // 2. :func:`to_layout` converts a temporal
+batch into any of them. Models take an optional ``mask`` (B, T) bool of valid frames.
+
+Pretrained weights always come from a local file (a torchvision/timm state dict or a
+hyperframes checkpoint with a ``"model"`` entry); nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from . import _channel, _cnn3d, _keyframe, _lstm, _transformer, _tsm, _tsn  # noqa: F401 (register)
+from ._base import LAYOUTS, Keyframes, VideoModel, as_keyframes, to_layout
+from ._channel import ChannelFusion, inflate_conv2d
+from ._cnn3d import R2Plus1DTiny, TorchvisionVideo
+from ._keyframe import Aggregator, KeyframeSegmenter, UNet, aux_weight
+from ._lstm import CNNLSTM
+from ._registry import (
+    ModelInfo,
+    ModelSpec,
+    create,
+    describe,
+    get_spec,
+    list_models,
+    register_model,
+)
+from ._transformer import VideoTransformer
+from ._tsm import TSM, TemporalShiftConv2d, temporal_shift
+from ._tsn import TSN
+from ._weights import LoadReport, inflate_weight, load_pretrained, read_state_dict
+
+#: ``hyperframes.models.list()`` -- the registered names. Kept out of ``__all__`` so that
+#: ``from hyperframes.models import *`` does not shadow the builtin ``list``.
+list = list_models  # noqa: A001
+
+__all__ = [
+    "CNNLSTM",
+    "LAYOUTS",
+    "TSM",
+    "TSN",
+    "Aggregator",
+    "ChannelFusion",
+    "KeyframeSegmenter",
+    "Keyframes",
+    "LoadReport",
+    "ModelInfo",
+    "ModelSpec",
+    "R2Plus1DTiny",
+    "TemporalShiftConv2d",
+    "TorchvisionVideo",
+    "UNet",
+    "VideoModel",
+    "VideoTransformer",
+    "as_keyframes",
+    "aux_weight",
+    "create",
+    "describe",
+    "get_spec",
+    "inflate_conv2d",
+    "inflate_weight",
+    "list_models",
+    "load_pretrained",
+    "read_state_dict",
+    "register_model",
+    "temporal_shift",
+    "to_layout",
+]
