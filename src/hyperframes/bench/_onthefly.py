@@ -1,24 +1,76 @@
 """The anchor: decode a window of frames straight from the video file, as loaders without a
-store do every epoch (seek to the keyframe before the window, decode, convert, resize)."""
+store do every epoch (open, seek to the keyframe before the window, decode, convert).
+
+One function per installed decoder, registered by name; each returns (T, C, H, W) uint8 for the
+frames of a video's stream at the given decode-order indices / presentation times.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
+WindowDecoder = Callable[..., np.ndarray]
+_REGISTRY: dict[str, WindowDecoder] = {}
 
+
+def _register(name: str):
+    def wrap(fn):
+        _REGISTRY[name] = fn
+        return fn
+
+    return wrap
+
+
+def available_window_decoders() -> list[str]:
+    """Names of the on-the-fly decoders whose library imports here."""
+    names = []
+    for name, module in (
+        ("pyav", "av"),
+        ("torchcodec", "torchcodec.decoders"),
+        ("decord", "decord"),
+        ("opencv", "cv2"),
+    ):
+        try:
+            __import__(module)
+        except Exception:  # not installed, or its native libraries fail to load
+            continue
+        names.append(name)
+    return names
+
+
+def window_decoder(name: str) -> WindowDecoder:
+    return _REGISTRY[name]
+
+
+def _resize(frames: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
+    """(T, C, H, W) uint8 resized to ``size`` with antialiasing (what a loader must do too)."""
+    if size is None or tuple(frames.shape[2:]) == tuple(size):
+        return frames
+    import torch
+    import torch.nn.functional as F
+
+    x = F.interpolate(torch.from_numpy(frames).float(), size=size, mode="bilinear", antialias=True)
+    return x.round_().clamp_(0, 255).to(torch.uint8).numpy()
+
+
+@_register("pyav")
 def pyav_window(
     path: str,
     pts_seconds: np.ndarray,
     *,
-    size: tuple[int, int] | None = None,
+    indices: np.ndarray | None = None,
     stream: int = 0,
+    size: tuple[int, int] | None = None,
 ) -> np.ndarray:
-    """Frames at ``pts_seconds`` (sorted; nearest frame) as (T, C, H, W) uint8, via PyAV."""
+    """Frames at ``pts_seconds`` (sorted; nearest frame) via PyAV with a keyframe seek."""
     import av
+
+    kw = {} if size is None else {"height": size[0], "width": size[1], "interpolation": "AREA"}
 
     want = np.asarray(pts_seconds, np.float64)
     out: list[np.ndarray] = []
-    h, w = size if size else (None, None)
     with av.open(path) as container:
         st = container.streams.video[stream]
         st.thread_type = "AUTO"
@@ -32,7 +84,7 @@ def pyav_window(
             while len(out) < len(want) and want[len(out)] <= t + half:
                 if want[len(out)] >= t - half or prev is None:
                     if rgb is None:
-                        rgb = frame.to_ndarray(format="rgb24", width=w, height=h).transpose(2, 0, 1)
+                        rgb = frame.to_ndarray(format="rgb24", **kw).transpose(2, 0, 1)
                     out.append(rgb)
                 else:
                     out.append(prev)
@@ -41,7 +93,54 @@ def pyav_window(
             if rgb is not None:
                 prev = rgb
             elif want[len(out)] - t < 4 * half:
-                prev = frame.to_ndarray(format="rgb24", width=w, height=h).transpose(2, 0, 1)
+                prev = frame.to_ndarray(format="rgb24", **kw).transpose(2, 0, 1)
         while len(out) < len(want):  # past the last frame: hold it
             out.append(prev if prev is not None else out[-1])
     return np.stack(out)
+
+
+@_register("torchcodec")
+def torchcodec_window(path, pts_seconds, *, indices=None, stream=0, size=None) -> np.ndarray:
+    import av
+    from torchcodec.decoders import VideoDecoder
+
+    with av.open(path) as c:
+        absolute = c.streams.video[stream].index
+    dec = VideoDecoder(path, stream_index=absolute, dimension_order="NCHW", seek_mode="approximate")
+    frames = dec.get_frames_played_at(seconds=[float(t) for t in pts_seconds]).data.numpy()
+    return _resize(frames, size)
+
+
+@_register("decord")
+def decord_window(path, pts_seconds, *, indices=None, stream=0, size=None) -> np.ndarray:
+    import decord
+
+    reader = decord.VideoReader(path, ctx=decord.cpu(0))
+    frames = reader.get_batch(list(map(int, indices))).asnumpy().transpose(0, 3, 1, 2)
+    return _resize(np.ascontiguousarray(frames), size)
+
+
+@_register("opencv")
+def opencv_window(path, pts_seconds, *, indices=None, stream=0, size=None) -> np.ndarray:
+    import cv2
+
+    idx = list(map(int, indices))
+    cap = cv2.VideoCapture(path)
+    try:
+        cap.set(cv2.CAP_PROP_POS_FRAMES, idx[0])
+        frames, pos, got = [], idx[0], {}
+        while pos <= idx[-1]:
+            ok, bgr = cap.read()
+            if not ok:
+                break
+            got[pos] = bgr
+            pos += 1
+        last = got[max(got)]
+        for i in idx:
+            rgb = cv2.cvtColor(got.get(i, last), cv2.COLOR_BGR2RGB)
+            if size is not None:
+                rgb = cv2.resize(rgb, (size[1], size[0]), interpolation=cv2.INTER_AREA)
+            frames.append(rgb.transpose(2, 0, 1))
+    finally:
+        cap.release()
+    return np.stack(frames)

@@ -99,6 +99,23 @@ def _convert(args) -> int:
     return EXIT_OK
 
 
+def _bench(args) -> int:
+    from ..bench import format_bench, run_bench
+
+    result = run_bench(
+        args.data,
+        frames=args.frames,
+        batch=args.batch,
+        windows=args.windows,
+        size=args.size,
+        codecs=tuple(args.codecs.split(",")),
+        budget_seconds=args.budget,
+        progress=not args.json,
+    )
+    print(json.dumps(result, indent=1) if args.json else format_bench(result))
+    return EXIT_OK
+
+
 def _demo(args) -> int:
     from ..demo import run_demo
 
@@ -160,6 +177,17 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--compression", default="lzf", choices=["lzf", "blosc", "gzip", "none"])
     c.add_argument("--quiet", action="store_true")
     c.set_defaults(func=_convert)
+
+    n = sub.add_parser("bench", help="store reads vs on-the-fly decoding vs memcpy")
+    n.add_argument("data", help="a store, or data to build temporary stores from")
+    n.add_argument("--frames", type=int, default=16)
+    n.add_argument("--batch", type=int, default=32)
+    n.add_argument("--windows", type=int, default=512)
+    n.add_argument("--size", default="none", help="store frame size when building from data")
+    n.add_argument("--codecs", default="raw,lz4,zstd,jpeg")
+    n.add_argument("--budget", type=float, default=10.0, help="seconds per on-the-fly decoder")
+    n.add_argument("--json", action="store_true")
+    n.set_defaults(func=_bench)
 
     d = sub.add_parser("demo", help="the end-to-end showcase on synthetic data")
     d.add_argument("--out", default="demo_out")

@@ -66,7 +66,9 @@ def run_demo(out: str | os.PathLike = "demo_out", *, quick: bool = False) -> int
     data = out / "motion"
     per_class = 3 if quick else 12
     _say(f"[1/5] generating the synthetic motion dataset in {data} ...")
-    make_motion_dataset(data, videos_per_class=per_class, frames=32, size=64, seed=0)
+    make_motion_dataset(
+        data, videos_per_class=per_class, frames=32, size=64, seed=0, overwrite=False
+    )
     _say("[2/5] building the store (each video decoded once) ...")
     store_dir = out / "store"
     report = build_store(

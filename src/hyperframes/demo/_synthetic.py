@@ -248,8 +248,14 @@ def make_motion_dataset(
     fps: float | Fraction = 15,
     seed: int = 0,
     progress: Progress | None = None,
+    gop: int = 8,
+    overwrite: bool = True,
 ) -> list[Path]:
     """Write a motion-classification set as ``root/<label>/<label>_<i:03d>.mp4``.
+
+    ``gop`` is the keyframe interval (250 gives x264's default, as in most real footage);
+    ``overwrite=False`` keeps files already there (generation is deterministic, so a rerun
+    leaves a store built from them valid).
 
     Each video is ``frames`` ± up to 4 frames long (``frames // 4`` for short clips), so
     stores built from it hold videos of different lengths. Video ``i`` of class ``label``
@@ -281,12 +287,13 @@ def make_motion_dataset(
     for label in classes:
         class_id = MOTION_CLASSES.index(label)
         for i in range(videos_per_class):
-            rng = np.random.default_rng([seed, class_id, i])
-            clip = make_motion_frames(
-                label, frames=_jittered_length(frames, rng), size=size, rng=rng
-            )
             path = root / label / f"{label}_{i:03d}.mp4"
-            write_h264(path, clip, fps=rate)
+            if overwrite or not path.exists():
+                rng = np.random.default_rng([seed, class_id, i])
+                clip = make_motion_frames(
+                    label, frames=_jittered_length(frames, rng), size=size, rng=rng
+                )
+                write_h264(path, clip, fps=rate, gop=gop)
             paths.append(path)
             if progress is not None:
                 progress(len(paths), total)
@@ -410,7 +417,9 @@ def make_segmentation_dataset(
 # --------------------------------------------------------------------------- writing
 
 
-def write_h264(path: str | Path, frames: np.ndarray, *, fps: float | Fraction = 15) -> Path:
+def write_h264(
+    path: str | Path, frames: np.ndarray, *, fps: float | Fraction = 15, gop: int = _GOP
+) -> Path:
     """Encode (T, H, W, 3) uint8 RGB ``frames`` to an H.264 ``.mp4`` at ``path``.
 
     ``libx264``, ``yuv420p``, crf 18, a keyframe every 8 frames, no B-frames, one encoder
@@ -437,7 +446,7 @@ def write_h264(path: str | Path, frames: np.ndarray, *, fps: float | Fraction = 
         stream = container.add_stream(
             "libx264",
             rate=rate,
-            options={"crf": str(_CRF), "g": str(_GOP), "bf": "0", "preset": "medium"},
+            options={"crf": str(_CRF), "g": str(gop), "bf": "0", "preset": "medium"},
         )
         stream.width = width
         stream.height = height

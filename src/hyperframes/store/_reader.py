@@ -106,6 +106,8 @@ class Store:
             )
         )
         self._maps: dict[int, np.ndarray] = {}
+        self._geoms: dict[int, tuple[int, ...]] = {}
+        self._views: dict[int, np.ndarray] = {}
 
     # -- metadata -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -142,21 +144,36 @@ class Store:
             self._maps[k] = arr
         return arr
 
+    def _geom(self, i: int) -> tuple[int, ...]:
+        """(shard, offset, nbytes, F, C, H, W) of video ``i``, cached as plain ints."""
+        g = self._geoms.get(i)
+        if g is None:
+            r = self._videos[i]
+            g = tuple(
+                int(r[k])
+                for k in ("shard", "offset", "nbytes", "num_frames", "channels", "height", "width")
+            )
+            self._geoms[i] = g
+        return g
+
     def frames_view(self, video) -> np.ndarray:
         """Zero-copy ``(F, C, H, W)`` view of a video in a raw store (read-only memory map)."""
         if self._codec is not None:
             raise StoreError(
                 f"frames_view needs a raw store; {self.path} uses codec {self.codec_name!r}"
             )
-        r = self._videos[self._video_id(video)]
-        buf = self._shard(int(r["shard"]))
-        shape = (int(r["num_frames"]), int(r["channels"]), int(r["height"]), int(r["width"]))
-        off = int(r["offset"])
-        return buf[off : off + int(r["nbytes"])].view(self.dtype).reshape(shape)
+        i = self._video_id(video)
+        view = self._views.get(i)
+        if view is None:
+            shard, off, nbytes, *shape = self._geom(i)
+            buf = self._shard(shard)
+            view = buf[off : off + nbytes].view(self.dtype).reshape(shape)
+            self._views[i] = view
+        return view
 
     # -- reads ----------------------------------------------------------------------------
     def _check_indices(self, i: int, idx: np.ndarray) -> np.ndarray:
-        n = int(self._videos[i]["num_frames"])
+        n = self._geom(i)[3]
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             bad = idx[(idx < 0) | (idx >= n)][0]
             raise DataError(
@@ -169,8 +186,7 @@ class Store:
         """Frames ``frame_indices`` of ``video`` as an ``(n, C, H, W)`` array (a copy)."""
         i = self._video_id(video)
         idx = self._check_indices(i, np.asarray(frame_indices, dtype=np.int64).reshape(-1))
-        r = self._videos[i]
-        shape = (len(idx), int(r["channels"]), int(r["height"]), int(r["width"]))
+        shape = (len(idx), *self._geom(i)[4:])
         if out is None:
             out = np.empty(shape, self.dtype)
         elif out.shape != shape or out.dtype != self.dtype:
@@ -213,16 +229,10 @@ class Store:
         import torch
 
         reqs = [(self._video_id(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
-        shapes = {
-            (len(ix), *(int(self._videos[v][k]) for k in ("channels", "height", "width")))
-            for v, ix in reqs
-        }
+        geoms = [self._geom(v) for v, _ in reqs]
+        shapes = {(len(ix), *g[4:]) for (_, ix), g in zip(reqs, geoms)}
         order = sorted(
-            range(len(reqs)),
-            key=lambda b: (
-                int(self._videos[reqs[b][0]]["shard"]),
-                int(self._videos[reqs[b][0]]["offset"]),
-            ),
+            range(len(reqs)), key=lambda b: (geoms[b][0], geoms[b][1], reqs[b][1][:1].tolist())
         )
         if len(shapes) == 1:
             (shape,) = shapes

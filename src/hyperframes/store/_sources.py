@@ -19,7 +19,23 @@ from pathlib import Path
 from .._errors import InputError
 
 VIDEO_EXTENSIONS = frozenset(
-    [".mp4", ".avi", ".mkv", ".mov", ".webm", ".m4v", ".mpg", ".mpeg", ".flv", ".wmv", ".3gp", ".ts", ".mts", ".ogv", ".gif"]
+    [
+        ".mp4",
+        ".avi",
+        ".mkv",
+        ".mov",
+        ".webm",
+        ".m4v",
+        ".mpg",
+        ".mpeg",
+        ".flv",
+        ".wmv",
+        ".3gp",
+        ".ts",
+        ".mts",
+        ".ogv",
+        ".gif",
+    ]
 )
 IMAGE_EXTENSIONS = frozenset([".jpg", ".jpeg", ".png", ".bmp"])
 ANNOTATION_EXTENSIONS = frozenset([".txt", ".csv", ".lst", ".list"])

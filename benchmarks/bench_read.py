@@ -1,0 +1,125 @@
+"""Serving speed: random 16-frame windows of 3x112x112 frames in batches of 32, store in page
+cache, against (a) a plain memcpy of the same bytes and (b) decoding the same windows on the fly
+with every installed decoder (PyAV, torchcodec, decord, OpenCV) — open, seek, decode, resize.
+
+Targets (issue: serve hyperframes at memory speed):
+  raw store  >= 0.5x memcpy and >= 300x the fastest on-the-fly decoder
+  jpeg store >= 30x the fastest decoder, with the store <= 2x the source video bytes
+  a DataLoader with 2 workers is not slower than reading in the main process
+
+Sources: copies of the real Kinetics-style clip ../shared/videos/test.mp4 (H.264 340x256,
+30 fps, 300 frames, keyframes at 0 and 235), or synthetic H.264 with x264's default keyframe
+interval when that folder is absent.
+Run: .venv/bin/python benchmarks/bench_read.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import write_result
+from hyperframes.bench import format_bench, run_bench
+from hyperframes.data import HyperframeDataset, loader
+from hyperframes.store import open_store
+
+REAL_CLIP = Path(__file__).resolve().parents[2] / "shared" / "videos" / "test.mp4"
+
+
+def make_sources(root: Path, copies: int) -> str:
+    if REAL_CLIP.exists():
+        for i in range(copies):
+            dst = root / ("a" if i % 2 else "b") / f"clip_{i:02d}.mp4"
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(REAL_CLIP, dst)
+        return f"{copies} copies of {REAL_CLIP.name} (real H.264 340x256, 300 frames)"
+    from hyperframes.demo import make_motion_dataset
+
+    make_motion_dataset(root, videos_per_class=2, frames=300, size=256, fps=30, gop=250)
+    return "12 synthetic H.264 256x256 clips, 300 frames, keyframe interval 250"
+
+
+def loader_rate(store, *, workers: int, frames: int, batch: int, batches: int) -> float:
+    # every window of the store (a window every 4 frames), in a shuffled order: random windows
+    ds = HyperframeDataset(
+        store, sampler="sliding", frames=frames, seed=0, sampler_options={"window_stride": 4}
+    )
+    dl = loader(ds, batch_size=batch, workers=workers, drop_last=True)
+    rates = []
+    for epoch in range(3):
+        dl.set_epoch(epoch)
+        it = iter(dl)
+        next(it)  # warm-up: workers started, first batch in flight
+        t0, n = time.perf_counter(), 0
+        for b in it:
+            n += len(b)
+            if n >= batches * batch:
+                break
+        rates.append(n / (time.perf_counter() - t0))
+    return statistics.median(rates)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--copies", type=int, default=12)
+    ap.add_argument("--windows", type=int, default=1024)
+    ap.add_argument("--budget", type=float, default=15.0, help="seconds per on-the-fly decoder")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="hf-bench-read-"))
+    try:
+        sources = make_sources(tmp / "data", args.copies)
+        result = run_bench(
+            tmp / "data",
+            frames=16,
+            batch=32,
+            windows=args.windows,
+            size="112x112",
+            codecs=("raw", "lz4", "zstd", "jpeg"),
+            budget_seconds=args.budget,
+            workdir=tmp / "stores",
+        )
+        print(format_bench(result))
+        raw = open_store(tmp / "stores" / "store-raw")
+        main_rate = loader_rate(raw, workers=0, frames=16, batch=32, batches=24)
+        two_rate = loader_rate(raw, workers=2, frames=16, batch=32, batches=24)
+        rows = result["rows"]
+        checks = {
+            "raw_vs_memcpy": (rows["store:raw"]["vs_memcpy"], 0.5),
+            "raw_vs_fastest_decoder": (rows["store:raw"]["vs_fastest_decoder"], 300),
+            "jpeg_vs_fastest_decoder": (rows["store:jpeg"]["vs_fastest_decoder"], 30),
+            "jpeg_store_over_source_bytes_at_most": (
+                rows["store:jpeg"]["store_over_source_bytes"],
+                2.0,
+            ),
+            "loader_2_workers_vs_main_process": (two_rate / main_rate, 1.0),
+        }
+        summary = {
+            k: {
+                "value": v,
+                "target": t,
+                "met": (v <= t) if k.endswith("_at_most") else (v >= t),
+            }
+            for k, (v, t) in checks.items()
+        }
+        write_result(
+            "read",
+            {
+                "sources": sources,
+                "loader_windows_per_s": {"main_process": main_rate, "workers_2": two_rate},
+                "targets": summary,
+                **result,
+            },
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
