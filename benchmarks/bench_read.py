@@ -46,12 +46,14 @@ def make_sources(root: Path, copies: int) -> str:
     return "12 synthetic H.264 256x256 clips, 300 frames, keyframe interval 250"
 
 
-def loader_rate(store, *, workers: int, frames: int, batch: int, batches: int) -> float:
+def loader_rate(
+    store, *, workers: int, frames: int, batch: int, batches: int, mode: str = "threads"
+) -> float:
     # every window of the store (a window every 4 frames), in a shuffled order: random windows
     ds = HyperframeDataset(
         store, sampler="sliding", frames=frames, seed=0, sampler_options={"window_stride": 4}
     )
-    dl = loader(ds, batch_size=batch, workers=workers, drop_last=True)
+    dl = loader(ds, batch_size=batch, workers=workers, drop_last=True, mode=mode)
     rates = []
     for epoch in range(3):
         dl.set_epoch(epoch)
@@ -89,6 +91,7 @@ def main() -> None:
         raw = open_store(tmp / "stores" / "store-raw")
         main_rate = loader_rate(raw, workers=0, frames=16, batch=32, batches=24)
         two_rate = loader_rate(raw, workers=2, frames=16, batch=32, batches=24)
+        proc_rate = loader_rate(raw, workers=2, frames=16, batch=32, batches=24, mode="processes")
         rows = result["rows"]
         checks = {
             "raw_vs_memcpy": (rows["store:raw"]["vs_memcpy"], 0.5),
@@ -112,7 +115,11 @@ def main() -> None:
             "read",
             {
                 "sources": sources,
-                "loader_windows_per_s": {"main_process": main_rate, "workers_2": two_rate},
+                "loader_windows_per_s": {
+                    "main_process": main_rate,
+                    "workers_2_threads": two_rate,
+                    "workers_2_processes": proc_rate,
+                },
                 "targets": summary,
                 **result,
             },

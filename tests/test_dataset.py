@@ -50,6 +50,15 @@ def test_same_seed_same_samples_epoch_changes_them(store):
     assert np.array_equal(b[(0, 2)].meta["frame_indices"], a[2].meta["frame_indices"])
 
 
+def test_uniform_batch_is_one_buffer_without_a_second_copy(store):
+    ds = HyperframeDataset(store, frames=4, seed=1, layout="conv3d")
+    b = next(iter(loader(ds, batch_size=3, workers=0)))
+    assert tuple(b.frames.shape) == (3, 3, 4, 48, 64)
+    for k in range(3):  # each sample is a view of the batch buffer, equal to a fresh read
+        assert torch.equal(b.frames[k], ds[b.meta[k]["item"]].frames)
+    assert b.frames.untyped_storage().nbytes() == 3 * 4 * 3 * 48 * 64
+
+
 def test_getitems_reads_a_batch_like_single_items(store):
     ds = HyperframeDataset(store, sampler="sliding", frames=5, sampler_options={"stride": 1})
     items = [0, 7, 3, 11]
@@ -80,11 +89,12 @@ def test_keyframe_layout(store):
     assert torch.equal(h.frames.key, h.frames.context[2])
 
 
-def test_loader_batches_same_for_any_worker_count(store):
+@pytest.mark.parametrize("mode", ["threads", "processes"])
+def test_loader_batches_same_for_any_worker_count(store, mode):
     ds = HyperframeDataset(store, frames=4, seed=7, dtype="float32")
     runs = []
     for workers in (0, 2):
-        dl = loader(ds, batch_size=4, workers=workers, seed=7)
+        dl = loader(ds, batch_size=4, workers=workers, seed=7, mode=mode)
         batches = []
         for epoch in (0, 1):
             dl.set_epoch(epoch)

@@ -272,3 +272,21 @@ def test_hdf5_convert_and_build_read_the_same(class_folder, tmp_path):
     c = open_store(built)
     np.testing.assert_array_equal(c.read(5, [0, 9]).numpy(), a.read_numpy(5, [0, 9]))
     shutil.rmtree(out)
+
+
+def test_unreadable_file_is_reported_not_fatal(tmp_path):
+    data = tmp_path / "data" / "cls"
+    write_video(data / "good.mp4", frames=8)
+    locked = write_video(data / "locked.mp4", frames=8)
+    locked.chmod(0)
+    cmd = [*CLI, "build", str(tmp_path / "data"), "--out", str(tmp_path / "s"), "--quiet"]
+    if os.geteuid() == 0:  # root reads anything: drop the capabilities that allow it
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root without setpriv: cannot make a file unreadable")
+        cmd = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--inh-caps=-all", *cmd]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    failed = open_store(tmp_path / "s").failed
+    assert [Path(f["path"]).name for f in failed] == ["locked.mp4"]
+    assert "permission denied" in failed[0]["error"].lower()
+    assert [Path(v.path).name for v in open_store(tmp_path / "s").videos] == ["good.mp4"]

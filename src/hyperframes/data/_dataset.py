@@ -133,8 +133,22 @@ class HyperframeDataset(torch.utils.data.Dataset):
         keys = [self._key(i) for i in indices]
         plans = [self.sampler.plan(self.table, item, seed=self.seed, epoch=ep) for ep, item in keys]
         requests = [(int(self.video_ids[p.video]), p.frame_indices) for p in plans]
-        read = self._reader.read_batch(requests)
+        read = self._reader.read_batch(requests, out=self._batch_buffer(requests))
         return [self._finish(read[b], plans[b], keys[b], requests[b][0]) for b in range(len(plans))]
+
+    def _batch_buffer(self, requests) -> torch.Tensor | None:
+        """One (B, T, C, H, W) buffer for a uniform batch, in shared memory inside a worker so
+        the batch reaches the main process without another copy."""
+        if self._reader is not self.store or len({len(ix) for _, ix in requests}) != 1:
+            return None
+        shapes = {self.store.videos[v].shape for v, _ in requests}
+        if len(shapes) != 1:
+            return None
+        dtype = torch.from_numpy(np.empty(0, self.store.dtype)).dtype
+        out = torch.empty((len(requests), len(requests[0][1]), *shapes.pop()), dtype=dtype)
+        if torch.utils.data.get_worker_info() is not None:
+            out.share_memory_()
+        return out
 
     def _finish(self, frames: torch.Tensor, plan, key, video_id: int) -> Hyperframe:
         epoch, item = key

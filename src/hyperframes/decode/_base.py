@@ -139,7 +139,8 @@ _NOPTS_LIMIT = 1e9  # seconds; FFmpeg's AV_NOPTS_VALUE shows up as about -3.7e17
 class Timeline:
     """Gives decoded frames finite, strictly increasing ``pts_seconds``.
 
-    ``push(item, raw_pts)`` returns the items that are ready, as ``(item, index, pts_seconds)``.
+    ``push(item, raw_pts, duration)`` returns the items that are ready, as
+    ``(item, index, pts_seconds)``; ``duration`` (seconds, optional) is the frame's own duration.
     A missing raw timestamp (None, NaN, FFmpeg's "no pts" sentinel) or one that does not increase
     becomes the previous time + 1/fps (the first frame: ``start``). With ``reorder=n`` it
     holds n frames and hands each the smallest timestamp pending: decoders output frames in
@@ -157,12 +158,15 @@ class Timeline:
         self.first: float | None = None
         self.last: float | None = None
         self.step: float | None = None  # the last interval between frames
+        self.last_duration: float | None = None  # the last frame's own duration, if known
 
-    def push(self, item: Any, raw_pts: float | None) -> list[tuple[Any, int, float]]:
+    def push(
+        self, item: Any, raw_pts: float | None, duration: float | None = None
+    ) -> list[tuple[Any, int, float]]:
         valid = raw_pts is not None and math.isfinite(raw_pts) and abs(raw_pts) < _NOPTS_LIMIT
         if valid:
             heapq.heappush(self._heap, float(raw_pts))
-        self._items.append((item, valid))
+        self._items.append((item, valid, duration))
         out = []
         while len(self._items) > self.reorder:
             out.append(self._pop())
@@ -172,7 +176,7 @@ class Timeline:
         return [self._pop() for _ in range(len(self._items))]
 
     def _pop(self) -> tuple[Any, int, float]:
-        item, valid = self._items.popleft()
+        item, valid, duration = self._items.popleft()
         pts = heapq.heappop(self._heap) if valid else None
         if self.last is None:
             pts = self.start if pts is None else pts
@@ -182,6 +186,8 @@ class Timeline:
         if self.last is not None:
             self.step = pts - self.last
         self.last = pts
+        ok = duration is not None and math.isfinite(duration) and 0 < duration < _NOPTS_LIMIT
+        self.last_duration = duration if ok else None
         self.count += 1
         return item, self.count - 1, pts
 
@@ -191,25 +197,32 @@ class Timeline:
         return self.step if self.step else 1.0 / 30.0
 
     def decoded_seconds(self) -> float:
-        """Span from the first frame's start to the last frame's end."""
+        """Span from the first frame's start to the last frame's end.
+
+        The last frame lasts its own duration when the decoder gives one (a still at the end of
+        a variable-rate video), else the last interval, else 1/fps.
+        """
         if self.first is None or self.last is None:
             return 0.0
-        return self.last - self.first + self._frame_period_or_step()
-
-    def _frame_period_or_step(self) -> float:
-        return self.step if self.step else self._frame_period()
+        return self.last - self.first + (self.last_duration or self.step or self._frame_period())
 
     def check_complete(self, info: VideoInfo, backend: str) -> None:
-        """Raise ``DecodeError`` if nothing decoded, or far less than the header's duration."""
+        """Raise ``DecodeError`` if nothing was decoded, or if the file looks cut short.
+
+        Cut short: the decoded span falls clearly short (by over 0.5 s and 10 %) of the header's
+        duration, and the decoded count of the header's frame count when it has one (so a
+        still frame ending a variable-rate video, or dropped AVI frames, are not "truncated").
+        """
         path = info.path
         if self.count == 0:
             raise DecodeError(
                 f"{path}: {backend} decoded no frames from video stream v:{info.stream_index} "
                 f"({info.codec}); the stream is empty or {backend} cannot decode {info.codec}"
             )
-        expected = expected_seconds(info)
-        got = self.decoded_seconds()
-        if expected is not None and expected - got > max(0.5, 0.1 * expected):
+        expected, got = expected_seconds(info), self.decoded_seconds()
+        header = info.num_frames_from_header
+        short = expected is not None and expected - got > max(0.5, 0.1 * expected)
+        if short and (not header or self.count < header - max(2, 0.1 * header)):
             raise DecodeError(
                 f"{path}: truncated: decoded {self.count} frames ({got:.2f} s) of "
                 f"~{expected:.2f} s that the header announces ({backend}); "

@@ -405,6 +405,7 @@ def make_segmentation_dataset(
         path = root / f"seg_{i:03d}.mp4"
         # masks first (temp name + rename), then the video: a video never lacks its masks
         tmp_masks = path.with_name(f".{path.stem}.partial.npz")
+        path.parent.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(tmp_masks, masks=masks)
         os.replace(tmp_masks, path.with_suffix(".npz"))
         write_h264(path, clip, fps=rate)
@@ -446,7 +447,13 @@ def write_h264(
         stream = container.add_stream(
             "libx264",
             rate=rate,
-            options={"crf": str(_CRF), "g": str(gop), "bf": "0", "preset": "medium"},
+            options={
+                "crf": str(_CRF),
+                "g": str(gop),
+                "bf": "0",
+                "preset": "medium",
+                "threads": "1",
+            },
         )
         stream.width = width
         stream.height = height

@@ -121,7 +121,7 @@ def _jpeg(quality: int = 90, subsampling: str = "420", **_: object) -> Codec:
         )
 
     def decode_into(data, out: np.ndarray) -> None:
-        hwc = simplejpeg.decode_jpeg(bytes(data), colorspace="RGB")
+        hwc = simplejpeg.decode_jpeg(data, colorspace="RGB")
         out[0] = hwc.transpose(2, 0, 1)
 
     params = {"quality": int(quality), "subsampling": subsampling, "library": "libjpeg-turbo"}

@@ -200,17 +200,24 @@ class Store:
     def _read_chunks(self, i: int, idx: np.ndarray, out: np.ndarray) -> None:
         r = self._videos[i]
         c0, k = int(r["chunk_start"]), int(r["num_chunks"])
-        chunks = self._chunks[c0 : c0 + k]
-        firsts = chunks["first_frame"]
         buf = self._shard(int(r["shard"]))
-        which = np.searchsorted(firsts, idx, side="right") - 1
+        decode = self._codec.decode_into
+        if self._codec.chunk_frames == 1:  # one frame per chunk (jpeg): chunk j is frame j
+            offsets = self._chunks["offset"][c0 : c0 + k]
+            sizes = self._chunks["nbytes"][c0 : c0 + k]
+            for j, f in enumerate(idx.tolist()):
+                off = int(offsets[f])
+                decode(buf[off : off + int(sizes[f])], out[j : j + 1])
+            return
+        chunks = self._chunks[c0 : c0 + k]
+        which = np.searchsorted(chunks["first_frame"], idx, side="right") - 1
         frame_shape = out.shape[1:]
-        for c in np.unique(which):
+        for c in np.unique(which).tolist():
             row = chunks[c]
             n = int(row["num_frames"])
             block = np.empty((n, *frame_shape), self.dtype)
             off = int(row["offset"])
-            self._codec.decode_into(buf[off : off + int(row["nbytes"])], block)
+            decode(buf[off : off + int(row["nbytes"])], block)
             sel = np.nonzero(which == c)[0]
             out[sel] = block[idx[sel] - int(row["first_frame"])]
 

@@ -1,0 +1,98 @@
+"""The OpenCV backend: ``cv2.VideoCapture`` with its FFmpeg backend, one ``read()`` per frame.
+
+OpenCV cannot choose a stream: it always decodes the file's first video stream, so asking it
+for another one raises ``DecodeError``. Rotation: OpenCV applies the display matrix itself
+(``CAP_PROP_ORIENTATION_AUTO``, set on). Timestamps are ``CAP_PROP_POS_MSEC`` after each read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .._errors import DecodeError, HyperframesError
+from ._base import Timeline, VideoInfo, register_decoder
+from ._pyav import Inspection, inspect
+from ._resize import PIL_BILINEAR, ArrayFrame
+from ._streams import check_library_stream, library_pick
+
+_RULE = "it always decodes the first video stream"
+
+
+@register_decoder("opencv", install_hint="pip install 'hyperframes[opencv]'")
+class OpenCVDecoder:
+    """OpenCV's VideoCapture (FFmpeg backend); BGR converted to RGB with ``cvtColor``."""
+
+    name = "opencv"
+    resize_algorithm = PIL_BILINEAR
+
+    def __init__(self):
+        import cv2
+
+        self._cv2 = cv2
+
+    def version(self) -> str:
+        return f"opencv {self._cv2.__version__}"
+
+    def probe(self, path: str, stream: int | None = None) -> VideoInfo:
+        found = inspect(path, stream)
+        self._open(found).release()
+        return found.info
+
+    def frames(self, path: str, stream: int | None = None) -> Iterator[ArrayFrame]:
+        found = inspect(path, stream)
+        return self._decode(self._open(found), found.info)
+
+    def _open(self, found: Inspection):
+        cv2, path = self._cv2, found.info.path
+        try:
+            capture = cv2.VideoCapture(path, cv2.CAP_FFMPEG)
+            opened = capture.isOpened()
+            if opened:
+                capture.set(cv2.CAP_PROP_ORIENTATION_AUTO, 1)
+                size = (
+                    capture.get(cv2.CAP_PROP_FRAME_WIDTH),
+                    capture.get(cv2.CAP_PROP_FRAME_HEIGHT),
+                )
+                fps = capture.get(cv2.CAP_PROP_FPS)
+        except Exception as e:
+            raise DecodeError(f"{path}: OpenCV cannot open it: {e}") from e
+        if not opened:
+            raise DecodeError(
+                f"{path}: OpenCV cannot open it (VideoCapture.isOpened() is False with the FFmpeg "
+                "backend; OpenCV gives no reason)"
+            )
+        picked = library_pick(found.streams, fps=fps, size=(int(size[0]), int(size[1])))
+        try:
+            check_library_stream(path, "opencv", _RULE, found.chosen, picked[:1])
+        except DecodeError:
+            capture.release()
+            raise
+        return capture
+
+    def _decode(self, capture, info: VideoInfo) -> Iterator[ArrayFrame]:
+        cv2 = self._cv2
+        timeline = Timeline(info.fps, start=info.start_seconds)
+        try:
+            while True:
+                ok, bgr = capture.read()
+                if not ok:
+                    break
+                if timeline.count == 0 and bgr.shape[:2] != (info.height, info.width):
+                    raise DecodeError(
+                        f"{info.path}: OpenCV returns {bgr.shape[1]}x{bgr.shape[0]} frames, "
+                        f"not the upright {info.width}x{info.height} of v:{info.stream_index}"
+                    )
+                pts = capture.get(cv2.CAP_PROP_POS_MSEC) / 1000.0
+                rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+                for item, index, t in timeline.push(rgb, pts):
+                    yield ArrayFrame(item, index, t)
+        except HyperframesError:
+            raise
+        except Exception as e:
+            raise DecodeError(
+                f"{info.path}: OpenCV failed on v:{info.stream_index} after {timeline.count} "
+                f"frames: {e}"
+            ) from e
+        finally:
+            capture.release()
+        timeline.check_complete(info, "opencv")

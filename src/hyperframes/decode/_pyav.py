@@ -1,0 +1,201 @@
+"""The PyAV backend (the default): FFmpeg through PyAV, converting to RGB only on request.
+
+Rotation: FFmpeg attaches the stream's display matrix to each decoded frame
+(``VideoFrame.rotation``, degrees counter-clockwise). ``to_rgb`` scales the stored picture with
+swscale, then turns it by that many quarter turns with ``np.rot90``, so frames come out upright
+and ``size`` is the upright size; ``VideoInfo.rotation`` records the same turn as degrees clockwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+
+import av
+import numpy as np
+
+from .._errors import DecodeError, HyperframesError, InputError
+from ._base import Timeline, VideoInfo, check_path, register_decoder
+from ._resize import check_size
+from ._streams import VideoStreamHeader, choose_video_stream, list_video_streams
+
+# FFmpeg's AVColorSpace / AVColorRange numbers -> names
+_MATRIX = {
+    0: "rgb",
+    1: "bt709",
+    4: "fcc",
+    5: "bt601",
+    6: "bt601",
+    7: "smpte240m",
+    9: "bt2020",
+    10: "bt2020",
+}
+_RANGE = {1: "tv", 2: "pc"}
+_REORDER = 4  # frames held to repair permuted timestamps (see Timeline)
+
+
+@dataclasses.dataclass(frozen=True)
+class Inspection:
+    """A probed file: the chosen stream's info, its header, and every video stream's header.
+
+    ``error`` is PyAV's reason when it could not decode the first frame (then rotation and
+    start time are unknown): the PyAV backend raises it, other backends try their own decoder.
+    """
+
+    info: VideoInfo
+    chosen: VideoStreamHeader
+    streams: list[VideoStreamHeader]
+    error: str | None = None
+
+
+def open_video(path: str, stream: int | None):
+    """Open ``path`` with PyAV and choose the stream: ``(container, av_stream, header, headers)``."""
+    path = check_path(path)
+    try:
+        container = av.open(path, metadata_errors="ignore")
+    except Exception as e:
+        raise InputError(f"{path}: cannot be opened as a video (PyAV: {e})") from e
+    try:
+        headers = list_video_streams(container)
+        others = ", ".join(f"{s.index}: {s.type}" for s in container.streams)
+        chosen = choose_video_stream(path, headers, stream, others)
+    except BaseException:
+        container.close()
+        raise
+    return container, container.streams[chosen.absolute_index], chosen, headers
+
+
+def inspect(path: str, stream: int | None = None) -> Inspection:
+    """Probe with PyAV: the header, plus the first frame for rotation and start time."""
+    container, s, chosen, headers = open_video(path, stream)
+    try:
+        first, error = None, None
+        try:
+            first = next(iter(container.decode(s)), None)
+            error = None if first is not None else "no frame decoded"
+        except Exception as e:
+            error = str(e)
+        info = _info(container, s, chosen, first)
+    finally:
+        container.close()
+    return Inspection(info, chosen, headers, error)
+
+
+def _info(container, s, chosen: VideoStreamHeader, first) -> VideoInfo:
+    turns = _quarter_turns(first.rotation) if first is not None else 0
+    width, height = (
+        (first.width, first.height) if first is not None else (chosen.width, chosen.height)
+    )
+    cc = s.codec_context
+    return VideoInfo(
+        path=container.name,
+        stream_index=chosen.video_index,
+        codec=chosen.codec,
+        width=height if turns % 2 else width,
+        height=width if turns % 2 else height,
+        fps=chosen.fps,
+        num_frames_from_header=chosen.frames,
+        duration_seconds=_duration(container, s),
+        rotation=(-90 * turns) % 360,
+        pix_fmt=first.format.name if first is not None else (cc.pix_fmt if cc else None),
+        color_matrix=_MATRIX.get(int(cc.colorspace)) if cc else None,
+        color_range=_RANGE.get(int(cc.color_range)) if cc else None,
+        start_seconds=first.time if first is not None else None,
+    )
+
+
+def _quarter_turns(ccw_degrees) -> int:
+    """Counter-clockwise quarter turns (for ``np.rot90``) from a display rotation."""
+    return round((ccw_degrees or 0) / 90) % 4
+
+
+def _duration(container, s) -> float | None:
+    if s.duration:
+        return float(s.duration * s.time_base)
+    tag = s.metadata.get("DURATION") or s.metadata.get("duration")  # Matroska per-stream tag
+    m = re.fullmatch(r"(\d+):(\d+):(\d+(?:\.\d+)?)", tag or "")
+    if m:
+        return int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
+    if container.duration:
+        return container.duration / av.time_base
+    return None
+
+
+class PyAVFrame:
+    """A decoded ``av.VideoFrame``; pixels are converted (and scaled) by swscale in ``to_rgb``."""
+
+    __slots__ = ("_frame", "_path", "_turns", "index", "pts_seconds")
+
+    def __init__(self, frame, index: int, pts_seconds: float, path: str):
+        self._frame = frame
+        self._turns = _quarter_turns(frame.rotation)
+        self._path = path
+        self.index = index
+        self.pts_seconds = pts_seconds
+
+    def to_rgb(self, size: tuple[int, int] | None = None) -> np.ndarray:
+        kwargs = {}
+        if size is not None:
+            height, width = check_size(size)
+            if self._turns % 2:
+                width, height = height, width
+            kwargs = {"width": width, "height": height, "interpolation": "AREA"}
+        try:
+            rgb = self._frame.to_ndarray(format="rgb24", **kwargs)
+        except Exception as e:
+            raise DecodeError(
+                f"{self._path}: frame {self.index}: RGB conversion failed: {e}"
+            ) from e
+        if self._turns:
+            rgb = np.rot90(rgb, self._turns)
+        return np.ascontiguousarray(rgb)
+
+
+@register_decoder("pyav", install_hint="pip install av")
+class PyAVDecoder:
+    """FFmpeg via PyAV: threaded decoding of one demuxed stream; lazy RGB conversion."""
+
+    name = "pyav"
+    resize_algorithm = "swscale-area"
+
+    def version(self) -> str:
+        return f"av {av.__version__} (FFmpeg {av.ffmpeg_version_info})"
+
+    def probe(self, path: str, stream: int | None = None) -> VideoInfo:
+        found = inspect(path, stream)
+        if found.error:
+            raise DecodeError(
+                f"{found.info.path}: PyAV cannot decode {found.chosen.describe()}: {found.error}"
+            )
+        return found.info
+
+    def frames(self, path: str, stream: int | None = None) -> Iterator[PyAVFrame]:
+        info = self.probe(path, stream)
+        container, s, chosen, _ = open_video(path, stream)
+        s.thread_type = "AUTO"
+        for other in container.streams:  # the demuxer skips the other streams' packets
+            if other.index != s.index:
+                other.discard = av.stream.Discard.all
+        return self._decode(container, s, chosen, info)
+
+    def _decode(self, container, s, chosen, info: VideoInfo) -> Iterator[PyAVFrame]:
+        timeline = Timeline(info.fps, start=info.start_seconds, reorder=_REORDER)
+        path = info.path
+        try:
+            for frame in container.decode(s):  # demuxes only this stream
+                duration = frame.duration * frame.time_base if frame.duration else None
+                for item, index, pts in timeline.push(frame, frame.time, duration):
+                    yield PyAVFrame(item, index, pts, path)
+            for item, index, pts in timeline.flush():
+                yield PyAVFrame(item, index, pts, path)
+        except HyperframesError:
+            raise
+        except Exception as e:
+            raise DecodeError(
+                f"{path}: PyAV failed on {chosen.describe()} after {timeline.count} frames "
+                f"(truncated or corrupt?): {e}"
+            ) from e
+        finally:
+            container.close()
+        timeline.check_complete(info, "pyav")

@@ -1,0 +1,82 @@
+"""The torchcodec backend: FFmpeg (the system's shared libraries) through torchcodec.
+
+Streams with torchcodec's ``get_next_frame`` (one frame at a time, no index scan).
+Rotation: torchcodec applies the display matrix itself, so its frames are already upright.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .._errors import DecodeError, HyperframesError
+from ._base import Timeline, VideoInfo, register_decoder
+from ._pyav import Inspection, inspect
+from ._resize import PIL_BILINEAR, ArrayFrame
+
+
+@register_decoder("torchcodec", install_hint="pip install 'hyperframes[torchcodec]'")
+class TorchCodecDecoder:
+    """torchcodec's CPU decoder; needs FFmpeg shared libraries and a matching torch."""
+
+    name = "torchcodec"
+    resize_algorithm = PIL_BILINEAR
+
+    def __init__(self):
+        try:
+            import torchcodec
+            from torchcodec import _core
+            from torchcodec.decoders import VideoDecoder
+        except (OSError, RuntimeError) as e:  # installed, but its FFmpeg / torch libraries fail
+            raise ImportError(f"torchcodec cannot load: {e}") from e
+        self._torchcodec, self._core, self._VideoDecoder = torchcodec, _core, VideoDecoder
+
+    def version(self) -> str:
+        try:
+            ffmpeg = self._core.get_ffmpeg_library_versions()["ffmpeg_version"]
+        except Exception:
+            return f"torchcodec {self._torchcodec.__version__}"
+        return f"torchcodec {self._torchcodec.__version__} (FFmpeg {ffmpeg})"
+
+    def probe(self, path: str, stream: int | None = None) -> VideoInfo:
+        found = inspect(path, stream)
+        self._open(found)
+        return found.info
+
+    def frames(self, path: str, stream: int | None = None) -> Iterator[ArrayFrame]:
+        found = inspect(path, stream)
+        return self._decode(self._open(found), found.info)
+
+    def _open(self, found: Inspection):
+        path = found.info.path
+        try:
+            return self._VideoDecoder(
+                path,
+                stream_index=found.chosen.absolute_index,
+                dimension_order="NHWC",
+                seek_mode="approximate",  # no scan: we stream, we never seek
+                num_ffmpeg_threads=0,
+            )
+        except Exception as e:
+            raise DecodeError(
+                f"{path}: torchcodec cannot open {found.chosen.describe()}: {e}"
+            ) from e
+
+    def _decode(self, decoder, info: VideoInfo) -> Iterator[ArrayFrame]:
+        timeline = Timeline(info.fps, start=info.start_seconds)
+        get_next_frame = self._core.get_next_frame
+        try:
+            while True:
+                try:
+                    data, pts, duration = get_next_frame(decoder._decoder)
+                except IndexError:  # torchcodec's end of stream
+                    break
+                for rgb, index, t in timeline.push(data.numpy(), float(pts), float(duration)):
+                    yield ArrayFrame(rgb, index, t)
+        except HyperframesError:
+            raise
+        except Exception as e:
+            raise DecodeError(
+                f"{info.path}: torchcodec failed on v:{info.stream_index} after "
+                f"{timeline.count} frames (truncated or corrupt?): {e}"
+            ) from e
+        timeline.check_complete(info, "torchcodec")
