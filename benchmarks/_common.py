@@ -11,13 +11,25 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def bench_dataset(root: Path, *, videos_per_class: int = 4, frames: int = 96, size: int = 192):
-    """Synthetic H.264 motion videos (6 classes) made once and reused."""
+REAL_CLIP = Path(__file__).resolve().parents[2] / "shared" / "videos" / "test.mp4"
+
+
+def make_sources(root: Path, copies: int = 12) -> str:
+    """Copies of the real Kinetics-style clip ../shared/videos/test.mp4 (H.264 340x256, 30 fps,
+    300 frames, keyframes at 0 and 235) in two class folders; synthetic H.264 with x264's
+    default keyframe interval when that folder is absent. Returns a description."""
+    import shutil
+
+    if REAL_CLIP.exists():
+        for i in range(copies):
+            dst = root / ("a" if i % 2 else "b") / f"clip_{i:02d}.mp4"
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(REAL_CLIP, dst)
+        return f"{copies} copies of {REAL_CLIP.name} (real H.264 340x256, 300 frames)"
     from hyperframes.demo import make_motion_dataset
 
-    if not any(root.rglob("*.mp4")):
-        make_motion_dataset(root, videos_per_class=videos_per_class, frames=frames, size=size)
-    return root
+    make_motion_dataset(root, videos_per_class=2, frames=300, size=256, fps=30, gop=250)
+    return "12 synthetic H.264 256x256 clips, 300 frames, keyframe interval 250"
 
 
 def median_time(fn, *, repeats: int = 3, warmup: int = 1) -> float:

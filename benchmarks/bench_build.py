@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import bench_dataset, write_result
+from _common import write_result
 from hyperframes.store import BuildOptions, build_store
 from hyperframes.store._options import target_size
 from hyperframes.store._sources import discover
@@ -52,12 +52,13 @@ def decode_all(paths, size, workers) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--size", default="128")
+    ap.add_argument("--size", default="112x112")
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="hf-bench-build-"))
     try:
-        data = bench_dataset(tmp / "data")
+        sources = make_sources(tmp / "data")
+        data = tmp / "data"
         paths = [s.path for s in discover(data)]
         source_bytes = sum(Path(p).stat().st_size for p in paths)
         decode_all(paths[:2], args.size, 1)  # warm the page cache and imports
@@ -88,6 +89,7 @@ def main() -> None:
         write_result(
             "build",
             {
+                "sources": sources,
                 "videos": len(paths),
                 "source_bytes": source_bytes,
                 "size": args.size,

@@ -30,21 +30,6 @@ from hyperframes.bench import format_bench, run_bench
 from hyperframes.data import HyperframeDataset, loader
 from hyperframes.store import open_store
 
-REAL_CLIP = Path(__file__).resolve().parents[2] / "shared" / "videos" / "test.mp4"
-
-
-def make_sources(root: Path, copies: int) -> str:
-    if REAL_CLIP.exists():
-        for i in range(copies):
-            dst = root / ("a" if i % 2 else "b") / f"clip_{i:02d}.mp4"
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(REAL_CLIP, dst)
-        return f"{copies} copies of {REAL_CLIP.name} (real H.264 340x256, 300 frames)"
-    from hyperframes.demo import make_motion_dataset
-
-    make_motion_dataset(root, videos_per_class=2, frames=300, size=256, fps=30, gop=250)
-    return "12 synthetic H.264 256x256 clips, 300 frames, keyframe interval 250"
-
 
 def loader_rate(
     store, *, workers: int, frames: int, batch: int, batches: int, mode: str = "threads"
