@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import write_result
+from _common import make_sources, write_result
 from hyperframes.store import BuildOptions, build_store
 from hyperframes.store._options import target_size
 from hyperframes.store._sources import discover

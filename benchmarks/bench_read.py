@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import write_result
+from _common import make_sources, write_result
 from hyperframes.bench import format_bench, run_bench
 from hyperframes.data import HyperframeDataset, loader
 from hyperframes.store import open_store
