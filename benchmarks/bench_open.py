@@ -1,0 +1,132 @@
+"""Opening a Kinetics-size store: 300k videos, 100M frames. The index is memory-mapped, so
+opening reads the manifest and the string table only.
+
+Target (issue: decode once): a store of Kinetics size opens in about a second.
+Run: .venv/bin/python benchmarks/bench_open.py [--videos 300000 --frames-per-video 333]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import write_result
+from hyperframes.store import open_store
+from hyperframes.store._format import (
+    CHUNK_DTYPE,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    FRAME_DTYPE,
+    VIDEO_DTYPE,
+)
+from hyperframes.store._shard import checksum_file
+
+
+def fake_store(root: Path, videos: int, per_video: int) -> None:
+    """A store whose index describes ``videos`` x ``per_video`` frames of 3x1x1 (payload tiny)."""
+    (root / "shards").mkdir(parents=True)
+    (root / "index").mkdir()
+    frame_bytes = 3
+    payload = np.zeros(per_video * frame_bytes, np.uint8)
+    (root / "shards" / "r000-w000-00000.bin").write_bytes(payload.tobytes())
+    v = np.zeros(videos, VIDEO_DTYPE)
+    v["num_frames"] = per_video
+    v["channels"], v["height"], v["width"] = 3, 1, 1
+    v["nbytes"] = per_video * frame_bytes
+    v["fps"] = 30.0
+    v["label_id"] = np.arange(videos) % 400
+    v["split_id"] = -1
+    v["frame_start"] = np.arange(videos, dtype=np.int64) * per_video
+    v["num_frames_decoded"] = per_video
+    v["num_frames_from_header"] = per_video
+    np.save(root / "index" / "videos.npy", v)
+    frames = np.lib.format.open_memmap(
+        root / "index" / "frames.npy", mode="w+", dtype=FRAME_DTYPE, shape=(videos * per_video,)
+    )
+    block = np.zeros(per_video, FRAME_DTYPE)
+    block["pts_seconds"] = np.arange(per_video) / 30.0
+    block["source_index"] = np.arange(per_video)
+    for i in range(0, videos, 10000):
+        n = min(10000, videos - i)
+        frames[i * per_video : (i + n) * per_video] = np.tile(block, n)
+    frames.flush()
+    del frames
+    np.save(root / "index" / "chunks.npy", np.zeros(0, CHUNK_DTYPE))
+    strings = {
+        "paths": [
+            f"/data/kinetics/train/class_{i % 400:03d}/video_{i:06d}.mp4" for i in range(videos)
+        ],
+        "classes": [f"class_{c:03d}" for c in range(400)],
+        "splits": [],
+        "shards": ["r000-w000-00000.bin"],
+    }
+    (root / "index" / "strings.json").write_text(json.dumps(strings))
+    (root / "index" / "details.jsonl").write_text("")
+    index_rows = [
+        {"name": f"index/{f}", "bytes": (root / "index" / f).stat().st_size, "checksum": "-"}
+        for f in ("videos.npy", "frames.npy", "chunks.npy", "strings.json", "details.jsonl")
+    ]
+    manifest = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "codec": {"name": "raw"},
+        "dtype": "uint8",
+        "shards": [
+            {
+                "name": "r000-w000-00000.bin",
+                "bytes": len(payload),
+                "checksum": checksum_file(root / "shards" / "r000-w000-00000.bin"),
+            }
+        ],
+        "index": index_rows,
+        "num_frames": videos * per_video,
+        "failed": [],
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--videos", type=int, default=300_000)
+    ap.add_argument("--frames-per-video", type=int, default=333)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="hf-bench-open-"))
+    try:
+        t0 = time.perf_counter()
+        fake_store(tmp / "store", args.videos, args.frames_per_video)
+        made = time.perf_counter() - t0
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            s = open_store(tmp / "store")
+            rec = s.videos[args.videos // 2]
+            _ = rec.pts_seconds[-1], s.read_numpy(rec, [0, 1])
+            times.append(time.perf_counter() - t0)
+        write_result(
+            "open",
+            {
+                "videos": args.videos,
+                "frames": args.videos * args.frames_per_video,
+                "index_bytes": sum(f.stat().st_size for f in (tmp / "store" / "index").iterdir()),
+                "seconds_to_make_index": made,
+                "open_seconds_median": statistics.median(times),
+                "open_seconds_first": times[0],
+                "target_seconds": 1.0,
+            },
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
