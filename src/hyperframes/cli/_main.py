@@ -116,6 +116,20 @@ def _bench(args) -> int:
     return EXIT_OK
 
 
+def _models(args) -> int:
+    from ..models import describe
+
+    rows = describe()
+    if args.json:
+        print(json.dumps([r._asdict() for r in rows], indent=1))
+        return EXIT_OK
+    print(f"{'name':<28}{'layout':<10}{'params':>9}  {'family':<13}{'task':<16}summary")
+    for r in rows:
+        params = f"{r.params / 1e6:.2f}M" if r.params else ("n/a" if r.available else "missing")
+        print(f"{r.name:<28}{r.layout:<10}{params:>9}  {r.family:<13}{r.task:<16}{r.summary}")
+    return EXIT_OK
+
+
 def _demo(args) -> int:
     from ..demo import run_demo
 
@@ -188,6 +202,10 @@ def _parser() -> argparse.ArgumentParser:
     n.add_argument("--budget", type=float, default=10.0, help="seconds per on-the-fly decoder")
     n.add_argument("--json", action="store_true")
     n.set_defaults(func=_bench)
+
+    m = sub.add_parser("models", help="registered models: name, layout, parameters")
+    m.add_argument("--json", action="store_true")
+    m.set_defaults(func=_models)
 
     d = sub.add_parser("demo", help="the end-to-end showcase on synthetic data")
     d.add_argument("--out", default="demo_out")

@@ -43,7 +43,7 @@ from ._weights import LoadReport, inflate_weight, load_pretrained, read_state_di
 
 #: ``hyperframes.models.list()`` -- the registered names. Kept out of ``__all__`` so that
 #: ``from hyperframes.models import *`` does not shadow the builtin ``list``.
-list = list_models  # noqa: A001
+list = list_models
 
 __all__ = [
     "CNNLSTM",

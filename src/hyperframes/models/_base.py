@@ -1,0 +1,240 @@
+"""What every hyperframes model shares: the four layouts, the keyframe input, the base class.
+
+Layouts (batch first, ``T`` frames of ``C`` channels)::
+
+    temporal   (B, T, C, H, W)
+    channel    (B, C*T, H, W)     frame-major: [f0c0, f0c1, f0c2, f1c0, ...]
+    conv3d     (B, C, T, H, W)
+    keyframe   Keyframes(key=(B, C, H, W), context=(B, T, C, H, W))
+
+The keyframe layout is a :class:`Keyframes` named tuple: ``key`` is the middle frame
+``T // 2`` and ``context`` holds all ``T`` frames (the key included). Being a tuple it
+also travels through ``torch.onnx.export`` and ``DataLoader`` collation; a plain
+``(key, context)`` tuple or a ``{"key": ..., "context": ...}`` dict is accepted too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import torch
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+from .._errors import ConfigError, DataError
+
+__all__ = [
+    "LAYOUTS",
+    "Keyframes",
+    "VideoModel",
+    "as_keyframes",
+    "to_layout",
+]
+
+LAYOUTS = ("temporal", "channel", "conv3d", "keyframe")
+TASKS = ("classification", "segmentation")
+
+
+class Keyframes(NamedTuple):
+    """Input of the ``keyframe`` layout.
+
+    ``key``: the key frame K_t, (B, C, H, W), the middle frame ``T // 2`` of ``context``.
+    ``context``: all T frames around it, key included, (B, T, C, H, W).
+    """
+
+    key: Tensor
+    context: Tensor
+
+
+def as_keyframes(x: Any) -> Keyframes:
+    """Accept a :class:`Keyframes`, a ``(key, context)`` pair or a dict with those keys."""
+    if isinstance(x, Keyframes):
+        kf = x
+    elif isinstance(x, Mapping):
+        if "key" not in x or "context" not in x:
+            raise DataError(
+                f"keyframe input dict has keys {sorted(x)}; expected 'key' (B,C,H,W) and "
+                "'context' (B,T,C,H,W)"
+            )
+        kf = Keyframes(x["key"], x["context"])
+    elif isinstance(x, (tuple, list)) and len(x) == 2:
+        kf = Keyframes(x[0], x[1])
+    else:
+        raise DataError(
+            f"keyframe models take Keyframes(key, context), a (key, context) tuple or a dict; "
+            f"got {type(x).__name__}. Build one with hyperframes.models.to_layout(x, 'keyframe')"
+        )
+    if not isinstance(kf.key, Tensor) or kf.key.dim() != 4:
+        raise DataError(f"keyframe 'key' must be a (B, C, H, W) tensor, got {_shape(kf.key)}")
+    if not isinstance(kf.context, Tensor) or kf.context.dim() != 5:
+        raise DataError(
+            f"keyframe 'context' must be a (B, T, C, H, W) tensor, got {_shape(kf.context)}"
+        )
+    return kf
+
+
+def to_layout(x: Tensor, layout: str) -> Tensor | Keyframes:
+    """Turn a temporal batch (B, T, C, H, W) into ``layout``."""
+    if not isinstance(x, Tensor) or x.dim() != 5:
+        raise DataError(f"to_layout expects a (B, T, C, H, W) tensor, got {_shape(x)}")
+    if layout == "temporal":
+        return x
+    if layout == "channel":
+        return x.flatten(1, 2)
+    if layout == "conv3d":
+        return x.permute(0, 2, 1, 3, 4)
+    if layout == "keyframe":
+        return Keyframes(x[:, x.shape[1] // 2], x)
+    raise ConfigError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+
+
+def _shape(x: Any) -> str:
+    return f"shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
+
+
+class VideoModel(nn.Module):
+    """Base class of the registered models.
+
+    Subclasses set ``layout`` (one of :data:`LAYOUTS`) and ``task`` and implement
+    ``forward(x, mask=None)``; ``mask`` is a (B, T) bool tensor of valid frames, used where
+    ``uses_mask`` is true and ignored otherwise.
+
+    Pretrained weights are mapped by :meth:`map_pretrained`, driven by these attributes:
+    ``pretrained_prefix`` (put before keys of a plain 2D/3D state dict),
+    ``pretrained_rename`` ((source prefix, model prefix) pairs, tried before the prefix),
+    ``pretrained_drop`` (source key prefixes that the model has no use for),
+    ``pretrained_inflate`` (model keys whose 3-channel source weights are repeated T times
+    and divided by T), ``pretrained_optional`` (model key prefixes that may stay freshly
+    initialised or be skipped on a shape mismatch: classifier heads, new layers).
+    """
+
+    layout: str = "temporal"
+    task: str = "classification"
+    uses_mask: bool = False
+    pretrained_prefix: str = ""
+    pretrained_rename: tuple[tuple[str, str], ...] = ()
+    pretrained_drop: tuple[str, ...] = ()
+    pretrained_inflate: tuple[str, ...] = ()
+    pretrained_optional: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        num_classes: int,
+        frames: int,
+        in_channels: int = 3,
+        checkpointing: bool = False,
+    ) -> None:
+        super().__init__()
+        _check_int("num_classes", num_classes)
+        _check_int("frames", frames)
+        _check_int("in_channels", in_channels)
+        self.num_classes = num_classes
+        self.frames = frames
+        self.in_channels = in_channels
+        self._checkpointing = False
+        self.checkpointing = checkpointing
+        self.registry_name: str | None = None
+
+    # -- inputs ---------------------------------------------------------------------------
+    def example_input(
+        self, batch: int = 2, size: int = 64, *, generator: torch.Generator | None = None
+    ) -> Tensor | Keyframes:
+        """A random float input of this model's layout: ``batch`` clips, T = ``self.frames``."""
+        device = next((p.device for p in self.parameters()), torch.device("cpu"))
+        x = torch.randn(batch, self.frames, self.in_channels, size, size, generator=generator).to(
+            device
+        )
+        return to_layout(x, self.layout)
+
+    def _temporal(self, x: Tensor) -> Tensor:
+        if not isinstance(x, Tensor) or x.dim() != 5 or x.shape[2] != self.in_channels:
+            raise DataError(
+                f"{self._who()} takes the temporal layout (B, T, {self.in_channels}, H, W); "
+                f"got {_shape(x)}"
+            )
+        return x
+
+    def _who(self) -> str:
+        return f"model {self.registry_name or type(self).__name__!r}"
+
+    # -- gradient checkpointing -------------------------------------------------------------
+    @property
+    def checkpointing(self) -> bool:
+        """Recompute the heavy blocks' activations in backward (less memory, more time).
+
+        Results and gradients are unchanged; BatchNorm running statistics are updated once
+        more per step by the recomputation.
+        """
+        return self._checkpointing
+
+    @checkpointing.setter
+    def checkpointing(self, value: bool) -> None:
+        self._checkpointing = bool(value)
+        self._set_checkpointing(self._checkpointing)
+
+    def _set_checkpointing(self, enabled: bool) -> None:
+        """Hook for wrapped third-party networks with their own switch."""
+
+    def _ckpt(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)``, through activation checkpointing when enabled and training."""
+        if self.checkpointing and torch.is_grad_enabled():
+            return checkpoint(fn, *args, use_reentrant=False)
+        return fn(*args)
+
+    # -- pretrained weights -----------------------------------------------------------------
+    def map_pretrained(self, state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
+        """Rename / inflate a foreign state dict into this model's keys (see class doc)."""
+        from ._weights import adapt_state_dict
+
+        return adapt_state_dict(
+            state_dict,
+            self.state_dict(),
+            prefix=self.pretrained_prefix,
+            rename=self.pretrained_rename,
+            drop=self.pretrained_drop,
+            inflate=self.pretrained_inflate,
+            frames=self.frames,
+        )
+
+
+def _check_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+
+def masked_mean(x: Tensor, mask: Tensor | None, dim: int = 1) -> Tensor:
+    """Mean of ``x`` over ``dim`` counting only entries where ``mask`` (B, T) is true."""
+    if mask is None:
+        return x.mean(dim)
+    shape = list(mask.shape) + [1] * (x.dim() - mask.dim())
+    w = mask.reshape(shape).to(x.dtype)
+    return (x * w).sum(dim) / w.sum(dim).clamp_min(1.0)
+
+
+def check_mask(model: VideoModel, mask: Tensor | None, batch: int, frames: int) -> Tensor | None:
+    if mask is None:
+        return None
+    if not isinstance(mask, Tensor) or tuple(mask.shape) != (batch, frames):
+        raise DataError(
+            f"{model._who()}: mask must be a ({batch}, {frames}) bool tensor of valid frames, "
+            f"got {_shape(mask)}"
+        )
+    return mask.bool()
+
+
+def resnet_features(net: nn.Module, x: Tensor, ckpt: Callable[..., Any]) -> Tensor:
+    """Pooled features of a torchvision ResNet; ``ckpt`` wraps the four stages."""
+    x = net.maxpool(net.relu(net.bn1(net.conv1(x))))
+    for layer in (net.layer1, net.layer2, net.layer3, net.layer4):
+        x = ckpt(layer, x)
+    return torch.flatten(net.avgpool(x), 1)
+
+
+def mobilenet_features(net: nn.Module, x: Tensor, ckpt: Callable[..., Any]) -> Tensor:
+    """Pooled features of a torchvision MobileNetV3; ``ckpt`` wraps each inverted block."""
+    feats = net.features
+    x = feats[0](x)
+    for block in list(feats)[1:]:
+        x = ckpt(block, x)
+    return torch.flatten(net.avgpool(x), 1)

@@ -1,0 +1,176 @@
+"""3D CNNs: torchvision's video networks and a small (2+1)D network for CPU demos.
+
+Layout ``conv3d`` (B, C, T, H, W). Convolutions span time, so temporal order matters to
+these models; they cost the most per clip. The networks pool globally, so any T and H, W
+that survive their downsampling work (T=4 at 32x32 does).
+"""
+
+from __future__ import annotations
+
+import torch
+import torchvision.models.video as tvv
+from torch import Tensor, nn
+
+from .._errors import ConfigError, DataError
+from ._base import VideoModel, _check_int, _shape
+from ._registry import register_model
+
+__all__ = ["R2Plus1DTiny", "TorchvisionVideo"]
+
+_TORCHVISION = {
+    # name: head prefix inside the torchvision network
+    "r3d_18": "fc.",
+    "r2plus1d_18": "fc.",
+    "mc3_18": "fc.",
+    "s3d": "classifier.",
+}
+
+
+class _Conv3dModel(VideoModel):
+    layout = "conv3d"
+
+    def _check(self, x: Tensor) -> Tensor:
+        if not isinstance(x, Tensor) or x.dim() != 5 or x.shape[1] != self.in_channels:
+            raise DataError(
+                f"{self._who()} takes the conv3d layout (B, {self.in_channels}, T, H, W); "
+                f"got {_shape(x)}"
+            )
+        return x
+
+
+class TorchvisionVideo(_Conv3dModel):
+    """A torchvision video classifier (``weights=None``; load Kinetics weights from a file)."""
+
+    def __init__(
+        self, arch: str, num_classes: int, frames: int, dropout: float = 0.2, checkpointing=False
+    ) -> None:
+        super().__init__(num_classes, frames, 3, checkpointing)
+        if arch not in _TORCHVISION:
+            raise ConfigError(
+                f"unknown torchvision video network {arch!r}; expected one of "
+                f"{', '.join(_TORCHVISION)}"
+            )
+        self.arch = arch
+        if arch == "s3d":
+            net = tvv.s3d(weights=None, num_classes=num_classes, dropout=dropout)
+            # S3D's fixed (2, 7, 7) pool needs 224-pixel, 16-frame clips: pool adaptively.
+            # Its last 2x2x2 max-pool rounds up, so T=4 clips survive; for the even sizes
+            # of the standard clips (16 frames, 224 px) that changes nothing.
+            net.avgpool = nn.AdaptiveAvgPool3d(1)
+            net.features[13].ceil_mode = True
+        else:
+            net = getattr(tvv, arch)(weights=None, num_classes=num_classes)
+        self.backbone = net
+        self.pretrained_prefix = "backbone."
+        self.pretrained_optional = (f"backbone.{_TORCHVISION[arch]}",)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``x``: (B, C, T, H, W). ``mask`` is ignored (pad clips by repeating frames)."""
+        x = self._check(x)
+        net = self.backbone
+        if self.arch == "s3d":
+            for block in net.features:
+                x = self._ckpt(block, x)
+            x = net.classifier(net.avgpool(x))
+            return torch.mean(x, dim=(2, 3, 4))
+        x = net.stem(x)
+        for layer in (net.layer1, net.layer2, net.layer3, net.layer4):
+            x = self._ckpt(layer, x)
+        return net.fc(torch.flatten(net.avgpool(x), 1))
+
+
+class _Conv2Plus1D(nn.Sequential):
+    """A 3x3x3 conv factorised into a 1x3x3 spatial and a 3x1x1 temporal conv."""
+
+    def __init__(self, cin: int, cout: int, stride: tuple[int, int]) -> None:
+        st, ss = stride
+        super().__init__(
+            nn.Conv3d(cin, cout, (1, 3, 3), (1, ss, ss), (0, 1, 1), bias=False),
+            nn.BatchNorm3d(cout),
+            nn.ReLU(inplace=True),
+            nn.Conv3d(cout, cout, (3, 1, 1), (st, 1, 1), (1, 0, 0), bias=False),
+        )
+
+
+class _Block(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: tuple[int, int]) -> None:
+        super().__init__()
+        self.conv1 = _Conv2Plus1D(cin, cout, stride)
+        self.bn1 = nn.BatchNorm3d(cout)
+        self.conv2 = _Conv2Plus1D(cout, cout, (1, 1))
+        self.bn2 = nn.BatchNorm3d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.down = None
+        if cin != cout or stride != (1, 1):
+            st, ss = stride
+            self.down = nn.Sequential(
+                nn.Conv3d(cin, cout, 1, (st, ss, ss), bias=False), nn.BatchNorm3d(cout)
+            )
+
+    def forward(self, x: Tensor) -> Tensor:
+        skip = x if self.down is None else self.down(x)
+        y = self.relu(self.bn1(self.conv1(x)))
+        return self.relu(self.bn2(self.conv2(y)) + skip)
+
+
+class R2Plus1DTiny(_Conv3dModel):
+    """A four-stage (2+1)D ResNet of widths w, 2w, 4w, 8w (w = ``base_width``)."""
+
+    def __init__(
+        self,
+        num_classes: int,
+        frames: int,
+        base_width: int = 8,
+        dropout: float = 0.0,
+        checkpointing: bool = False,
+    ) -> None:
+        super().__init__(num_classes, frames, 3, checkpointing)
+        _check_int("base_width", base_width)
+        w = base_width
+        self.stem = nn.Sequential(
+            _Conv2Plus1D(3, w, (1, 2)), nn.BatchNorm3d(w), nn.ReLU(inplace=True)
+        )
+        widths = (w, 2 * w, 4 * w, 8 * w)
+        strides = ((1, 1), (1, 2), (2, 2), (2, 2))  # (temporal, spatial)
+        cin = w
+        stages = []
+        for cout, stride in zip(widths, strides):
+            stages.append(_Block(cin, cout, stride))
+            cin = cout
+        self.stages = nn.ModuleList(stages)
+        self.pool = nn.AdaptiveAvgPool3d(1)
+        self.dropout = nn.Dropout(dropout)
+        self.fc = nn.Linear(cin, num_classes)
+        self.pretrained_optional = ("fc.",)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``x``: (B, C, T, H, W). ``mask`` is ignored."""
+        x = self.stem(self._check(x))
+        for stage in self.stages:
+            x = self._ckpt(stage, x)
+        return self.fc(self.dropout(torch.flatten(self.pool(x), 1)))
+
+
+def _tv(arch: str):
+    def build(num_classes: int, frames: int, checkpointing: bool = False) -> TorchvisionVideo:
+        return TorchvisionVideo(arch, num_classes, frames, checkpointing=checkpointing)
+
+    build.__doc__ = f"3D CNN: torchvision {arch} (Kinetics weights from a local file)."
+    build.__name__ = arch
+    return build
+
+
+for _arch in _TORCHVISION:
+    register_model(_arch, layout="conv3d", family="cnn3d")(_tv(_arch))
+
+
+@register_model("r2plus1d_tiny", layout="conv3d", family="cnn3d")
+def r2plus1d_tiny(
+    num_classes: int,
+    frames: int,
+    base_width: int = 8,
+    dropout: float = 0.0,
+    checkpointing: bool = False,
+) -> R2Plus1DTiny:
+    """3D CNN: a small (2+1)D ResNet sized for CPU demos (option base_width)."""
+    return R2Plus1DTiny(num_classes, frames, base_width, dropout, checkpointing)

@@ -1,0 +1,211 @@
+"""The model registry: ``register_model`` / ``create`` / ``list_models`` / ``describe``."""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
+
+import torch
+from torch import nn
+
+from .._errors import ConfigError
+from ._base import LAYOUTS, TASKS
+from ._weights import load_pretrained
+
+__all__ = [
+    "ModelInfo",
+    "ModelSpec",
+    "create",
+    "describe",
+    "get_spec",
+    "list_models",
+    "register_model",
+]
+
+#: Families in the order ``list_models`` shows them (cheap early fusion first, dense last);
+#: families registered by users follow, in registration order.
+FAMILY_ORDER = ("channel", "tsn", "tsm", "cnn3d", "transformer", "lstm", "keyframe")
+
+DEFAULT_NUM_CLASSES = 10
+DEFAULT_FRAMES = 8
+
+B = TypeVar("B", bound=Callable[..., nn.Module])
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One registry entry."""
+
+    name: str
+    layout: str
+    family: str
+    builder: Callable[..., nn.Module]
+    task: str = "classification"
+    onnx: bool = True  # torch.onnx.export + onnxruntime reproduce the fp32 output
+    requires: tuple[str, ...] = ()  # optional packages it needs (e.g. "timm")
+    summary: str = ""
+
+    @property
+    def available(self) -> bool:
+        return all(importlib.util.find_spec(r) is not None for r in self.requires)
+
+    def options(self) -> list[str]:
+        """Keyword options of the builder beyond num_classes / frames."""
+        params = inspect.signature(self.builder).parameters
+        return [n for n in params if n not in ("num_classes", "frames")]
+
+
+class ModelInfo(NamedTuple):
+    """A row of :func:`describe` (for ``hyperframes models``)."""
+
+    name: str
+    layout: str
+    params: int | None  # parameter count with default options; None if unavailable
+    family: str
+    task: str
+    available: bool
+    summary: str
+
+
+_REGISTRY: dict[str, ModelSpec] = {}
+
+
+def register_model(
+    name: str,
+    *,
+    layout: str,
+    family: str | None = None,
+    task: str = "classification",
+    onnx: bool = True,
+    requires: tuple[str, ...] = (),
+    summary: str | None = None,
+) -> Callable[[B], B]:
+    """Decorator registering ``builder(num_classes=..., frames=..., **options) -> nn.Module``.
+
+    The built module must expose ``layout`` (equal to ``layout`` here) and
+    ``example_input(batch, size)``; subclassing :class:`VideoModel` gives both.
+    """
+    if layout not in LAYOUTS:
+        raise ConfigError(f"unknown layout {layout!r} for {name!r}; expected one of {LAYOUTS}")
+    if task not in TASKS:
+        raise ConfigError(f"unknown task {task!r} for {name!r}; expected one of {TASKS}")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"model name must be a non-empty string, got {name!r}")
+
+    def deco(builder: B) -> B:
+        if name in _REGISTRY:
+            raise ConfigError(f"model name {name!r} is already registered")
+        doc = (builder.__doc__ or "").strip().splitlines()
+        _REGISTRY[name] = ModelSpec(
+            name=name,
+            layout=layout,
+            family=family or builder.__module__.rsplit(".", 1)[-1].lstrip("_"),
+            builder=builder,
+            task=task,
+            onnx=onnx,
+            requires=tuple(requires),
+            summary=summary if summary is not None else (doc[0] if doc else ""),
+        )
+        return builder
+
+    return deco
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The registry entry of ``name`` (ConfigError with suggestions if unknown)."""
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ConfigError(
+            f"unknown model {name!r}.{hint} Registered: {', '.join(_REGISTRY)}"
+        ) from None
+
+
+def list_models(
+    layout: str | None = None, family: str | None = None, task: str | None = None
+) -> list[str]:
+    """Registered model names, grouped by family (:data:`FAMILY_ORDER`), optionally filtered."""
+    if layout is not None and layout not in LAYOUTS:
+        raise ConfigError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    return [
+        s.name
+        for s in _ordered()
+        if (layout is None or s.layout == layout)
+        and (family is None or s.family == family)
+        and (task is None or s.task == task)
+    ]
+
+
+def _ordered() -> list[ModelSpec]:
+    rank = {f: i for i, f in enumerate(FAMILY_ORDER)}
+    specs = list(_REGISTRY.values())
+    return sorted(specs, key=lambda s: rank.get(s.family, len(rank)))  # stable
+
+
+def create(
+    name: str,
+    num_classes: int = DEFAULT_NUM_CLASSES,
+    frames: int = DEFAULT_FRAMES,
+    pretrained: str | Path | None = None,
+    **options: Any,
+) -> nn.Module:
+    """Build the registered model ``name``; load ``pretrained`` (a local file) if given."""
+    spec = get_spec(name)
+    missing = [r for r in spec.requires if importlib.util.find_spec(r) is None]
+    if missing:
+        raise ConfigError(
+            f"model {name!r} needs the optional package(s) {', '.join(missing)}: "
+            f"pip install {' '.join(missing)}"
+        )
+    allowed = spec.options()
+    params = inspect.signature(spec.builder).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = [k for k in options if k not in allowed]
+    if unknown and not takes_any:
+        raise ConfigError(
+            f"model {name!r} has no option(s) {', '.join(map(repr, unknown))}; "
+            f"its options are: {', '.join(allowed) or 'none'}"
+        )
+    model = spec.builder(num_classes=num_classes, frames=frames, **options)
+    if getattr(model, "layout", None) != spec.layout:
+        raise ConfigError(
+            f"model {name!r} was registered with layout {spec.layout!r} but its module says "
+            f"{getattr(model, 'layout', None)!r}"
+        )
+    model.registry_name = name
+    if pretrained is not None:
+        model.pretrained_report = load_pretrained(model, pretrained)
+    return model
+
+
+def describe() -> list[ModelInfo]:
+    """One :class:`ModelInfo` per registered model; counts parameters on the meta device."""
+    rows = []
+    for spec in _ordered():
+        params = None
+        if spec.available:
+            try:
+                with torch.device("meta"):
+                    model = create(spec.name)
+                params = sum(p.numel() for p in model.parameters())
+            except Exception:  # a third-party builder may not support meta tensors
+                params = None
+        rows.append(
+            ModelInfo(
+                name=spec.name,
+                layout=spec.layout,
+                params=params,
+                family=spec.family,
+                task=spec.task,
+                available=spec.available,
+                summary=spec.summary,
+            )
+        )
+    return rows

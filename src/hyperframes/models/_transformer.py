@@ -1,0 +1,222 @@
+"""A small video transformer: patch tokens with spatial and temporal position embeddings.
+
+Layout ``temporal`` (B, T, C, H, W). Each frame is cut into ``patch_size`` patches; every
+token gets a learned *spatial* embedding (its place in the frame, shared by all frames) and
+a learned *temporal* embedding (its frame index, shared by all places). Attention is joint
+over all T*N tokens, or -- with ``divided=True`` (TimeSformer) -- divided: first over time
+for each place, then over space within each frame. ``mask`` (B, T) marks the real frames:
+padded frames are never attended to and are left out of the final average, so their content
+cannot change the output (every clip needs at least one valid frame).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .._errors import ConfigError, DataError
+from ._base import VideoModel, _check_int, check_mask, masked_mean
+from ._registry import register_model
+
+__all__ = ["VideoTransformer"]
+
+
+class _Attention(nn.Module):
+    def __init__(self, dim: int, heads: int, dropout: float) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.dropout = dropout
+
+    def forward(self, x: Tensor, key_mask: Tensor | None) -> Tensor:
+        """``x`` (N, L, D); ``key_mask`` (N, L) bool, True = may be attended to."""
+        n, length, d = x.shape
+        qkv = self.qkv(x).reshape(n, length, 3, self.heads, d // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        attn_mask = None if key_mask is None else key_mask[:, None, None, :]
+        p = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p)
+        return self.proj(y.transpose(1, 2).reshape(n, length, d))
+
+
+class _Mlp(nn.Sequential):
+    def __init__(self, dim: int, ratio: float, dropout: float) -> None:
+        hidden = int(dim * ratio)
+        super().__init__(
+            nn.Linear(dim, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, dim)
+        )
+
+
+class _Block(nn.Module):
+    def __init__(self, dim: int, heads: int, mlp_ratio: float, dropout: float, divided: bool):
+        super().__init__()
+        self.divided = divided
+        if divided:
+            self.norm_t = nn.LayerNorm(dim)
+            self.attn_t = _Attention(dim, heads, dropout)
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = _Attention(dim, heads, dropout)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = _Mlp(dim, mlp_ratio, dropout)
+
+    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        """``x`` (B, T, N, D); ``mask`` (B, T) bool or None."""
+        b, t, n, d = x.shape
+        if self.divided:
+            xt = x.permute(0, 2, 1, 3).reshape(b * n, t, d)  # each place, over time
+            mt = None if mask is None else mask[:, None, :].expand(b, n, t).reshape(b * n, t)
+            xt = xt + self.attn_t(self.norm_t(xt), mt)
+            x = xt.reshape(b, n, t, d).permute(0, 2, 1, 3)
+            xs = x.reshape(b * t, n, d)  # each frame, over space
+            xs = xs + self.attn(self.norm1(xs), None)
+        else:
+            xs = x.reshape(b, t * n, d)
+            m = None if mask is None else mask[:, :, None].expand(b, t, n).reshape(b, t * n)
+            xs = xs + self.attn(self.norm1(xs), m)
+        xs = xs + self.mlp(self.norm2(xs))
+        return xs.reshape(b, t, n, d)
+
+
+class VideoTransformer(VideoModel):
+    """Patch embedding, spatial + temporal position embeddings, joint or divided attention.
+
+    ``frames`` is the most frames the temporal embedding covers; shorter clips use its first
+    T entries. The spatial embedding is learned for ``image_size`` and resized (bilinear)
+    for other frame sizes.
+    """
+
+    layout = "temporal"
+    uses_mask = True
+
+    def __init__(
+        self,
+        num_classes: int,
+        frames: int,
+        image_size: int = 64,
+        patch_size: int = 8,
+        dim: int = 64,
+        depth: int = 2,
+        heads: int = 4,
+        mlp_ratio: float = 2.0,
+        divided: bool = False,
+        dropout: float = 0.0,
+        checkpointing: bool = False,
+    ) -> None:
+        super().__init__(num_classes, frames, 3, checkpointing)
+        for name, value in (
+            ("image_size", image_size),
+            ("patch_size", patch_size),
+            ("dim", dim),
+            ("depth", depth),
+            ("heads", heads),
+        ):
+            _check_int(name, value)
+        if dim % heads:
+            raise ConfigError(f"dim ({dim}) must be a multiple of heads ({heads})")
+        if image_size % patch_size:
+            raise ConfigError(f"image_size ({image_size}) must be a multiple of patch_size")
+        self.patch_size = patch_size
+        self.grid = image_size // patch_size
+        self.divided = divided
+        self.patch_embed = nn.Conv2d(3, dim, patch_size, stride=patch_size)
+        self.pos_space = nn.Parameter(torch.zeros(1, 1, self.grid * self.grid, dim))
+        self.pos_time = nn.Parameter(torch.zeros(1, frames, 1, dim))
+        nn.init.trunc_normal_(self.pos_space, std=0.02)
+        nn.init.trunc_normal_(self.pos_time, std=0.02)
+        self.blocks = nn.ModuleList(
+            _Block(dim, heads, mlp_ratio, dropout, divided) for _ in range(depth)
+        )
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, num_classes)
+        self.pretrained_optional = ("head.",)
+
+    def _space_embedding(self, gh: int, gw: int) -> Tensor:
+        pos = self.pos_space
+        if (gh, gw) == (self.grid, self.grid):
+            return pos
+        d = pos.shape[-1]
+        grid = pos.reshape(1, self.grid, self.grid, d).permute(0, 3, 1, 2)
+        grid = F.interpolate(grid, size=(gh, gw), mode="bilinear", align_corners=False)
+        return grid.permute(0, 2, 3, 1).reshape(1, 1, gh * gw, d)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``x``: (B, T, C, H, W), T <= ``frames``; ``mask``: (B, T) bool, True = real frame."""
+        x = self._temporal(x)
+        b, t, c, h, w = x.shape
+        if t > self.frames:
+            raise DataError(
+                f"{self._who()} has temporal embeddings for {self.frames} frames, got T={t}"
+            )
+        p = self.patch_size
+        if h % p or w % p:
+            raise DataError(f"{self._who()}: frame size {h}x{w} is not a multiple of patch {p}")
+        mask = check_mask(self, mask, b, t)
+        tokens = self.patch_embed(x.reshape(b * t, c, h, w))  # (B*T, D, gh, gw)
+        gh, gw = tokens.shape[-2:]
+        tokens = tokens.flatten(2).transpose(1, 2).reshape(b, t, gh * gw, -1)
+        tokens = tokens + self._space_embedding(gh, gw) + self.pos_time[:, :t]
+        for block in self.blocks:
+            tokens = self._ckpt(block, tokens, mask)
+        pooled = masked_mean(tokens.mean(2), mask, dim=1)  # places, then valid frames
+        return self.head(self.norm(pooled))
+
+
+@register_model("video_vit_tiny", layout="temporal", family="transformer")
+def video_vit_tiny(
+    num_classes: int,
+    frames: int,
+    image_size: int = 64,
+    patch_size: int = 8,
+    dim: int = 64,
+    depth: int = 2,
+    heads: int = 4,
+    mlp_ratio: float = 2.0,
+    dropout: float = 0.0,
+    divided: bool = False,
+    checkpointing: bool = False,
+) -> VideoTransformer:
+    """Video transformer, joint space-time attention (ViViT-style), tiny by default."""
+    return VideoTransformer(
+        num_classes,
+        frames,
+        image_size=image_size,
+        patch_size=patch_size,
+        dim=dim,
+        depth=depth,
+        heads=heads,
+        mlp_ratio=mlp_ratio,
+        divided=divided,
+        dropout=dropout,
+        checkpointing=checkpointing,
+    )
+
+
+@register_model("timesformer_tiny", layout="temporal", family="transformer")
+def timesformer_tiny(
+    num_classes: int,
+    frames: int,
+    image_size: int = 64,
+    patch_size: int = 8,
+    dim: int = 64,
+    depth: int = 2,
+    heads: int = 4,
+    mlp_ratio: float = 2.0,
+    dropout: float = 0.0,
+    checkpointing: bool = False,
+) -> VideoTransformer:
+    """Video transformer, divided attention: time, then space (TimeSformer), tiny."""
+    return VideoTransformer(
+        num_classes,
+        frames,
+        image_size=image_size,
+        patch_size=patch_size,
+        dim=dim,
+        depth=depth,
+        heads=heads,
+        mlp_ratio=mlp_ratio,
+        divided=True,
+        dropout=dropout,
+        checkpointing=checkpointing,
+    )
