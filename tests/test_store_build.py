@@ -251,3 +251,20 @@ def test_show_writes_a_window_png(raw_store, tmp_path):
     with Image.open(out) as img:
         assert img.width > 6 * 64 and img.height > 48
         assert len(np.unique(np.asarray(img.convert("L")))) > 10  # frames drawn, not blank
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"codec": "png"}, "--codec must be one of raw, lz4, zstd, jpeg, got 'png'"),
+        ({"size": "big"}, "--size 'big' is not understood"),
+        ({"fps": -1.0}, "--fps must be a positive number"),
+        ({"codec": "jpeg", "dtype": "float16"}, "--codec jpeg stores uint8 only"),
+        ({"workers": 0}, "--workers must be at least 1"),
+    ],
+)
+def test_bad_build_options_are_clear(kw, match):
+    from hyperframes import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        BuildOptions(**kw)

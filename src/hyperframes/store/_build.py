@@ -16,7 +16,7 @@ import shutil
 import time
 from pathlib import Path
 
-from .._errors import ConfigError, HyperframesError, StoreError
+from .._errors import HyperframesError, StoreError
 from .._progress import Progress
 from ._assemble import assemble, live_records
 from ._atomic import fsync_dir, write_json_atomic
@@ -316,8 +316,6 @@ def dry_run(data: str | os.PathLike, options: BuildOptions | None = None) -> dic
         hw = target_size(info.height, info.width, options.size) or (info.height, info.width)
         est_frames += n
         est_bytes += int(n * 3 * hw[0] * hw[1] * itemsize * ratio)
-    if options.codec not in ("raw", "lz4", "zstd", "jpeg"):
-        raise ConfigError(f"unknown codec {options.codec!r}")
     return {
         "videos": len(sources),
         "estimated_frames": est_frames,

@@ -36,7 +36,13 @@ class BuildOptions:
     RUNTIME = ("workers", "shard_bytes", "format", "hdf5_compression")
 
     def __post_init__(self):
+        from ._codecs import list_codecs
+
         parse_size(self.size)
+        if self.codec not in list_codecs():
+            raise ConfigError(
+                f"--codec must be one of {', '.join(list_codecs())}, got {self.codec!r}"
+            )
         if self.fps is not None and not self.fps > 0:
             raise ConfigError(f"--fps must be a positive number, got {self.fps}")
         if self.dtype not in DTYPES:
