@@ -130,6 +130,32 @@ def _models(args) -> int:
     return EXIT_OK
 
 
+def _predict(args) -> int:
+    from ..infer import predict_video
+
+    report = predict_video(
+        args.checkpoint,
+        args.video,
+        stride=args.stride,
+        ema=args.ema,
+        out=args.out,
+        annotate=args.annotate,
+        batch_size=args.batch_size,
+        device=args.device,
+        reuse=False if args.no_reuse else "auto",
+        progress=not args.quiet,
+    )
+    print(report.summary())
+    return EXIT_OK
+
+
+def _export(args) -> int:
+    from ..infer import export_onnx
+
+    print(export_onnx(args.checkpoint, args.onnx).summary())
+    return EXIT_OK
+
+
 def _demo(args) -> int:
     from ..demo import run_demo
 
@@ -206,6 +232,24 @@ def _parser() -> argparse.ArgumentParser:
     m = sub.add_parser("models", help="registered models: name, layout, parameters")
     m.add_argument("--json", action="store_true")
     m.set_defaults(func=_models)
+
+    pr = sub.add_parser("predict", help="sliding-window predictions over a video")
+    pr.add_argument("checkpoint")
+    pr.add_argument("video")
+    pr.add_argument("--stride", type=int, default=1)
+    pr.add_argument("--ema", type=float, default=0.0, help="smoothing weight (0: off)")
+    pr.add_argument("--out", default=None, help="output folder (default: <video>_predict)")
+    pr.add_argument("--annotate", action="store_true", help="also write an annotated video")
+    pr.add_argument("--batch-size", type=int, default=8)
+    pr.add_argument("--device", default="cpu", choices=["auto", "cpu", "cuda"])
+    pr.add_argument("--no-reuse", action="store_true", help="rerun every window in full")
+    pr.add_argument("--quiet", action="store_true")
+    pr.set_defaults(func=_predict)
+
+    ex = sub.add_parser("export", help="export a checkpoint to ONNX (checked by onnxruntime)")
+    ex.add_argument("checkpoint")
+    ex.add_argument("--onnx", required=True)
+    ex.set_defaults(func=_export)
 
     d = sub.add_parser("demo", help="the end-to-end showcase on synthetic data")
     d.add_argument("--out", default="demo_out")

@@ -72,9 +72,9 @@ class BuildOptions:
         return d
 
 
-def parse_size(size: str | int | None) -> tuple[str, int, int] | None:
-    """``"128"`` → ("short", 128, 128); ``"112x96"`` → ("exact", 112, 96); ``"none"`` → None."""
-    text = str(size).strip().lower()
+def parse_size(size, *, where: str = "--size") -> tuple[str, int, int] | None:
+    """``"128"`` → ("short", 128, 128); ``"112x96"`` → ("exact", 112, 96); ``"none"``/None → None."""
+    text = "none" if size is None else str(size).strip().lower()
     if text in ("none", "native", ""):
         return None
     if re.fullmatch(r"\d+", text) and int(text) > 0:
@@ -83,11 +83,11 @@ def parse_size(size: str | int | None) -> tuple[str, int, int] | None:
     if m and int(m[1]) > 0 and int(m[2]) > 0:
         return ("exact", int(m[1]), int(m[2]))
     raise ConfigError(
-        f"--size {size!r} is not understood; use a short side (128), HxW (112x112) or none"
+        f"{where} {size!r} is not understood; use a short side (128), HxW (112x112) or none"
     )
 
 
-def target_size(height: int, width: int, size: str) -> tuple[int, int] | None:
+def target_size(height: int, width: int, size: str | None) -> tuple[int, int] | None:
     """(H, W) of stored frames for a source of ``height`` × ``width``; None = unchanged."""
     spec = parse_size(size)
     if spec is None:

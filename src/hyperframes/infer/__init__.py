@@ -1,0 +1,51 @@
+"""Inference on long videos and live streams, and ONNX export.
+
+::
+
+    from hyperframes.infer import Predictor, predict_video, export_onnx
+
+    report = predict_video("runs/x/best.pt", "long.mp4", stride=4, ema=0.7, out="pred")
+    print(report.summary())          # pred/timeline.csv, .json, .png (+ annotated.mp4)
+
+    p = Predictor.from_checkpoint("runs/x/best.pt", stride=4, ema=0.7)
+    for rgb, t in stream:            # (H, W, 3) uint8 frames with their time in seconds
+        for pred in p.push(rgb, t):
+            print(f"{pred.start_time:.1f}s {pred.top(1)}")
+    p.flush()
+
+    export_onnx("runs/x/best.pt", "model.onnx").summary()
+
+A video is decoded once, streaming, in bounded memory; windows of the model's T frames at
+stride S are batched through the model (per-frame features computed once per frame for
+TSN, CNN+LSTM and the TSM stem) and their logits smoothed over time.
+"""
+
+from ._annotate import VideoAnnotator
+from ._export import ExportError, ExportReport, export_onnx, onnx_models
+from ._load import InferenceModel, Preprocess, load_inference_model, read_checkpoint
+from ._prediction import Prediction
+from ._predictor import Predictor
+from ._reuse import FrameSplit, split_model
+from ._timeline import TimelineWriter, plot_timeline
+from ._video import PredictReport, iter_predictions, predict_video
+
+__all__ = [
+    "ExportError",
+    "ExportReport",
+    "FrameSplit",
+    "InferenceModel",
+    "PredictReport",
+    "Prediction",
+    "Predictor",
+    "Preprocess",
+    "TimelineWriter",
+    "VideoAnnotator",
+    "export_onnx",
+    "iter_predictions",
+    "load_inference_model",
+    "onnx_models",
+    "plot_timeline",
+    "predict_video",
+    "read_checkpoint",
+    "split_model",
+]

@@ -1,0 +1,275 @@
+"""ONNX export with a dynamic batch size, checked against onnxruntime.
+
+``hyperframes export RUN_DIR/best.pt --onnx model.onnx`` is :func:`export_onnx`. The graph
+takes the model's layout (normalised float32 frames, see the sidecar JSON for mean/std):
+
+* ``temporal`` ``input`` (B, T, 3, H, W); ``channel`` ``input`` (B, 3T, H, W);
+  ``conv3d`` ``input`` (B, 3, T, H, W);
+* ``keyframe`` two inputs, ``key`` (B, 3, H, W) and ``context`` (B, T, 3, H, W);
+
+and gives ``logits`` ((B, K), or (B, K, H, W) for segmentation). Only B is dynamic: H, W
+are fixed at export (the checkpoint's input size; ``size`` overrides). The exported file is
+run by onnxruntime on a random input of another batch size and compared with PyTorch in
+fp32; a difference above ``atol`` raises :class:`ExportError`.
+
+``<model>.json`` next to the ``.onnx`` records the inputs, classes and preprocessing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from .._errors import ConfigError, HyperframesError
+from ._load import InferenceModel, Preprocess, load_inference_model
+
+__all__ = ["ExportError", "ExportReport", "export_onnx", "onnx_models"]
+
+ATOL = 1e-4
+
+
+class ExportError(HyperframesError):
+    """The exporter failed, or the exported graph does not reproduce the model."""
+
+
+@dataclass
+class ExportReport:
+    """What :func:`export_onnx` wrote and how closely onnxruntime reproduces PyTorch."""
+
+    path: Path
+    model: str
+    layout: str
+    inputs: dict[str, list]  # name -> shape, "batch" for the dynamic axis
+    output_shape: list
+    max_abs_diff: float | None  # None: not checked (onnxruntime missing or check=False)
+    checked_batch: int | None
+    seconds: float
+    sidecar: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        shapes = ", ".join(f"{k} {v}" for k, v in self.inputs.items())
+        check = (
+            f"onnxruntime max |diff| {self.max_abs_diff:.2e} at batch {self.checked_batch}"
+            if self.max_abs_diff is not None
+            else "not checked against onnxruntime"
+        )
+        lines = [f"wrote {self.path} ({self.model}, {shapes}; {check}; {self.seconds:.1f} s)"]
+        if self.sidecar is not None:
+            lines.append(f"wrote {self.sidecar}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def onnx_models(available_only: bool = True) -> list[str]:
+    """Registered models whose registry entry says ONNX export reproduces them."""
+    from .. import models
+
+    return [
+        s.name
+        for s in (models.get_spec(n) for n in models.list_models())
+        if s.onnx and (s.available or not available_only)
+    ]
+
+
+class _KeyframeGraph(nn.Module):
+    """Takes ``key`` and ``context`` as two graph inputs (instead of one named tuple)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, key: Tensor, context: Tensor) -> Tensor:
+        from ..models import Keyframes
+
+        return self.model(Keyframes(key, context))
+
+
+def _inputs(model: nn.Module, layout: str, batch: int, hw: tuple[int, int], seed: int):
+    from ..models import to_layout
+
+    g = torch.Generator().manual_seed(seed)
+    t = getattr(model, "frames", 8)
+    c = getattr(model, "in_channels", 3)
+    x = to_layout(torch.randn(batch, t, c, *hw, generator=g), layout)
+    if layout == "keyframe":
+        return (x.key, x.context), ["key", "context"]
+    return (x,), ["input"]
+
+
+def _require(module: str, what: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise ConfigError(f"ONNX export needs {module} ({what}): pip install {module}")
+
+
+def export_onnx(
+    source: str | os.PathLike | nn.Module | InferenceModel,
+    path: str | os.PathLike,
+    *,
+    size: Any = None,
+    batch: int = 2,
+    opset: int | None = None,
+    check: bool = True,
+    atol: float = ATOL,
+    seed: int = 0,
+) -> ExportReport:
+    """Export a checkpoint (or a model) to ONNX at ``path``; see the module doc.
+
+    ``size``: an int, ``"HxW"`` or ``(H, W)`` for the input frames (default: the
+    checkpoint's input size; 64 for a bare model). ``batch``: the example batch used to
+    trace; the check runs at ``batch + 1`` to exercise the dynamic axis.
+    """
+    _require("onnx", "the ONNX format")
+    _require("onnxscript", "torch's ONNX exporter")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"batch {batch!r}: allowed: an integer >= 1")
+    loaded = None
+    if isinstance(source, InferenceModel):
+        loaded = source
+    elif not isinstance(source, nn.Module):
+        loaded = load_inference_model(source)
+    model = loaded.model if loaded is not None else source
+    pre: Preprocess | None = loaded.preprocess if loaded is not None else None
+    name = getattr(model, "registry_name", None) or type(model).__name__
+    layout = pre.layout if pre is not None else getattr(model, "layout", "temporal")
+    _check_onnx_flag(name)
+    hw = _export_size(size, pre)
+    model = model.eval().cpu()
+    graph = _KeyframeGraph(model).eval() if layout == "keyframe" else model
+    args, names = _inputs(model, layout, batch, hw, seed)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    dim = torch.export.Dim("batch", min=1, max=4096)
+    try:
+        with warnings.catch_warnings():
+            # the exporter's own chatter (deprecations inside torch, tracing notes)
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                graph,
+                args,
+                str(path),
+                input_names=names,
+                output_names=["logits"],
+                dynamic_shapes=tuple({0: dim} for _ in args),
+                opset_version=opset,
+                dynamo=True,
+                verbose=False,
+            )
+    except Exception as e:
+        text = " ".join(str(e).split())[:600]
+        raise ExportError(
+            f"ONNX export of model {name!r} to {path} failed ({type(e).__name__}: {text})"
+        ) from e
+    seconds = time.perf_counter() - t0
+    with torch.inference_mode():
+        out_shape = list(graph(*args).shape)
+    report = ExportReport(
+        path=path,
+        model=name,
+        layout=layout,
+        inputs={n: ["batch", *a.shape[1:]] for n, a in zip(names, args)},
+        output_shape=["batch", *out_shape[1:]],
+        max_abs_diff=None,
+        checked_batch=None,
+        seconds=seconds,
+    )
+    if check:
+        if importlib.util.find_spec("onnxruntime") is None:
+            report.notes.append("onnxruntime is not installed: the graph was not checked")
+        else:
+            diff, b = _check(graph, path, layout, model, batch + 1, hw, seed + 1, names)
+            report.max_abs_diff, report.checked_batch = diff, b
+            if not diff <= atol:
+                raise ExportError(
+                    f"{path}: onnxruntime differs from PyTorch by up to {diff:.3g} on model "
+                    f"{name!r} (allowed: {atol:g} in fp32); the exported graph is not faithful"
+                )
+    report.sidecar = _sidecar(path, report, loaded)
+    return report
+
+
+def _check_onnx_flag(name: str) -> None:
+    from .. import models
+
+    try:
+        spec = models.get_spec(name)
+    except ConfigError:
+        return  # a model outside the registry: try it
+    if not spec.onnx:
+        raise ConfigError(
+            f"model {name!r} does not support ONNX export (its registry entry says onnx=False); "
+            f"models that do: {', '.join(onnx_models())}"
+        )
+
+
+def _export_size(size: Any, pre: Preprocess | None) -> tuple[int, int]:
+    if size is None:
+        return pre.square_size() if pre is not None else (64, 64)
+    if isinstance(size, (tuple, list)) and len(size) == 2:
+        h, w = size
+    else:
+        text = str(size).strip().lower()
+        h, _, w = text.partition("x")
+        w = w or h
+    try:
+        h, w = int(h), int(w)
+    except (TypeError, ValueError):
+        h = w = 0
+    if h < 1 or w < 1:
+        raise ConfigError(
+            f"size {size!r}: allowed: an int (square), 'HxW' or (H, W) of positive ints"
+        )
+    return (h, w)
+
+
+def _check(graph, path, layout, model, batch, hw, seed, names) -> tuple[float, int]:
+    import onnxruntime as ort
+
+    args, _ = _inputs(model, layout, batch, hw, seed)
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    with torch.inference_mode():
+        ref = graph(*args).float().numpy()
+    got = session.run(["logits"], {n: a.numpy() for n, a in zip(names, args)})[0]
+    if got.shape != ref.shape:
+        raise ExportError(
+            f"{path}: onnxruntime gives logits of shape {list(got.shape)} at batch {batch}, "
+            f"PyTorch {list(ref.shape)}; the batch axis is not dynamic"
+        )
+    return float(np.abs(got.astype(np.float64) - ref).max()), batch
+
+
+def _sidecar(path: Path, report: ExportReport, loaded: InferenceModel | None) -> Path:
+    meta: dict = {
+        "onnx": path.name,
+        "model": report.model,
+        "layout": report.layout,
+        "inputs": report.inputs,
+        "output": {"logits": report.output_shape},
+        "max_abs_diff": report.max_abs_diff,
+        "input_note": "float32 frames, (x / 255 - mean) / std per channel, in the layout above",
+    }
+    if loaded is not None:
+        meta.update(
+            {
+                "checkpoint": loaded.path,
+                "task": loaded.task,
+                "classes": loaded.classes,
+                "preprocess": loaded.preprocess.to_dict(),
+            }
+        )
+    side = path.with_suffix(".json")
+    side.write_text(json.dumps(meta, indent=1) + "\n")
+    return side

@@ -1,0 +1,398 @@
+"""The streaming predictor: frames in one at a time, smoothed window predictions out.
+
+::
+
+    p = Predictor.from_checkpoint("runs/x/best.pt", stride=2, ema=0.7)
+    for rgb, t in camera():                       # (H, W, 3) uint8, seconds
+        for pred in p.push(rgb, t):
+            print(pred.start_time, pred.top(1))
+    for pred in p.flush():                        # end of stream: the last windows
+        ...
+
+Windows of T frames start at frames 0, S, 2S, ... (S = ``stride``). At the end
+(:meth:`Predictor.flush`) one more window ``[N - T, N)`` is added when the regular ones miss
+the last frames, and a video shorter than T frames gives one window with its last frame
+repeated. Memory is bounded whatever the length: the last T frames plus those of the
+windows waiting for a batch (``batch_size`` windows per model call; with reuse,
+``frame_batch`` frames per call of the per-frame part): :attr:`Predictor.held_frames`.
+
+Frames are resized to the model's size (:meth:`Predictor.frame_size`; frames already that
+size are used as they are), centre-cropped if the model was trained on crops, normalised,
+and (if the model was trained at a frame rate) resampled to it as they arrive.
+
+Smoothing: ``s_k = ema * s_{k-1} + (1 - ema) * logits_k`` over windows in order
+(``ema=0``: none); probabilities are the softmax of ``s_k``.
+
+Feature reuse (``reuse="auto"``): for models with a per-frame part (:func:`split_model`:
+TSN, CNN+LSTM, the TSM stem) and overlapping windows (S < T), each frame goes through that
+part once (``frame_batch`` frames per call) and only the head runs per window; the
+predictions equal the plain path's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from .._errors import ConfigError, InputError
+from ._load import Preprocess, load_inference_model
+from ._prediction import Prediction
+from ._reuse import FrameSplit, split_model
+
+__all__ = ["Predictor", "check_options"]
+
+REUSE = ("auto", True, False)
+
+
+def check_options(stride: Any, ema: Any, batch_size: Any = 1) -> None:
+    """:class:`ConfigError` for a stride, EMA weight or batch size out of range."""
+    if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
+        raise ConfigError(
+            f"stride {stride!r}: allowed: an integer >= 1 (frames between the starts of "
+            "consecutive windows); try --stride 1 for every window or --stride T for "
+            "non-overlapping ones"
+        )
+    if (
+        isinstance(ema, bool)
+        or not isinstance(ema, (int, float))
+        or not math.isfinite(ema)
+        or not 0 <= ema < 1
+    ):
+        raise ConfigError(
+            f"ema {ema!r}: allowed: a number with 0 <= ema < 1 (the weight of the past in the "
+            "moving average of logits; 0 turns smoothing off), e.g. --ema 0.7"
+        )
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ConfigError(f"batch_size {batch_size!r}: allowed: an integer >= 1")
+
+
+class Predictor:
+    """Windowed, batched, smoothed predictions over a stream of frames (module doc)."""
+
+    def __init__(
+        self,
+        model: nn.Module,
+        preprocess: Preprocess,
+        classes: Sequence[str] | None = None,
+        *,
+        task: str | None = None,
+        stride: int = 1,
+        ema: float = 0.0,
+        batch_size: int = 8,
+        reuse: str | bool = "auto",
+        frame_batch: int | None = None,
+        device: str | torch.device | None = None,
+    ) -> None:
+        check_options(stride, ema, batch_size)
+        if frame_batch is not None and (
+            isinstance(frame_batch, bool) or not isinstance(frame_batch, int) or frame_batch < 1
+        ):
+            raise ConfigError(f"frame_batch {frame_batch!r}: allowed: an integer >= 1 or None")
+        if reuse not in REUSE:
+            raise ConfigError(f"reuse {reuse!r}: allowed: 'auto', True or False")
+        if not isinstance(preprocess, Preprocess):
+            raise ConfigError(f"preprocess must be a Preprocess, got {type(preprocess).__name__}")
+        self.model = model.eval()
+        if device is not None:
+            self.model.to(device)
+        self.device = next((p.device for p in model.parameters()), torch.device("cpu"))
+        self.preprocess = preprocess
+        self.frames = preprocess.frames
+        self.task = task or getattr(model, "task", "classification")
+        num_classes = getattr(model, "num_classes", None)
+        if classes is None:
+            classes = [str(i) for i in range(num_classes or 0)]
+        self.classes = [str(c) for c in classes]
+        if num_classes is not None and len(self.classes) != num_classes:
+            raise ConfigError(
+                f"{len(self.classes)} class names for a model of {num_classes} classes"
+            )
+        self.stride = stride
+        self.ema = float(ema)
+        self.batch_size = batch_size
+        #: with reuse: frames per call of the per-frame part (default: batch_size * T, the
+        #: images per call of the plain path); 1 for the lowest latency on a live stream
+        self.frame_batch = frame_batch or batch_size * self.frames
+        split = split_model(model) if reuse is not False else None
+        if reuse is True and split is None:
+            who = getattr(model, "registry_name", None) or type(model).__name__
+            raise ConfigError(
+                f"reuse=True: model {who!r} has no per-frame part to reuse (TSN, CNN+LSTM and "
+                "TSM do); allowed for it: reuse='auto' or False"
+            )
+        if reuse == "auto" and stride >= self.frames:
+            split = None  # windows do not overlap: nothing to reuse
+        self.split: FrameSplit | None = split
+        self.path: str | None = None
+        self.notes: list[str] = []
+        #: images run through the model's per-frame part (or, without reuse, the whole
+        #: model: T per window) since the predictor was made; reset() keeps counting
+        self.frames_computed = 0
+        self.reset()
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        checkpoint: str | os.PathLike,
+        *,
+        size: Any = None,
+        fps: Any = None,
+        device: str | torch.device = "cpu",
+        **options: Any,
+    ) -> Predictor:
+        """A predictor for a ``hyperframes train`` checkpoint (``size``/``fps``: see _load)."""
+        loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device)
+        p = cls(
+            loaded.model,
+            loaded.preprocess,
+            loaded.classes,
+            task=loaded.task,
+            **options,
+        )
+        p.path = loaded.path
+        p.notes = list(loaded.notes)
+        return p
+
+    # -- state ------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget the stream: the next frame pushed starts a new one."""
+        from ..decode import FpsResampler
+
+        fps = self.preprocess.fps
+        self._resampler = FpsResampler(fps) if fps else None
+        self._pushed = 0
+        self._last_pts: float | None = None
+        self._native: tuple[int, int] | None = None
+        self._cached: tuple[int, np.ndarray] | None = None
+        self._size: tuple[int, int] | None = None  # model input (H, W) of this stream
+        self._n = 0  # frames added (after resampling)
+        self._images: dict[int, Tensor] = {}  # uint8 (H, W, 3) frames not yet consumed
+        self._feats: dict[int, Tensor] = {}  # per-frame features (reuse)
+        self._pts: dict[int, float] = {}
+        self._pending: deque[tuple[list[int], bool]] = deque()  # windows awaiting the model
+        self._last_end = -1  # last frame of the last regular window
+        self._smoothed: Tensor | None = None
+        self._emitted = 0
+
+    @property
+    def reuse(self) -> bool:
+        """Whether per-frame features are computed once and reused across windows."""
+        return self.split is not None
+
+    @property
+    def held_frames(self) -> int:
+        """Frames (images or their features) held now: at most
+        T + max(batch_size * S, frame_batch)."""
+        return len(self._images) + len(self._feats)
+
+    def frame_size(self, height: int, width: int) -> tuple[int, int]:
+        """(H, W) to hand :meth:`push` frames of a ``height`` x ``width`` source at (before
+        any centre crop); frames of another size are resized (PIL bilinear)."""
+        return self.preprocess.resize_to(height, width)
+
+    # -- input ------------------------------------------------------------------------------
+    def push(self, frame: Any, pts_seconds: float | None = None) -> list[Prediction]:
+        """Add the next frame: an (H, W, 3) uint8 RGB array with its time in seconds, or a
+        decoded frame (``hyperframes.decode``; its own ``pts_seconds``). Returns the
+        predictions that became ready (possibly none), in window order."""
+        if isinstance(frame, np.ndarray):
+            if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+                raise InputError(
+                    f"frame {self._pushed}: expected an (H, W, 3) uint8 RGB array, got shape "
+                    f"{frame.shape} dtype {frame.dtype}"
+                )
+            if pts_seconds is None:
+                raise InputError(f"frame {self._pushed}: give its time: push(frame, pts_seconds)")
+        elif hasattr(frame, "to_rgb"):
+            if pts_seconds is None:
+                pts_seconds = frame.pts_seconds
+        else:
+            raise InputError(
+                f"frame {self._pushed}: expected an (H, W, 3) uint8 array or a decoded frame, "
+                f"got {type(frame).__name__}"
+            )
+        pts = float(pts_seconds)
+        if not math.isfinite(pts):
+            raise InputError(f"frame {self._pushed}: time {pts_seconds!r} is not a finite number")
+        if self._last_pts is not None and pts <= self._last_pts:
+            raise InputError(
+                f"frame {self._pushed}: times must increase; {pts} s comes after {self._last_pts} s"
+            )
+        self._last_pts = pts
+        source = self._pushed
+        self._pushed += 1
+        if self._resampler is None:
+            self._add(frame, source, pts)
+        else:
+            for kept in self._resampler.push(frame, pts):
+                self._add(kept.frame, kept.source_index, kept.pts_seconds)
+        return self._run(final=False)
+
+    def flush(self) -> list[Prediction]:
+        """End of stream: the remaining windows (see the module doc); then :meth:`reset`."""
+        try:
+            if self._resampler is not None and self._pushed:
+                for kept in self._resampler.finish():
+                    self._add(kept.frame, kept.source_index, kept.pts_seconds)
+            n, t = self._n, self.frames
+            if 0 < n < t:
+                self._pending.append((list(range(n)) + [n - 1] * (t - n), True))
+            elif n and self._last_end != n - 1:
+                self._pending.append((list(range(n - t, n)), False))
+            return self._run(final=True)
+        finally:
+            self.reset()
+
+    def _rgb(self, frame: Any, source: int) -> np.ndarray:
+        if self._cached is not None and self._cached[0] == source:
+            return self._cached[1]  # a frame the resampler repeats
+        if isinstance(frame, np.ndarray):
+            h, w = self.frame_size(*frame.shape[:2])
+            if frame.shape[:2] != (h, w):
+                from ..decode import resize_rgb
+
+                frame = resize_rgb(frame, (h, w))
+            rgb = frame
+        elif self.preprocess.size is None:
+            rgb = frame.to_rgb()
+        else:
+            if self._native is None:
+                self._native = frame.to_rgb().shape[:2]
+            rgb = frame.to_rgb(size=self.frame_size(*self._native))
+        rgb = self.preprocess.crop_frame(rgb)
+        self._cached = (source, rgb)
+        return rgb
+
+    def _add(self, frame: Any, source: int, pts: float) -> None:
+        rgb = self._rgb(frame, source)
+        if self._size is None:
+            self._size = rgb.shape[:2]
+        elif rgb.shape[:2] != self._size:
+            raise InputError(
+                f"frame {source}: becomes {rgb.shape[0]}x{rgb.shape[1]} model input, earlier "
+                f"frames {self._size[0]}x{self._size[1]}; a stream must keep its frame size "
+                "(call flush() and start a new stream)"
+            )
+        i = self._n
+        self._n += 1
+        self._images[i] = torch.from_numpy(np.array(rgb))  # a copy: callers reuse buffers
+        self._pts[i] = pts
+        start = i - self.frames + 1
+        if start >= 0 and start % self.stride == 0:
+            self._pending.append((list(range(start, i + 1)), False))
+            self._last_end = i
+
+    # -- compute ----------------------------------------------------------------------------
+    def _batch(self, frames: list[Tensor]) -> Tensor:
+        x = torch.stack(frames).to(self.device, non_blocking=True)
+        return self.preprocess.normalize(x)  # (N, 3, H, W) float32
+
+    def _run(self, final: bool) -> list[Prediction]:
+        out: list[Prediction] = []
+        with torch.inference_mode():
+            if self.split is None:
+                while self._pending and (final or len(self._pending) >= self.batch_size):
+                    wins = [
+                        self._pending.popleft()
+                        for _ in range(min(self.batch_size, len(self._pending)))
+                    ]
+                    logits = self._forward(wins)
+                    out += self._emit(wins, logits)
+                    self._prune()
+            else:
+                out += self._run_reuse(final)
+        self._prune()
+        return out
+
+    def _forward(self, wins: list[tuple[list[int], bool]]) -> Tensor:
+        from ..models import to_layout
+
+        uniq = sorted({i for idx, _ in wins for i in idx})
+        pos = {i: k for k, i in enumerate(uniq)}
+        frames = self._batch([self._images[i] for i in uniq])
+        self.frames_computed += len(wins) * self.frames
+        take = torch.tensor([[pos[i] for i in idx] for idx, _ in wins], device=frames.device)
+        x = frames[take]  # (B, T, 3, H, W)
+        return self.model(to_layout(x, self.preprocess.layout)).float()
+
+    def _run_reuse(self, final: bool) -> list[Prediction]:
+        todo = sorted(self._images)
+        chunk = self.frame_batch
+        while todo and (final or len(todo) >= chunk):
+            part, todo = todo[:chunk], todo[chunk:]
+            feats = self.split.frames(self._batch([self._images.pop(i) for i in part]))
+            self.frames_computed += len(part)
+            for i, f in zip(part, feats):
+                self._feats[i] = f
+        out: list[Prediction] = []
+        while self._pending:
+            ready = []
+            while self._pending and len(ready) < self.batch_size:
+                idx = self._pending[0][0]
+                if not all(i in self._feats for i in idx):
+                    break
+                ready.append(self._pending.popleft())
+            if not ready:
+                break
+            x = torch.stack([torch.stack([self._feats[i] for i in idx]) for idx, _ in ready])
+            out += self._emit(ready, self.split.head(x).float())
+        self._prune()
+        return out
+
+    def _prune(self) -> None:
+        keep = self._n - self.frames  # the tail window may need the last T frames
+        if self._pending:
+            keep = min(keep, self._pending[0][0][0])
+        for store in (self._images, self._feats, self._pts):
+            for i in [i for i in store if i < keep]:
+                del store[i]
+
+    # -- output -----------------------------------------------------------------------------
+    def _emit(self, wins: list[tuple[list[int], bool]], logits: Tensor) -> list[Prediction]:
+        out = []
+        for (idx, padded), lg in zip(wins, logits):
+            if self._smoothed is None or self.ema == 0:
+                s = lg
+            else:
+                s = self.ema * self._smoothed + (1.0 - self.ema) * lg
+            self._smoothed = s
+            out.append(self._prediction(idx, padded, lg, s))
+        return out
+
+    def _prediction(self, idx: list[int], padded: bool, raw: Tensor, s: Tensor) -> Prediction:
+        first, last = idx[0], max(idx)
+        t0, t1 = self._pts[first], self._pts[last]
+        if last > first:
+            dt = (t1 - t0) / (last - first)
+        else:
+            dt = 1.0 / self.preprocess.fps if self.preprocess.fps else 0.0
+        key = idx[len(idx) // 2]
+        prob = torch.softmax(s, dim=0)
+        mask = None
+        if s.dim() == 3:  # segmentation: (K, H, W)
+            mask = prob.argmax(0).to(torch.uint8).cpu().numpy()
+            prob = prob.mean((1, 2))
+        pred = Prediction(
+            index=self._emitted,
+            start_frame=first,
+            end_frame=last + 1,
+            start_time=t0,
+            end_time=t1 + dt,
+            key_frame=key,
+            key_time=self._pts[key],
+            logits=raw.cpu().numpy(),
+            smoothed=s.cpu().numpy(),
+            probs=prob.cpu().numpy().astype(np.float64),
+            classes=self.classes,
+            mask=mask,
+            padded=padded,
+        )
+        self._emitted += 1
+        return pred

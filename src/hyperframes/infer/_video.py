@@ -1,0 +1,195 @@
+"""Predict over a video file: decode it once, streaming, and write the timeline outputs.
+
+``hyperframes predict RUN_DIR/best.pt VIDEO [--stride S] [--ema W] [--out DIR] [--annotate]``
+is :func:`predict_video`; :func:`iter_predictions` is the same loop as a generator.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._errors import InputError
+from ._prediction import Prediction
+from ._predictor import Predictor, check_options
+
+__all__ = ["PredictReport", "iter_predictions", "predict_video"]
+
+
+def iter_predictions(
+    predictor: Predictor,
+    video: str | os.PathLike,
+    *,
+    decoder: str = "pyav",
+    on_frame: Callable[[Any], None] | None = None,
+) -> Iterator[Prediction]:
+    """Decode ``video`` once and yield ``predictor``'s predictions as they become ready.
+
+    ``on_frame(decoded_frame)`` is called for every decoded frame before it is pushed.
+    """
+    from ..decode import create_decoder
+
+    dec = create_decoder(decoder)
+    predictor.reset()
+    try:
+        for frame in dec.frames(os.fspath(video)):
+            if on_frame is not None:
+                on_frame(frame)
+            yield from predictor.push(frame)
+        yield from predictor.flush()
+    finally:
+        predictor.reset()
+
+
+@dataclass
+class PredictReport:
+    """What :func:`predict_video` did."""
+
+    video: str
+    checkpoint: str | None
+    windows: int
+    frames: int  # frames the model saw (after resampling)
+    decoded: int  # frames decoded
+    seconds: float
+    reuse: bool
+    outputs: list[Path] = field(default_factory=list)
+    last: Prediction | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def fps(self) -> float:
+        """Decoded frames per second of wall time, decoding included."""
+        return self.decoded / self.seconds if self.seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        lines = [
+            f"{self.video}: {self.windows} windows over {self.frames} frames in "
+            f"{self.seconds:.1f} s ({self.fps:.1f} frames/s"
+            f"{', per-frame features reused' if self.reuse else ''})"
+        ]
+        lines += [f"  wrote {p}" for p in self.outputs]
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def predict_video(
+    checkpoint: str | os.PathLike,
+    video: str | os.PathLike,
+    *,
+    stride: int = 1,
+    ema: float = 0.0,
+    out: str | os.PathLike | None = None,
+    annotate: bool = False,
+    batch_size: int = 8,
+    reuse: str | bool = "auto",
+    size: Any = None,
+    fps: Any = None,
+    device: str = "cpu",
+    decoder: str = "pyav",
+    top_k: int = 3,
+    progress: bool = False,
+) -> PredictReport:
+    """Predict over ``video`` with a checkpoint; write ``timeline.csv/.json/.png`` (and
+    ``annotated.mp4`` with ``annotate``) into ``out`` (default ``<video stem>_predict``).
+
+    ``size``/``fps`` override the checkpoint's frame size / rate (see ``_load``); ``device``
+    ``"auto"`` picks CUDA when available; ``progress`` shows a bar on stderr.
+    """
+    import torch
+
+    check_options(stride, ema, batch_size)
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    from ..decode import create_decoder
+
+    video = Path(video)
+    info = create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
+    predictor = Predictor.from_checkpoint(
+        checkpoint,
+        size=size,
+        fps=fps,
+        device=device,
+        stride=stride,
+        ema=ema,
+        batch_size=batch_size,
+        reuse=reuse,
+    )
+    out = Path(out) if out is not None else Path(f"{video.stem}_predict")
+    pre = predictor.preprocess
+    meta = {
+        "title": f"{video.name} - {Path(predictor.path or '').name}",
+        "video": str(video),
+        "checkpoint": predictor.path,
+        "task": predictor.task,
+        "classes": predictor.classes,
+        "frames_per_window": predictor.frames,
+        "stride": stride,
+        "ema": ema,
+        "reuse": predictor.reuse,
+        "preprocess": pre.to_dict(),
+        "input_size": list(pre.input_size(info.height, info.width)),
+        "video_fps": info.fps,
+    }
+    from ._annotate import VideoAnnotator
+    from ._timeline import TimelineWriter
+
+    writer = TimelineWriter(out, predictor.classes, task=predictor.task, meta=meta, top_k=top_k)
+    annotator = VideoAnnotator(out / "annotated.mp4", fps=info.fps) if annotate else None
+    decoded = 0
+    frames_seen = 0
+    bar = None
+    if progress:
+        import sys
+
+        from tqdm import tqdm
+
+        bar = tqdm(total=info.num_frames_from_header, unit="frame", desc="predict", file=sys.stderr)
+
+    def on_frame(frame) -> None:
+        nonlocal decoded
+        decoded += 1
+        if bar is not None:
+            bar.update(1)
+        if annotator is not None:
+            annotator.add_frame(frame.to_rgb(), frame.pts_seconds)
+
+    t0 = time.perf_counter()
+    last = None
+    try:
+        for pred in iter_predictions(predictor, video, decoder=decoder, on_frame=on_frame):
+            writer.add(pred)
+            if annotator is not None:
+                annotator.add_prediction(pred)
+            last = pred
+            frames_seen = max(frames_seen, pred.end_frame)
+        if last is None:
+            raise InputError(f"{video}: no frames decoded; nothing to predict")
+        outputs = writer.close(
+            {"windows": writer.count, "frames": frames_seen, "decoded_frames": decoded}
+        )
+        if annotator is not None:
+            outputs.append(annotator.close())
+    except BaseException:
+        writer.abort()
+        if annotator is not None:
+            annotator.abort()
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    return PredictReport(
+        video=str(video),
+        checkpoint=predictor.path,
+        windows=writer.count,
+        frames=frames_seen,
+        decoded=decoded,
+        seconds=time.perf_counter() - t0,
+        reuse=predictor.reuse,
+        outputs=outputs,
+        last=last,
+        notes=list(predictor.notes),
+    )
