@@ -141,7 +141,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
         the batch reaches the main process without another copy."""
         if self._reader is not self.store or len({len(ix) for _, ix in requests}) != 1:
             return None
-        shapes = {self.store.videos[v].shape for v, _ in requests}
+        all_shapes = self.store.videos.shapes
+        shapes = {tuple(all_shapes[v].tolist()) for v, _ in requests}
         if len(shapes) != 1:
             return None
         dtype = torch.from_numpy(np.empty(0, self.store.dtype)).dtype
@@ -171,19 +172,21 @@ class HyperframeDataset(torch.utils.data.Dataset):
             frames, idx, mask = out
         if self.dtype != "uint8" and frames.dtype == torch.uint8:
             frames = frames.to(getattr(torch, self.dtype)).div_(255.0)
-        rec = self.store.videos[video_id]
+        videos = self.store.videos
         stored = idx.numpy()
+        rows = videos.frame_start[video_id] + stored
         meta = {
-            "video": rec.path,
+            "video": videos.paths[video_id],
             "video_id": video_id,
-            "frame_indices": rec.source_frame_indices[stored].copy(),
+            "frame_indices": videos.source_index_all[rows],
             "stored_indices": stored.copy(),
-            "pts_seconds": rec.pts_seconds[stored].copy(),
-            "fps": rec.fps,
+            "pts_seconds": videos.pts_seconds_all[rows],
+            "fps": float(videos.fps[video_id]),
             "frames": int(frames.shape[0]),
             "seed": self.seed,
             "epoch": epoch,
             "item": item,
             "clip": int(plan.clip),
         }
-        return Hyperframe(to_layout(frames, self.layout), rec.label_id, mask, meta)
+        label = int(videos.label_ids[video_id])
+        return Hyperframe(to_layout(frames, self.layout), label, mask, meta)

@@ -85,9 +85,11 @@ class Store:
                 )
         index = self.path / INDEX_DIR
         try:
-            self._videos = np.load(index / VIDEOS_FILE, mmap_mode="r", allow_pickle=False)
-            self._frames = np.load(index / FRAMES_FILE, mmap_mode="r", allow_pickle=False)
-            self._chunks = np.load(index / CHUNKS_FILE, mmap_mode="r", allow_pickle=False)
+            # memory-mapped, then viewed as plain arrays (no np.memmap overhead per access)
+            self._videos, self._frames, self._chunks = (
+                np.asarray(np.load(index / f, mmap_mode="r", allow_pickle=False))
+                for f in (VIDEOS_FILE, FRAMES_FILE, CHUNKS_FILE)
+            )
         except (OSError, ValueError) as e:
             raise StoreError(
                 f"{index}: the index cannot be read ({e}); the store is corrupt"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,8 +39,9 @@ class VideoList(Sequence):
     """``store.videos``: a read-only sequence of ``VideoRecord`` made on access."""
 
     def __init__(self, videos: np.ndarray, frames: np.ndarray, strings: dict):
-        self._v = videos
-        self._f = frames
+        # plain ndarray views of the memory maps: same bytes, no np.memmap overhead per access
+        self._v = np.asarray(videos)
+        self._f = np.asarray(frames)
         self._paths = strings["paths"]
         self._classes = strings["classes"]
         self._splits = strings["splits"]
@@ -76,15 +78,39 @@ class VideoList(Sequence):
             stream=int(r["stream"]),
         )
 
-    # vectorised columns, for planners over many videos
-    @property
+    # vectorised columns (computed once), for planners and loaders over many videos
+    @functools.cached_property
     def num_frames(self) -> np.ndarray:
         return self._v["num_frames"].astype(np.int64)
 
-    @property
+    @functools.cached_property
     def label_ids(self) -> np.ndarray:
         return self._v["label_id"].astype(np.int64)
 
-    @property
+    @functools.cached_property
     def fps(self) -> np.ndarray:
         return self._v["fps"].astype(np.float64)
+
+    @functools.cached_property
+    def frame_start(self) -> np.ndarray:
+        return self._v["frame_start"].astype(np.int64)
+
+    @functools.cached_property
+    def shapes(self) -> np.ndarray:
+        """(N, 3) array of (C, H, W)."""
+        return np.stack([self._v[k] for k in ("channels", "height", "width")], axis=1).astype(
+            np.int64
+        )
+
+    @property
+    def paths(self) -> list[str]:
+        return self._paths
+
+    @property
+    def pts_seconds_all(self) -> np.ndarray:
+        """Every stored frame's pts, videos back to back (index with ``frame_start``)."""
+        return self._f["pts_seconds"]
+
+    @property
+    def source_index_all(self) -> np.ndarray:
+        return self._f["source_index"]
