@@ -251,6 +251,11 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--onnx", required=True)
     ex.set_defaults(func=_export)
 
+    from ..train._cli import add_eval_parser, add_train_parser
+
+    add_train_parser(sub)
+    add_eval_parser(sub)
+
     d = sub.add_parser("demo", help="the end-to-end showcase on synthetic data")
     d.add_argument("--out", default="demo_out")
     d.add_argument("--quick", action="store_true", help="smaller dataset (for tests)")

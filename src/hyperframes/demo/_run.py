@@ -4,7 +4,10 @@
 2. build a store from it (decode once, with progress),
 3. print ``info``,
 4. measure random-window reads/s from the store against decoding the same windows on the fly,
-5. write a PNG of one window, and ``report.json`` with the numbers.
+5. write a PNG of one window, and ``store_report.json`` with the numbers,
+6. train and compare (in ``OUT/training``): a channel-hyperframe model (T=8) against the same
+   model on single frames (T=1), and the keyframe-aggregator segmenter against a single-frame
+   segmenter; ``OUT/report.json`` holds the four runs (see ``_train_demo``).
 """
 
 from __future__ import annotations
@@ -65,11 +68,11 @@ def run_demo(out: str | os.PathLike = "demo_out", *, quick: bool = False) -> int
     t_start = time.perf_counter()
     data = out / "motion"
     per_class = 3 if quick else 12
-    _say(f"[1/5] generating the synthetic motion dataset in {data} ...")
+    _say(f"[1/6] generating the synthetic motion dataset in {data} ...")
     make_motion_dataset(
         data, videos_per_class=per_class, frames=32, size=64, seed=0, overwrite=False
     )
-    _say("[2/5] building the store (each video decoded once) ...")
+    _say("[2/6] building the store (each video decoded once) ...")
     store_dir = out / "store"
     report = build_store(
         data,
@@ -79,18 +82,18 @@ def run_demo(out: str | os.PathLike = "demo_out", *, quick: bool = False) -> int
     )
     _say(report.summary())
     store = open_store(store_dir)
-    _say("[3/5] hyperframes info")
+    _say("[3/6] hyperframes info")
     from ..cli._info import describe, format_info
 
     _say(format_info(describe(store)))
-    _say("[4/5] random 16-frame windows: store reads vs decoding on the fly (PyAV)")
+    _say("[4/6] random 16-frame windows: store reads vs decoding on the fly (PyAV)")
     reads = measure_reads(store, windows=64 if quick else 512, frames=16)
     _say(
         f"  store   {reads['store_windows_per_s']:10.0f} windows/s\n"
         f"  PyAV    {reads['pyav_windows_per_s']:10.1f} windows/s\n"
         f"  speedup {reads['speedup']:10.0f}x"
     )
-    _say("[5/5] writing a window of frames as a PNG")
+    _say("[5/6] writing a window of frames as a PNG")
     rec = store.videos[0]
     idx = np.arange(min(8, rec.num_frames))
     png = window_png(
@@ -111,6 +114,13 @@ def run_demo(out: str | os.PathLike = "demo_out", *, quick: bool = False) -> int
         "window_png": png,
         "seconds": time.perf_counter() - t_start,
     }
-    (out / "report.json").write_text(json.dumps(result, indent=1) + "\n")
-    _say(f"wrote {png} and {out / 'report.json'} in {result['seconds']:.1f} s")
+    (out / "store_report.json").write_text(json.dumps(result, indent=1) + "\n")
+    _say(f"wrote {png} and {out / 'store_report.json'}")
+    _say("[6/6] training: hyperframes (T=8) vs single frames, keyframe+aggregator vs one frame")
+    from ._train_demo import run_training_demo
+
+    training = run_training_demo(out / "training", quick=quick, progress=True)
+    report = {**training, "store": result}
+    (out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    _say(f"wrote {out / 'report.json'} in {time.perf_counter() - t_start:.0f} s")
     return 0

@@ -1,0 +1,82 @@
+"""Train and evaluate video models on a store, from a YAML config.
+
+::
+
+    from hyperframes.train import load_config, run_training, evaluate
+
+    cfg = load_config("configs/demo.yaml", overrides=["train.epochs=5"])
+    summary = run_training(cfg, "runs/demo")          # config.yaml, logs, plots, last/best.pt
+    metrics = evaluate("runs/demo/best.pt", clips=10, crops=3)
+
+Command lines: ``hyperframes train CONFIG [--set k=v ...] [--out RUN_DIR] [--resume]`` and
+``hyperframes eval RUN_DIR/best.pt [--store STORE] [--split val] [--clips 10 --crops 3]``;
+``torchrun --nproc_per_node N -m hyperframes train CONFIG`` trains with DDP.
+"""
+
+from ._checkpoint import load_checkpoint, save_checkpoint
+from ._cli import add_eval_parser, add_train_parser, eval_main, train_main
+from ._config import (
+    AugmentConfig,
+    Config,
+    DataConfig,
+    EvalConfig,
+    ModelConfig,
+    TrainConfig,
+    apply_overrides,
+    config_from_dict,
+    load_config,
+    save_config,
+)
+from ._eval import evaluate, format_metrics
+from ._leakage import LeakageReport, check_leakage, content_hash, find_leakage
+from ._metrics import (
+    classification_metrics,
+    confusion_matrix,
+    iou_from_confusion,
+    per_class_scores,
+    segmentation_metrics,
+    topk_accuracy,
+    video_level,
+)
+from ._schedule import lr_at, scaled_lr
+from ._segmentation import SegmentationDataset
+from ._splits import split_videos
+from ._trainer import build_model, run_training
+
+__all__ = [
+    "AugmentConfig",
+    "Config",
+    "DataConfig",
+    "EvalConfig",
+    "LeakageReport",
+    "ModelConfig",
+    "SegmentationDataset",
+    "TrainConfig",
+    "add_eval_parser",
+    "add_train_parser",
+    "apply_overrides",
+    "build_model",
+    "check_leakage",
+    "classification_metrics",
+    "config_from_dict",
+    "confusion_matrix",
+    "content_hash",
+    "eval_main",
+    "evaluate",
+    "find_leakage",
+    "format_metrics",
+    "iou_from_confusion",
+    "load_checkpoint",
+    "load_config",
+    "lr_at",
+    "per_class_scores",
+    "run_training",
+    "save_checkpoint",
+    "save_config",
+    "scaled_lr",
+    "segmentation_metrics",
+    "split_videos",
+    "topk_accuracy",
+    "train_main",
+    "video_level",
+]

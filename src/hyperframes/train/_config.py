@@ -1,0 +1,498 @@
+"""The training configuration: typed dataclasses, validation on load, ``--set`` overrides.
+
+A config is a YAML (or dict) with three sections, ``data``, ``model`` and ``train``, and an
+optional ``eval``; every key has a default except ``data.store``. Loading validates every
+value: an unknown key, a wrong type or a value out of range is a :class:`ConfigError` that
+names the key (``train.lr``), the value and what is allowed::
+
+    cfg = load_config("configs/demo.yaml", overrides=["train.lr=0.1", "data.frames=4"])
+    save_config(cfg, run_dir / "config.yaml")        # the resolved config, defaults filled in
+
+Paths (``data.store``, ``model.pretrained``) are taken relative to the current directory and
+saved resolved (absolute).
+
+**Splits.** ``data.train_split`` / ``data.val_split`` name splits of the store (from a CSV
+annotation ``path,label,split``). When the store has no split at all, a deterministic
+per-video split is made instead: within each class, the videos (in store order) are permuted
+by ``numpy.random.default_rng([data.split_seed, class_id])`` and the first
+``round(n * data.val_fraction)`` (at least one when the class has two videos or more) go to
+validation. The same config and store always give the same split.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+import math
+import os
+import types
+import typing
+from dataclasses import field
+from pathlib import Path
+
+import yaml
+
+from .._errors import ConfigError
+
+__all__ = [
+    "AugmentConfig",
+    "Config",
+    "DataConfig",
+    "EvalConfig",
+    "ModelConfig",
+    "TrainConfig",
+    "apply_overrides",
+    "config_from_dict",
+    "load_config",
+    "save_config",
+]
+
+
+def _m(**meta) -> dict:
+    """Validation metadata of a field: choices, min, max, gt, lt, length, help."""
+    return meta
+
+
+@dataclasses.dataclass
+class AugmentConfig:
+    """Training augmentation (validation frames get the matching resize + centre crop)."""
+
+    size: int | None = field(
+        default=None, metadata=_m(min=8, help="square crop side; null keeps the stored size")
+    )
+    scale: list[float] = field(
+        default_factory=lambda: [0.35, 1.0], metadata=_m(length=2, min=0.0, max=1.0)
+    )
+    ratio: list[float] = field(
+        default_factory=lambda: [0.75, 1.3333], metadata=_m(length=2, gt=0.0)
+    )
+    hflip: float = field(
+        default=0.0,
+        metadata=_m(min=0.0, max=1.0, help="probability; keep 0 when left/right matters"),
+    )
+    color_jitter: float = field(default=0.0, metadata=_m(min=0.0, max=1.0))
+
+
+@dataclasses.dataclass
+class DataConfig:
+    store: str = field(metadata=_m(help="path of a store built by `hyperframes build`"))
+    train_split: str = "train"
+    val_split: str = "val"
+    val_fraction: float = field(
+        default=0.25, metadata=_m(gt=0.0, lt=1.0, help="used only when the store has no splits")
+    )
+    split_seed: int = field(default=0, metadata=_m(min=0))
+    sampler: str = "random"
+    sampler_options: dict = field(default_factory=dict)
+    val_sampler: str = "uniform"
+    val_sampler_options: dict = field(default_factory=lambda: {"clips": 1})
+    frames: int = field(default=8, metadata=_m(min=1))
+    layout: str = field(
+        default="auto", metadata=_m(choices=("auto", "temporal", "channel", "conv3d", "keyframe"))
+    )
+    batch_size: int = field(default=16, metadata=_m(min=1))
+    val_batch_size: int | None = field(default=None, metadata=_m(min=1))
+    workers: int = field(default=0, metadata=_m(min=0))
+    memory: str = field(default="disk", metadata=_m(choices=("disk", "ram")))
+    drop_last: bool = True
+    mean: list[float] = field(default_factory=lambda: [0.485, 0.456, 0.406], metadata=_m(length=3))
+    std: list[float] = field(
+        default_factory=lambda: [0.229, 0.224, 0.225], metadata=_m(length=3, gt=0.0)
+    )
+    augmentation: AugmentConfig = field(default_factory=AugmentConfig)
+    check_leakage: bool = True
+    allow_leakage: bool = False
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    name: str = "channel_resnet18"
+    num_classes: int | None = field(
+        default=None, metadata=_m(min=1, help="null: the store's classes (2 for masks)")
+    )
+    pretrained: str | None = None
+    options: dict = field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    optimizer: str = field(default="sgd", metadata=_m(choices=("sgd", "adamw")))
+    lr: float = field(default=0.01, metadata=_m(gt=0.0))
+    base_batch_size: int | None = field(
+        default=None,
+        metadata=_m(min=1, help="lr is for this global batch; scaled linearly (null: no scaling)"),
+    )
+    momentum: float = field(default=0.9, metadata=_m(min=0.0, lt=1.0))
+    nesterov: bool = False
+    weight_decay: float = field(default=1e-4, metadata=_m(min=0.0))
+    epochs: int = field(default=10, metadata=_m(min=1))
+    warmup_epochs: float = field(default=0.0, metadata=_m(min=0.0))
+    schedule: str = field(default="cosine", metadata=_m(choices=("cosine", "constant")))
+    min_lr: float = field(default=0.0, metadata=_m(min=0.0))
+    label_smoothing: float = field(default=0.0, metadata=_m(min=0.0, lt=1.0))
+    class_weights: list[float] | None = field(
+        default=None,
+        metadata=_m(gt=0.0, help="one loss weight per class (e.g. for a rare foreground)"),
+    )
+    mixup: float = field(
+        default=0.0, metadata=_m(min=0.0, help="Beta(alpha, alpha) of mixup; 0 disables")
+    )
+    cutmix: float = field(
+        default=0.0, metadata=_m(min=0.0, help="Beta(alpha, alpha) of cutmix; 0 disables")
+    )
+    balanced: bool = False
+    amp: bool = False
+    amp_dtype: str = field(default="auto", metadata=_m(choices=("auto", "bfloat16", "float16")))
+    accumulate: int = field(default=1, metadata=_m(min=1))
+    checkpointing: bool = False
+    clip_grad: float | None = field(default=None, metadata=_m(gt=0.0))
+    aux_weight: float = field(
+        default=0.0, metadata=_m(min=0.0, help="initial weight of a model's auxiliary loss")
+    )
+    seed: int = field(default=0, metadata=_m(min=0))
+    device: str = field(default="auto", metadata=_m(choices=("auto", "cpu", "cuda")))
+    eval_every: int = field(default=1, metadata=_m(min=1))
+    save_every: int = field(
+        default=0, metadata=_m(min=0, help="also save last.pt every N steps (0: epoch ends)")
+    )
+    log_every: int = field(default=10, metadata=_m(min=1))
+
+
+@dataclasses.dataclass
+class EvalConfig:
+    clips: int = field(
+        default=1, metadata=_m(min=1, help="uniform clips per video for the final video-level eval")
+    )
+    crops: int = field(default=1, metadata=_m(choices=(1, 3)))
+
+
+@dataclasses.dataclass
+class Config:
+    data: DataConfig
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _type_name(hint) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+    names[dict] = "a mapping"
+    if hint in names:
+        return names[hint]
+    origin = typing.get_origin(hint)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        return f"a list of {_type_name(item).split(' ', 1)[1]}s"
+    if origin in (typing.Union, types.UnionType):
+        parts = [a for a in typing.get_args(hint) if a is not type(None)]
+        return " or ".join(_type_name(a) for a in parts) + " or null"
+    return getattr(hint, "__name__", str(hint))
+
+
+def _allowed(hint, meta: dict) -> str:
+    if "choices" in meta:
+        return "one of " + ", ".join(str(c) for c in meta["choices"])
+    bounds = []
+    if "min" in meta:
+        bounds.append(f">= {meta['min']}")
+    if "gt" in meta:
+        bounds.append(f"> {meta['gt']}")
+    if "max" in meta:
+        bounds.append(f"<= {meta['max']}")
+    if "lt" in meta:
+        bounds.append(f"< {meta['lt']}")
+    text = _type_name(hint)
+    if "length" in meta:
+        text += f" of length {meta['length']}"
+    if bounds:
+        text += (" with values " if typing.get_origin(hint) is list else " ") + " and ".join(bounds)
+    if meta.get("nullable") and "or null" not in text:
+        text += ", or null"
+    return text
+
+
+def _bad(key: str, value, hint, meta: dict, why: str) -> ConfigError:
+    hint_text = f" ({meta['help']})" if "help" in meta else ""
+    return ConfigError(f"{key}: {why} {value!r}; allowed: {_allowed(hint, meta)}{hint_text}")
+
+
+def _scalar(key: str, value, hint, meta: dict):
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise _bad(key, value, hint, meta, "expected true or false, got")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _bad(key, value, hint, meta, "expected an integer, got")
+    elif hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _bad(key, value, hint, meta, "expected a number, got")
+        value = float(value)
+        if not math.isfinite(value):
+            raise _bad(key, value, hint, meta, "expected a finite number, got")
+    elif hint is str:
+        if not isinstance(value, str):
+            raise _bad(key, value, hint, meta, "expected a string, got")
+    elif hint is dict:
+        if not isinstance(value, dict):
+            raise _bad(key, value, hint, meta, "expected a mapping, got")
+        return dict(value)
+    if "choices" in meta and value not in meta["choices"]:
+        raise _bad(key, value, hint, meta, "not an allowed value:")
+    if hint in (int, float):
+        lo, gt, hi, lt = (meta.get(k) for k in ("min", "gt", "max", "lt"))
+        if (
+            (lo is not None and value < lo)
+            or (gt is not None and value <= gt)
+            or (hi is not None and value > hi)
+            or (lt is not None and value >= lt)
+        ):
+            raise _bad(key, value, hint, meta, "out of range:")
+    return value
+
+
+def _value(key: str, value, hint, meta: dict):
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        return _value(key, value, inner[0], {**meta, "nullable": True})
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        if not isinstance(value, list | tuple):
+            raise _bad(key, value, hint, meta, "expected a list, got")
+        if "length" in meta and len(value) != meta["length"]:
+            raise _bad(key, value, hint, meta, f"expected {meta['length']} values, got")
+        item_meta = {k: v for k, v in meta.items() if k != "length"}
+        return [_scalar(f"{key}[{i}]", v, item, item_meta) for i, v in enumerate(value)]
+    if dataclasses.is_dataclass(hint):
+        return _section(key, value, hint)
+    if value is None:
+        raise _bad(key, value, hint, meta, "a value is required, got")
+    return _scalar(key, value, hint, meta)
+
+
+def _section(key: str, raw, cls):
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: expected a mapping of keys to values, got {raw!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    for name in raw:
+        if name not in fields:
+            close = difflib.get_close_matches(str(name), list(fields), n=1)
+            hint = f"; did you mean {key}.{close[0]}?" if close else ""
+            raise ConfigError(
+                f"unknown key {key}.{name}{hint} (allowed keys in {key}: {', '.join(fields)})"
+            )
+    kwargs = {}
+    for name, f in fields.items():
+        sub = f"{key}.{name}"
+        if name in raw:
+            kwargs[name] = _value(sub, raw[name], hints[name], dict(f.metadata))
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(
+                f"{sub} is required: {_allowed(hints[name], dict(f.metadata))}"
+                + (f" ({f.metadata['help']})" if "help" in f.metadata else "")
+            )
+    return cls(**kwargs)
+
+
+def config_from_dict(raw: dict, *, base: str | os.PathLike | None = None) -> Config:
+    """Validate a raw mapping into a :class:`Config` (see the module docstring)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"a config is a mapping with sections data, model, train (and eval), got {raw!r}"
+        )
+    top = {f.name for f in dataclasses.fields(Config)}
+    for name in raw:
+        if name not in top:
+            close = difflib.get_close_matches(str(name), sorted(top), n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            raise ConfigError(
+                f"unknown config section {name!r}{hint} (allowed sections: data, model, train, eval)"
+            )
+    if "data" not in raw:
+        raise ConfigError("the config needs a data section with at least data.store")
+    cfg = Config(
+        data=_section("data", raw.get("data"), DataConfig),
+        model=_section("model", raw.get("model"), ModelConfig),
+        train=_section("train", raw.get("train"), TrainConfig),
+        eval=_section("eval", raw.get("eval"), EvalConfig),
+    )
+    _cross_checks(cfg)
+    _resolve_paths(cfg, base)
+    return cfg
+
+
+def _cross_checks(cfg: Config) -> None:
+    from ..models import get_spec
+    from ..sampling import create_sampler
+
+    try:
+        spec = get_spec(cfg.model.name)
+    except ConfigError as e:
+        raise ConfigError(f"model.name: {e}") from None
+    allowed = spec.options()
+    params = inspect.signature(spec.builder).parameters.values()
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
+    unknown = [k for k in cfg.model.options if k not in allowed and k != "checkpointing"]
+    if unknown and not takes_any:
+        raise ConfigError(
+            f"model.options: {cfg.model.name} has no option(s) {', '.join(map(repr, unknown))}; "
+            f"allowed: {', '.join(o for o in allowed if o != 'checkpointing') or 'none'}"
+        )
+    if cfg.data.layout not in ("auto", spec.layout):
+        raise ConfigError(
+            f"data.layout: {cfg.data.layout!r} does not fit model {cfg.model.name!r}, which "
+            f"takes the {spec.layout!r} layout; allowed: auto, {spec.layout}"
+        )
+    for key, name, opts in (
+        ("data.sampler", cfg.data.sampler, cfg.data.sampler_options),
+        ("data.val_sampler", cfg.data.val_sampler, cfg.data.val_sampler_options),
+    ):
+        try:
+            create_sampler(name, frames=cfg.data.frames, **opts)
+        except ConfigError as e:
+            raise ConfigError(f"{key}: {e}") from None
+        except TypeError as e:
+            raise ConfigError(f"{key}_options: {e}") from None
+    seg = spec.task == "segmentation"
+    if seg and (cfg.train.mixup or cfg.train.cutmix):
+        raise ConfigError(
+            "train.mixup / train.cutmix apply to classification only; allowed for the "
+            f"segmentation model {cfg.model.name!r}: 0"
+        )
+    if seg and (cfg.train.balanced or cfg.train.label_smoothing):
+        raise ConfigError(
+            "train.balanced / train.label_smoothing apply to classification only; allowed for "
+            f"the segmentation model {cfg.model.name!r}: false / 0"
+        )
+    if seg and cfg.data.augmentation.size is not None:
+        raise ConfigError(
+            "data.augmentation.size: crops are not applied to segmentation masks; allowed for "
+            f"the segmentation model {cfg.model.name!r}: null (hflip is applied to both)"
+        )
+    if seg and cfg.eval.crops != 1:
+        raise ConfigError("eval.crops: segmentation is evaluated on whole frames; allowed: 1")
+    if cfg.train.min_lr > cfg.train.lr:
+        raise ConfigError(
+            f"train.min_lr: {cfg.train.min_lr} is above train.lr={cfg.train.lr}; allowed: "
+            f"0 <= min_lr <= lr"
+        )
+    aug = cfg.data.augmentation
+    if aug.scale[0] > aug.scale[1] or aug.scale[1] <= 0:
+        raise ConfigError(
+            f"data.augmentation.scale: {aug.scale} is not a range; allowed: [low, high] with "
+            "0 <= low <= high <= 1 and high > 0"
+        )
+    if aug.ratio[0] > aug.ratio[1]:
+        raise ConfigError(
+            f"data.augmentation.ratio: {aug.ratio} is not a range; allowed: [low, high], "
+            "0 < low <= high"
+        )
+
+
+def _resolve_paths(cfg: Config, base) -> None:
+    root = Path(base) if base is not None else Path.cwd()
+    if not cfg.data.store:
+        raise ConfigError("data.store: a store path is required; allowed: a non-empty path")
+    cfg.data.store = str((root / os.path.expanduser(cfg.data.store)).absolute())
+    if cfg.model.pretrained:
+        cfg.model.pretrained = str((root / os.path.expanduser(cfg.model.pretrained)).absolute())
+
+
+# --------------------------------------------------------------------------- overrides, files
+
+
+def apply_overrides(raw: dict, overrides: list[str] | None) -> dict:
+    """Apply ``key.path=value`` strings to a raw config mapping (values parsed as YAML).
+
+    ``train.lr=0.1``, ``data.sampler_options.stride=2``, ``model.options={width: 8}``. The
+    result is validated by :func:`config_from_dict`, so a misspelt key is reported there.
+    """
+    out = _deep_copy(raw)
+    for item in overrides or []:
+        if not isinstance(item, str) or "=" not in item:
+            raise ConfigError(
+                f"--set {item!r}: expected KEY=VALUE such as train.lr=0.1 or data.frames=8"
+            )
+        key, text = item.split("=", 1)
+        parts = [p for p in key.strip().split(".") if p]
+        if len(parts) < 2:
+            raise ConfigError(
+                f"--set {item!r}: the key needs a section, e.g. train.{key.strip() or 'lr'}; "
+                "allowed sections: data, model, train, eval"
+            )
+        try:
+            value = yaml.safe_load(text) if text.strip() else None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({e})") from None
+        node = out
+        for i, p in enumerate(parts[:-1]):
+            child = node.get(p)
+            if child is None:
+                child = node[p] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(
+                    f"--set {item!r}: {'.'.join(parts[: i + 1])} is a value, not a section"
+                )
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def _deep_copy(raw):
+    if isinstance(raw, dict):
+        return {k: _deep_copy(v) for k, v in raw.items()}
+    if isinstance(raw, list):
+        return [_deep_copy(v) for v in raw]
+    return raw
+
+
+def read_yaml(path: str | os.PathLike) -> dict:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read the config ({e.strerror or e})") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML ({e})") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: a config is a mapping with sections data, model, train")
+    return raw
+
+
+def load_config(
+    source: str | os.PathLike | dict | Config,
+    overrides: list[str] | None = None,
+) -> Config:
+    """A validated :class:`Config` from a YAML file, a mapping or a Config, plus ``overrides``."""
+    if isinstance(source, Config):
+        raw = source.to_dict()
+    elif isinstance(source, dict):
+        raw = source
+    else:
+        raw = read_yaml(source)
+    return config_from_dict(apply_overrides(raw, overrides))
+
+
+def save_config(cfg: Config, path: str | os.PathLike) -> Path:
+    """Write the resolved config (every key, defaults included) as YAML, atomically."""
+    from ._checkpoint import write_text_atomic
+
+    text = yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None)
+    return write_text_atomic(Path(path), text)

@@ -1,0 +1,119 @@
+"""Run logs: every record to ``log.jsonl``, one row per epoch to ``epochs.csv``, and the same
+scalars to TensorBoard (``tb/``) when the ``tensorboard`` package is installed.
+
+Only rank 0 logs (``enabled=False`` elsewhere). When a run resumes from a checkpoint taken at
+step S, records after S (written before the interruption) are dropped from ``log.jsonl`` and
+``epochs.csv`` is rewritten from the checkpoint's history, so the logs read as if the run had
+never stopped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import warnings
+from pathlib import Path
+
+from ._checkpoint import write_text_atomic
+
+__all__ = ["RunLogger"]
+
+JSONL = "log.jsonl"
+CSV = "epochs.csv"
+
+
+def _clean(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    return value
+
+
+def _tensorboard_writer(path: Path):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from torch.utils.tensorboard import SummaryWriter
+    except Exception:  # tensorboard not installed (ImportError) or broken
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SummaryWriter(str(path))
+
+
+class RunLogger:
+    def __init__(
+        self,
+        run_dir: str | Path,
+        *,
+        enabled: bool = True,
+        tensorboard: bool = True,
+        resume_step: int | None = None,
+        history: list[dict] | None = None,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.enabled = enabled
+        self.tb = None
+        if not enabled:
+            return
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.jsonl = self.run_dir / JSONL
+        if resume_step is not None:
+            self._truncate(resume_step)
+        elif self.jsonl.exists():
+            self.jsonl.unlink()
+        self.write_csv(history or [])
+        if tensorboard:
+            self.tb = _tensorboard_writer(self.run_dir / "tb")
+
+    def _truncate(self, step: int) -> None:
+        if not self.jsonl.exists():
+            return
+        keep = []
+        for line in self.jsonl.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue  # a line cut by the interruption
+            if int(rec.get("step", 0)) <= step:
+                keep.append(line)
+        write_text_atomic(self.jsonl, "".join(k + "\n" for k in keep))
+
+    def log(self, record: dict) -> None:
+        """Append ``record`` (with ``kind`` and ``step``) to the JSONL and TensorBoard."""
+        if not self.enabled:
+            return
+        with open(self.jsonl, "a", encoding="utf-8") as f:
+            f.write(json.dumps(_clean(record)) + "\n")
+        if self.tb is not None:
+            prefix = record.get("kind", "log")
+            for k, v in record.items():
+                if isinstance(v, int | float) and not isinstance(v, bool) and k != "step":
+                    self.tb.add_scalar(f"{prefix}/{k}", v, int(record.get("step", 0)))
+            self.tb.flush()
+
+    def write_csv(self, history: list[dict]) -> None:
+        """Rewrite ``epochs.csv`` from the epoch records (columns: every scalar key seen)."""
+        if not self.enabled:
+            return
+        columns: list[str] = []
+        for rec in history:
+            for k, v in rec.items():
+                if k not in columns and not isinstance(v, dict | list):
+                    columns.append(k)
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        for rec in history:
+            w.writerow({k: _clean(rec.get(k)) for k in columns})
+        write_text_atomic(self.run_dir / CSV, buf.getvalue())
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+            self.tb = None

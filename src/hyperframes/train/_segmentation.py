@@ -1,0 +1,105 @@
+"""Segmentation data: windows of a store whose targets are per-frame masks beside the videos.
+
+For a source video ``dir/name.mp4`` the masks are ``dir/name.npz`` holding ``masks``
+(F, H, W) integers, one per *source* frame (what
+:func:`hyperframes.demo.make_segmentation_dataset` writes). The target of a window is the mask
+of its key frame, position ``T // 2``, looked up by the window's source frame index
+(``meta["frame_indices"]``), so stores resampled to another fps still get the right mask; a
+mask of another size than the stored frames is resized (nearest). The target travels in
+``meta["target"]`` (H, W) int64, so the standard loader, sampler positions and DDP split
+apply unchanged.
+
+``hflip`` > 0 mirrors frames and mask together (with the sample's own generator).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .._errors import DataError
+from ..data.transforms import transform_generator
+from ._data import SubsetDataset
+
+__all__ = ["SegmentationDataset", "masks_path"]
+
+_CACHE_VIDEOS = 64
+
+
+def masks_path(video_path: str) -> Path:
+    return Path(video_path).with_suffix(".npz")
+
+
+class SegmentationDataset(SubsetDataset):
+    def __init__(self, store, video_ids, *, hflip: float = 0.0, **kwargs) -> None:
+        super().__init__(store, video_ids, **kwargs)
+        self.hflip = float(hflip)
+        self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_masks"] = OrderedDict()  # each worker loads what it needs
+        return state
+
+    def video_masks(self, video_id: int) -> np.ndarray:
+        """All masks (F, H, W) of a video, cached for the most recent videos."""
+        got = self._masks.get(video_id)
+        if got is not None:
+            self._masks.move_to_end(video_id)
+            return got
+        rec = self.store.videos[video_id]
+        path = masks_path(rec.path)
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                if "masks" not in f.files:
+                    raise DataError(
+                        f"{path}: has no 'masks' array (has {', '.join(f.files)}); segmentation "
+                        "targets need masks (F, H, W) one per source frame"
+                    )
+                masks = np.asarray(f["masks"])
+        except FileNotFoundError:
+            raise DataError(
+                f"{path}: missing; segmentation training needs the masks of {rec.path} in a "
+                ".npz of the same name holding masks (F, H, W)"
+            ) from None
+        except (OSError, ValueError) as e:
+            raise DataError(f"{path}: cannot be read as masks ({e})") from None
+        if masks.ndim != 3:
+            raise DataError(f"{path}: masks have shape {masks.shape}, expected (F, H, W)")
+        self._masks[video_id] = masks
+        if len(self._masks) > _CACHE_VIDEOS:
+            self._masks.popitem(last=False)
+        return masks
+
+    def target(self, video_id: int, source_index: int) -> torch.Tensor:
+        """The (H, W) int64 mask of source frame ``source_index``, at the stored frame size."""
+        masks = self.video_masks(video_id)
+        if not 0 <= source_index < masks.shape[0]:
+            raise DataError(
+                f"{masks_path(self.store.videos[video_id].path)}: has {masks.shape[0]} masks but "
+                f"source frame {source_index} was asked for; one mask per source frame is needed"
+            )
+        m = torch.from_numpy(masks[source_index].astype(np.int64))
+        _, h, w = self.store.videos[video_id].shape
+        if tuple(m.shape) != (h, w):
+            m = torch.nn.functional.interpolate(m[None, None].float(), size=(h, w), mode="nearest")
+            m = m[0, 0].to(torch.int64)
+        return m
+
+    def _finish(self, frames, plan, key, video_id):
+        epoch, item = key
+        rec = self.store.videos[video_id]
+        stored = np.asarray(plan.frame_indices, np.int64)
+        source = int(rec.source_frame_indices[stored[len(stored) // 2]])
+        target = self.target(video_id, source)
+        if self.hflip > 0:
+            g = transform_generator(self.seed, epoch, item)
+            if float(torch.rand((), generator=g)) < self.hflip:
+                frames = frames.flip(-1)
+                target = target.flip(-1)
+        out = super()._finish(frames, plan, key, video_id)
+        out.meta["target"] = target
+        return out

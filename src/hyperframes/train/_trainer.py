@@ -1,0 +1,798 @@
+"""``run_training``: train a registered model on a store from a config, into a run folder.
+
+The run folder gets ``config.yaml`` (the resolved config), ``log.jsonl`` and ``epochs.csv``
+(and ``tb/`` with TensorBoard installed), ``curves.png`` and ``confusion.png``, ``last.pt``
+and ``best.pt`` (atomic, ``weights_only``-loadable), ``split.json`` and ``summary.json``.
+
+Determinism: every random choice of the data (window, crop, order) is a function of
+``(train.seed, epoch, item)``; the model is initialised from ``train.seed``; the global torch
+generator is reseeded from ``(seed, rank, epoch, batch)`` before each micro-batch (dropout);
+mixing is seeded by ``(seed, rank, step)``; the learning rate is a function of the step. So the same config
+gives the same metrics on CPU whatever ``data.workers``, and ``--resume`` (which restores the
+model, optimizer, step, RNG states and the position inside the epoch) continues as if the run
+had never stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .._errors import ConfigError, DataError
+from ._checkpoint import get_rng_state, load_checkpoint, save_checkpoint, set_rng_state
+from ._config import Config, load_config, save_config
+from ._data import batch_target, build_data, prepare_input
+from ._ddp import Dist, barrier, broadcast_object, setup, teardown
+from ._leakage import check_leakage
+from ._logging import RunLogger, _clean
+from ._metrics import classification_metrics, segmentation_metrics
+from ._mixing import mix_batch, soft_cross_entropy
+from ._plots import plot_confusion, plot_curves
+from ._predict import autocast, forward, predict
+from ._schedule import lr_at, scaled_lr
+
+__all__ = ["build_model", "run_training"]
+
+#: config keys that may change when a run is resumed (the rest must match the checkpoint)
+RESUMABLE_CHANGES = (
+    "data.workers",
+    "data.val_batch_size",
+    "data.check_leakage",
+    "data.allow_leakage",
+    "train.epochs",
+    "train.eval_every",
+    "train.save_every",
+    "train.log_every",
+    "train.device",
+    "eval.",
+)
+
+
+class _WithAux(nn.Module):
+    """Calls ``forward_with_aux`` through ``forward`` (so DDP sees one forward)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, mask=None):
+        return self.model.forward_with_aux(x, mask)
+
+
+def _say(msg: str, enabled: bool) -> None:
+    if enabled:
+        print(msg, flush=True)
+
+
+def _device(cfg: Config) -> torch.device:
+    want = cfg.train.device
+    if want == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("train.device: 'cuda' but no CUDA GPU is available; allowed: auto, cpu")
+    if want == "auto":
+        want = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(want)
+
+
+def _amp(cfg: Config, device: torch.device) -> tuple[bool, torch.dtype | None]:
+    if not cfg.train.amp:
+        return False, None
+    name = cfg.train.amp_dtype
+    if name == "auto":
+        bf16_ok = device.type == "cpu" or torch.cuda.is_bf16_supported()
+        name = "bfloat16" if bf16_ok else "float16"
+    if name == "float16" and device.type != "cuda":
+        raise ConfigError(
+            "train.amp_dtype: float16 autocast needs a CUDA device; allowed on CPU: auto, bfloat16"
+        )
+    return True, getattr(torch, name)
+
+
+def build_model(cfg: Config, num_classes: int) -> nn.Module:
+    """The registered model of ``cfg.model``, initialised from ``train.seed``."""
+    from ..models import create
+
+    torch.manual_seed(cfg.train.seed)
+    model = create(
+        cfg.model.name,
+        num_classes=num_classes,
+        frames=cfg.data.frames,
+        pretrained=cfg.model.pretrained,
+        **cfg.model.options,
+    )
+    if cfg.train.checkpointing:
+        if not hasattr(model, "checkpointing"):
+            raise ConfigError(
+                f"train.checkpointing: model {cfg.model.name!r} has no gradient checkpointing; "
+                "allowed: false"
+            )
+        model.checkpointing = True
+    return model
+
+
+def _optimizer(cfg: Config, model: nn.Module, lr: float) -> torch.optim.Optimizer:
+    decay, no_decay = [], []
+    for p in model.parameters():
+        if p.requires_grad:
+            (decay if p.ndim > 1 else no_decay).append(p)
+    groups = [
+        {"params": decay, "weight_decay": cfg.train.weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
+    if cfg.train.optimizer == "sgd":
+        return torch.optim.SGD(
+            groups, lr=lr, momentum=cfg.train.momentum, nesterov=cfg.train.nesterov
+        )
+    return torch.optim.AdamW(groups, lr=lr)
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and k not in ("options", "sampler_options", "val_sampler_options"):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _check_resume_config(saved: dict, cfg: Config) -> None:
+    old, new = _flat(saved), _flat(cfg.to_dict())
+    diff = [
+        k
+        for k in sorted(set(old) | set(new))
+        if old.get(k) != new.get(k) and not any(k.startswith(r) for r in RESUMABLE_CHANGES)
+    ]
+    if diff:
+        shown = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff[:6])
+        raise ConfigError(
+            f"--resume: the config differs from the checkpoint's in {shown}; resume with the "
+            f"same config (allowed changes: {', '.join(RESUMABLE_CHANGES)}) or start a new run "
+            "in another --out folder"
+        )
+
+
+def _default_out(cfg: Config) -> Path:
+    return Path("runs") / f"{cfg.model.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def _roles(store, bundle) -> dict[int, str]:
+    if bundle.split_source == "store":
+        return {i: (v.split or "(none)") for i, v in enumerate(store.videos)}
+    roles = {int(i): "train" for i in bundle.train_ids}
+    roles.update({int(i): "val" for i in bundle.val_ids})
+    return roles
+
+
+def _leakage(cfg: Config, store, bundle, d: Dist, run_dir: Path) -> None:
+    if not cfg.data.check_leakage:
+        return
+    message, report = None, None
+    if d.main:
+        try:
+            report = check_leakage(store, _roles(store, bundle), allow=cfg.data.allow_leakage)
+        except DataError as e:
+            message = str(e)
+    message = broadcast_object(message, d)
+    if message is not None:
+        raise DataError(message)
+    if d.main and report is not None and report.duplicates:
+        (run_dir / "leakage.json").write_text(json.dumps(report.to_dict(), indent=1) + "\n")
+        if report.leaks:
+            print(
+                f"warning: leakage allowed by data.allow_leakage:\n{report.describe()}",
+                file=sys.stderr,
+            )
+
+
+def _epoch_metrics(pred: dict, bundle) -> dict:
+    if bundle.task == "classification":
+        m = classification_metrics(pred["scores"], pred["labels"], bundle.classes)
+    else:
+        conf = pred["confusion"].sum(axis=0) if len(pred["confusion"]) else np.zeros((2, 2))
+        m = segmentation_metrics(conf, bundle.classes)
+    m["loss"] = float(pred["losses"].mean()) if len(pred["losses"]) else float("nan")
+    return m
+
+
+def _val_record(m: dict, task: str) -> dict:
+    if task == "classification":
+        keys = ("loss", "top1", "top5", "mean_class_accuracy", "macro_f1")
+    else:
+        keys = ("loss", "miou", "pixel_accuracy")
+    return {f"val_{k}": float(m[k]) for k in keys}
+
+
+class _Progress:
+    """A tqdm bar per epoch (rank 0, when enabled) with loss, samples/s, data wait and ETA."""
+
+    def __init__(self, enabled: bool, total: int, desc: str) -> None:
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=total,
+                desc=desc,
+                unit="batch",
+                file=sys.stderr,
+                dynamic_ncols=True,
+                mininterval=0.5,
+                leave=False,
+            )
+
+    def update(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(text, refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _fmt_time(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def run_training(
+    config: Config | dict | str | Path,
+    out: str | Path | None = None,
+    *,
+    resume: bool = False,
+    overrides: list[str] | None = None,
+    progress: bool = True,
+    stop_after_steps: int | None = None,
+) -> dict:
+    """Train as ``config`` says into ``out`` (default ``runs/<model>-<time>``); returns the
+    summary also written to ``out/summary.json``.
+
+    ``resume=True`` continues from ``out/last.pt`` (or starts fresh when there is none).
+    ``stop_after_steps=N`` stops once the run has made N optimizer steps in all, after saving
+    ``last.pt`` there (as an interruption would, but cleanly: e.g. for time-limited jobs); the
+    summary then has ``"stopped": true`` and ``--resume`` continues.
+    """
+    cfg = load_config(config, overrides)
+    device = _device(cfg)
+    d = setup(device.type)
+    try:
+        if device.type == "cuda" and d.active:
+            device = torch.device("cuda", d.local_rank)
+        return _Run(cfg, out, resume, progress, device, d, stop_after_steps).train()
+    finally:
+        teardown(d)
+
+
+class _Run:
+    def __init__(
+        self, cfg: Config, out, resume: bool, progress: bool, device, d: Dist, stop_at=None
+    ) -> None:
+        self.cfg, self.device, self.d = cfg, device, d
+        self.stop_at = stop_at
+        self.show = progress and d.main
+        run_dir = Path(out) if out is not None else _default_out(cfg)
+        self.run_dir = Path(broadcast_object(str(run_dir.absolute()), d))
+        self.ckpt = None
+        last = self.run_dir / "last.pt"
+        if resume and last.exists():
+            self.ckpt = load_checkpoint(last)
+            _check_resume_config(self.ckpt["config"], cfg)
+        elif resume:
+            _say(f"--resume: no {last} yet; starting a new run", self.show)
+        elif last.exists():
+            raise ConfigError(
+                f"{self.run_dir} already holds a run (last.pt); add --resume to continue it or "
+                "choose another --out folder"
+            )
+        barrier(d)
+        if d.main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            save_config(cfg, self.run_dir / "config.yaml")
+
+    # -- set-up -----------------------------------------------------------------------------
+    def _setup(self) -> None:
+        from ..store import open_store
+
+        cfg, d = self.cfg, self.d
+        random.seed(cfg.train.seed)
+        np.random.seed(cfg.train.seed)
+        self.store = open_store(cfg.data.store)
+        self.bundle = b = build_data(cfg, self.store)
+        _leakage(cfg, self.store, b, d, self.run_dir)
+        if d.main:
+            split = {
+                "source": b.split_source,
+                "train": [self.store.videos[int(i)].path for i in b.train_ids],
+                "val": [self.store.videos[int(i)].path for i in b.val_ids],
+            }
+            (self.run_dir / "split.json").write_text(json.dumps(split, indent=1) + "\n")
+        self.model = build_model(cfg, b.num_classes).to(self.device)
+        self.class_weights = None
+        if cfg.train.class_weights is not None:
+            if len(cfg.train.class_weights) != b.num_classes:
+                raise ConfigError(
+                    f"train.class_weights: {len(cfg.train.class_weights)} weights for "
+                    f"{b.num_classes} classes ({', '.join(b.classes[:8])}); allowed: one "
+                    "weight per class, or null"
+                )
+            self.class_weights = torch.tensor(cfg.train.class_weights, device=self.device)
+        self.amp = _amp(cfg, self.device)
+        self.use_aux = (
+            cfg.train.aux_weight > 0
+            and hasattr(self.model, "forward_with_aux")
+            and cfg.data.frames >= 2
+        )
+        self.global_batch = cfg.data.batch_size * d.world_size * cfg.train.accumulate
+        self.peak_lr = scaled_lr(cfg.train.lr, self.global_batch, cfg.train.base_batch_size)
+        self.optimizer = _optimizer(cfg, self.model, self.peak_lr)
+        fp16 = self.amp[0] and self.amp[1] == torch.float16
+        self.scaler = torch.amp.GradScaler("cuda") if fp16 else None
+        self.train_loader = self._loader(b.train, train=True)
+        self.val_loader = self._loader(b.val, train=False)
+        self.train_loader.set_epoch(0)
+        self.micro_per_epoch = len(self.train_loader)
+        if self.micro_per_epoch == 0:
+            raise DataError(
+                f"the training split has {len(b.train)} items, fewer than one batch of "
+                f"{cfg.data.batch_size} per process with data.drop_last; lower data.batch_size "
+                "or set data.drop_last: false"
+            )
+        acc = cfg.train.accumulate
+        self.steps_per_epoch = math.ceil(self.micro_per_epoch / acc)
+        self.total_steps = cfg.train.epochs * self.steps_per_epoch
+        self.warmup = round(cfg.train.warmup_epochs * self.steps_per_epoch)
+        # state
+        self.epoch, self.batches_done, self.step, self.samples = 0, 0, 0, 0
+        self.history: list[dict] = []
+        self.best = {"metric": self.best_key, "value": -math.inf, "epoch": 0}
+        self.best_metrics: dict = {}
+        self.elapsed = 0.0
+        self.totals = {"wait": 0.0, "compute": 0.0}
+        self.epoch_state = self._fresh_epoch_state()
+        if self.ckpt is not None:
+            self._restore(self.ckpt)
+        net: nn.Module = _WithAux(self.model) if self.use_aux else self.model
+        if d.active:
+            unused = hasattr(self.model, "forward_with_aux") and not self.use_aux
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            net = nn.parallel.DistributedDataParallel(
+                net, device_ids=ids, find_unused_parameters=unused
+            )
+        self.net = net
+        self.logger = RunLogger(
+            self.run_dir,
+            enabled=d.main,
+            resume_step=self.step if self.ckpt is not None else None,
+            history=self.history,
+        )
+
+    @property
+    def best_key(self) -> str:
+        return "val_top1" if self.bundle.task == "classification" else "val_miou"
+
+    def _loader(self, dataset, *, train: bool):
+        from ..data._loader import loader
+
+        cfg, d = self.cfg, self.d
+        return loader(
+            dataset,
+            batch_size=cfg.data.batch_size
+            if train
+            else (cfg.data.val_batch_size or cfg.data.batch_size),
+            shuffle=train,
+            workers=cfg.data.workers,
+            balanced=train and cfg.train.balanced,
+            rank=d.rank,
+            world_size=d.world_size,
+            drop_last=train and cfg.data.drop_last,
+            seed=cfg.train.seed,
+        )
+
+    def _fresh_epoch_state(self) -> dict:
+        return {"loss_sum": 0.0, "correct": 0.0, "count": 0, "wait": 0.0, "compute": 0.0}
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def _state(self, metrics: dict) -> dict:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+            "config": self.cfg.to_dict(),
+            "model_name": self.cfg.model.name,
+            "num_classes": self.bundle.num_classes,
+            "frames": self.cfg.data.frames,
+            "layout": self.bundle.layout,
+            "task": self.bundle.task,
+            "classes": list(self.bundle.classes),
+            "epoch": self.epoch,
+            "batches_done": self.batches_done,
+            "step": self.step,
+            "samples": self.samples,
+            "elapsed": self.elapsed,
+            "totals": dict(self.totals),
+            "best": dict(self.best),
+            "best_metrics": self.best_metrics,
+            "metrics": metrics,
+            "history": self.history,
+            "epoch_state": dict(self.epoch_state),
+            "rng": get_rng_state(),
+        }
+
+    def _save(self, name: str, metrics: dict) -> None:
+        if self.d.main:
+            save_checkpoint(self.run_dir / name, self._state(metrics))
+
+    def _restore(self, ck: dict) -> None:
+        self.model.load_state_dict(ck["model"])
+        self.optimizer.load_state_dict(ck["optimizer"])
+        if self.scaler is not None and ck.get("scaler") is not None:
+            self.scaler.load_state_dict(ck["scaler"])
+        self.epoch, self.batches_done = int(ck["epoch"]), int(ck["batches_done"])
+        self.step, self.samples = int(ck["step"]), int(ck["samples"])
+        self.elapsed = float(ck["elapsed"])
+        self.totals = dict(ck["totals"])
+        self.best = dict(ck["best"])
+        self.best_metrics = ck["best_metrics"]
+        self.history = list(ck["history"])
+        self.epoch_state = dict(ck["epoch_state"])
+        set_rng_state(ck["rng"])
+        _say(
+            f"resuming {self.run_dir} at epoch {self.epoch + 1}, batch {self.batches_done}, "
+            f"step {self.step}",
+            self.show,
+        )
+
+    # -- training ---------------------------------------------------------------------------
+    def _loss(self, x, batch, target):
+        cfg, b = self.cfg, self.bundle
+        mask = batch.mask.to(self.device)
+        with autocast(self.device, *self.amp):
+            if b.task == "classification":
+                mixing = cfg.train.mixup > 0 or cfg.train.cutmix > 0
+                if mixing:
+                    x, soft = mix_batch(
+                        x,
+                        target,
+                        b.num_classes,
+                        mixup=cfg.train.mixup,
+                        cutmix=cfg.train.cutmix,
+                        smoothing=cfg.train.label_smoothing,
+                        seed=cfg.train.seed,
+                        rank=self.d.rank,
+                        step=self.step,
+                    )
+                out = forward(self.net, x, mask).float()
+                if mixing:
+                    loss = soft_cross_entropy(out, soft, self.class_weights)
+                else:
+                    loss = F.cross_entropy(
+                        out,
+                        target,
+                        weight=self.class_weights,
+                        label_smoothing=cfg.train.label_smoothing,
+                    )
+                correct = (out.argmax(1) == target).float().sum()
+                return loss, correct, target.shape[0]
+            if self.use_aux:
+                out, aux = forward(self.net, x, mask)
+                from ..models import aux_weight
+
+                w = aux_weight(self.step, self.total_steps, initial=cfg.train.aux_weight)
+                loss = F.cross_entropy(out.float(), target, weight=self.class_weights)
+                loss = loss + w * self.model.aux_loss(aux, x)
+            else:
+                out = forward(self.net, x, mask)
+                loss = F.cross_entropy(out.float(), target, weight=self.class_weights)
+            correct = (out.argmax(1) == target).float().mean(dim=(1, 2)).sum()
+            return loss, correct, target.shape[0]
+
+    def _optimizer_step(self) -> None:
+        cfg = self.cfg
+        lr = lr_at(
+            self.step,
+            self.total_steps,
+            peak=self.peak_lr,
+            warmup=self.warmup,
+            schedule=cfg.train.schedule,
+            min_lr=cfg.train.min_lr,
+        )
+        for g in self.optimizer.param_groups:
+            g["lr"] = lr
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
+        if cfg.train.clip_grad:
+            nn.utils.clip_grad_norm_(self.model.parameters(), cfg.train.clip_grad)
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        self.lr = lr
+
+    def _train_epoch(self, t_run: float) -> None:
+        cfg, b, d = self.cfg, self.bundle, self.d
+        acc = cfg.train.accumulate
+        bs = cfg.data.batch_size
+        self.net.train()
+        self.train_loader.set_epoch(self.epoch, start=self.batches_done * bs)
+        n = self.micro_per_epoch
+        bar = _Progress(
+            self.show, n - self.batches_done, f"epoch {self.epoch + 1}/{cfg.train.epochs}"
+        )
+        es = self.epoch_state
+        it = iter(self.train_loader)
+        i = self.batches_done
+        self.lr = self.optimizer.param_groups[0]["lr"]
+        try:
+            while i < n:
+                t0 = time.perf_counter()
+                batch = next(it)
+                t1 = time.perf_counter()
+                x = prepare_input(batch.frames, b.layout, cfg.data.mean, cfg.data.std, self.device)
+                target = batch_target(batch, b.task).to(self.device)
+                group_start = (i // acc) * acc
+                group = min(acc, n - group_start)
+                last_in_group = i + 1 == group_start + group
+                sync = d.active and not last_in_group
+                ctx = self.net.no_sync() if sync else _null()
+                torch.manual_seed(_step_seed(cfg.train.seed, d.rank, self.epoch, i))
+                with ctx:
+                    loss, correct, count = self._loss(x, batch, target)
+                    scaled = loss / group
+                    if self.scaler is not None:
+                        self.scaler.scale(scaled).backward()
+                    else:
+                        scaled.backward()
+                es["loss_sum"] += float(loss.detach()) * count
+                es["correct"] += float(correct)
+                es["count"] += count
+                i += 1
+                self.samples += count * d.world_size
+                if last_in_group:
+                    self._optimizer_step()
+                    self.batches_done = i
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                t2 = time.perf_counter()
+                es["wait"] += t1 - t0
+                es["compute"] += t2 - t1
+                self._after_micro_step(bar, last_in_group, t_run, float(loss.detach()))
+        finally:
+            bar.close()
+            del it
+
+    def _after_micro_step(self, bar, stepped: bool, t_run: float, loss: float) -> None:
+        cfg, es = self.cfg, self.epoch_state
+        busy = es["wait"] + es["compute"]
+        rate = es["count"] * self.d.world_size / busy if busy > 0 else 0.0
+        wait = es["wait"] / busy if busy > 0 else 0.0
+        done = self.step
+        now = time.perf_counter() - t_run
+        steps_this_session = max(done - self._start_step, 1)
+        eta = now / steps_this_session * (self.total_steps - done)
+        bar.update(
+            f"loss {es['loss_sum'] / max(es['count'], 1):.3f}, {rate:.0f} samples/s, "
+            f"data wait {wait:.0%}, ETA {_fmt_time(eta)}"
+        )
+        if not stepped:
+            return
+        mid_epoch = self.batches_done < self.micro_per_epoch
+        if done % cfg.train.log_every == 0:
+            self.logger.log(
+                {
+                    "kind": "step",
+                    "epoch": self.epoch + 1,
+                    "step": done,
+                    "lr": self.lr,
+                    "loss": loss,
+                    "samples_per_s": rate,
+                    "data_wait_share": wait,
+                }
+            )
+        stop = self.stop_at is not None and done >= self.stop_at
+        if mid_epoch and (stop or (cfg.train.save_every and done % cfg.train.save_every == 0)):
+            self.elapsed = self._elapsed_base + now
+            self._save("last.pt", {})
+        if mid_epoch and stop:
+            raise _Stopped
+
+    def _validate(self) -> dict:
+        b, cfg = self.bundle, self.cfg
+        pred = predict(
+            self.model,
+            self.val_loader,
+            task=b.task,
+            layout=b.layout,
+            mean=cfg.data.mean,
+            std=cfg.data.std,
+            device=self.device,
+            num_classes=b.num_classes,
+            amp=self.amp,
+            dist=self.d,
+        )
+        return _epoch_metrics(pred, b)
+
+    def _end_epoch(self, t_run: float, t_epoch: float) -> dict:
+        cfg, b, es = self.cfg, self.bundle, self.epoch_state
+        busy = es["wait"] + es["compute"]
+        self.totals["wait"] += es["wait"]
+        self.totals["compute"] += es["compute"]
+        train_acc_key = "train_accuracy" if b.task == "classification" else "train_pixel_accuracy"
+        record = {
+            "kind": "epoch",
+            "epoch": self.epoch + 1,
+            "step": self.step,
+            "lr": self.lr,
+            "train_loss": es["loss_sum"] / max(es["count"], 1),
+            train_acc_key: es["correct"] / max(es["count"], 1),
+        }
+        metrics: dict = {}
+        last = self.epoch + 1 == cfg.train.epochs
+        if (self.epoch + 1) % cfg.train.eval_every == 0 or last:
+            metrics = self._validate()
+            record.update(_val_record(metrics, b.task))
+        record.update(
+            {
+                "samples_per_s": es["count"] * self.d.world_size / busy if busy else 0.0,
+                "data_wait_share": es["wait"] / busy if busy else 0.0,
+                "epoch_seconds": time.perf_counter() - t_epoch,
+                "elapsed_seconds": self._elapsed_base + time.perf_counter() - t_run,
+            }
+        )
+        self.history.append(record)
+        self.epoch += 1
+        self.batches_done = 0
+        self.epoch_state = self._fresh_epoch_state()
+        self.elapsed = record["elapsed_seconds"]
+        improved = self.best_key in record and record[self.best_key] > self.best["value"]
+        if improved:
+            self.best = {
+                "metric": self.best_key,
+                "value": record[self.best_key],
+                "epoch": self.epoch,
+            }
+            self.best_metrics = metrics
+        self._save("last.pt", metrics)
+        if improved:
+            self._save("best.pt", metrics)
+        if self.d.main:
+            self.logger.log(record)
+            self.logger.write_csv(self.history)
+            plot_curves(self.history, self.run_dir / "curves.png", task=b.task)
+        return record
+
+    def _epoch_line(self, rec: dict) -> str:
+        parts = [f"epoch {rec['epoch']}/{self.cfg.train.epochs}", f"loss {rec['train_loss']:.3f}"]
+        if "train_accuracy" in rec:
+            parts.append(f"acc {rec['train_accuracy']:.3f}")
+        if "val_top1" in rec:
+            parts.append(f"val top1 {rec['val_top1']:.3f}")
+        if "val_miou" in rec:
+            parts.append(f"val mIoU {rec['val_miou']:.3f}")
+        parts.append(f"{rec['samples_per_s']:.0f} samples/s")
+        parts.append(f"data wait {rec['data_wait_share']:.0%}")
+        left = (self.cfg.train.epochs - rec["epoch"]) * rec["epoch_seconds"]
+        parts.append(f"ETA {_fmt_time(left)}")
+        return " | ".join(parts)
+
+    def train(self) -> dict:
+        self._setup()
+        cfg = self.cfg
+        b = self.bundle
+        _say(
+            f"training {cfg.model.name} (T={cfg.data.frames}, {b.layout}) on "
+            f"{len(b.train_ids)} train / {len(b.val_ids)} val videos ({b.split_source} split), "
+            f"{self.total_steps} steps, lr {self.peak_lr:g}, global batch {self.global_batch}, "
+            f"{self.d.world_size} process(es) -> {self.run_dir}",
+            self.show,
+        )
+        self._start_step = self.step
+        self._elapsed_base = self.elapsed
+        t_run = time.perf_counter()
+        stopped = False
+        try:
+            while self.epoch < cfg.train.epochs:
+                t_epoch = time.perf_counter()
+                self._train_epoch(t_run)
+                rec = self._end_epoch(t_run, t_epoch)
+                _say(self._epoch_line(rec), self.show)
+                if self.stop_at is not None and self.step >= self.stop_at:
+                    stopped = self.epoch < cfg.train.epochs
+                    break
+        except _Stopped:
+            stopped = True
+        finally:
+            self.logger.close()
+        if stopped:
+            _say(f"stopped at step {self.step}; continue with --resume", self.show)
+        return self._finish(stopped)
+
+    def _finish(self, stopped: bool = False) -> dict:
+        cfg, b, d = self.cfg, self.bundle, self.d
+        barrier(d)
+        busy = self.totals["wait"] + self.totals["compute"]
+        summary = {
+            "run_dir": str(self.run_dir),
+            "task": b.task,
+            "model": cfg.model.name,
+            "frames": cfg.data.frames,
+            "layout": b.layout,
+            "classes": b.classes,
+            "best": self.best,
+            "final": self.history[-1] if self.history else {},
+            "val_metrics": self.best_metrics,
+            "train_seconds": self.elapsed,
+            "data_wait_share": self.totals["wait"] / busy if busy else 0.0,
+            "samples_per_s": self.samples / busy if busy else 0.0,
+            "epochs": self.epoch,
+            "steps": self.step,
+            "stopped": stopped,
+            "world_size": d.world_size,
+            "lr": self.peak_lr,
+            "global_batch": self.global_batch,
+            "split": {
+                "source": b.split_source,
+                "train_videos": len(b.train_ids),
+                "val_videos": len(b.val_ids),
+            },
+        }
+        if b.task == "classification":
+            summary["accuracy"] = float(self.best_metrics.get("top1", float("nan")))
+        else:
+            summary["miou"] = float(self.best_metrics.get("miou", float("nan")))
+        if d.main:
+            if self.best_metrics.get("confusion") is not None:
+                plot_confusion(
+                    self.best_metrics["confusion"],
+                    b.classes,
+                    self.run_dir / "confusion.png",
+                    title=f"{cfg.model.name} T={cfg.data.frames}, epoch {self.best['epoch']} "
+                    "(validation)",
+                )
+            if (cfg.eval.clips > 1 or cfg.eval.crops > 1) and not stopped:
+                from ._eval import evaluate
+
+                summary["video_level"] = evaluate(
+                    self.run_dir / "best.pt",
+                    split=cfg.data.val_split,
+                    clips=cfg.eval.clips,
+                    crops=cfg.eval.crops,
+                    workers=cfg.data.workers,
+                    device=str(self.device),
+                    out=self.run_dir / "eval_metrics.json",
+                    verbose=False,
+                )
+            text = json.dumps(_clean(summary), indent=1, default=float)
+            (self.run_dir / "summary.json").write_text(text + "\n")
+        barrier(d)
+        return summary
+
+
+def _step_seed(seed: int, rank: int, epoch: int, batch: int) -> int:
+    """The global torch seed of one micro-step (dropout, drop-path...): a function of where
+    training stands only, so neither data workers nor resuming change what a model draws."""
+    seq = np.random.SeedSequence([seed, rank, epoch, batch], spawn_key=(5,))
+    return int(seq.generate_state(1, dtype=np.uint64)[0] & ((1 << 63) - 1))
+
+
+class _Stopped(Exception):
+    """Raised inside the epoch loop when ``stop_after_steps`` is reached mid-epoch."""
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

@@ -1,0 +1,40 @@
+"""The training demo, quick version: four runs, a table, report.json and plots."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from hyperframes.demo._train_demo import demo_configs, run_training_demo
+from hyperframes.train import load_config
+
+RUNS = ("hyperframe_t8", "single_frame_t1", "keyframe_segmentation", "single_frame_segmentation")
+
+
+def test_demo_configs_validate():
+    configs = demo_configs("/tmp/motion_store", "/tmp/seg_store")
+    assert tuple(configs) == RUNS
+    for cfg in configs.values():
+        load_config(cfg)
+    # each baseline is its hyperframe run with T=1
+    a, b = configs["hyperframe_t8"], configs["single_frame_t1"]
+    assert a["model"] == b["model"] and (a["data"]["frames"], b["data"]["frames"]) == (8, 1)
+    a, b = configs["keyframe_segmentation"], configs["single_frame_segmentation"]
+    assert a["model"] == b["model"] and b["data"]["frames"] == 1
+
+
+def test_quick_demo(tmp_path, capsys):
+    t0 = time.perf_counter()
+    report = run_training_demo(tmp_path / "demo", quick=True, progress=False)
+    assert time.perf_counter() - t0 < 40
+    saved = json.loads((tmp_path / "demo" / "report.json").read_text())
+    assert tuple(saved["runs"]) == RUNS and saved["runs"] == json.loads(json.dumps(report["runs"]))
+    for name, r in saved["runs"].items():
+        metric = "miou" if "segmentation" in name else "accuracy"
+        assert 0.0 <= r[metric] <= 1.0, name
+        assert r["train_seconds"] > 0 and 0.0 <= r["data_wait_share"] < 1.0
+        assert (tmp_path / "demo" / "runs" / name / "curves.png").is_file()
+        assert r["run_dir"].endswith(name)
+    assert (tmp_path / "demo" / "summary.png").is_file()
+    table = capsys.readouterr().out
+    assert "hyperframe_t8" in table and "mIoU" in table

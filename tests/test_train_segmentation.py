@@ -1,0 +1,109 @@
+"""Segmentation training data: targets are the key frame's mask from the .npz beside each
+source video; a keyframe model trains and evaluates with mIoU."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from hyperframes import ConfigError, DataError
+from hyperframes.demo import make_segmentation_dataset
+from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.train import SegmentationDataset, evaluate, load_config, run_training
+
+
+@pytest.fixture(scope="module")
+def seg_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("seg") / "videos"
+    root.mkdir()  # make_segmentation_dataset writes the masks before it makes the folder
+    make_segmentation_dataset(root, videos=6, frames=12, size=32, seed=2)
+    return root
+
+
+@pytest.fixture(scope="module")
+def seg_store(seg_data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("seg") / "store"
+    build_store(seg_data, out, BuildOptions(size="none"), progress=False)
+    return out
+
+
+def _config(store, frames=4, **train):
+    return {
+        "data": {
+            "store": str(store),
+            "frames": frames,
+            "batch_size": 4,
+            "sampler": "sliding",
+            "sampler_options": {"window_stride": 4},
+            "val_sampler_options": {"clips": 2},
+            "augmentation": {"hflip": 0.5},
+        },
+        "model": {"name": "keyframe_unet", "options": {"base_width": 4, "depth": 2}},
+        "train": {"epochs": 1, "optimizer": "adamw", "lr": 0.003, **train},
+    }
+
+
+@pytest.mark.parametrize("frames", [1, 4])
+def test_target_is_the_key_frames_mask(seg_store, frames):
+    store = open_store(seg_store)
+    ds = SegmentationDataset(
+        store, [0, 1], sampler="sliding", frames=frames, layout="keyframe", seed=0
+    )
+    for i in range(len(ds)):
+        h = ds[i]
+        src = h.meta["frame_indices"][frames // 2]
+        masks = np.load(h.meta["video"].replace(".mp4", ".npz"))["masks"]
+        assert torch.equal(h.meta["target"], torch.from_numpy(masks[src].astype(np.int64)))
+        assert h.frames.key.shape == (3, 32, 32)
+        assert torch.equal(h.frames.key, h.frames.context[frames // 2])
+
+
+def test_hflip_mirrors_frames_and_mask_together(seg_store):
+    store = open_store(seg_store)
+    kw = {"sampler": "sliding", "frames": 2, "layout": "keyframe", "seed": 0}
+    plain = SegmentationDataset(store, [0], **kw)
+    flipped = SegmentationDataset(store, [0], hflip=1.0, **kw)
+    a, b = plain[0], flipped[0]
+    assert torch.equal(b.meta["target"], a.meta["target"].flip(-1))
+    assert torch.equal(b.frames.context, a.frames.context.flip(-1))
+
+
+def test_missing_masks_are_explained(seg_data, tmp_path):
+    data = tmp_path / "videos"
+    shutil.copytree(seg_data, data)
+    (data / "seg_001.npz").unlink()
+    store = tmp_path / "store"
+    build_store(data, store, BuildOptions(size="none"), progress=False)
+    ds = SegmentationDataset(open_store(store), [1], sampler="sliding", frames=2, layout="keyframe")
+    with pytest.raises(DataError, match=r"seg_001\.npz: missing; segmentation training needs"):
+        ds[0]
+
+
+def test_keyframe_model_trains_and_evaluates(seg_store, tmp_path):
+    s = run_training(_config(seg_store, aux_weight=1.0), tmp_path / "run", progress=False)
+    assert s["task"] == "segmentation" and 0.0 <= s["miou"] <= 1.0
+    assert set(s["val_metrics"]["iou"]) == {"background", "foreground"}
+    for name in ("curves.png", "confusion.png", "best.pt", "epochs.csv"):
+        assert (tmp_path / "run" / name).is_file()
+    m = evaluate(tmp_path / "run" / "best.pt", clips=2, crops=1, verbose=False)
+    assert m["videos"] == s["split"]["val_videos"] and m["windows"] == 2 * m["videos"]
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["miou"] == m["miou"]
+    with pytest.raises(ConfigError, match="segmentation is evaluated on whole frames"):
+        evaluate(tmp_path / "run" / "best.pt", crops=3)
+    # the single-frame baseline: the same network on K_t alone
+    s1 = run_training(_config(seg_store, frames=1), tmp_path / "t1", progress=False)
+    assert s1["frames"] == 1 and 0.0 <= s1["miou"] <= 1.0
+
+
+def test_segmentation_config_checks():
+    with pytest.raises(ConfigError, match=r"data\.augmentation\.size: crops are not applied"):
+        load_config(
+            {
+                "data": {"store": "s", "augmentation": {"size": 16}},
+                "model": {"name": "keyframe_unet"},
+            }
+        )
