@@ -33,6 +33,9 @@ test: setup lint
 bench: setup
 	$(BIN)/python benchmarks/bench_build.py
 	$(BIN)/python benchmarks/bench_read.py
+	$(BIN)/python benchmarks/bench_open.py
+	$(BIN)/python benchmarks/bench_predict.py
+	$(BIN)/python benchmarks/readme_table.py
 
 # System libraries the optional decoders need (torchcodec loads FFmpeg's shared libraries).
 system-deps:
