@@ -15,6 +15,7 @@ had never stopped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -28,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._errors import ConfigError, DataError
+from ..models import aux_weight
 from ._checkpoint import get_rng_state, load_checkpoint, save_checkpoint, set_rng_state
 from ._config import Config, load_config, save_config
 from ._data import batch_target, build_data, prepare_input
@@ -484,8 +486,6 @@ class _Run:
                 return loss, correct, target.shape[0]
             if self.use_aux:
                 out, aux = forward(self.net, x, mask)
-                from ..models import aux_weight
-
                 w = aux_weight(self.step, self.total_steps, initial=cfg.train.aux_weight)
                 loss = F.cross_entropy(out.float(), target, weight=self.class_weights)
                 loss = loss + w * self.model.aux_loss(aux, x)
@@ -545,7 +545,7 @@ class _Run:
                 group = min(acc, n - group_start)
                 last_in_group = i + 1 == group_start + group
                 sync = d.active and not last_in_group
-                ctx = self.net.no_sync() if sync else _null()
+                ctx = self.net.no_sync() if sync else contextlib.nullcontext()
                 torch.manual_seed(_step_seed(cfg.train.seed, d.rank, self.epoch, i))
                 with ctx:
                     loss, correct, count = self._loss(x, batch, target)
@@ -788,11 +788,3 @@ def _step_seed(seed: int, rank: int, epoch: int, batch: int) -> int:
 
 class _Stopped(Exception):
     """Raised inside the epoch loop when ``stop_after_steps`` is reached mid-epoch."""
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
