@@ -45,11 +45,11 @@ FULL = {
     "videos_per_class": 40,
     "motion_frames": 28,
     "motion_size": 64,
-    "cls_epochs": 30,
+    "cls_epochs": 40,
     "seg_videos": 32,
     "seg_frames": 32,
     "seg_size": 64,
-    "seg_epochs": 12,
+    "seg_epochs": 10,
 }
 QUICK = {
     "videos_per_class": 4,
@@ -74,7 +74,7 @@ def demo_configs(motion_store: str, seg_store: str, *, quick: bool = False) -> d
     stats = {"mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}
 
     def classifier(frames: int) -> dict:
-        stride = 1
+        stride = 2  # frames 2 apart: more motion per step, the model picks it up sooner
         return {
             "data": {
                 "store": motion_store,
@@ -83,14 +83,14 @@ def demo_configs(motion_store: str, seg_store: str, *, quick: bool = False) -> d
                 "val_sampler": "uniform",
                 "val_sampler_options": {"clips": 1, "stride": stride},
                 "frames": frames,
-                "batch_size": 8,
+                "batch_size": 4,  # small batches: more steps in the same time
                 "val_batch_size": 32,
                 **stats,
             },
             "model": {"name": "r2plus1d_tiny"},
             "train": {
                 "optimizer": "adamw",
-                "lr": 0.003,
+                "lr": 0.002,
                 "weight_decay": 0.01,
                 "epochs": p["cls_epochs"],
                 "warmup_epochs": 1 if not quick else 0,

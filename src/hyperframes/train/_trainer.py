@@ -59,6 +59,10 @@ RESUMABLE_CHANGES = (
 )
 
 
+#: seconds between redraws of curves.png during training (always drawn after the last epoch)
+PLOT_EVERY_S = 20.0
+
+
 class _WithAux(nn.Module):
     """Calls ``forward_with_aux`` through ``forward`` (so DDP sees one forward)."""
 
@@ -669,7 +673,10 @@ class _Run:
         if self.d.main:
             self.logger.log(record)
             self.logger.write_csv(self.history)
-            plot_curves(self.history, self.run_dir / "curves.png", task=b.task)
+            now = time.perf_counter()
+            if last or now - self._plotted >= PLOT_EVERY_S:  # short epochs: not every time
+                plot_curves(self.history, self.run_dir / "curves.png", task=b.task)
+                self._plotted = now
         return record
 
     def _epoch_line(self, rec: dict) -> str:
@@ -699,6 +706,7 @@ class _Run:
         )
         self._start_step = self.step
         self._elapsed_base = self.elapsed
+        self._plotted = -math.inf
         t_run = time.perf_counter()
         stopped = False
         try:
