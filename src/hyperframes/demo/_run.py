@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .._pictures import window_png
-from ..bench._onthefly import pyav_window
+from ..bench import plan_windows, time_onthefly, time_store
 from ..store import BuildOptions, build_store, open_store
 from ._synthetic import make_motion_dataset
 
@@ -30,30 +30,13 @@ def _say(msg: str) -> None:
 
 
 def measure_reads(store, *, windows: int, frames: int, seed: int = 0) -> dict:
-    """Random windows of ``frames`` frames: reads/s from the store vs PyAV on the fly."""
-    rng = np.random.default_rng(seed)
-    nf = store.videos.num_frames
-    eligible = np.nonzero(nf >= frames)[0]
-    plan = []
-    for _ in range(windows):
-        v = int(rng.choice(eligible))
-        start = int(rng.integers(0, nf[v] - frames + 1))
-        plan.append((v, np.arange(start, start + frames)))
-    # store: one batched call per 8 windows, as a loader would
-    store.read_batch(plan[:8])  # warm the page cache and the maps
-    t0 = time.perf_counter()
-    for b in range(0, len(plan), 8):
-        store.read_batch(plan[b : b + 8])
-    t_store = time.perf_counter() - t0
-    # on the fly: the same windows decoded from the source files (fewer: it is slow)
-    n_fly = max(4, windows // 16)
-    t0 = time.perf_counter()
-    for v, idx in plan[:n_fly]:
-        rec = store.videos[v]
-        pyav_window(rec.path, rec.pts_seconds[idx], stream=rec.stream)
-    t_fly = time.perf_counter() - t0
-    store_rate = len(plan) / t_store
-    fly_rate = n_fly / t_fly
+    """Random windows of ``frames`` frames: reads/s from the store vs decoding the same windows
+    on the fly with PyAV (the measurements of ``hyperframes bench``, on one plan)."""
+    plan = plan_windows(store, windows=windows, frames=frames, seed=seed)
+    store_rate = time_store(store, plan, batch=8, repeats=1)
+    fly_rate = time_onthefly("pyav", store, plan[: max(4, windows // 16)], budget_seconds=10.0)[
+        "windows_per_s"
+    ]
     return {
         "window_frames": frames,
         "store_windows_per_s": store_rate,

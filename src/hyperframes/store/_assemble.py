@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
 from .._version import __version__
-from ._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
 from ._format import (
     CHECKSUM_ALGORITHM,
     CHUNK_DTYPE,

@@ -16,10 +16,10 @@ import shutil
 import time
 from pathlib import Path
 
+from .._atomic import fsync_dir, write_json_atomic
 from .._errors import HyperframesError, StoreError
 from .._progress import Progress
 from ._assemble import assemble, live_records
-from ._atomic import fsync_dir, write_json_atomic
 from ._codecs import create_codec
 from ._format import BUILD_PARAMS, LOCK, MANIFEST, SHARDS_DIR
 from ._ingest import ingest

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._atomic import fsync_dir
 from .._errors import ConfigError, DataError, StoreError
 from ._records import VideoList, VideoRecord
 
@@ -84,6 +85,7 @@ def convert_to_hdf5(store, out: str | os.PathLike, *, compression: str = "lzf", 
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, out)
+        fsync_dir(out.parent)
     finally:
         bar.close()
         tmp.unlink(missing_ok=True)

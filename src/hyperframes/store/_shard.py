@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from ._atomic import fsync_dir, write_bytes_atomic
+from .._atomic import fsync_dir, write_bytes_atomic
 from ._codecs import Codec
 from ._format import CHECKSUM_ALGORITHM, PART_SUFFIX, RECORDS_SUFFIX, SHARD_SUFFIX, align
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._atomic import write_atomic
 from .._errors import InputError
 
 __all__ = [
@@ -32,52 +33,16 @@ __all__ = [
     "load_checkpoint",
     "save_checkpoint",
     "set_rng_state",
-    "write_text_atomic",
 ]
 
 FORMAT = "hyperframes-checkpoint"
 VERSION = 1
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # some filesystems do not open folders
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic(path: Path, write) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    _fsync_dir(path.parent)
-    return path
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` so that ``path`` holds either its old content or all of ``text``."""
-    return _atomic(path, lambda f: f.write(text.encode("utf-8")))
-
-
 def save_checkpoint(path: str | os.PathLike, state: dict) -> Path:
     """Save ``state`` (tensors and plain values) to ``path`` atomically."""
     state = {"format": FORMAT, "version": VERSION, **state}
-    return _atomic(Path(path), lambda f: torch.save(state, f))
+    return write_atomic(path, lambda f: torch.save(state, f))
 
 
 def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:

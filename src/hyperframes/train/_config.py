@@ -492,7 +492,7 @@ def load_config(
 
 def save_config(cfg: Config, path: str | os.PathLike) -> Path:
     """Write the resolved config (every key, defaults included) as YAML, atomically."""
-    from ._checkpoint import write_text_atomic
+    from .._atomic import write_text_atomic
 
     text = yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None)
     return write_text_atomic(Path(path), text)

@@ -16,7 +16,7 @@ import math
 import warnings
 from pathlib import Path
 
-from ._checkpoint import write_text_atomic
+from .._atomic import write_text_atomic
 
 __all__ = ["RunLogger"]
 
