@@ -12,6 +12,7 @@ import torch
 
 from hyperframes import ConfigError, DataError, InputError
 from hyperframes.demo import make_motion_dataset
+from hyperframes.infer import load_inference_model
 from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import (
     eval_main,
@@ -90,6 +91,16 @@ def test_a_run_writes_logs_plots_and_checkpoints(motion_store, tmp_path):
     assert raw["format"] == "hyperframes-checkpoint" and raw["epoch"] == 2
     assert raw["classes"] == sorted(CLASSES) and raw["config"]["data"]["frames"] == 4
     assert isinstance(raw["model"]["backbone.conv1.weight"], torch.Tensor)
+    # how the store made its frames travels with the model: predict needs no store
+    assert raw["input"] == {"size": "none", "fps": 0.0}
+    moved = motion_store.with_name("store_moved")
+    motion_store.rename(moved)
+    try:
+        loaded = load_inference_model(run / "best.pt")
+    finally:
+        moved.rename(motion_store)
+    assert loaded.preprocess.source.startswith("checkpoint input.size")
+    assert loaded.preprocess.size is None and loaded.preprocess.fps is None
     # summary: the numbers the demo reports
     assert 0.0 <= s["accuracy"] <= 1.0
     assert s["train_seconds"] > 0 and 0.0 <= s["data_wait_share"] < 1.0

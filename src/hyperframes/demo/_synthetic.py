@@ -200,7 +200,7 @@ def _texture_side(radius: float) -> int:
 
 
 def make_motion_frames(
-    label: str, *, frames: int, size: int, rng: np.random.Generator
+    label: str, *, frames: int, size: int, rng: np.random.Generator, motion: float = 1.0
 ) -> np.ndarray:
     """Render one motion-classification clip; pure, no I/O.
 
@@ -223,8 +223,8 @@ def make_motion_frames(
     tex = _object_texture(_texture_side(radius), rng)
     cx, cy = rng.uniform(0.0, size, 2)  # uniform on the torus: every frame looks alike
     angle0 = rng.uniform(0.0, 2.0 * math.pi)
-    speed = rng.uniform(1.25, 2.5) * size / 64.0  # px per frame
-    spin = math.radians(rng.uniform(5.0, 10.0))  # rad per frame
+    speed = rng.uniform(1.25, 2.5) * size / 64.0 * motion  # px per frame
+    spin = math.radians(rng.uniform(5.0, 10.0)) * motion  # rad per frame
 
     dx, dy = _DIRECTIONS.get(label, (0.0, 0.0))
     turn = _SPINS.get(label, 0.0)
@@ -250,6 +250,7 @@ def make_motion_dataset(
     progress: Progress | None = None,
     gop: int = 8,
     overwrite: bool = True,
+    motion: float = 1.0,
 ) -> list[Path]:
     """Write a motion-classification set as ``root/<label>/<label>_<i:03d>.mp4``.
 
@@ -291,7 +292,11 @@ def make_motion_dataset(
             if overwrite or not path.exists():
                 rng = np.random.default_rng([seed, class_id, i])
                 clip = make_motion_frames(
-                    label, frames=_jittered_length(frames, rng), size=size, rng=rng
+                    label,
+                    frames=_jittered_length(frames, rng),
+                    size=size,
+                    rng=rng,
+                    motion=motion,
                 )
                 write_h264(path, clip, fps=rate, gop=gop)
             paths.append(path)

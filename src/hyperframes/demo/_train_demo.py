@@ -139,23 +139,41 @@ def _build(data: Path, store: Path, show: bool) -> None:
         raise RuntimeError(report.summary())
 
 
+def _generate(target: Path, make) -> None:
+    """Write a synthetic set into ``target`` all or nothing: a set interrupted half-way
+    is left under a ``.partial`` name (and redone next time), never where a complete one
+    is expected."""
+    if target.exists():
+        return
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    make(partial)
+    partial.rename(target)
+
+
 def _data(out: Path, p: dict, show: bool) -> tuple[Path, Path]:
     motion, seg = out / "motion", out / "segmentation"
     if not motion.exists():
         _say(f"[1/4] generating the motion dataset in {motion} ...", show)
-        make_motion_dataset(
-            motion,
+    _generate(
+        motion,
+        lambda d: make_motion_dataset(
+            d,
             videos_per_class=p["videos_per_class"],
             frames=p["motion_frames"],
             size=p["motion_size"],
             seed=0,
-        )
+        ),
+    )
     if not seg.exists():
         _say(f"      generating the segmentation dataset in {seg} ...", show)
-        seg.mkdir(parents=True)  # make_segmentation_dataset writes masks before making it
-        make_segmentation_dataset(
-            seg, videos=p["seg_videos"], frames=p["seg_frames"], size=p["seg_size"], seed=0
-        )
+    _generate(
+        seg,
+        lambda d: make_segmentation_dataset(
+            d, videos=p["seg_videos"], frames=p["seg_frames"], size=p["seg_size"], seed=0
+        ),
+    )
     _say("[2/4] building the stores (each video decoded once) ...", show)
     _build(motion, out / "motion_store", show)
     _build(seg, out / "segmentation_store", show)

@@ -12,7 +12,7 @@ are taken, first found first:
 
 1. the ``size`` / ``fps`` arguments, unless None (``"128"``: short side 128, aspect kept; ``"112x112"``:
    exact height x width; ``"none"``: native; ``fps=0``: keep every decoded frame);
-2. the checkpoint's ``"input"`` entry (``{"size": "128", "fps": 15.0}``), if the trainer wrote one;
+2. the checkpoint's ``"input"`` entry (``{"size": "128", "fps": 15.0}``; ``hyperframes train`` writes it);
 3. the ``build`` options in the manifest of the store at ``config.data.store``, if it is there;
 4. the store defaults: short side 128, every decoded frame.
 

@@ -278,6 +278,14 @@ def run_training(
         teardown(d)
 
 
+def _input_entry(store) -> dict:
+    """How the store made its frames (``size``, ``fps``; 0 = every decoded frame), so that
+    inference resizes and resamples a raw video alike without the store (see
+    :mod:`hyperframes.infer`)."""
+    build = getattr(store, "manifest", {}).get("build", {})
+    return {"size": str(build.get("size", "none")), "fps": float(build.get("fps") or 0.0)}
+
+
 class _Run:
     def __init__(
         self, cfg: Config, out, resume: bool, progress: bool, device, d: Dist, stop_at=None
@@ -419,6 +427,7 @@ class _Run:
             "layout": self.bundle.layout,
             "task": self.bundle.task,
             "classes": list(self.bundle.classes),
+            "input": _input_entry(self.bundle.store),
             "epoch": self.epoch,
             "batches_done": self.batches_done,
             "step": self.step,
