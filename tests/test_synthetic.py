@@ -134,6 +134,20 @@ def test_two_frames_tell_the_motion():
                 assert spin > 3 if label == "clockwise" else spin < -3, (label, i, spin)
 
 
+def test_motion_scale_scales_the_speed():
+    for label in ("right", "anticlockwise"):
+        base, fast = (
+            make_motion_frames(label, frames=3, size=32, rng=np.random.default_rng(7), motion=m)
+            for m in (1.0, 2.0)
+        )
+        assert not np.array_equal(base[1], base[2])
+        np.testing.assert_array_equal(fast[1], base[2])  # twice the speed: frame 1 = frame 2
+    still = make_motion_frames("left", frames=3, size=32, rng=np.random.default_rng(1), motion=0)
+    assert (still == still[0]).all()
+    with pytest.raises(ConfigError, match="motion"):
+        make_motion_frames("left", frames=2, size=32, rng=np.random.default_rng(0), motion=-1)
+
+
 def test_motion_frames_rejects_bad_arguments():
     rng = np.random.default_rng(0)
     with pytest.raises(ConfigError, match="unknown motion class"):

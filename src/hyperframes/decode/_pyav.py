@@ -135,12 +135,14 @@ class PyAVFrame:
         self.pts_seconds = pts_seconds
 
     def to_rgb(self, size: tuple[int, int] | None = None) -> np.ndarray:
-        kwargs = {}
+        # one swscale thread: FFmpeg 8's threaded conversion does not always give the same
+        # bytes, and a store must not depend on scheduling (workers parallelise builds)
+        kwargs: dict = {"threads": 1}
         if size is not None:
             height, width = check_size(size)
             if self._turns % 2:
                 width, height = height, width
-            kwargs = {"width": width, "height": height, "interpolation": "AREA"}
+            kwargs.update(width=width, height=height, interpolation="AREA")
         try:
             rgb = self._frame.to_ndarray(format="rgb24", **kwargs)
         except Exception as e:

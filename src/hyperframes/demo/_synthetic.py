@@ -92,6 +92,12 @@ def _check_fps(fps: object) -> Fraction:
     return rate
 
 
+def _check_scale(motion: object) -> float:
+    if isinstance(motion, bool) or not isinstance(motion, (int, float)) or not motion >= 0:
+        raise ConfigError(f"motion must be a number >= 0 (1 = default speeds), got {motion!r}")
+    return float(motion)
+
+
 def _check_rng(rng: object) -> np.random.Generator:
     if not isinstance(rng, np.random.Generator):
         raise ConfigError(
@@ -208,7 +214,8 @@ def make_motion_frames(
     texture and colours, radius, start position, start angle, speed) is drawn from ``rng``
     in an order that does not depend on ``label``; the label only picks the direction of
     motion. Translations move 1.25-2.5 px per frame (at 64 px, scaled with ``size``) and
-    wrap around the edges; rotations turn 5-10 degrees per frame about a fixed centre.
+    wrap around the edges; rotations turn 5-10 degrees per frame about a fixed centre;
+    ``motion`` scales both (0 gives a still clip: the class is then invisible).
 
     Returns an array (frames, size, size, 3) of uint8 RGB.
     """
@@ -217,6 +224,7 @@ def make_motion_frames(
     frames = _check_int("frames", frames, 1)
     size = _check_size(size)
     rng = _check_rng(rng)
+    motion = _check_scale(motion)
 
     background = _background(size, rng)
     radius = size * rng.uniform(0.16, 0.24)
@@ -280,6 +288,7 @@ def make_motion_dataset(
     size = _check_size(size)
     rate = _check_fps(fps)
     seed = _check_int("seed", seed, 0)
+    motion = _check_scale(motion)
     _check_progress(progress)
 
     root = Path(root)
@@ -466,6 +475,9 @@ def write_h264(
         stream.codec_context.thread_count = 1
         for image in frames:
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format="rgb24")
+            # one swscale thread: FFmpeg 8's threaded conversion does not always give
+            # the same bytes, and the files must be reproducible
+            frame = frame.reformat(format="yuv420p", threads=1)
             container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
     os.replace(tmp, path)
