@@ -36,6 +36,28 @@ def test_sample_is_traceable_to_exact_frames(store):
     assert "Hyperframe(frames=(8, 3, 48, 64) uint8" in repr(ds[0])
 
 
+def test_video_ids_choose_the_videos(store):
+    full = HyperframeDataset(store, sampler="uniform", frames=4, sampler_options={"clips": 1})
+    chosen = [4, 1]
+    ds = HyperframeDataset(
+        store, sampler="uniform", frames=4, sampler_options={"clips": 1}, video_ids=chosen
+    )
+    assert len(ds) == 2 and ds.video_ids.tolist() == chosen
+    assert [ds[i].meta["video_id"] for i in range(2)] == chosen
+    for i, vid in enumerate(chosen):  # the same window as in the whole-store dataset
+        assert torch.equal(ds[i].frames, full[vid].frames)
+    with pytest.raises(DataError, match=r"video_ids \[6\] are not videos"):
+        HyperframeDataset(store, frames=4, video_ids=[0, 6])
+    with pytest.raises(DataError, match="repeat"):
+        HyperframeDataset(store, frames=4, video_ids=[1, 1])
+    with pytest.raises(DataError, match="empty"):
+        HyperframeDataset(store, frames=4, video_ids=[])
+    with pytest.raises(ConfigError, match="integers"):
+        HyperframeDataset(store, frames=4, video_ids=["a"])
+    with pytest.raises(ConfigError, match="not both"):
+        HyperframeDataset(store, frames=4, video_ids=[0], split="train")
+
+
 def test_same_seed_same_samples_epoch_changes_them(store):
     a = HyperframeDataset(store, frames=4, seed=1)
     b = HyperframeDataset(store, frames=4, seed=1)

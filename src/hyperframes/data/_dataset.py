@@ -27,6 +27,28 @@ def _open(store):
     return store
 
 
+def _check_video_ids(video_ids, count: int, store) -> np.ndarray:
+    """``video_ids`` as int64, every one a video of ``store``, none repeated, at least one."""
+    try:
+        ids = np.asarray(video_ids)
+    except (TypeError, ValueError):
+        ids = np.asarray([], dtype=object)
+    if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
+        raise ConfigError(f"video_ids must be a sequence of integers, got {video_ids!r}")
+    if not ids.size:
+        raise DataError("video_ids is empty: the dataset would have no video")
+    bad = ids[(ids < 0) | (ids >= count)]
+    if bad.size:
+        raise DataError(
+            f"video_ids {bad[:5].tolist()} are not videos of {getattr(store, 'path', store)} "
+            f"(it holds ids 0..{count - 1})"
+        )
+    uniq, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        raise DataError(f"video_ids repeat {uniq[counts > 1][:5].tolist()}")
+    return ids.astype(np.int64)
+
+
 class HyperframeDataset(torch.utils.data.Dataset):
     """Windows of ``frames`` frames from ``store`` (a path or an opened store).
 
@@ -36,6 +58,10 @@ class HyperframeDataset(torch.utils.data.Dataset):
     given as ``(epoch, item)``, which is how :func:`hyperframes.loader` carries the epoch into
     persistent workers. ``memory="ram"`` holds the whole store in RAM; ``memory="cuda"`` (any
     torch device) holds it on that device.
+
+    The videos are all of the store's, those of ``split`` (a split name recorded at build
+    time), or exactly ``video_ids`` (store video ids, e.g. a split made by the caller); the
+    sampler numbers items over the chosen videos only.
     """
 
     def __init__(
@@ -48,6 +74,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         transform: Callable | None = None,
         *,
         split: str | None = None,
+        video_ids=None,
         epoch: int = 0,
         dtype: str = "uint8",
         memory: str = "disk",
@@ -70,11 +97,15 @@ class HyperframeDataset(torch.utils.data.Dataset):
             raise ConfigError(f"the sampler plans {sampler.frames} frames but frames={frames}")
         self.sampler = sampler
         videos = self.store.videos
+        if split is not None and video_ids is not None:
+            raise ConfigError("give split= or video_ids=, not both")
         if split is not None:
             ids = [i for i in range(len(videos)) if videos[i].split == split]
             if not ids:
                 have = sorted({v.split for v in videos if v.split})
                 raise DataError(f"no video of split {split!r} in the store; splits: {have}")
+        elif video_ids is not None:
+            ids = _check_video_ids(video_ids, len(videos), self.store)
         else:
             ids = list(range(len(videos)))
         self.video_ids = np.asarray(ids, np.int64)

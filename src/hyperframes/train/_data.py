@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .._errors import DataError
-from ..data._dataset import HyperframeDataset
+from ..data import HyperframeDataset
 from ..data._layouts import KeyframeWindow
 from ..data.transforms import (
     CenterCrop,
@@ -26,20 +26,7 @@ from ..data.transforms import (
 )
 from ._splits import resolve_split
 
-__all__ = ["DataBundle", "SubsetDataset", "build_data", "make_dataset", "prepare_input"]
-
-
-class SubsetDataset(HyperframeDataset):
-    """A :class:`HyperframeDataset` over the given ``video_ids`` of the store (the sampler's
-    items number only these videos)."""
-
-    def __init__(self, store, video_ids, **kwargs) -> None:
-        self._subset = np.asarray(video_ids, dtype=np.int64)
-        super().__init__(store, split=None, **kwargs)
-
-    def _table(self, videos):
-        self.video_ids = self._subset  # before the table and the item count are made
-        return super()._table(videos)
+__all__ = ["DataBundle", "build_data", "make_dataset", "prepare_input"]
 
 
 @dataclasses.dataclass
@@ -117,7 +104,7 @@ def make_dataset(
         return SegmentationDataset(store, video_ids, hflip=hflip, **kwargs)
     if transform == "auto":
         transform = train_transform(d.augmentation) if train else eval_transform(d.augmentation)
-    return SubsetDataset(store, video_ids, transform=transform, **kwargs)
+    return HyperframeDataset(store, video_ids=video_ids, transform=transform, **kwargs)
 
 
 def build_data(cfg, store) -> DataBundle:

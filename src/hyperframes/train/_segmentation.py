@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from .._errors import DataError
+from ..data import HyperframeDataset
 from ..data.transforms import transform_generator
-from ._data import SubsetDataset
 
 __all__ = ["SegmentationDataset", "masks_path"]
 
@@ -33,9 +33,9 @@ def masks_path(video_path: str) -> Path:
     return Path(video_path).with_suffix(".npz")
 
 
-class SegmentationDataset(SubsetDataset):
+class SegmentationDataset(HyperframeDataset):
     def __init__(self, store, video_ids, *, hflip: float = 0.0, **kwargs) -> None:
-        super().__init__(store, video_ids, **kwargs)
+        super().__init__(store, video_ids=video_ids, **kwargs)
         self.hflip = float(hflip)
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
 
