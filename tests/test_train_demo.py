@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import time
 
-from hyperframes.demo._train_demo import demo_configs, run_training_demo
+from hyperframes import models
+from hyperframes.demo._train_demo import DEMO_CLASSES, demo_configs, run_training_demo
 from hyperframes.train import load_config
 
 RUNS = ("hyperframe_t8", "single_frame_t1", "keyframe_segmentation", "single_frame_segmentation")
@@ -19,6 +20,7 @@ def test_demo_configs_validate():
     # each baseline is its hyperframe run with T=1
     a, b = configs["hyperframe_t8"], configs["single_frame_t1"]
     assert a["model"] == b["model"] and (a["data"]["frames"], b["data"]["frames"]) == (8, 1)
+    assert models.get_spec(a["model"]["name"]).layout == "channel"  # a channel hyperframe
     a, b = configs["keyframe_segmentation"], configs["single_frame_segmentation"]
     assert a["model"] == b["model"] and b["data"]["frames"] == 1
 
@@ -35,6 +37,8 @@ def test_quick_demo(tmp_path, capsys):
         assert r["train_seconds"] > 0 and 0.0 <= r["data_wait_share"] < 1.0
         assert (tmp_path / "demo" / "runs" / name / "curves.png").is_file()
         assert r["run_dir"].endswith(name)
+        if metric == "accuracy":
+            assert r["chance"] == 1 / len(DEMO_CLASSES)
     assert (tmp_path / "demo" / "summary.png").is_file()
     table = capsys.readouterr().out
     assert "hyperframe_t8" in table and "mIoU" in table

@@ -144,6 +144,28 @@ def _object_texture(
     return (c0 * (1.0 - t[..., None]) + c1 * t[..., None]).astype(np.float32)
 
 
+def _bright_texture(side: int, rng: np.random.Generator) -> np.ndarray:
+    """A (side, side, 3) float texture in [0.45, 1]: light blocks on a mid-tone, colours random.
+
+    Unlike :func:`_object_texture` its contrast has one sign (light on mid) whatever the
+    colours, and it is brighter than a :func:`_dark_background`: a frame difference then
+    shows a moving disc the same way in every video.
+    """
+    c0, c1 = _palette(rng)
+    cell = int(rng.integers(3, 6))
+    n = -(-side // cell)
+    blocks = np.kron(rng.random((n, n)), np.ones((cell, cell)))[:side, :side]
+    light = (blocks > 0.6)[..., None]
+    grain = rng.normal(0.0, 0.03, (side, side, 1))
+    rgb = np.where(light, 0.85 + 0.15 * c1, 0.45 + 0.15 * c0) + grain
+    return np.clip(rgb, 0.0, 1.0).astype(np.float32)
+
+
+def _dark_background(size: int, rng: np.random.Generator) -> np.ndarray:
+    """:func:`_background` dimmed to [0, 0.35]: always darker than a :func:`_bright_texture`."""
+    return _background(size, rng) * np.float32(0.35)
+
+
 def _background(size: int, rng: np.random.Generator) -> np.ndarray:
     """A (size, size, 3) float background: smooth two-colour noise plus faint grain."""
     c0, c1 = _palette(rng)
@@ -226,9 +248,9 @@ def make_motion_frames(
     rng = _check_rng(rng)
     motion = _check_scale(motion)
 
-    background = _background(size, rng)
+    background = _dark_background(size, rng)
     radius = size * rng.uniform(0.16, 0.24)
-    tex = _object_texture(_texture_side(radius), rng)
+    tex = _bright_texture(_texture_side(radius), rng)
     cx, cy = rng.uniform(0.0, size, 2)  # uniform on the torus: every frame looks alike
     angle0 = rng.uniform(0.0, 2.0 * math.pi)
     speed = rng.uniform(1.25, 2.5) * size / 64.0 * motion  # px per frame

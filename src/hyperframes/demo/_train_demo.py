@@ -5,10 +5,11 @@ builds their stores (``size="none"``), and trains four runs with
 :func:`hyperframes.train.run_training`, each in ``DIR/runs/<name>`` (config, logs, plots,
 checkpoints):
 
-* ``hyperframe_t8`` -- a video model on windows of T=8 consecutive frames of the motion set,
-  whose six classes differ only by the direction of motion;
+* ``hyperframe_t8`` -- a channel-hyperframe model (``channel_resnet18``: the T=8 frames
+  stacked on the channel axis, (3*8, H, W), through a 2D ResNet-18) on the motion set, whose
+  four classes (left, right, up, down) differ only by the direction of motion;
 * ``single_frame_t1`` -- the same model and recipe on single frames (T=1): every frame of every
-  class has the same distribution, so it can only guess (chance is 1/6);
+  class has the same distribution, so it can only guess (chance is 1/4);
 * ``keyframe_segmentation`` -- the keyframe + aggregator segmenter (``keyframe_unet``: the
   aggregator G reads the T=8 frames around the key frame K_t, the UNet F segments K_t with
   G's map) on the moving-object set, where moving discs are the foreground and their still
@@ -20,11 +21,14 @@ train_seconds, data_wait_share, run_dir, ...}}}``) and ``DIR/summary.png``. Accu
 are those of the last epoch on held-out videos (a stratified per-video split, see
 :mod:`hyperframes.train`); ``best_*`` is the best epoch's.
 
-The classifier is ``r2plus1d_tiny``. On this CPU-sized problem (180 training videos) the
-channel-stacked ResNet-18 (``channel_resnet18``, early fusion) memorises the training videos
-before it learns motion and stays at chance on held-out videos within minutes of CPU, even
-with random crops or appearance-matched classes; the small (2+1)D network, whose temporal
-convolutions compare neighbouring frames from the first layer, learns the motion.
+Why these four classes and this look: early fusion mixes the T frames *linearly* in its first
+convolution, so it sees motion as signed frame differences. The motion set draws a light
+disc over a darker background (:mod:`._synthetic`), so those differences have the same sign
+pattern in every video, and the ResNet-18 learns the direction within a few epochs. The two
+spinning classes of the set (``clockwise``/``anticlockwise``) are left out: telling them
+apart needs the local motion related to the disc's centre, which the channel model did not
+learn at this scale (it memorised the training videos instead), whereas a (2+1)D network
+(``r2plus1d_tiny``, temporal convolutions at every stage) does.
 """
 
 from __future__ import annotations
@@ -38,14 +42,17 @@ from pathlib import Path
 from ..store import BuildOptions, build_store
 from ._synthetic import make_motion_dataset, make_segmentation_dataset
 
-__all__ = ["demo_configs", "run_training_demo"]
+__all__ = ["DEMO_CLASSES", "demo_configs", "run_training_demo"]
+
+#: the motion classes the classification runs use (see the module doc)
+DEMO_CLASSES = ("left", "right", "up", "down")
 
 #: sizes of the full demo (a few minutes on 2 CPU cores) and of the quick one (tests)
 FULL = {
     "videos_per_class": 40,
     "motion_frames": 28,
     "motion_size": 64,
-    "cls_epochs": 40,
+    "cls_epochs": 12,
     "seg_videos": 32,
     "seg_frames": 32,
     "seg_size": 64,
@@ -87,7 +94,7 @@ def demo_configs(motion_store: str, seg_store: str, *, quick: bool = False) -> d
                 "val_batch_size": 32,
                 **stats,
             },
-            "model": {"name": "r2plus1d_tiny"},
+            "model": {"name": "channel_resnet18"},
             "train": {
                 "optimizer": "adamw",
                 "lr": 0.002,
@@ -160,6 +167,7 @@ def _data(out: Path, p: dict, show: bool) -> tuple[Path, Path]:
         motion,
         lambda d: make_motion_dataset(
             d,
+            classes=DEMO_CLASSES,
             videos_per_class=p["videos_per_class"],
             frames=p["motion_frames"],
             size=p["motion_size"],
