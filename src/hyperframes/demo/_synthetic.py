@@ -2,9 +2,12 @@
 
 Two tasks whose answer lives in the *motion*, never in a single frame:
 
-* **Motion classification** (:func:`make_motion_dataset`): one textured disc on a textured
-  background either translates (``left``/``right``/``up``/``down``) or spins in place
-  (``clockwise``/``anticlockwise``). Appearance, position, size and speed are drawn by the
+* **Motion classification** (:func:`make_motion_dataset`): one textured disc (light blocks
+  on a mid-tone, random colours) over a darker smoothly textured background either
+  translates (``left``/``right``/``up``/``down``) or spins in place
+  (``clockwise``/``anticlockwise``). The disc is always lighter than the background, so a
+  frame difference shows a moving disc with the same signs in every video: models that mix
+  raw frames linearly (early fusion, the channel layout) can learn the motion too. Appearance, position, size and speed are drawn by the
   same random process for every class, in the same order, so the first frame has the same
   distribution whatever the class (with the same random generator the first frames of all
   six classes are *identical*). Positions live on a torus (a disc leaving on the right
