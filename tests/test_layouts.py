@@ -7,14 +7,14 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, DataError
-from hyperframes.data._collate import collate_windows
-from hyperframes.data._layouts import (
+from hyperframes._layouts import (
     KeyframeWindow,
     expand_channel_stats,
     from_layout,
     list_layouts,
     to_layout,
 )
+from hyperframes.data._collate import collate_windows
 from hyperframes.data.transforms import Window
 
 T, C, H, W = 5, 3, 6, 7

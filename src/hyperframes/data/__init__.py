@@ -1,9 +1,9 @@
 """Serving hyperframes: dataset, loader, layouts, collation and augmentation."""
 
+from .._layouts import KeyframeWindow, expand_channel_stats, from_layout, list_layouts, to_layout
 from . import transforms
 from ._collate import collate_windows
 from ._dataset import HyperframeDataset
-from ._layouts import KeyframeWindow, expand_channel_stats, from_layout, list_layouts, to_layout
 from ._loader import HyperframeLoader, collate_hyperframes, loader
 from ._memory import InMemoryStore
 from ._record import Hyperframe, HyperframeBatch

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .._errors import DataError
-from ._layouts import KeyframeWindow
+from .._layouts import KeyframeWindow
 from .transforms._base import Window
 
 __all__ = ["collate_windows"]

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from .._errors import ConfigError, DataError
+from .._layouts import list_layouts, to_layout
 from ..sampling import VideoTable, change_score, create_sampler
-from ._layouts import list_layouts, to_layout
 from ._record import Hyperframe
 from .transforms import Window, transform_generator
 

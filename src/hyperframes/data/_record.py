@@ -8,7 +8,7 @@ import dataclasses
 
 import torch
 
-from ._layouts import KeyframeWindow
+from .._layouts import KeyframeWindow
 
 
 def _shape(x) -> str:

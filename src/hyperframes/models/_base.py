@@ -16,13 +16,15 @@ also travels through ``torch.onnx.export`` and ``DataLoader`` collation; a plain
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from .._errors import ConfigError, DataError
+from .._layouts import LAYOUTS, KeyframeWindow
+from .._layouts import to_layout as _to_layout
 
 __all__ = [
     "LAYOUTS",
@@ -32,19 +34,12 @@ __all__ = [
     "to_layout",
 ]
 
-LAYOUTS = ("temporal", "channel", "conv3d", "keyframe")
 TASKS = ("classification", "segmentation")
 
 
-class Keyframes(NamedTuple):
-    """Input of the ``keyframe`` layout.
-
-    ``key``: the key frame K_t, (B, C, H, W), the middle frame ``T // 2`` of ``context``.
-    ``context``: all T frames around it, key included, (B, T, C, H, W).
-    """
-
-    key: Tensor
-    context: Tensor
+#: input of the ``keyframe`` layout: ``key`` K_t (B, C, H, W), the middle frame ``T // 2`` of
+#: ``context`` (B, T, C, H, W); the same named tuple as :class:`hyperframes.data.KeyframeWindow`
+Keyframes = KeyframeWindow
 
 
 def as_keyframes(x: Any) -> Keyframes:
@@ -75,18 +70,10 @@ def as_keyframes(x: Any) -> Keyframes:
 
 
 def to_layout(x: Tensor, layout: str) -> Tensor | Keyframes:
-    """Turn a temporal batch (B, T, C, H, W) into ``layout``."""
+    """Turn a temporal batch (B, T, C, H, W) into ``layout`` (see :mod:`hyperframes._layouts`)."""
     if not isinstance(x, Tensor) or x.dim() != 5:
         raise DataError(f"to_layout expects a (B, T, C, H, W) tensor, got {_shape(x)}")
-    if layout == "temporal":
-        return x
-    if layout == "channel":
-        return x.flatten(1, 2)
-    if layout == "conv3d":
-        return x.permute(0, 2, 1, 3, 4)
-    if layout == "keyframe":
-        return Keyframes(x[:, x.shape[1] // 2], x)
-    raise ConfigError(f"unknown layout {layout!r}; expected one of {', '.join(LAYOUTS)}")
+    return _to_layout(x, layout)
 
 
 def _shape(x: Any) -> str:

@@ -12,8 +12,8 @@ import numpy as np
 import torch
 
 from .._errors import DataError
+from .._layouts import KeyframeWindow
 from ..data import HyperframeDataset
-from ..data._layouts import KeyframeWindow
 from ..data.transforms import (
     CenterCrop,
     ColorJitter,

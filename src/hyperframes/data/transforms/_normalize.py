@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 
 from ..._errors import ConfigError, DataError
-from .._layouts import _check_name, expand_channel_stats
+from ..._layouts import _check_name, expand_channel_stats
 from ._base import Transform, Window
 
 __all__ = ["Normalize", "ToFloat", "normalize", "to_float"]

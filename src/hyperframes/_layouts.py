@@ -16,6 +16,9 @@ keyframe   :class:`KeyframeWindow`  KeyframeWindow       ``key`` = frame T//2 (C
 ========== ======================== ==================== =====================================
 
 The batch form is chosen by the number of dimensions (4: window, 5: batch).
+
+One home for the layouts of both :mod:`hyperframes.data` (which makes them) and
+:mod:`hyperframes.models` (which eat them; ``models.Keyframes`` is :class:`KeyframeWindow`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import NamedTuple
 
 import torch
 
-from .._errors import ConfigError, DataError
+from ._errors import ConfigError, DataError
 
 __all__ = [
     "LAYOUTS",
