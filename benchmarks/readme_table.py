@@ -28,6 +28,7 @@ of 32, store in the page cache.
 | build time / decode-only time, same decoder and 2 workers (`bench_build.py`) | BUILD | ≤ 1.25x |
 | store size / source bytes: raw, lz4, zstd, jpeg | SIZES | reported |
 | open a 300k-video, 100M-frame store (`bench_open.py`) | OPEN | about 1 s |
+| plan windows over it (T=16): count the items / one plan (sliding, random) | PLAN | < 1 s / < 300 µs |
 | predict, TSN-ResNet18, per-frame feature reuse vs full windows (`bench_predict.py`) | PRED | speed-up shown |
 
 Windows/s in that run: STORE_ROWS. On-the-fly decoders: DEC_ROWS.
@@ -60,6 +61,10 @@ def main() -> None:
             f"{sizes[c]['ratio_to_source']:.2f}x" for c in ("raw", "lz4", "zstd", "jpeg")
         ),
         "OPEN": f"{opened['open_seconds_median']:.2f} s",
+        "PLAN": "; ".join(
+            f"{name} {p['count_seconds']:.2f} s / {p['plan_microseconds']:.0f} µs"
+            for name, p in opened["planning"].items()
+        ),
         "PRED": f"{tsn['reuse']['frames_per_second']:.0f} vs {tsn['naive']['frames_per_second']:.0f} "
         f"frames/s ({tsn['reuse']['speedup_vs_naive']:.1f}x; re-decoding every window: "
         f"{tsn['redecode']['frames_per_second']:.0f})",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import pickle
-import time
 from pathlib import Path
 
 import numpy as np
@@ -377,19 +376,21 @@ def test_table_from_arrays_matches_metas():
     assert s.item_labels(table).tolist() == labels
 
 
-def test_planning_300k_videos_is_fast():
+def test_planning_300k_videos():
+    """Kinetics-size tables plan correctly (their speed is measured in benchmarks/bench_open.py)."""
     rng = np.random.default_rng(0)
-    table = VideoTable.from_arrays(rng.integers(1, 600, 300_000), 30.0)
+    counts = rng.integers(1, 600, 300_000)
+    table = VideoTable.from_arrays(counts, 30.0)
+    s = make("sliding", 16)
+    # back-to-back windows; a video shorter than a window is padded to one
+    assert s.num_items(table) == int(np.where(counts >= 16, (counts - 16) // 16 + 1, 1).sum())
     for name in ("sliding", "random"):
         s = make(name, 16)
-        t0 = time.perf_counter()
         n = s.num_items(table)
-        assert time.perf_counter() - t0 < 1.0
-        items = rng.integers(0, n, 2000)
-        t0 = time.perf_counter()
-        for i in items:
-            s.plan(table, int(i), seed=1, epoch=2)
-        assert (time.perf_counter() - t0) / items.shape[0] < 300e-6
+        for i in rng.integers(0, n, 200):
+            p = s.plan(table, int(i), seed=1, epoch=2)
+            assert len(p.frame_indices) == 16 and p.frame_indices.min() >= 0
+            assert p.frame_indices.max() < counts[p.video]
 
 
 # -- epoch order, balancing, partition ----------------------------------------------------------

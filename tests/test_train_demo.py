@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 from hyperframes import models
 from hyperframes.demo import make_motion_dataset
@@ -28,9 +27,7 @@ def test_demo_configs_validate():
 
 
 def test_quick_demo(tmp_path, capsys):
-    t0 = time.perf_counter()
     report = run_training_demo(tmp_path / "demo", quick=True, progress=False)
-    assert time.perf_counter() - t0 < 40
     saved = json.loads((tmp_path / "demo" / "report.json").read_text())
     assert tuple(saved["runs"]) == RUNS and saved["runs"] == json.loads(json.dumps(report["runs"]))
     for name, r in saved["runs"].items():

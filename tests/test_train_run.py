@@ -114,6 +114,16 @@ def test_a_run_writes_logs_plots_and_checkpoints(motion_store, tmp_path):
     assert kinds.count("epoch") == 2 and "step" in kinds
     split = json.loads((run / "split.json").read_text())
     assert len(split["train"]) == 6 and not set(split["train"]) & set(split["val"])
+    # TensorBoard gets the same scalars as the JSONL
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(run / "tb"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"step/loss", "epoch/train_loss", "epoch/val_top1", "epoch/lr"} <= tags, tags
+    top1 = events.Scalars("epoch/val_top1")
+    assert [e.step for e in top1] == [int(r["step"]) for r in rows]
+    assert [e.value for e in top1] == pytest.approx([float(r["val_top1"]) for r in rows])
     # the resolved config holds every key, paths absolute
     text = (run / "config.yaml").read_text()
     assert "allow_leakage: false" in text and str(motion_store) in text

@@ -39,7 +39,7 @@ def _tensorboard_writer(path: Path):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             from torch.utils.tensorboard import SummaryWriter
-    except Exception:  # tensorboard not installed (ImportError) or broken
+    except ImportError:  # the tensorboard package is not installed (pip install tensorboard)
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
