@@ -62,7 +62,7 @@ def main() -> None:
         ),
         "OPEN": f"{opened['open_seconds_median']:.2f} s",
         "PLAN": "; ".join(
-            f"{name} {p['count_seconds']:.2f} s / {p['plan_microseconds']:.0f} µs"
+            f"{name} {p['count_seconds'] * 1e3:.1f} ms / {p['plan_microseconds']:.0f} µs"
             for name, p in opened["planning"].items()
         ),
         "PRED": f"{tsn['reuse']['frames_per_second']:.0f} vs {tsn['naive']['frames_per_second']:.0f} "
