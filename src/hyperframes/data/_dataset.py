@@ -27,6 +27,16 @@ def _open(store):
     return store
 
 
+def _change_scores(store, video: int, num_frames: int) -> np.ndarray:
+    """The change scores the build recorded, or computed now from every stored frame (stores
+    built before they were recorded, and other store-like objects)."""
+    cached = getattr(store, "change_scores", None)
+    scores = cached(video) if cached is not None else None
+    if scores is None:
+        scores = change_score(store.read_numpy(video, np.arange(num_frames)))
+    return scores
+
+
 def _check_video_ids(video_ids, count: int, store) -> np.ndarray:
     """``video_ids`` as int64, every one a video of ``store``, none repeated, at least one."""
     try:
@@ -124,10 +134,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         nf = np.asarray(videos.num_frames)[ids]
         scores = None
         if self.sampler.name == "keyframes":
-            scores = [
-                change_score(self.store.read_numpy(int(i), np.arange(nf[k])))
-                for k, i in enumerate(ids)
-            ]
+            scores = [_change_scores(self.store, int(i), int(nf[k])) for k, i in enumerate(ids)]
         return VideoTable.from_arrays(
             nf,
             np.asarray(videos.fps)[ids],

@@ -14,7 +14,7 @@ of items in an epoch and each rank's share of it.
 
 from . import _duration, _keyframes, _random, _windows  # noqa: F401  (register samplers)
 from ._base import SHORT_POLICIES, Sampler
-from ._change import change_score
+from ._change import ChangeScorer, change_score
 from ._duration import DurationSampler
 from ._keyframes import KeyframesSampler
 from ._meta import Plan, VideoMeta, VideoTable, as_video_table
@@ -25,6 +25,7 @@ from ._windows import SlidingSampler, UniformSampler
 
 __all__ = [
     "SHORT_POLICIES",
+    "ChangeScorer",
     "DurationSampler",
     "KeyframesSampler",
     "Plan",

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._errors import ConfigError, DataError
 
-__all__ = ["change_score"]
+__all__ = ["ChangeScorer", "change_score"]
 
 _BT601 = np.array([0.299, 0.587, 0.114], dtype=np.float32)
 
@@ -65,3 +65,41 @@ def change_score(frames, *, size: int = 32, chunk: int = 64) -> np.ndarray:
     if num > 1:
         scores[0] = scores[1:].max()
     return scores
+
+
+class ChangeScorer:
+    """:func:`change_score` one frame at a time: what a store build computes while it decodes,
+    so the ``keyframes`` sampler finds the scores in the store instead of reading every frame.
+
+    ``add(frame)`` takes one (C, H, W) array; :meth:`scores` gives what :func:`change_score`
+    gives on the stacked frames.
+    """
+
+    def __init__(self, size: int = 32) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(f"ChangeScorer: size must be an integer >= 1, got {size!r}")
+        self.size = size
+        self._block: int | None = None
+        self._prev: np.ndarray | None = None
+        self._diffs: list[float] = []
+
+    def add(self, frame: np.ndarray) -> None:
+        frame = np.asarray(frame)
+        if frame.ndim != 3:
+            raise DataError(f"ChangeScorer.add needs one (C, H, W) frame, got shape {frame.shape}")
+        if self._block is None:
+            self._block = max(max(frame.shape[1], frame.shape[2]) // self.size, 1)
+        small = _small_grey(frame[None], self._block)
+        if self._prev is not None:
+            self._diffs.append(np.abs(np.diff(np.concatenate([self._prev, small]), axis=0)).mean())
+        self._prev = small
+
+    def scores(self) -> np.ndarray:
+        """Float32 scores, one per added frame (empty before the first)."""
+        if self._prev is None:
+            return np.zeros(0, dtype=np.float32)
+        out = np.zeros(len(self._diffs) + 1, dtype=np.float32)
+        out[1:] = self._diffs
+        if len(out) > 1:
+            out[0] = out[1:].max()
+        return out

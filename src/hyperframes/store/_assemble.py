@@ -12,6 +12,7 @@ import numpy as np
 from .._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
 from .._version import __version__
 from ._format import (
+    CHANGE_FILE,
     CHECKSUM_ALGORITHM,
     CHUNK_DTYPE,
     CHUNKS_FILE,
@@ -103,6 +104,9 @@ def assemble(
     n_frames = sum(live[s.path][1]["num_frames"] for s in kept)
     n_chunks = sum(len(live[s.path][1]["chunks"]) for s in kept)
     frames = np.zeros(n_frames, FRAME_DTYPE)
+    # journals written before change scores were recorded have none: then no file at all
+    with_scores = all("change_score" in live[s.path][1] for s in kept)
+    change = np.zeros(n_frames if with_scores else 0, np.float32)
     chunks = np.zeros(n_chunks, CHUNK_DTYPE)
     details = []
     f0 = c0 = 0
@@ -129,6 +133,8 @@ def assemble(
         )
         frames["pts_seconds"][f0 : f0 + n] = r["pts_seconds"]
         frames["source_index"][f0 : f0 + n] = r["source_frame_indices"]
+        if with_scores:
+            change[f0 : f0 + n] = r["change_score"]
         if k:
             chunks[c0 : c0 + k] = [tuple(c) for c in r["chunks"]]
         details.append(
@@ -145,6 +151,12 @@ def assemble(
     save_npy_atomic(index / VIDEOS_FILE, videos)
     save_npy_atomic(index / FRAMES_FILE, frames)
     save_npy_atomic(index / CHUNKS_FILE, chunks)
+    index_files = [VIDEOS_FILE, FRAMES_FILE, CHUNKS_FILE, STRINGS_FILE, DETAILS_FILE]
+    if with_scores:
+        save_npy_atomic(index / CHANGE_FILE, change)
+        index_files.append(CHANGE_FILE)
+    else:
+        (index / CHANGE_FILE).unlink(missing_ok=True)
     strings = {
         "paths": [s.path for s in kept],
         "classes": classes,
@@ -172,7 +184,7 @@ def assemble(
             "bytes": (index / f).stat().st_size,
             "checksum": checksum_file(index / f),
         }
-        for f in (VIDEOS_FILE, FRAMES_FILE, CHUNKS_FILE, STRINGS_FILE, DETAILS_FILE)
+        for f in index_files
     ]
     decoder = create_decoder(options.decoder)
     failed = [{"path": p, "error": e} for p, e in failures.items()]

@@ -13,6 +13,10 @@ A store is a folder::
       index/frames.npy           one row per stored frame (``FRAME_DTYPE``): pts and source index
       index/chunks.npy           one row per compressed chunk (``CHUNK_DTYPE``)
       index/strings.json         paths, class names, splits, shard names
+      index/change_score.npy     float32 per stored frame, aligned with frames.npy: the
+                                 ``keyframes`` sampler's change score (sampling.change_score)
+                                 of the frames as stored, before compression; optional (a
+                                 store assembled from older journals has none)
 
 Payload per video, starting at a 4096-byte aligned offset:
 
@@ -43,6 +47,7 @@ VIDEOS_FILE = "videos.npy"
 FRAMES_FILE = "frames.npy"
 CHUNKS_FILE = "chunks.npy"
 STRINGS_FILE = "strings.json"
+CHANGE_FILE = "change_score.npy"
 
 SHARD_SUFFIX = ".bin"
 RECORDS_SUFFIX = ".jsonl"

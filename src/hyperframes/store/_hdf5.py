@@ -5,6 +5,7 @@ Layout of ``OUT.h5``::
     /                      attrs: format="hyperframes-hdf5", format_version, manifest (JSON)
     /index/videos          the store's per-video table (same columns as index/videos.npy)
     /index/frames          per stored frame: pts_seconds, source_index
+    /index/change_score    per stored frame: the keyframes sampler's change score (optional)
     /index/strings         JSON: paths, classes, splits
     /videos/NNNNNNNN       frames [F, C, H, W], chunked one frame per chunk, lzf or blosc
 
@@ -64,6 +65,8 @@ def convert_to_hdf5(store, out: str | os.PathLike, *, compression: str = "lzf", 
             idx = h5.create_group("index")
             idx.create_dataset("videos", data=np.asarray(src._videos))
             idx.create_dataset("frames", data=np.asarray(src._frames))
+            if src._change is not None:
+                idx.create_dataset("change_score", data=np.asarray(src._change))
             strings = {
                 "paths": src.videos._paths,
                 "classes": src.classes,
@@ -113,6 +116,9 @@ class H5Store:
         self.manifest = json.loads(self._h5.attrs["manifest"])
         self._videos = self._h5["index/videos"][()]
         self._frames = self._h5["index/frames"][()]
+        self._change = (
+            self._h5["index/change_score"][()] if "change_score" in self._h5["index"] else None
+        )
         strings = json.loads(self._h5["index/strings"][()])
         self.classes = strings["classes"]
         self.videos = VideoList(self._videos, self._frames, strings)
@@ -129,6 +135,15 @@ class H5Store:
     @property
     def failed(self) -> list[dict]:
         return list(self.manifest["failed"])
+
+    def change_scores(self, video) -> np.ndarray | None:
+        """As :meth:`hyperframes.store.Store.change_scores`."""
+        from ._reader import _change_slice
+
+        i = video.id if isinstance(video, VideoRecord) else int(video)
+        if not 0 <= i < len(self):
+            raise DataError(f"video {i} is out of range: {self.path} holds {len(self)}")
+        return _change_slice(self._change, self._videos, i)
 
     def read_numpy(self, video, frame_indices, *, out=None) -> np.ndarray:
         i = video.id if isinstance(video, VideoRecord) else int(video)

@@ -11,6 +11,7 @@ import numpy as np
 from .._errors import DecodeError, InputError
 from ..decode import Decoder
 from ..decode._resample import FpsResampler
+from ..sampling._change import ChangeScorer
 from ._codecs import Codec
 from ._options import BuildOptions, target_size
 from ._shard import ShardWriter
@@ -70,6 +71,7 @@ def ingest(
         mean = np.asarray(options.mean, np.float32).reshape(3, 1, 1) * 255.0
         std = np.asarray(options.std, np.float32).reshape(3, 1, 1) * 255.0
     sink = writer.begin_video(codec)
+    scorer = ChangeScorer()
     pts: list[float] = []
     indices: list[int] = []
     decoded = [0]
@@ -86,6 +88,7 @@ def ingest(
             if normalise:
                 chw = ((chw.astype(np.float32) - mean) / std).astype(np.float16)
             sink.add(chw)
+            scorer.add(chw)
             pts.append(float(kept.pts_seconds))
             indices.append(int(kept.source_index))
             if len(pts) % 16 == 0:
@@ -120,6 +123,7 @@ def ingest(
         "color_range": info.color_range,
         "pts_seconds": pts,
         "source_frame_indices": indices,
+        "change_score": scorer.scores().tolist(),
         "chunks": sink.chunks,
     }
     writer.commit(record)

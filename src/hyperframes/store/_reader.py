@@ -14,6 +14,7 @@ from .._errors import DataError, StoreError
 from ._codecs import create_codec
 from ._format import (
     BUILD_PARAMS,
+    CHANGE_FILE,
     CHUNKS_FILE,
     FORMAT_NAME,
     FORMAT_VERSION,
@@ -94,6 +95,12 @@ class Store:
             raise StoreError(
                 f"{index}: the index cannot be read ({e}); the store is corrupt"
             ) from None
+        listed = {row["name"] for row in m["index"]}
+        self._change = (
+            np.asarray(np.load(index / CHANGE_FILE, mmap_mode="r", allow_pickle=False))
+            if f"{INDEX_DIR}/{CHANGE_FILE}" in listed
+            else None
+        )
         strings = _load_json(index / STRINGS_FILE)
         self._shard_names = strings["shards"]
         self.classes: list[str] = strings["classes"]
@@ -128,6 +135,11 @@ class Store:
     @property
     def failed(self) -> list[dict]:
         return list(self.manifest["failed"])
+
+    def change_scores(self, video) -> np.ndarray | None:
+        """The video's per-frame change scores recorded at build time (float32, one per stored
+        frame; see :func:`hyperframes.sampling.change_score`), or None if the store has none."""
+        return _change_slice(self._change, self._videos, self._video_id(video))
 
     def _video_id(self, video) -> int:
         i = video.id if isinstance(video, VideoRecord) else int(video)
@@ -264,6 +276,13 @@ class Store:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _change_slice(change, videos, i: int) -> np.ndarray | None:
+    if change is None:
+        return None
+    f0, n = int(videos["frame_start"][i]), int(videos["num_frames"][i])
+    return np.array(change[f0 : f0 + n], dtype=np.float32)
 
 
 def _torch_dtype(dtype: np.dtype):
