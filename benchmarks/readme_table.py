@@ -35,7 +35,7 @@ Windows/s in that run: STORE_ROWS. On-the-fly decoders: DEC_ROWS.
 Numbers move with the machine's load. The build ratio varies between about 1.2x and 1.3x from
 run to run: its anchor got twice as fast when PyAV's RGB conversion went single-threaded
 (decode-only 4.4 s → 2.0 s, build 4.9 s → 2.5–2.8 s), and what the build adds is mostly writing
-and fsyncing the 135 MB of raw frames, plus the per-frame change scores (~2%).
+and fsyncing the 135 MB of raw frames, plus the per-frame change scores (~4%).
 
 """
 
