@@ -167,7 +167,11 @@ def test_manifest_and_index_contents(raw_store):
 def test_workers_give_the_same_content(class_folder, tmp_path, raw_store):
     _build(class_folder, tmp_path / "w2", size="none", workers=2)
     s = open_store(tmp_path / "w2")
-    assert len({sh["name"].split("-")[1] for sh in s.manifest["shards"]}) == 2  # one per worker
+    # each shard is named after the one worker that wrote it (a worker that starts late may
+    # find the queue already empty: which workers got videos is a matter of timing)
+    names = [sh["name"] for sh in s.manifest["shards"]]
+    assert len(set(names)) == len(names)
+    assert {n.split("-")[1] for n in names} <= {"w000", "w001"}
     assert [v.path for v in s.videos] == [v.path for v in raw_store.videos]
     for v in range(len(s)):
         n = s.videos[v].num_frames
