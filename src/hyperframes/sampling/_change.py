@@ -23,7 +23,7 @@ def _thumbnail(frame: np.ndarray, block: int) -> np.ndarray:
     """(C, H, W) -> (H//block, W//block) float32 grey thumbnail: every ``block`` pixels, the
     mean of a 2x2 pixel group (tolerant of single-pixel noise), then BT.601 grey.
 
-    A few strided views and one small product: ~20 microseconds per frame whatever its size,
+    A few strided views and one small product: tens of microseconds per frame whatever its size,
     cheap enough to run for every frame of a build.
     """
     c, h, w = frame.shape
