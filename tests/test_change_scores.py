@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from hyperframes import ConfigError, DataError
 from hyperframes.data import HyperframeDataset
 from hyperframes.sampling import ChangeScorer, change_score
 from hyperframes.store import BuildOptions, build_store, convert_to_hdf5, open_store
@@ -57,5 +58,7 @@ def test_scorer_one_frame_at_a_time_equals_change_score():
     for f in frames:
         scorer.add(f)
     np.testing.assert_array_equal(scorer.scores(), change_score(frames))
-    with pytest.raises(Exception, match=r"\(C, H, W\)"):
+    with pytest.raises(DataError, match=r"\(C, H, W\)"):
         scorer.add(frames)
+    with pytest.raises(ConfigError, match="size must be an integer"):
+        change_score(frames, size=0)

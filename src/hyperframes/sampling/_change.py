@@ -48,8 +48,7 @@ def change_score(frames, *, size: int = 32, chunk: int = 64) -> np.ndarray:
     ``frames`` may be any array-like sliceable along its first axis (numpy array, memory map,
     HDF5 dataset, CPU tensor): ``chunk`` frames are read and converted at a time.
     """
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ConfigError(f"change_score: size must be an integer >= 1, got {size!r}")
+    scorer = ChangeScorer(size)  # checks size
     if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
         raise ConfigError(f"change_score: chunk must be an integer >= 1, got {chunk!r}")
     shape = tuple(frames.shape)
@@ -58,7 +57,6 @@ def change_score(frames, *, size: int = 32, chunk: int = 64) -> np.ndarray:
             f"change_score needs frames shaped (F, C, H, W), got shape {shape}; "
             f"add a channel axis for grey frames"
         )
-    scorer = ChangeScorer(size)
     for lo in range(0, shape[0], chunk):
         for frame in np.asarray(frames[lo : lo + chunk]):
             scorer.add(frame)
@@ -76,7 +74,7 @@ class ChangeScorer:
 
     def __init__(self, size: int = 32) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ConfigError(f"ChangeScorer: size must be an integer >= 1, got {size!r}")
+            raise ConfigError(f"change score size must be an integer >= 1, got {size!r}")
         self.size = size
         self._block: int | None = None
         self._prev: np.ndarray | None = None
