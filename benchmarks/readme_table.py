@@ -27,7 +27,8 @@ of 32, store in the page cache.
 | loader, 2 worker threads vs reading in the main process | LOADER | not slower (≥ 1x) |
 | build time / decode-only time, same decoder and 2 workers (`bench_build.py`) | BUILD | ≤ 1.25x |
 | store size / source bytes: raw, lz4, zstd, jpeg | SIZES | reported |
-| open a 300k-video, 100M-frame store (`bench_open.py`) | OPEN | about 1 s |
+| `open_store(check="video")` vs unchecked, raw: first read of every video / 1024 random windows | CHECK | reported |
+| open a 300k-video, 100M-frame store, every index check included (`bench_open.py`) | OPEN | about 1 s |
 | plan windows over it (T=16): count the items / one plan (sliding, random) | PLAN | < 1 s / < 300 µs |
 | predict, TSN-ResNet18, per-frame feature reuse vs full windows (`bench_predict.py`) | PRED | speed-up shown |
 
@@ -62,6 +63,13 @@ def main() -> None:
         f"{build['decode_only_seconds']:.1f} s)",
         "SIZES": ", ".join(
             f"{sizes[c]['ratio_to_source']:.2f}x" for c in ("raw", "lz4", "zstd", "jpeg")
+        ),
+        "CHECK": "{:.2f}x / {:.2f}x (jpeg {:.2f}x / {:.2f}x)".format(
+            *(
+                read["check_video_cost"][codec][plan]["check_video_over_plain"]
+                for codec in ("raw", "jpeg")
+                for plan in ("first_read", "windows")
+            )
         ),
         "OPEN": f"{opened['open_seconds_median']:.2f} s",
         "PLAN": "; ".join(

@@ -1,7 +1,9 @@
 """Every decoder backend against FFmpeg's ground truth on real videos (../shared/videos).
 
 Frame counts, timestamps and pixels must match truth.json (made with the FFmpeg tools), and the
-pixel check must be able to tell a frame from its neighbour. A backend that is not installed is
+pixel check must be able to tell a frame from its neighbour. Timestamps are FFmpeg's best-effort
+timestamps (ffprobe's ``best_effort_timestamp_time``), also on an AVI with B-frames made here,
+and a clean video makes no backend report a decode error. A backend that is not installed is
 skipped; a backend that cannot decode a codec is skipped for that file only, after checking that
 it really refuses it.
 """
@@ -9,7 +11,11 @@ it really refuses it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import json
 import math
+import shutil
+import subprocess
 from fractions import Fraction
 
 import av
@@ -17,7 +23,7 @@ import numpy as np
 import pytest
 
 from hyperframes import ConfigError, DecodeError
-from hyperframes.decode import create_decoder, list_decoders
+from hyperframes.decode import DecodeReport, create_decoder, list_decoders
 
 VIDEO_BACKENDS = [n for n in list_decoders() if n != "frames"]
 VIDEOS = [
@@ -52,6 +58,7 @@ class Decoded:
     indices: list[int]
     pts: list[float]
     rgb: dict[int, np.ndarray]  # frames kept for the pixel checks
+    report: DecodeReport  # the decoder's own error signals
 
 
 _CACHE: dict[tuple[str, str], Decoded | DecodeError] = {}
@@ -64,8 +71,8 @@ def decode(backend: str, video: str, truth: dict, shared_videos) -> Decoded:
         keep = {j for k in truth[video]["reference_frames"] for j in (k - 1, k, k + 1)}
         decoder = get_decoder(backend)
         try:
-            out = Decoded(0, [], [], {})
-            for frame in decoder.frames(str(shared_videos / video), stream=0):
+            out = Decoded(0, [], [], {}, DecodeReport())
+            for frame in decoder.frames(str(shared_videos / video), stream=0, report=out.report):
                 out.count += 1
                 out.indices.append(frame.index)
                 out.pts.append(frame.pts_seconds)
@@ -115,7 +122,81 @@ def test_timestamps_match_ffmpeg(backend, video, truth, shared_videos):
     assert all(b > a for a, b in zip(got.pts, got.pts[1:])), "timestamps must increase"
     for i, (p, w) in enumerate(zip(got.pts, want)):
         if w is not None and math.isfinite(w):
-            assert abs(p - w) < 1e-3, f"frame {i}: {p} s, FFmpeg says {w} s"
+            assert abs(p - w) < 1e-5, f"frame {i}: {p} s, FFmpeg says {w} s"
+
+
+@backends
+@grid
+def test_clean_video_reports_no_decode_errors(backend, video, truth, shared_videos):
+    got = decode(backend, video, truth, shared_videos)
+    assert got.report.total == 0, got.report
+    assert got.report.counts == {} and got.report.messages == []
+
+
+FFPROBE_FRAMES = ["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries"]
+
+
+def ffprobe_best_effort(path) -> list[float]:
+    """ffprobe's best_effort_timestamp_time of every frame of v:0 (NaN where it has none)."""
+    out = subprocess.run(
+        [*FFPROBE_FRAMES, "frame=best_effort_timestamp_time", "-of", "json", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    return [float(f.get("best_effort_timestamp_time", "nan")) for f in json.loads(out)["frames"]]
+
+
+# ffprobe 5.1 on bframe_avi's file, for machines without ffprobe: frame k at (k + 2) / 30 s
+# (the decoder holds two frames back, so the first frame leaves with the third packet's dts);
+# NaN for the last two, which leave the decoder when it is flushed, with no packet.
+BFRAME_AVI_BEST_EFFORT = [(k + 2) / 30 for k in range(28)] + [math.nan, math.nan]
+
+
+@pytest.fixture(scope="module")
+def bframe_avi(tmp_path_factory) -> tuple:
+    """H.264 with B-frames (x264, pyramid) in AVI, 64x48, 30 frames at 30 fps, and the
+    best-effort timestamps of its frames. AVI stores only decode times: every frame is timed
+    by the dts FFmpeg attaches to it, which starts at 2/30 s, not 0."""
+    path = tmp_path_factory.mktemp("bframes") / "bframes.avi"
+    with av.open(str(path), "w") as out:
+        s = out.add_stream("libx264", rate=30)
+        s.width, s.height, s.pix_fmt = 64, 48, "yuv420p"
+        s.options = {"bf": "3", "g": "12", "crf": "20"}
+        s.options["x264-params"] = "b-adapt=0:b-pyramid=normal:threads=1"
+        for i in range(30):
+            img = np.full((48, 64, 3), i * 8, np.uint8)
+            img[10:20, 2 * i : 2 * i + 4] = 255  # a block moving right: B-frames pay
+            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+            frame.pts, frame.time_base = i, Fraction(1, 30)
+            out.mux(s.encode(frame))
+        out.mux(s.encode())
+    with av.open(str(path)) as inp:
+        kinds = {av.video.frame.PictureType(f.pict_type).name for f in inp.decode(video=0)}
+    assert "B" in kinds, kinds  # the case under test: frames reordered by the decoder
+    if shutil.which("ffprobe"):
+        want = ffprobe_best_effort(path)
+        np.testing.assert_allclose(want, BFRAME_AVI_BEST_EFFORT, atol=1e-5)  # still true
+    else:
+        want = BFRAME_AVI_BEST_EFFORT
+    return path, want
+
+
+@backends
+def test_bframe_avi_timestamps_are_ffmpegs_best_effort(backend, bframe_avi):
+    """The first frame is at 2/30 s, as ffprobe says, not 1/30 s (one frame early)."""
+    decoder = get_decoder(backend)
+    path, want = bframe_avi
+    info = decoder.probe(str(path))
+    assert info.start_seconds == pytest.approx(want[0], abs=1e-5)
+    report = DecodeReport()
+    pts = [f.pts_seconds for f in decoder.frames(str(path), report=report)]
+    assert len(pts) == len(want) and report.total == 0, report
+    assert all(b > a for a, b in itertools.pairwise(pts)), "timestamps must increase"
+    for i, (p, w) in enumerate(zip(pts, want)):
+        if math.isfinite(w):
+            assert abs(p - w) < 1e-5, f"frame {i}: {p} s, FFmpeg says {w} s"
 
 
 @backends

@@ -26,11 +26,48 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def temp_path(path: str | os.PathLike) -> Path:
+    """The temporary file ``path`` is written through: hidden, beside it, named by our pid."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def remove_stale_temps(folder: str | os.PathLike, name: str | None = None) -> list[Path]:
+    """Delete temporary files in ``folder`` (of the file ``name`` only, when given) left by
+    writers that were killed: their pid is gone. A live writer's temp file is left alone.
+    Returns what was removed."""
+    removed = []
+    prefix = f".{name}." if name else "."
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for p in entries:
+        stem = p.name
+        if not (stem.startswith(prefix) and stem.endswith(".tmp")):
+            continue
+        pid = stem[: -len(".tmp")].rsplit(".", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            p.unlink(missing_ok=True)
+            removed.append(p)
+    return removed
+
+
 def write_atomic(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> Path:
     """Create or replace ``path`` with what ``write(f)`` writes to a binary file object."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = temp_path(path)
     try:
         with open(tmp, "wb") as f:
             write(f)

@@ -7,7 +7,8 @@ Every error says what was wrong (the value, the file), what is allowed, and what
     ├── DecodeError     a decoder could not read a video (carries the decoder's own message)
     ├── StoreError      a store is missing, corrupt, locked, incomplete or built differently
     ├── ConfigError     an option or configuration value is unknown or out of range
-    └── DataError       a sampling / layout / batching request cannot be satisfied
+    ├── DataError       a sampling / layout / batching request cannot be satisfied
+    └── Interrupted     Ctrl-C or SIGTERM stopped long work; what was finished is kept
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ __all__ = [
     "DecodeError",
     "HyperframesError",
     "InputError",
+    "Interrupted",
     "StoreError",
 ]
 
@@ -44,3 +46,8 @@ class ConfigError(HyperframesError, ValueError):
 
 class DataError(HyperframesError, ValueError):
     """A sampling, layout or batching request cannot be satisfied by the data."""
+
+
+class Interrupted(HyperframesError):
+    """Ctrl-C or SIGTERM stopped a build or a training run; what was finished is kept and the
+    message says how to resume."""

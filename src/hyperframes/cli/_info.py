@@ -21,6 +21,7 @@ def describe(store) -> dict:
                 "num_frames_from_header": r.num_frames_from_header,
                 "fps": r.fps,
                 "shape": list(r.shape),
+                "decode_errors": r.decode_errors,
             }
         )
     return {
@@ -47,6 +48,8 @@ def describe(store) -> dict:
         "shards": m.get("shards"),
         "checksum_algorithm": m.get("checksum_algorithm"),
         "failed": m.get("failed", []),
+        "damaged": m.get("damaged", []),
+        "skipped": m.get("skipped", []),
         "videos_shown": videos,
     }
 
@@ -73,12 +76,19 @@ def format_info(d: dict) -> str:
         f"failed         {len(d['failed'])}",
     ]
     lines += [f"  {f['path']}: {f['error']}" for f in d["failed"]]
+    lines.append(f"damaged        {len(d['damaged'])} (stored; the decoder reported errors)")
+    lines += [f"  {x['path']}: {x['summary']}" for x in d["damaged"]]
+    lines.append(f"skipped        {len(d['skipped'])} (files under the data that are not inputs)")
+    lines += [f"  {x['path']}: {x['reason']}" for x in d["skipped"][:50]]
+    if len(d["skipped"]) > 50:
+        lines.append(f"  ... {len(d['skipped']) - 50} more (info --json lists all)")
     lines.append("videos (first 20):")
     for r in d["videos_shown"]:
         c, h, w = r["shape"]
         lines.append(
             f"  {r['num_frames']:6d} frames {c}x{h}x{w} @ {r['fps']:.3g} fps "
-            f"(decoded {r['num_frames_decoded']}, header {r['num_frames_from_header']}) "
-            f"[{r['label']}] {r['path']}"
+            f"(decoded {r['num_frames_decoded']}, header {r['num_frames_from_header']}"
+            + (f", DAMAGED: {r['decode_errors']} decoder errors" if r["decode_errors"] else "")
+            + f") [{r['label']}] {r['path']}"
         )
     return "\n".join(lines)

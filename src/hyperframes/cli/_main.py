@@ -6,9 +6,11 @@ import argparse
 import json
 import sys
 
-from .._errors import HyperframesError
+from .._errors import HyperframesError, Interrupted
+from .._signals import exit_status_for_interrupt
 
 EXIT_OK, EXIT_FATAL, EXIT_FAILURES = 0, 1, 2
+DEFAULT_MAX_PIXELS = 8192 * 8192  # as hyperframes.store BuildOptions (not imported: start-up)
 
 
 def _build(args) -> int:
@@ -27,6 +29,8 @@ def _build(args) -> int:
         format=args.format,
         hdf5_compression=args.hdf5_compression,
         workers=args.workers,
+        on_damaged=args.on_damaged,
+        max_pixels=args.max_pixels,
     )
     if args.dry_run:
         est = dry_run(args.data, options)
@@ -187,6 +191,20 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--format", default="store", choices=["store", "hdf5"])
     b.add_argument("--hdf5-compression", default="lzf", choices=["lzf", "blosc", "gzip", "none"])
     b.add_argument("--workers", type=int, default=1, help="decoding processes")
+    b.add_argument(
+        "--on-damaged",
+        default="keep",
+        choices=["keep", "fail"],
+        help="a video the decoder reports errors for: keep it (listed under 'damaged', exit "
+        "status 2) or fail it",
+    )
+    b.add_argument(
+        "--max-pixels",
+        type=int,
+        default=DEFAULT_MAX_PIXELS,
+        help=f"refuse videos whose frames exceed this many pixels (default {DEFAULT_MAX_PIXELS}, "
+        "passes 8K)",
+    )
     b.add_argument("--dry-run", action="store_true", help="estimate the store's size only")
     b.add_argument("--json", action="store_true", help="with --dry-run: print JSON")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -267,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.func(args)
+    except Interrupted as e:
+        print(f"hyperframes {args.command}: {e}", file=sys.stderr)
+        return exit_status_for_interrupt()
     except HyperframesError as e:
         print(f"hyperframes {args.command}: error: {e}", file=sys.stderr)
         return EXIT_FATAL

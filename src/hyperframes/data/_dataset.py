@@ -71,7 +71,9 @@ class HyperframeDataset(torch.utils.data.Dataset):
 
     The videos are all of the store's, those of ``split`` (a split name recorded at build
     time), or exactly ``video_ids`` (store video ids, e.g. a split made by the caller); the
-    sampler numbers items over the chosen videos only.
+    sampler numbers items over the chosen videos only. ``exclude_damaged=True`` leaves out the
+    videos whose decoder reported errors when the store was built (``hyperframes info`` lists
+    them under ``damaged``).
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         dtype: str = "uint8",
         memory: str = "disk",
         sampler_options: dict | None = None,
+        exclude_damaged: bool = False,
     ):
         self.store = _open(store)
         if layout not in list_layouts():
@@ -118,7 +121,15 @@ class HyperframeDataset(torch.utils.data.Dataset):
             ids = _check_video_ids(video_ids, len(videos), self.store)
         else:
             ids = list(range(len(videos)))
-        self.video_ids = np.asarray(ids, np.int64)
+        ids = np.asarray(ids, np.int64)
+        if exclude_damaged:
+            ids = ids[np.asarray(videos.decode_errors)[ids] == 0]
+            if not ids.size:
+                raise DataError(
+                    "exclude_damaged=True leaves no video: every chosen video was stored with "
+                    "decoder errors (see `hyperframes info`)"
+                )
+        self.video_ids = ids
         self.table = self._table(videos)
         self._reader = self.store
         if memory not in MEMORY_MODES and not str(memory).startswith("cuda"):

@@ -6,11 +6,20 @@ frame rate as they stream by. Importing this package never imports the optional 
 """
 
 from . import _decord, _framefolder, _opencv, _pyav, _torchcodec  # noqa: F401  (registration)
-from ._base import DecodedFrame, Decoder, VideoInfo, create_decoder, list_decoders, register_decoder
+from ._base import (
+    DecodedFrame,
+    Decoder,
+    DecodeReport,
+    VideoInfo,
+    create_decoder,
+    list_decoders,
+    register_decoder,
+)
 from ._resample import FpsResampler, Resampled
 from ._resize import resize_rgb
 
 __all__ = [
+    "DecodeReport",
     "DecodedFrame",
     "Decoder",
     "FpsResampler",

@@ -9,7 +9,6 @@ no colour conversion. Nothing here knows about stores, sampling or models.
 from __future__ import annotations
 
 import dataclasses
-import heapq
 import math
 import os
 from collections import deque
@@ -21,6 +20,7 @@ import numpy as np
 from .._errors import ConfigError, DecodeError, InputError
 
 __all__ = [
+    "DecodeReport",
     "DecodedFrame",
     "Decoder",
     "VideoInfo",
@@ -49,8 +49,38 @@ class VideoInfo:
     start_seconds: float | None = None  # presentation time of the first decoded frame
 
 
+@dataclasses.dataclass
+class DecodeReport:
+    """The decoder's own error signals for one video, filled while ``frames`` runs.
+
+    ``counts`` maps a signal name ("decode_errors", "concealed", "corrupt_frames",
+    "failed_packets", ...) to how often the decoder reported it; ``messages`` keeps the first few
+    of the decoder's own words. A clean decode leaves both empty.
+    """
+
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    messages: list[str] = dataclasses.field(default_factory=list)
+    max_messages: int = 5
+
+    def add(self, signal: str, n: int = 1, message: str | None = None) -> None:
+        self.counts[signal] = self.counts.get(signal, 0) + n
+        if message and len(self.messages) < self.max_messages:
+            self.messages.append(message)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def __str__(self) -> str:
+        """``"3 error signal(s) (concealed 2, failed_packets 1); first: h264: ..."``"""
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items()))
+        first = f"; first: {self.messages[0]}" if self.messages else ""
+        return f"{self.total} error signal(s) ({counts}){first}"
+
+
 class DecodedFrame(Protocol):
-    """One decoded frame. ``index`` counts decoded frames from 0; ``pts_seconds`` is finite."""
+    """One decoded frame. ``index`` counts decoded frames from 0; ``pts_seconds`` is FFmpeg's
+    best-effort timestamp (ffprobe's ``best_effort_timestamp_time``), made finite and increasing."""
 
     index: int
     pts_seconds: float
@@ -71,8 +101,12 @@ class Decoder(Protocol):
     def probe(self, path: str, *, stream: int | None = None) -> VideoInfo:
         """Read the header of ``path``; ``stream=None`` picks the best video stream."""
 
-    def frames(self, path: str, *, stream: int | None = None) -> Iterator[DecodedFrame]:
-        """Decode ``path`` once, in order, in bounded memory, yielding every decoded frame."""
+    def frames(
+        self, path: str, *, stream: int | None = None, report: DecodeReport | None = None
+    ) -> Iterator[DecodedFrame]:
+        """Decode ``path`` once, in order, in bounded memory, yielding every decoded frame.
+        The decoder's error signals (concealment, corrupt frames, failed packets) are counted
+        into ``report`` when one is given."""
 
 
 _REGISTRY: dict[str, Callable[..., Decoder]] = {}
@@ -134,26 +168,42 @@ def check_path(path: str | os.PathLike, *, folder: bool = False) -> str:
 
 
 _NOPTS_LIMIT = 1e9  # seconds; FFmpeg's AV_NOPTS_VALUE shows up as about -3.7e17 s
+_TICK = 1e-6  # seconds; a time no later than the previous one + this does not increase
+
+
+def _stamp(seconds: float | None) -> float | None:
+    """``seconds`` as a float, or None when it is missing (None, NaN, FFmpeg's "no pts")."""
+    if seconds is None or not math.isfinite(seconds) or abs(seconds) >= _NOPTS_LIMIT:
+        return None
+    return float(seconds)
 
 
 class Timeline:
-    """Gives decoded frames finite, strictly increasing ``pts_seconds``.
+    """Gives decoded frames FFmpeg's best-effort timestamps, made finite and strictly increasing.
 
-    ``push(item, raw_pts, duration)`` returns the items that are ready, as
-    ``(item, index, pts_seconds)``; ``duration`` (seconds, optional) is the frame's own duration.
-    A missing raw timestamp (None, NaN, FFmpeg's "no pts" sentinel) or one that does not increase
-    becomes the previous time + 1/fps (the first frame: ``start``). With ``reorder=n`` it
-    holds n frames and hands each the smallest timestamp pending: decoders output frames in
-    presentation order, so this repairs streams whose timestamps arrive permuted (AVI with
-    packed B-frames read by FFmpeg 7+).
+    ``push(item, pts, duration, dts=...)`` returns the items that are ready, as
+    ``(item, index, pts_seconds)``; all in seconds, ``duration`` is the frame's own (optional),
+    ``dts`` the decoding time FFmpeg attaches to the frame (``AVFrame.pkt_dts``), when known.
+
+    A frame's time is what FFmpeg calls its best-effort timestamp (``guess_correct_pts`` in
+    libavcodec; ffprobe's ``best_effort_timestamp_time``): its pts, unless the pts have gone
+    backwards more often than the dts so far, then its dts. With ``lookahead=n`` each frame is
+    held until n more have arrived, and those count too, so a stream whose pts turn out wrong is
+    timed by its dts from the first frame on. (FFmpeg 7+ invents pts in decode order for B-frame
+    video in AVI, wrong from the first frame on; older FFmpeg gives none there, so ffprobe times
+    those frames by their dts.) A time that is still missing (None, NaN, FFmpeg's "no pts") or
+    does not increase (by over a microsecond) becomes the previous time + 1/fps (the first
+    frame: ``start``).
     """
 
-    def __init__(self, fps: float | None, *, start: float | None = None, reorder: int = 0):
+    def __init__(self, fps: float | None, *, start: float | None = None, lookahead: int = 0):
         self.fps = fps if fps and math.isfinite(fps) and fps > 0 else None
         self.start = start if start is not None and math.isfinite(start) else 0.0
-        self.reorder = reorder
-        self._items: deque = deque()
-        self._heap: list[float] = []
+        self.lookahead = lookahead
+        self._pending: deque = deque()
+        # FFmpeg's pts correction state: how often pts / dts failed to increase, last values
+        self._faulty_pts = self._faulty_dts = 0
+        self._last_pts = self._last_dts = -math.inf
         self.count = 0
         self.first: float | None = None
         self.last: float | None = None
@@ -161,27 +211,41 @@ class Timeline:
         self.last_duration: float | None = None  # the last frame's own duration, if known
 
     def push(
-        self, item: Any, raw_pts: float | None, duration: float | None = None
+        self,
+        item: Any,
+        pts: float | None,
+        duration: float | None = None,
+        *,
+        dts: float | None = None,
     ) -> list[tuple[Any, int, float]]:
-        valid = raw_pts is not None and math.isfinite(raw_pts) and abs(raw_pts) < _NOPTS_LIMIT
-        if valid:
-            heapq.heappush(self._heap, float(raw_pts))
-        self._items.append((item, valid, duration))
+        pts, dts = _stamp(pts), _stamp(dts)
+        if dts is not None:
+            self._faulty_dts += dts <= self._last_dts
+            self._last_dts = dts
+        elif pts is not None:
+            self._last_dts = pts
+        if pts is not None:
+            self._faulty_pts += pts <= self._last_pts
+            self._last_pts = pts
+        elif dts is not None:
+            self._last_pts = dts
+        self._pending.append((item, pts, dts, duration))
         out = []
-        while len(self._items) > self.reorder:
+        while len(self._pending) > self.lookahead:
             out.append(self._pop())
         return out
 
     def flush(self) -> list[tuple[Any, int, float]]:
-        return [self._pop() for _ in range(len(self._items))]
+        return [self._pop() for _ in range(len(self._pending))]
 
     def _pop(self) -> tuple[Any, int, float]:
-        item, valid, duration = self._items.popleft()
-        pts = heapq.heappop(self._heap) if valid else None
+        item, pts, dts, duration = self._pending.popleft()
+        if pts is None or (dts is not None and self._faulty_pts > self._faulty_dts):
+            pts = dts
         if self.last is None:
             pts = self.start if pts is None else pts
             self.first = pts
-        elif pts is None or pts <= self.last:
+        elif pts is None or pts <= self.last + _TICK:
             pts = self.last + self._frame_period()
         if self.last is not None:
             self.step = pts - self.last
@@ -206,18 +270,23 @@ class Timeline:
             return 0.0
         return self.last - self.first + (self.last_duration or self.step or self._frame_period())
 
-    def check_complete(self, info: VideoInfo, backend: str) -> None:
+    def check_complete(
+        self, info: VideoInfo, backend: str, report: DecodeReport | None = None
+    ) -> None:
         """Raise ``DecodeError`` if nothing was decoded, or if the file looks cut short.
 
         Cut short: the decoded span falls clearly short (by over 0.5 s and 10 %) of the header's
         duration, and the decoded count of the header's frame count when it has one (so a
         still frame ending a variable-rate video, or dropped AVI frames, are not "truncated").
+        The message quotes ``report`` when the decoder reported errors.
         """
         path = info.path
+        said = f"; {backend} reported {report}" if report is not None and report.total else ""
         if self.count == 0:
             raise DecodeError(
                 f"{path}: {backend} decoded no frames from video stream v:{info.stream_index} "
                 f"({info.codec}); the stream is empty or {backend} cannot decode {info.codec}"
+                f"{said}"
             )
         expected, got = expected_seconds(info), self.decoded_seconds()
         header = info.num_frames_from_header
@@ -226,7 +295,7 @@ class Timeline:
             raise DecodeError(
                 f"{path}: truncated: decoded {self.count} frames ({got:.2f} s) of "
                 f"~{expected:.2f} s that the header announces ({backend}); "
-                "the file is cut short or damaged"
+                f"the file is cut short or damaged{said}"
             )
 
 

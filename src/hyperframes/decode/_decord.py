@@ -3,7 +3,12 @@
 decord cannot choose a stream: it always decodes FFmpeg's "best" video stream, so asking it for
 another one raises ``DecodeError``. Rotation: decord applies the display matrix itself (checked
 against the upright size PyAV reports). Timestamps come from decord's frame index; when that index
-has none for some frames (AVI with packed B-frames), frames are timed ``start + i / fps``.
+has none for some frames (AVI with packed B-frames), frames are timed ``start + i / fps`` from
+the first frame's best-effort time, which PyAV's probe finds.
+
+Damage: decord exposes no error signal to count into a ``DecodeReport``: its FFmpeg conceals
+damage without saying so (its log goes to the terminal), and a batch it cannot decode raises,
+which fails the video (``DecodeError``) instead of being skipped.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from .._errors import DecodeError, HyperframesError
-from ._base import Timeline, VideoInfo, register_decoder
+from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
 from ._pyav import Inspection, inspect
 from ._resize import PIL_BILINEAR, ArrayFrame
 from ._streams import check_library_stream, library_pick
@@ -42,7 +47,9 @@ class DecordDecoder:
         self._open(found)
         return found.info
 
-    def frames(self, path: str, stream: int | None = None) -> Iterator[ArrayFrame]:
+    def frames(
+        self, path: str, stream: int | None = None, report: DecodeReport | None = None
+    ) -> Iterator[ArrayFrame]:
         found = inspect(path, stream)
         return self._decode(self._open(found), found.info)
 

@@ -2,6 +2,9 @@
 
 Frames are the files ``<prefix><number>.<jpg|jpeg|png>``, sorted by the number; frame i is shown
 at ``i / fps`` (fps defaults to 30). Images are decoded by PIL when ``to_rgb`` is called.
+
+Damage: nothing is decoded while ``frames`` runs, so a ``DecodeReport`` stays empty; an image
+PIL cannot decode raises ``DecodeError`` from ``to_rgb``.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import PIL
 from PIL import Image
 
 from .._errors import ConfigError, DecodeError, InputError
-from ._base import VideoInfo, check_path, register_decoder
+from ._base import DecodeReport, VideoInfo, check_path, register_decoder
 from ._resize import PIL_BILINEAR, resize_rgb
 
 _NAME = re.compile(r"(?P<prefix>.*?)(?P<number>\d+)\.(?P<ext>jpe?g|png)", re.IGNORECASE)
@@ -87,7 +90,9 @@ class FrameFolderDecoder:
             start_seconds=0.0,
         )
 
-    def frames(self, path: str, stream: int | None = None) -> Iterator[ImageFrame]:
+    def frames(
+        self, path: str, stream: int | None = None, report: DecodeReport | None = None
+    ) -> Iterator[ImageFrame]:
         info = self.probe(path, stream)
         _, files, _ = self._list(path, stream)
         size = (info.width, info.height)

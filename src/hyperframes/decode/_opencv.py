@@ -2,7 +2,13 @@
 
 OpenCV cannot choose a stream: it always decodes the file's first video stream, so asking it
 for another one raises ``DecodeError``. Rotation: OpenCV applies the display matrix itself
-(``CAP_PROP_ORIENTATION_AUTO``, set on). Timestamps are ``CAP_PROP_POS_MSEC`` after each read.
+(``CAP_PROP_ORIENTATION_AUTO``, set on). Timestamps are ``CAP_PROP_POS_MSEC`` after each read
+(OpenCV's own reading of the frame's time; the conformance tests check it against FFmpeg's
+best-effort timestamps).
+
+Damage: OpenCV exposes no error signal to count into a ``DecodeReport``: ``read()`` returning
+False means the end, whatever the cause (a file it stops reading early is caught by the
+truncation check, not counted), and its FFmpeg conceals damage silently.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .._errors import DecodeError, HyperframesError
-from ._base import Timeline, VideoInfo, register_decoder
+from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
 from ._pyav import Inspection, inspect
 from ._resize import PIL_BILINEAR, ArrayFrame
 from ._streams import check_library_stream, library_pick
@@ -38,7 +44,9 @@ class OpenCVDecoder:
         self._open(found).release()
         return found.info
 
-    def frames(self, path: str, stream: int | None = None) -> Iterator[ArrayFrame]:
+    def frames(
+        self, path: str, stream: int | None = None, report: DecodeReport | None = None
+    ) -> Iterator[ArrayFrame]:
         found = inspect(path, stream)
         return self._decode(self._open(found), found.info)
 

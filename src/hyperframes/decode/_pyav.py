@@ -1,5 +1,15 @@
 """The PyAV backend (the default): FFmpeg through PyAV, converting to RGB only on request.
 
+Timestamps are FFmpeg's best-effort timestamps (what ffprobe prints as
+``best_effort_timestamp_time``), from each frame's pts and the dts FFmpeg attaches to it
+(``frame.dts``), chosen by FFmpeg's own rule with a few frames of lookahead (see ``Timeline``).
+
+Damage is decoded through as FFmpeg's command line does: a packet the decoder rejects as invalid
+data is skipped. With a ``DecodeReport`` the backend counts ``failed_packets`` (those skipped),
+``corrupt_packets`` (flagged corrupt by the demuxer), ``corrupt_frames`` (``frame.is_corrupt``:
+FFmpeg's decode_error_flags or corrupt flag, set e.g. on concealed frames) and, from FFmpeg's
+log (see ``_pyav_log``), ``concealed``, ``decode_errors`` and ``demux_errors``.
+
 Rotation: FFmpeg attaches the stream's display matrix to each decoded frame
 (``VideoFrame.rotation``, degrees counter-clockwise). ``to_rgb`` scales the stored picture with
 swscale, then turns it by that many quarter turns with ``np.rot90``, so frames come out upright
@@ -8,15 +18,18 @@ and ``size`` is the upright size; ``VideoInfo.rotation`` records the same turn a
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from collections.abc import Iterator
+from itertools import islice
 
 import av
 import numpy as np
 
 from .._errors import DecodeError, HyperframesError, InputError
-from ._base import Timeline, VideoInfo, check_path, register_decoder
+from ._base import DecodeReport, Timeline, VideoInfo, check_path, register_decoder
+from ._pyav_log import LogTap
 from ._resize import check_size
 from ._streams import VideoStreamHeader, choose_video_stream, list_video_streams
 
@@ -32,7 +45,7 @@ _MATRIX = {
     10: "bt2020",
 }
 _RANGE = {1: "tv", 2: "pc"}
-_REORDER = 4  # frames held to repair permuted timestamps (see Timeline)
+_LOOKAHEAD = 8  # frames held so the pts-or-dts choice sees the next ones (see Timeline)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,19 +83,84 @@ def inspect(path: str, stream: int | None = None) -> Inspection:
     """Probe with PyAV: the header, plus the first frame for rotation and start time."""
     container, s, chosen, headers = open_video(path, stream)
     try:
-        first, error = None, None
+        first, start, error = None, None, None
         try:
-            first = next(iter(container.decode(s)), None)
-            error = None if first is not None else "no frame decoded"
+            frames = decoded_frames(container, s)
+            first = next(frames, None)
+            if first is not None:
+                start = _start_seconds(first, frames, s.time_base)
+            else:
+                error = "no frame decoded"
         except Exception as e:
             error = str(e)
-        info = _info(container, s, chosen, first)
+        info = _info(container, s, chosen, first, start)
     finally:
         container.close()
     return Inspection(info, chosen, headers, error)
 
 
-def _info(container, s, chosen: VideoStreamHeader, first) -> VideoInfo:
+def decoded_frames(container, s, report: DecodeReport | None = None) -> Iterator:
+    """Every frame of stream ``s``, skipping packets the decoder rejects as invalid data.
+
+    As FFmpeg's command line does, a damaged packet costs its frames, not the video; if no
+    packet decodes at all, the first failure is raised. Counted into ``report`` when given:
+    failed_packets, corrupt_packets, corrupt_frames, and the errors FFmpeg logs (``LogTap``,
+    switched on only then).
+    """
+    first_failure, decoded = None, False
+    codec = s.codec_context.codec.name if s.codec_context is not None else "unknown"
+    tap = (
+        LogTap(report, decoder=codec, demuxer=container.format.name) if report is not None else None
+    )
+    with tap or contextlib.nullcontext():
+        for packet in container.demux(s):
+            if tap is not None and packet.is_corrupt:
+                report.add("corrupt_packets", message=f"packet at dts {packet.dts} is corrupt")
+            try:
+                frames = packet.decode()
+            except av.error.InvalidDataError as e:
+                first_failure = first_failure or e
+                if tap is not None:
+                    why = f"{codec}: packet at dts {packet.dts} failed to decode: {e.strerror}"
+                    report.add("failed_packets", message=why)
+                continue
+            if tap is not None:
+                tap.drain()
+                for frame in frames:
+                    if frame.is_corrupt:
+                        report.add("corrupt_frames")
+            decoded = decoded or bool(frames)
+            yield from frames
+    if first_failure is not None and not decoded:
+        raise first_failure
+
+
+def _start_seconds(first, frames: Iterator, time_base) -> float | None:
+    """The first frame's best-effort time. When its pts and dts disagree, the choice depends on
+    the next frames (see ``Timeline``), so they are decoded too."""
+    if first.pts is None and first.dts is None:
+        return None
+    num, den = time_base.numerator, time_base.denominator
+    timeline = Timeline(None, lookahead=_LOOKAHEAD)
+    ready = []
+    more = first.pts is not None and first.dts is not None and first.pts != first.dts
+    for frame in [first, *islice(frames, _LOOKAHEAD if more else 0)]:
+        pts, duration, dts = _stamps(frame, num, den)
+        ready += timeline.push(None, pts, duration, dts=dts)
+    return (ready + timeline.flush())[0][2]
+
+
+def _stamps(frame, num: int, den: int) -> tuple:
+    """``(pts, duration, dts)`` of a frame in seconds (None where FFmpeg has none)."""
+    pts, dts, duration = frame.pts, frame.dts, frame.duration
+    return (
+        None if pts is None else float(pts) * num / den,
+        float(duration) * num / den if duration else None,
+        None if dts is None else float(dts) * num / den,
+    )
+
+
+def _info(container, s, chosen: VideoStreamHeader, first, start: float | None) -> VideoInfo:
     turns = _quarter_turns(first.rotation) if first is not None else 0
     width, height = (
         (first.width, first.height) if first is not None else (chosen.width, chosen.height)
@@ -101,7 +179,7 @@ def _info(container, s, chosen: VideoStreamHeader, first) -> VideoInfo:
         pix_fmt=first.format.name if first is not None else (cc.pix_fmt if cc else None),
         color_matrix=_MATRIX.get(int(cc.colorspace)) if cc else None,
         color_range=_RANGE.get(int(cc.color_range)) if cc else None,
-        start_seconds=first.time if first is not None else None,
+        start_seconds=start,
     )
 
 
@@ -172,25 +250,31 @@ class PyAVDecoder:
             )
         return found.info
 
-    def frames(self, path: str, stream: int | None = None) -> Iterator[PyAVFrame]:
+    def frames(
+        self, path: str, stream: int | None = None, report: DecodeReport | None = None
+    ) -> Iterator[PyAVFrame]:
         info = self.probe(path, stream)
         container, s, chosen, _ = open_video(path, stream)
         s.thread_type = "AUTO"
         for other in container.streams:  # the demuxer skips the other streams' packets
             if other.index != s.index:
                 other.discard = av.stream.Discard.all
-        return self._decode(container, s, chosen, info)
+        return self._decode(container, s, chosen, info, report)
 
-    def _decode(self, container, s, chosen, info: VideoInfo) -> Iterator[PyAVFrame]:
-        timeline = Timeline(info.fps, start=info.start_seconds, reorder=_REORDER)
-        path = info.path
+    def _decode(
+        self, container, s, chosen, info: VideoInfo, report: DecodeReport | None
+    ) -> Iterator[PyAVFrame]:
+        timeline = Timeline(info.fps, start=info.start_seconds, lookahead=_LOOKAHEAD)
+        path, push = info.path, timeline.push
+        num, den = s.time_base.numerator, s.time_base.denominator
+        frames = decoded_frames(container, s, report)  # demuxes only this stream
         try:
-            for frame in container.decode(s):  # demuxes only this stream
-                duration = frame.duration * frame.time_base if frame.duration else None
-                for item, index, pts in timeline.push(frame, frame.time, duration):
-                    yield PyAVFrame(item, index, pts, path)
-            for item, index, pts in timeline.flush():
-                yield PyAVFrame(item, index, pts, path)
+            for frame in frames:
+                pts, duration, dts = _stamps(frame, num, den)
+                for item, index, t in push(frame, pts, duration, dts=dts):
+                    yield PyAVFrame(item, index, t, path)
+            for item, index, t in timeline.flush():
+                yield PyAVFrame(item, index, t, path)
         except HyperframesError:
             raise
         except Exception as e:
@@ -199,5 +283,6 @@ class PyAVDecoder:
                 f"(truncated or corrupt?): {e}"
             ) from e
         finally:
+            frames.close()  # ends the log tap
             container.close()
-        timeline.check_complete(info, "pyav")
+        timeline.check_complete(info, "pyav", report)

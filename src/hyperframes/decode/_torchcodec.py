@@ -2,6 +2,12 @@
 
 Streams with torchcodec's ``get_next_frame`` (one frame at a time, no index scan).
 Rotation: torchcodec applies the display matrix itself, so its frames are already upright.
+Timestamps: torchcodec gives FFmpeg's best-effort timestamps itself.
+
+Damage: a frame that fails with FFmpeg's "Invalid data found" is skipped, as FFmpeg's command
+line skips the packet (and PyAV does); with a ``DecodeReport`` these are counted as
+``failed_packets``. That is all torchcodec exposes: it conceals damage without saying so and
+sends FFmpeg's log to the terminal, not to Python.
 """
 
 from __future__ import annotations
@@ -9,9 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .._errors import DecodeError, HyperframesError
-from ._base import Timeline, VideoInfo, register_decoder
+from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
 from ._pyav import Inspection, inspect
 from ._resize import PIL_BILINEAR, ArrayFrame
+
+_INVALID_DATA = "Invalid data found"  # FFmpeg's AVERROR_INVALIDDATA: damaged input
+_MAX_FAILED_IN_A_ROW = 1000  # then the decoder is stuck, not skipping damage
 
 
 @register_decoder("torchcodec", install_hint="pip install 'hyperframes[torchcodec]'")
@@ -42,9 +51,11 @@ class TorchCodecDecoder:
         self._open(found)
         return found.info
 
-    def frames(self, path: str, stream: int | None = None) -> Iterator[ArrayFrame]:
+    def frames(
+        self, path: str, stream: int | None = None, report: DecodeReport | None = None
+    ) -> Iterator[ArrayFrame]:
         found = inspect(path, stream)
-        return self._decode(self._open(found), found.info)
+        return self._decode(self._open(found), found.info, report)
 
     def _open(self, found: Inspection):
         path = found.info.path
@@ -61,15 +72,26 @@ class TorchCodecDecoder:
                 f"{path}: torchcodec cannot open {found.chosen.describe()}: {e}"
             ) from e
 
-    def _decode(self, decoder, info: VideoInfo) -> Iterator[ArrayFrame]:
+    def _decode(
+        self, decoder, info: VideoInfo, report: DecodeReport | None
+    ) -> Iterator[ArrayFrame]:
         timeline = Timeline(info.fps, start=info.start_seconds)
         get_next_frame = self._core.get_next_frame
+        failed = 0  # in a row
         try:
             while True:
                 try:
                     data, pts, duration = get_next_frame(decoder._decoder)
                 except IndexError:  # torchcodec's end of stream
                     break
+                except RuntimeError as e:
+                    failed += 1
+                    if _INVALID_DATA not in str(e) or failed > _MAX_FAILED_IN_A_ROW:
+                        raise
+                    if report is not None:
+                        report.add("failed_packets", message=f"torchcodec: {_reason(e)}")
+                    continue
+                failed = 0
                 for rgb, index, t in timeline.push(data.numpy(), float(pts), float(duration)):
                     yield ArrayFrame(rgb, index, t)
         except HyperframesError:
@@ -79,4 +101,9 @@ class TorchCodecDecoder:
                 f"{info.path}: torchcodec failed on v:{info.stream_index} after "
                 f"{timeline.count} frames (truncated or corrupt?): {e}"
             ) from e
-        timeline.check_complete(info, "torchcodec")
+        timeline.check_complete(info, "torchcodec", report)
+
+
+def _reason(error: Exception) -> str:
+    """torchcodec's message without its C++ source location."""
+    return str(error).strip().rsplit(", ", 1)[-1]

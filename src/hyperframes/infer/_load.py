@@ -17,6 +17,13 @@ are taken, first found first:
 4. the store defaults: short side 128, every decoded frame.
 
 :attr:`Preprocess.source` says which one was used.
+
+**Bounds.** Nothing read from a checkpoint sizes an allocation before it is checked: the
+config and the ``frames`` / ``num_classes`` / ``classes`` / ``input`` entries get the bounds of
+a training config (:func:`hyperframes.train._checkpoint.check_checkpoint`), every frame size
+(argument, checkpoint, store) has sides of at most 8192 and a rate of at most 1000 fps, and
+the model is first built on the ``meta`` device (no memory) so that options which do not fit
+the checkpoint's weights are refused before the real build.
 """
 
 from __future__ import annotations
@@ -71,11 +78,26 @@ class Preprocess:
     source: str = "defaults"
 
     def __post_init__(self) -> None:
-        parse_size(self.size)
-        if self.crop is not None and (not isinstance(self.crop, int) or self.crop < 1):
-            raise ConfigError(f"crop must be a positive integer or None, got {self.crop!r}")
-        if self.fps is not None and not (math.isfinite(self.fps) and self.fps > 0):
-            raise ConfigError(f"fps must be a positive number or None, got {self.fps!r}")
+        from ..train._checkpoint import check_frame_size
+        from ..train._config import MAX_FPS, MAX_FRAMES, MAX_SIDE
+
+        if isinstance(self.frames, bool) or not isinstance(self.frames, int):
+            raise ConfigError(f"frames must be an integer, got {self.frames!r}")
+        if not 1 <= self.frames <= MAX_FRAMES:
+            raise ConfigError(f"frames: out of range: {self.frames}; allowed: 1 to {MAX_FRAMES}")
+        check_frame_size(self.size, "size")
+        if self.crop is not None and (
+            isinstance(self.crop, bool)
+            or not isinstance(self.crop, int)
+            or not 1 <= self.crop <= MAX_SIDE
+        ):
+            raise ConfigError(
+                f"crop must be an integer from 1 to {MAX_SIDE} or None, got {self.crop!r}"
+            )
+        if self.fps is not None and not (math.isfinite(self.fps) and 0 < self.fps <= MAX_FPS):
+            raise ConfigError(
+                f"fps must be a positive number up to {MAX_FPS:g} or None, got {self.fps!r}"
+            )
 
     def resize_to(self, height: int, width: int) -> tuple[int, int]:
         """(H, W) a ``height`` x ``width`` source frame is resized to (before the crop)."""
@@ -207,6 +229,9 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
                 f"checkpoint {p}: the {key!r} entry is missing or not a mapping; the checkpoint "
                 "is incomplete"
             )
+    from ..train._checkpoint import check_checkpoint
+
+    check_checkpoint(state, p)  # sizes first: ConfigError naming the file and the key
     out = dict(state)
     out["path"] = str(p)
     return out
@@ -243,10 +268,19 @@ def _store_build(store: Any) -> dict | None:
 
 
 def _fps_value(value: Any, where: str) -> float | None:
+    from ..train._config import MAX_FPS
+
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ConfigError(f"{where} must be a number >= 0 (0 = every decoded frame), got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and 0 <= value <= MAX_FPS)
+    ):
+        raise ConfigError(
+            f"{where} must be a number >= 0 and <= {MAX_FPS:g} (0 = every decoded frame), "
+            f"got {value!r}"
+        )
     return float(value) if value > 0 else None
 
 
@@ -279,7 +313,9 @@ def preprocess_from_checkpoint(
         chosen_fps, src = None, "default: every frame"
     if src not in sources:
         sources.append(src)
-    parse_size(chosen_size, where="frame size")
+    from ..train._checkpoint import check_frame_size
+
+    check_frame_size(chosen_size, "frame size")
     return Preprocess(
         frames=int(frames),
         layout=layout,
@@ -298,6 +334,39 @@ def _strip_wrappers(sd: Mapping[str, Tensor]) -> dict[str, Tensor]:
         if sd and all(k.startswith(wrapper) for k in sd):
             sd = {k[len(wrapper) :]: v for k, v in sd.items()}
     return sd
+
+
+def _shape_mismatch(
+    name: str, num_classes: int, frames: int, options: dict, weights: Mapping, path: str
+) -> str | None:
+    """Build the model on the ``meta`` device (shapes, no memory) and say how the checkpoint's
+    weights differ from it, or None: ``model.options`` such as ``hidden_size: 10**9`` are
+    refused here instead of allocated (every registered family builds on ``meta``; a test
+    says so)."""
+    from .. import models
+
+    try:
+        with torch.device("meta"):
+            ghost = models.create(name, num_classes=num_classes, frames=frames, **options)
+    except ConfigError as e:
+        raise InputError(f"checkpoint {path}: its config does not build a model: {e}") from None
+    except Exception as e:  # an option the builder chokes on (every family builds on meta)
+        raise InputError(
+            f"checkpoint {path}: its config does not build a model ({type(e).__name__}: "
+            f"{' '.join(str(e).split())[:300]})"
+        ) from None
+    want = {k: tuple(v.shape) for k, v in ghost.state_dict().items()}
+    for key, value in weights.items():
+        if not isinstance(value, Tensor):
+            return f"{key} is a {type(value).__name__}, not a tensor"
+    have = {k: tuple(v.shape) for k, v in weights.items()}
+    missing, unexpected = sorted(want.keys() - have.keys()), sorted(have.keys() - want.keys())
+    if missing or unexpected:
+        return f"missing keys {missing[:5]}, unexpected keys {unexpected[:5]}"
+    for key, shape in want.items():
+        if have[key] != shape:
+            return f"size mismatch for {key}: the checkpoint has {have[key]}, the model {shape}"
+    return None
 
 
 def load_inference_model(
@@ -342,12 +411,19 @@ def load_inference_model(
         )
     options = {k: v for k, v in dict(mcfg.get("options") or {}).items() if k != "checkpointing"}
     frames = data.get("frames", 8)
+    weights = _strip_wrappers(state["model"])
+    unfit = _shape_mismatch(name, num_classes, frames, options, weights, path)
+    if unfit:
+        raise InputError(
+            f"checkpoint {path}: the weights do not fit model {name!r} built from its config "
+            f"({unfit}); the checkpoint is damaged or its config was edited"
+        )
     try:
         model = models.create(name, num_classes=num_classes, frames=frames, **options)
     except ConfigError as e:
         raise InputError(f"checkpoint {path}: its config does not build a model: {e}") from None
     try:
-        model.load_state_dict(_strip_wrappers(state["model"]), strict=True)
+        model.load_state_dict(weights, strict=True)
     except RuntimeError as e:
         text = " ".join(str(e).split())
         raise InputError(

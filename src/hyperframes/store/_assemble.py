@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import mmap
 import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
+import xxhash
 
 from .._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
 from .._version import __version__
@@ -44,24 +46,81 @@ def _finished_shards(store: Path) -> dict[str, tuple[list[dict], dict]]:
     return out
 
 
-def live_records(store: Path, sources: list[Source]) -> dict[str, tuple[str, dict]]:
-    """{source path: (shard, record)} for sources stored already and unchanged since."""
+def live_records(
+    store: Path,
+    sources: list[Source],
+    *,
+    trusted: frozenset[str] = frozenset(),
+    suspect: set[str] | None = None,
+) -> dict[str, tuple[str, dict]]:
+    """{source path: (shard, record)} for sources stored already, unchanged since, and whose
+    payload is on disk intact.
+
+    What is kept is decided from the disk, not from the records: the shard file must hold the
+    record's byte range and those bytes must match the record's ``payload_xxh3_64``. A record
+    that fails (shard missing, truncated or damaged; a record without a checksum, from an older
+    build) is not kept, so its video is decoded again. Shards in ``trusted`` (written by this
+    very run) skip the checksum, not the size check. Shards holding a record that failed are
+    added to ``suspect``.
+    """
     wanted = {s.path: s for s in sources}
     stats: dict[str, tuple[int, int] | None] = {}
     live: dict[str, tuple[str, dict]] = {}
     for shard, (records, _) in _finished_shards(store).items():
-        for rec in records:
-            s = wanted.get(rec["path"])
-            if s is None or (rec["label"], rec["split"]) != (s.label, s.split):
-                continue
-            if s.path not in stats:
-                try:
-                    stats[s.path] = source_stat(s)
-                except OSError:
-                    stats[s.path] = None
-            if stats[s.path] == (rec["source_bytes"], rec["source_mtime_ns"]):
-                live[s.path] = (shard, rec)  # later shards win (sorted names: later runs)
+        payload = _Payload(store / SHARDS_DIR / f"{shard}{SHARD_SUFFIX}", shard in trusted)
+        try:
+            for rec in records:
+                s = wanted.get(rec["path"])
+                if s is None or (rec["label"], rec["split"]) != (s.label, s.split):
+                    continue
+                if s.path not in stats:
+                    try:
+                        stats[s.path] = source_stat(s)
+                    except OSError:
+                        stats[s.path] = None
+                if stats[s.path] != (rec["source_bytes"], rec["source_mtime_ns"]):
+                    continue
+                if payload.holds(rec):
+                    live[s.path] = (shard, rec)  # later shards win (sorted names: later runs)
+                elif suspect is not None:
+                    suspect.add(shard)
+        finally:
+            payload.close()
     return live
+
+
+class _Payload:
+    """A finished shard's payload file, memory-mapped on demand to check records against."""
+
+    def __init__(self, path: Path, trusted: bool):
+        self.path, self.trusted = path, trusted
+        self._map: mmap.mmap | None = None
+        try:
+            self.size = path.stat().st_size
+        except OSError:
+            self.size = -1
+
+    def holds(self, rec: dict) -> bool:
+        off, n = int(rec["offset"]), int(rec["nbytes"])
+        if off < 0 or n < 0 or off + n > self.size:
+            return False
+        if self.trusted:
+            return True
+        want = rec.get("payload_xxh3_64")
+        if want is None:
+            return False
+        if n == 0:
+            return xxhash.xxh3_64_intdigest(b"") == want
+        if self._map is None:
+            with open(self.path, "rb") as f:
+                self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        with memoryview(self._map)[off : off + n] as view:
+            return xxhash.xxh3_64_intdigest(view) == want
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
 
 
 def git_commit() -> str | None:
@@ -88,11 +147,20 @@ def assemble(
     *,
     reused: int,
     started: float,
+    skipped: list[dict] | None = None,
+    trusted: frozenset[str] = frozenset(),
 ):
     from ..decode import create_decoder
     from ._build import BuildReport
 
-    live = live_records(store, sources)
+    suspect: set[str] = set()
+    live = live_records(store, sources, trusted=trusted, suspect=suspect)
+    # the disk decides: a video stored after all is not failed; one neither stored nor failed
+    # (its worker died before saying) is failed, never silently missing
+    failures = {p: e for p, e in failures.items() if p not in live}
+    for s in sources:
+        if s.path not in live and s.path not in failures:
+            failures[s.path] = "not stored (its build worker stopped before finishing it)"
     shards = sorted({shard for shard, _ in live.values()})
     shard_id = {name: i for i, name in enumerate(shards)}
     splits = sorted({s.split for s in sources if s.split is not None})
@@ -109,6 +177,7 @@ def assemble(
     change = np.zeros(n_frames if with_scores else 0, np.float32)
     chunks = np.zeros(n_chunks, CHUNK_DTYPE)
     details = []
+    damaged = []
     f0 = c0 = 0
     for v, s in enumerate(kept):
         shard, r = live[s.path]
@@ -130,6 +199,8 @@ def assemble(
             r["source_bytes"],
             r["source_mtime_ns"],
             r["stream"],
+            r.get("payload_xxh3_64", 0),
+            r.get("decode_errors", 0),
         )
         frames["pts_seconds"][f0 : f0 + n] = r["pts_seconds"]
         frames["source_index"][f0 : f0 + n] = r["source_frame_indices"]
@@ -143,6 +214,8 @@ def assemble(
                 for key in ("codec", "source_size", "rotation", "color_matrix", "color_range")
             }
         )
+        if r.get("decode_errors"):
+            damaged.append(damage_row(r))
         f0 += n
         c0 += k
 
@@ -171,13 +244,12 @@ def assemble(
     shard_rows = []
     for name in shards:
         _, summary = load_shard(store / SHARDS_DIR, name)
-        shard_rows.append(
-            {
-                "name": f"{name}{SHARD_SUFFIX}",
-                "bytes": summary["bytes"],
-                "checksum": summary["checksum"],
-            }
-        )
+        path = store / SHARDS_DIR / f"{name}{SHARD_SUFFIX}"
+        size, checksum = summary["bytes"], summary["checksum"]
+        if name in suspect or path.stat().st_size != size:
+            # damaged bytes that no kept video uses any more: the file is what it is now
+            size, checksum = path.stat().st_size, checksum_file(path)
+        shard_rows.append({"name": f"{name}{SHARD_SUFFIX}", "bytes": size, "checksum": checksum})
     index_rows = [
         {
             "name": f"{INDEX_DIR}/{f}",
@@ -222,6 +294,8 @@ def assemble(
         "source_bytes": source_bytes,
         "classes": classes,
         "failed": failed,
+        "damaged": damaged,
+        "skipped": list(skipped or []),
     }
     write_json_atomic(store / MANIFEST, manifest)
     _remove_dead_shards(store, set(shards))
@@ -234,7 +308,25 @@ def assemble(
         failed=failed,
         reused=reused,
         seconds=time.perf_counter() - started,
+        damaged=damaged,
+        skipped=list(skipped or []),
     )
+
+
+def damage_row(record: dict) -> dict:
+    """The manifest's ``damaged`` entry for a stored video the decoder reported errors for."""
+    from ..decode import DecodeReport
+
+    counts = record.get("decode_error_counts") or {}
+    messages = record.get("decode_error_messages") or []
+    summary = str(DecodeReport(counts=dict(counts), messages=list(messages)))
+    return {
+        "path": record["path"],
+        "decode_errors": record["decode_errors"],
+        "counts": counts,
+        "messages": messages,
+        "summary": summary,
+    }
 
 
 def _codec_params(options: BuildOptions) -> dict:

@@ -8,25 +8,28 @@ uninterrupted build.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing as mp
 import os
 import queue
 import shutil
+import signal
 import time
 from pathlib import Path
 
-from .._atomic import fsync_dir, write_json_atomic
-from .._errors import HyperframesError, StoreError
+from .._atomic import fsync_dir, remove_stale_temps, write_json_atomic
+from .._errors import HyperframesError, Interrupted, StoreError
 from .._progress import Progress
+from .._signals import interrupt_on_terminate, set_parent_death_signal, terminated
 from ._assemble import assemble, live_records
 from ._codecs import create_codec
-from ._format import BUILD_PARAMS, LOCK, MANIFEST, SHARDS_DIR
+from ._format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
 from ._ingest import ingest
 from ._lock import StoreLock
 from ._options import BuildOptions
-from ._shard import ShardWriter, recover_all
-from ._sources import Source, class_names, discover, source_stat
+from ._shard import Orphaned, OutputError, ShardWriter, output_error, recover_all
+from ._sources import Source, class_names, discover, scan, source_stat
 
 __all__ = ["BuildReport", "build_store"]
 
@@ -41,20 +44,30 @@ class BuildReport:
     failed: list[dict]
     reused: int
     seconds: float
+    damaged: list[dict] = dataclasses.field(default_factory=list)
+    skipped: list[dict] = dataclasses.field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
-        return 2 if self.failed else 0
+        """0 when every video was stored clean; 2 when some failed or were stored damaged."""
+        return 2 if self.failed or self.damaged else 0
 
     def summary(self) -> str:
-        ratio = self.store_bytes / self.source_bytes if self.source_bytes else float("nan")
+        if self.source_bytes:
+            ratio = f"{self.store_bytes / self.source_bytes:.2f}x the "
+        else:
+            ratio = ""
         lines = [
             f"store {self.store}: {self.videos} videos, {self.frames} frames, "
-            f"{self.store_bytes / 1e6:.1f} MB ({ratio:.2f}x the {self.source_bytes / 1e6:.1f} MB "
+            f"{self.store_bytes / 1e6:.1f} MB ({ratio}{self.source_bytes / 1e6:.1f} MB "
             f"of source), {self.reused} kept from an earlier run, {self.seconds:.1f} s",
             f"failed: {len(self.failed)}",
         ]
         lines += [f"  {f['path']}: {f['error']}" for f in self.failed]
+        lines.append(f"damaged (stored, the decoder reported errors): {len(self.damaged)}")
+        lines += [f"  {d['path']}: {d['summary']}" for d in self.damaged]
+        lines.append(f"skipped (not inputs): {len(self.skipped)}")
+        lines += [f"  {d['path']}: {d['reason']}" for d in self.skipped]
         return "\n".join(lines)
 
 
@@ -73,15 +86,21 @@ def _make_codec(options: BuildOptions):
 
 
 class _Worker:
-    """Decodes sources into this worker's own shards."""
+    """Decodes sources into this worker's own shards.
 
-    def __init__(self, store: Path, options: BuildOptions, run: int, worker: int, report):
+    ``report`` receives ``("start" | "done" | "failed", worker, item, ...)`` and
+    ``("frames", n)`` messages; ``alive`` says whether the build that owns the store lock is
+    still running (checked before each video starts and before each commit).
+    """
+
+    def __init__(self, store: Path, options: BuildOptions, run: int, worker: int, report, alive):
         self.shards = store / SHARDS_DIR
         self.options = options
         self.codec = _make_codec(options)
         self.decoders: dict[str, object] = {}
         self.run, self.worker, self.seq = run, worker, 0
         self.report = report
+        self.alive = alive
         self.writer: ShardWriter | None = None
 
     def _writer(self) -> ShardWriter:
@@ -91,10 +110,11 @@ class _Worker:
         if self.writer is None:
             name = f"r{self.run:03d}-w{self.worker:03d}-{self.seq:05d}"
             self.seq += 1
-            self.writer = ShardWriter(self.shards, name)
+            self.writer = ShardWriter(self.shards, name, alive=self.alive)
         return self.writer
 
     def process(self, i: int, source: Source) -> None:
+        self.report(("start", self.worker, i))
         try:
             if source.kind not in self.decoders:
                 self.decoders[source.kind] = _decoder_for(self.options, source.kind)
@@ -106,17 +126,25 @@ class _Worker:
                 self._writer(),
                 on_frames=lambda n: self.report(("frames", n)),
             )
-            self.report(("done", i, rec["num_frames"], rec["nbytes"]))
+            self.report(("done", self.worker, i, rec["num_frames"], rec["nbytes"]))
+        except (OutputError, Orphaned):
+            raise  # the output's fault, or the build is gone: never the input's
         except (HyperframesError, ValueError, RuntimeError, EOFError) as e:
-            self.report(("failed", i, _error_text(e)))
+            self.report(("failed", self.worker, i, _error_text(e)))
         except OSError as e:
             if e.filename and str(e.filename).startswith(str(self.shards)):
-                raise  # our own output failed: fatal
-            self.report(("failed", i, _error_text(e)))
+                raise output_error(e, self.shards.parent) from None
+            self.report(("failed", self.worker, i, _error_text(e)))
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+            self.writer = None
+
+    def abandon(self) -> None:
+        """Stop without finishing the shard: its journal keeps what was committed."""
+        if self.writer is not None:
+            self.writer.abandon()
             self.writer = None
 
 
@@ -124,8 +152,18 @@ def _error_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def _worker_main(store, options, run, worker, sources, tasks, results) -> None:
-    w = _Worker(Path(store), options, run, worker, results.put)
+def _worker_main(store, options, run, worker, sources, tasks, results, parent) -> None:
+    """A build worker process. It never outlives the build: the kernel kills it when its
+    parent dies (Linux), and it checks that its parent is alive before each video and commit
+    (elsewhere), so a worker of a killed build stops without touching shared state."""
+    set_parent_death_signal()
+    if os.getppid() != parent:
+        return  # the build died before we started
+
+    def alive() -> bool:
+        return os.getppid() == parent
+
+    w = _Worker(Path(store), options, run, worker, results.put, alive)
     try:
         while True:
             item = tasks.get()
@@ -134,10 +172,13 @@ def _worker_main(store, options, run, worker, sources, tasks, results) -> None:
             w.process(item, sources[item])
         w.close()
         results.put(("exit", worker))
+    except Orphaned:
+        w.abandon()
     except KeyboardInterrupt:
-        pass  # the journal keeps what is finished; the next build recovers it
+        w.abandon()  # the journal keeps what is finished; the parent recovers it
     except BaseException as e:
-        results.put(("fatal", worker, _error_text(e)))
+        w.abandon()
+        results.put(("fatal", worker, str(e) if isinstance(e, StoreError) else _error_text(e)))
 
 
 def _check_params(store: Path, options: BuildOptions) -> None:
@@ -147,6 +188,7 @@ def _check_params(store: Path, options: BuildOptions) -> None:
     if not path.exists():
         return
     old = json.loads(path.read_text())["content"]
+    old.setdefault("on_damaged", "keep")  # stores begun before the option existed
     new = options.content()
     diff = {k for k in set(old) | set(new) if old.get(k) != new.get(k)}
     if diff:
@@ -171,9 +213,11 @@ def build_store(
 
         return build_hdf5(data, out, options, progress=progress)
     t0 = time.perf_counter()
-    sources = discover(data)
-    classes = class_names(sources)
     store = Path(out)
+    sources, skipped = scan(data)
+    inside = str(store.absolute()) + os.sep  # a store built inside its data is not an input
+    skipped = [r for r in skipped if not str(Path(r["path"]).absolute()).startswith(inside)]
+    classes = class_names(sources)
     if store.exists() and not store.is_dir():
         raise StoreError(f"--out {store} exists and is not a folder")
     try:
@@ -182,25 +226,41 @@ def build_store(
         raise StoreError(f"cannot create the store folder {store}: {e.strerror}") from None
     if not os.access(store, os.W_OK):
         raise StoreError(f"the store folder {store} is not writable")
-    with StoreLock(store / LOCK):
-        _check_params(store, options)
-        write_json_atomic(store / BUILD_PARAMS, {"content": options.content()})
-        recover_all(store / SHARDS_DIR)
-        done = live_records(store, sources)
-        todo = [i for i, s in enumerate(sources) if s.path not in done]
-        if (store / MANIFEST).exists() and todo:
-            (store / MANIFEST).unlink()  # the store is incomplete until assembled again
-            fsync_dir(store)
-        failures = _run(store, options, sources, todo, progress=progress)
-        return assemble(
-            store,
-            sources,
-            classes,
-            options,
-            failures,
-            reused=len(sources) - len(todo),
-            started=t0,
-        )
+    with StoreLock(store / LOCK), interrupt_on_terminate():
+        try:
+            return _build_locked(store, options, sources, skipped, classes, t0, progress)
+        except OSError as e:
+            raise output_error(e, store) from None
+
+
+def _build_locked(store, options, sources, skipped, classes, t0, progress) -> BuildReport:
+    for folder in (store, store / SHARDS_DIR, store / INDEX_DIR):
+        remove_stale_temps(folder)  # of killed builds
+    _check_params(store, options)
+    write_json_atomic(store / BUILD_PARAMS, {"content": options.content()})
+    recover_all(store / SHARDS_DIR)
+    done = live_records(store, sources)
+    todo = [i for i, s in enumerate(sources) if s.path not in done]
+    if (store / MANIFEST).exists() and todo:
+        (store / MANIFEST).unlink()  # the store is incomplete until assembled again
+        fsync_dir(store)
+    run = _next_run(store)
+    failures = _run(store, options, sources, todo, run=run, progress=progress)
+    this_run = frozenset(
+        p.name[: -len(SHARD_SUFFIX)]
+        for p in (store / SHARDS_DIR).glob(f"r{run:03d}-*{SHARD_SUFFIX}")
+    )
+    return assemble(
+        store,
+        sources,
+        classes,
+        options,
+        failures,
+        reused=len(sources) - len(todo),
+        started=t0,
+        skipped=skipped,
+        trusted=this_run,
+    )
 
 
 def _next_run(store: Path) -> int:
@@ -208,12 +268,11 @@ def _next_run(store: Path) -> int:
     return max(runs, default=-1) + 1
 
 
-def _run(store, options, sources, todo, *, progress) -> dict[str, str]:
+def _run(store, options, sources, todo, *, run, progress) -> dict[str, str]:
     """Decode ``todo`` sources; returns {path: error} of those that failed."""
     failures: dict[str, str] = {}
     if not todo:
         return failures
-    run = _next_run(store)
     bar = Progress(total=len(todo), unit="videos", enabled=progress)
 
     def handle(msg) -> None:
@@ -223,67 +282,130 @@ def _run(store, options, sources, todo, *, progress) -> dict[str, str]:
         elif kind == "done":
             bar.advance()
         elif kind == "failed":
-            failures[sources[msg[1]].path] = msg[2]
+            failures[sources[msg[2]].path] = msg[3]
             bar.advance(failed=True)
 
     try:
         workers = min(options.workers, len(todo))
         if workers <= 1:
-            w = _Worker(store, options, run, 0, handle)
+            w = _Worker(store, options, run, 0, handle, lambda: True)
             try:
                 for i in todo:
                     w.process(i, sources[i])
-            finally:
                 w.close()
+            except BaseException:
+                w.abandon()
+                raise
         else:
             _run_parallel(store, options, run, workers, sources, todo, handle)
     except KeyboardInterrupt:
         bar.close()
-        raise StoreError(
-            f"build of {store} interrupted; finished videos are kept — rerun the same command "
-            "to resume"
+        _recover_quietly(store)
+        how = "SIGTERM" if terminated() == signal.SIGTERM else "Ctrl-C"
+        raise Interrupted(
+            f"build of {store} stopped by {how}; finished videos are kept: rerun the same "
+            "command to resume"
         ) from None
+    except StoreError:
+        bar.close()
+        _recover_quietly(store)
+        raise
     bar.close()
+    recover_all(store / SHARDS_DIR)  # shards of workers that died during the run
     return failures
 
 
+def _recover_quietly(store: Path) -> None:
+    """Finish what the stopped workers journalled, if the disk allows; else the next build
+    does it."""
+    with contextlib.suppress(OSError, StoreError):
+        recover_all(store / SHARDS_DIR, wait_seconds=5.0)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
 def _run_parallel(store, options, run, workers, sources, todo, handle) -> None:
+    """Run ``workers`` worker processes over ``todo``. A worker that dies (a decoder crash,
+    the OOM killer, kill -9) fails the video it was decoding, naming why, and is replaced."""
     ctx = mp.get_context("spawn")
     tasks, results = ctx.Queue(), ctx.Queue()
     for i in todo:
         tasks.put(i)
     for _ in range(workers):
         tasks.put(None)
-    procs = [
-        ctx.Process(
+    procs: dict[int, mp.process.BaseProcess] = {}
+    inflight: dict[int, int] = {}
+    exited: set[int] = set()
+    remaining = set(todo)
+
+    def start(w: int) -> None:
+        p = ctx.Process(
             target=_worker_main,
-            args=(str(store), options, run, w, sources, tasks, results),
+            args=(str(store), options, run, w, sources, tasks, results, os.getpid()),
             daemon=True,
         )
-        for w in range(workers)
-    ]
-    for p in procs:
         p.start()
-    alive = workers
+        procs[w] = p
+
+    for w in range(workers):
+        start(w)
+    next_id = workers
     try:
-        while alive:
+        while remaining or len(exited) < len(procs):
             try:
-                msg = results.get(timeout=1.0)
+                msg = results.get(timeout=0.5)
             except queue.Empty:
-                if not any(p.is_alive() for p in procs):
-                    raise StoreError(f"build workers of {store} died unexpectedly") from None
+                msg = None
+            if msg is not None:
+                kind = msg[0]
+                if kind == "start":
+                    inflight[msg[1]] = msg[2]
+                elif kind in ("done", "failed"):
+                    inflight.pop(msg[1], None)
+                    remaining.discard(msg[2])
+                    handle(msg)
+                elif kind == "exit":
+                    exited.add(msg[1])
+                elif kind == "fatal":
+                    raise StoreError(msg[2])
+                else:
+                    handle(msg)
                 continue
-            if msg[0] == "exit":
-                alive -= 1
-            elif msg[0] == "fatal":
-                raise StoreError(f"build worker {msg[1]} failed: {msg[2]}")
-            else:
-                handle(msg)
+            for w, p in list(procs.items()):
+                if w in exited or p.exitcode is None:
+                    continue
+                exited.add(w)
+                i = inflight.pop(w, None)
+                if i is not None and i in remaining:
+                    remaining.discard(i)
+                    handle(
+                        (
+                            "failed",
+                            w,
+                            i,
+                            f"the build worker decoding it died ({_exit_text(p.exitcode)}); "
+                            "rerun to retry it",
+                        )
+                    )
+                if remaining:
+                    start(next_id)
+                    next_id += 1
     finally:
-        for p in procs:
-            p.join(timeout=5)
-            if p.is_alive():
+        for p in procs.values():
+            if p.exitcode is None:
                 p.terminate()
+        for p in procs.values():
+            p.join(timeout=10)
+            if p.exitcode is None:
+                p.kill()
+                p.join()
 
 
 def remove_store(store: str | os.PathLike) -> None:

@@ -26,6 +26,10 @@ Payload per video, starting at a 4096-byte aligned offset:
   ``chunks.npy`` says where each chunk lies.
 - ``jpeg``: one JPEG (RGB, HWC) per frame; one chunk row per frame.
 
+Version 2 adds per video ``payload_xxh3_64`` (checksum of its payload bytes, used to decide
+what a resumed build keeps and by ``open_store(..., check="video")``) and ``decode_errors``
+(error signals the decoder reported: a damaged source). Version 1 stores stay readable.
+
 The reader refuses a ``format_version`` it does not know.
 """
 
@@ -34,7 +38,9 @@ from __future__ import annotations
 import numpy as np
 
 FORMAT_NAME = "hyperframes-store"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: versions this reader opens (version 1 stores lack the per-video checksum and error columns)
+READABLE_VERSIONS = (1, 2)
 ALIGNMENT = 4096
 CHECKSUM_ALGORITHM = "xxh3_128"
 
@@ -75,6 +81,22 @@ VIDEO_DTYPE = np.dtype(
         ("stream", "<i4"),  # index among the source's video streams
     ]
 )
+
+#: per-video table of format version 1 (kept to read older stores)
+VIDEO_DTYPE_V1 = VIDEO_DTYPE
+
+VIDEO_DTYPE = np.dtype(
+    [
+        *VIDEO_DTYPE_V1.descr,
+        ("payload_xxh3_64", "<u8"),  # xxh3-64 of the payload bytes [offset, offset + nbytes)
+        ("decode_errors", "<i8"),  # error signals the decoder reported for this video
+    ]
+)
+
+VIDEO_DTYPES = {1: VIDEO_DTYPE_V1, 2: VIDEO_DTYPE}
+
+#: stored element types a reader accepts (anything else is refused at open)
+ALLOWED_DTYPES = ("uint8", "float16")
 
 FRAME_DTYPE = np.dtype([("pts_seconds", "<f8"), ("source_index", "<i8")])
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .._errors import DecodeError, InputError
-from ..decode import Decoder
+from ..decode import Decoder, DecodeReport
 from ..decode._resample import FpsResampler
 from ..sampling._change import ChangeScorer
 from ._codecs import Codec
@@ -39,11 +39,13 @@ def kept_frames(
     fps: float | None,
     counter: list[int],
     native_fps: float | None = None,
+    report: DecodeReport | None = None,
 ) -> Iterator:
     """Decoded frames resampled to ``fps`` by their timestamps (all of them when None).
-    ``counter[0]`` counts the frames actually decoded."""
+    ``counter[0]`` counts the frames actually decoded; the decoder's error signals go to
+    ``report``."""
     resampler = FpsResampler(fps, native_fps=native_fps)
-    for frame in decoder.frames(path, stream=stream):
+    for frame in decoder.frames(path, stream=stream, report=report):
         counter[0] += 1
         yield from resampler.push(frame)
     try:
@@ -65,6 +67,13 @@ def ingest(
     check_source(source)
     source_bytes, source_mtime_ns = source_stat(source)
     info = decoder.probe(source.path, stream=options.stream)
+    if info.width * info.height > options.max_pixels:
+        raise InputError(
+            f"{source.path}: frames of {info.width}x{info.height} "
+            f"({info.width * info.height / 1e6:.1f} MP) exceed the decode pixel cap of "
+            f"{options.max_pixels / 1e6:.1f} MP; refused before decoding (raise max_pixels "
+            "to store it)"
+        )
     hw = target_size(info.height, info.width, options.size)
     normalise = options.dtype == "float16"
     if normalise:
@@ -75,6 +84,7 @@ def ingest(
     pts: list[float] = []
     indices: list[int] = []
     decoded = [0]
+    damage = DecodeReport()
     try:
         for kept in kept_frames(
             decoder,
@@ -83,6 +93,7 @@ def ingest(
             fps=options.fps,
             counter=decoded,
             native_fps=info.fps,
+            report=damage,
         ):
             chw = kept.frame.to_rgb(hw).transpose(2, 0, 1)
             if normalise:
@@ -93,9 +104,11 @@ def ingest(
             indices.append(int(kept.source_index))
             if len(pts) % 16 == 0:
                 on_frames(16)
-        offset, nbytes = sink.finish()
+        offset, nbytes, checksum = sink.finish()
         if not pts:
             raise DecodeError(f"{source.path}: no frames could be decoded")
+        if damage.total and options.on_damaged == "fail":
+            raise DecodeError(f"{source.path}: damaged: the decoder reported {damage}")
     except BaseException:
         writer.rollback(sink.offset)
         raise
@@ -110,6 +123,7 @@ def ingest(
         "source_mtime_ns": source_mtime_ns,
         "offset": offset,
         "nbytes": nbytes,
+        "payload_xxh3_64": checksum,
         "shape": [c, h, w],
         "num_frames": len(pts),
         "num_frames_decoded": decoded[0],
@@ -125,6 +139,9 @@ def ingest(
         "source_frame_indices": indices,
         "change_score": scorer.scores().tolist(),
         "chunks": sink.chunks,
+        "decode_errors": damage.total,
+        "decode_error_counts": damage.counts,
+        "decode_error_messages": damage.messages,
     }
     writer.commit(record)
     return record

@@ -11,6 +11,9 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 DTYPES = ("uint8", "float16")
 FORMATS = ("store", "hdf5")
+ON_DAMAGED = ("keep", "fail")
+#: default decode pixel cap: passes 8K (7680x4320 = 33.2 MP) with room, refuses absurd frames
+DEFAULT_MAX_PIXELS = 8192 * 8192
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,12 +31,14 @@ class BuildOptions:
     frame_folder_fps: float = 30.0
     format: str = "store"
     hdf5_compression: str = "lzf"
+    on_damaged: str = "keep"  # a video the decoder reported errors for: keep (listed) or fail
     # not part of the content:
+    max_pixels: int = DEFAULT_MAX_PIXELS  # frames larger than this are refused before decoding
     workers: int = 1
     shard_bytes: int = 1 << 30
 
     #: options that do not change what the store holds (may differ between resumed runs)
-    RUNTIME = ("workers", "shard_bytes", "format", "hdf5_compression")
+    RUNTIME = ("workers", "shard_bytes", "format", "hdf5_compression", "max_pixels")
 
     def __post_init__(self):
         from ._codecs import list_codecs
@@ -53,6 +58,12 @@ class BuildOptions:
             raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {self.format!r}")
         if self.workers < 1:
             raise ConfigError(f"--workers must be at least 1, got {self.workers}")
+        if self.on_damaged not in ON_DAMAGED:
+            raise ConfigError(
+                f"on_damaged must be one of {', '.join(ON_DAMAGED)}, got {self.on_damaged!r}"
+            )
+        if self.max_pixels < 1:
+            raise ConfigError(f"max_pixels must be at least 1, got {self.max_pixels}")
         if self.chunk_frames < 1:
             raise ConfigError(f"--chunk-frames must be at least 1, got {self.chunk_frames}")
 

@@ -1,12 +1,16 @@
-"""Per-video records of an opened store: small value objects, built lazily from the index."""
+"""Per-video records of an opened store: small value objects, built lazily from the index,
+and the index's own consistency checks (run at open, vectorised over every video)."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from .._errors import StoreError
+from ._format import CHUNK_DTYPE, FRAME_DTYPE
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -26,6 +30,7 @@ class VideoRecord:
     source_bytes: int
     source_mtime_ns: int
     stream: int
+    decode_errors: int = 0  # error signals the decoder reported (a damaged source); 0 = clean
 
     def __repr__(self) -> str:
         c, h, w = self.shape
@@ -76,6 +81,7 @@ class VideoList(Sequence):
             source_bytes=int(r["source_bytes"]),
             source_mtime_ns=int(r["source_mtime_ns"]),
             stream=int(r["stream"]),
+            decode_errors=int(r["decode_errors"]) if "decode_errors" in r.dtype.names else 0,
         )
 
     # vectorised columns (computed once), for planners and loaders over many videos
@@ -86,6 +92,13 @@ class VideoList(Sequence):
     @functools.cached_property
     def label_ids(self) -> np.ndarray:
         return self._v["label_id"].astype(np.int64)
+
+    @functools.cached_property
+    def decode_errors(self) -> np.ndarray:
+        """Decoder error signals per video (zeros for stores from before they were counted)."""
+        if "decode_errors" in (self._v.dtype.names or ()):
+            return self._v["decode_errors"].astype(np.int64)
+        return np.zeros(len(self._v), np.int64)
 
     @functools.cached_property
     def fps(self) -> np.ndarray:
@@ -114,3 +127,305 @@ class VideoList(Sequence):
     @property
     def source_index_all(self) -> np.ndarray:
         return self._f["source_index"]
+
+
+# -- the index checks itself -------------------------------------------------------------
+#: a stored frame's channels, and the largest height or width, a reader accepts: larger is a
+#: damaged or crafted index (and keeps every size product far from int64 overflow)
+CHANNELS = (1, 3)
+MAX_SIDE = 65536
+
+ALTERED = "the store is damaged or was altered: rebuild it, or restore it from a good copy"
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexFiles:
+    """Where each part of an index lives, as the error messages name it."""
+
+    videos: str
+    frames: str
+    strings: str
+    chunks: str = ""
+
+
+class _Rows:
+    """Raises the first violation of a per-video condition, naming the file and the video."""
+
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+
+    def who(self, i: int) -> str:
+        return f"video {i} ({self.paths[i]!r})"
+
+    def require(self, ok: np.ndarray, file: str, what: Callable[[int], str]) -> None:
+        if ok.all():
+            return
+        i = int(np.argmin(ok))
+        raise StoreError(f"{file}: {self.who(i)}: {what(i)}; {ALTERED}")
+
+
+def _columns(dtype: np.dtype) -> str:
+    return f"columns ({', '.join(dtype.names)})" if dtype.names else f"dtype {dtype}"
+
+
+def _string_lists(strings, file: str) -> None:
+    if not isinstance(strings, dict):
+        raise StoreError(f"{file}: holds {type(strings).__name__}, expected an object; {ALTERED}")
+    for key in ("paths", "classes", "splits"):
+        value = strings.get(key)
+        # set(map(type, ...)): the type of every element without a Python-level loop
+        if not isinstance(value, list) or not set(map(type, value)) <= {str}:
+            raise StoreError(f"{file}: {key!r} is missing or not a list of strings; {ALTERED}")
+
+
+def _contiguous(start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Per row: ``start`` follows the previous row's end (the first starts at 0). Check the
+    rows' bounds first (then no sum overflows)."""
+    ok = np.empty(len(start), bool)
+    if len(start):
+        ok[0] = start[0] == 0
+        ok[1:] = start[1:] == start[:-1] + count[:-1]
+    return ok
+
+
+def check_table(
+    videos: np.ndarray, frames: np.ndarray, strings, *, dtype: np.dtype, files: IndexFiles
+) -> None:
+    """What every form of a store (folder or HDF5) must satisfy: the tables' dtypes, the string
+    lists' lengths, label and split ids, frame shapes, and each video's rows of ``frames``
+    (back to back, covering all of it). Vectorised; the first violation is a StoreError."""
+    if videos.ndim != 1 or videos.dtype != dtype:
+        raise StoreError(
+            f"{files.videos}: holds {_columns(videos.dtype)} in {videos.ndim} dimension(s); "
+            f"this store's version reads one row per video with {_columns(dtype)}; {ALTERED}"
+        )
+    if frames.ndim != 1 or frames.dtype != FRAME_DTYPE:
+        raise StoreError(
+            f"{files.frames}: holds {_columns(frames.dtype)} in {frames.ndim} dimension(s); "
+            f"expected one row per frame with {_columns(FRAME_DTYPE)}; {ALTERED}"
+        )
+    _string_lists(strings, files.strings)
+    n_videos, n_frames = len(videos), len(frames)
+    paths = strings["paths"]
+    if len(paths) != n_videos:
+        raise StoreError(
+            f"{files.strings}: lists {len(paths)} paths, {files.videos} has {n_videos} "
+            f"videos; {ALTERED}"
+        )
+    rows = _Rows(paths)
+    n, start = videos["num_frames"], videos["frame_start"]
+    rows.require(
+        (start >= 0) & (start <= n_frames) & (n >= 0) & (n <= n_frames - start),
+        files.videos,
+        lambda i: (
+            f"frames {start[i]}..{int(start[i]) + int(n[i])} (frame_start, num_frames) "
+            f"lie outside the {n_frames} rows of {files.frames}"
+        ),
+    )
+    rows.require(
+        _contiguous(start, n),
+        files.videos,
+        lambda i: (
+            f"frame_start {start[i]} should be {int(start[i - 1]) + int(n[i - 1]) if i else 0}"
+            f" (each video's rows of {files.frames} follow the previous video's)"
+        ),
+    )
+    end = int(start[-1]) + int(n[-1]) if n_videos else 0
+    if end != n_frames:
+        raise StoreError(
+            f"{files.frames}: holds {n_frames} frames, {files.videos} describes {end}; {ALTERED}"
+        )
+    c, h, w = videos["channels"], videos["height"], videos["width"]
+    rows.require(
+        np.isin(c, CHANNELS) & (h >= 1) & (h <= MAX_SIDE) & (w >= 1) & (w <= MAX_SIDE),
+        files.videos,
+        lambda i: (
+            f"frame shape (channels, height, width) = ({c[i]}, {h[i]}, {w[i]}) is not "
+            f"allowed (channels {' or '.join(map(str, CHANNELS))}, sides 1..{MAX_SIDE})"
+        ),
+    )
+    for column, names in (("label_id", "classes"), ("split_id", "splits")):
+        ids, k = videos[column], len(strings[names])
+        rows.require(
+            (ids >= -1) & (ids < k),
+            files.videos,
+            lambda i, ids=ids, k=k, column=column, names=names: (
+                f"{column} {ids[i]} is not -1 or one of the {k} {names} in {files.strings}"
+            ),
+        )
+    fps = videos["fps"]
+    rows.require(
+        np.isfinite(fps) & (fps >= 0), files.videos, lambda i: f"fps {fps[i]} is not a rate"
+    )
+
+
+def check_payload(
+    videos: np.ndarray,
+    chunks: np.ndarray,
+    paths: list[str],
+    *,
+    shard_files: list[str],
+    shard_bytes: np.ndarray,
+    codec: str,
+    chunk_frames: int,
+    itemsize: int,
+    files: IndexFiles,
+) -> None:
+    """Where each video's payload lies in a folder store, against the shard files' sizes and
+    each other: inside its shard, no two videos sharing bytes, raw sizes equal to the frame
+    count times the frame size, chunk rows tiling the video's bytes and frames in order.
+    Call after :func:`check_table`. Vectorised; the first violation is a StoreError."""
+    if chunks.ndim != 1 or chunks.dtype != CHUNK_DTYPE:
+        raise StoreError(
+            f"{files.chunks}: holds {_columns(chunks.dtype)} in {chunks.ndim} dimension(s); "
+            f"expected one row per chunk with {_columns(CHUNK_DTYPE)}; {ALTERED}"
+        )
+    rows = _Rows(paths)
+    n_shards = len(shard_files)
+    shard = videos["shard"]
+    rows.require(
+        (shard >= 0) & (shard < n_shards),
+        files.videos,
+        lambda i: f"shard {shard[i]} is not one of the store's {n_shards} shards",
+    )
+    size = shard_bytes[shard] if len(shard) else np.zeros(0, np.int64)
+    off, nb = videos["offset"], videos["nbytes"]
+    rows.require(
+        (off >= 0) & (nb >= 0) & (off <= size) & (nb <= size - off),
+        files.videos,
+        lambda i: (
+            f"its payload, bytes {off[i]}..{int(off[i]) + int(nb[i])} (offset, nbytes), "
+            f"lies outside {shard_files[shard[i]]} ({size[i]} bytes)"
+        ),
+    )
+    _no_overlap(rows, shard, off, nb, shard_files, files.videos)
+    n = videos["num_frames"]
+    first, count = videos["chunk_start"], videos["num_chunks"]
+    if codec == "raw":
+        fb = (
+            videos["channels"].astype(np.int64)
+            * videos["height"]
+            * videos["width"]
+            * np.int64(itemsize)
+        )
+        q, r = np.divmod(nb, fb)
+        rows.require(
+            (r == 0) & (q == n),
+            files.videos,
+            lambda i: (
+                f"nbytes {nb[i]} should be num_frames {n[i]} x frame bytes {fb[i]} = "
+                f"{int(n[i]) * int(fb[i])}"
+            ),
+        )
+        rows.require(
+            count == 0, files.videos, lambda i: f"num_chunks {count[i]}: a raw store has none"
+        )
+        return
+    n_chunks = len(chunks)
+    rows.require(
+        (first >= 0) & (first <= n_chunks) & (count >= 0) & (count <= n_chunks - first),
+        files.videos,
+        lambda i: (
+            f"chunk rows {first[i]}..{int(first[i]) + int(count[i])} (chunk_start, "
+            f"num_chunks) lie outside the {n_chunks} rows of {files.chunks}"
+        ),
+    )
+    rows.require(
+        _contiguous(first, count),
+        files.videos,
+        lambda i: (
+            f"chunk_start {first[i]} should be "
+            f"{int(first[i - 1]) + int(count[i - 1]) if i else 0} (each video's rows of "
+            f"{files.chunks} follow the previous video's)"
+        ),
+    )
+    end = int(first[-1]) + int(count[-1]) if len(first) else 0
+    if end != n_chunks:
+        raise StoreError(
+            f"{files.chunks}: holds {n_chunks} chunks, {files.videos} describes {end}; {ALTERED}"
+        )
+    rows.require(
+        (count > 0) | (n == 0),
+        files.videos,
+        lambda i: f"{n[i]} frames but no chunk rows in {files.chunks}",
+    )
+    if not n_chunks:
+        return
+    owner = np.repeat(np.arange(len(videos)), count)
+    is_first = np.zeros(n_chunks, bool)
+    is_first[first[count > 0]] = True
+    is_last = np.zeros(n_chunks, bool)
+    is_last[(first + count - 1)[count > 0]] = True
+    chunk_rows = _ChunkRows(rows, owner, files.chunks)
+    c_off, c_nb = chunks["offset"], chunks["nbytes"]
+    v_off, v_end = off[owner], off[owner] + nb[owner]
+    chunk_rows.require(
+        (c_off >= v_off) & (c_off <= v_end) & (c_nb >= 0) & (c_nb <= v_end - c_off),
+        lambda j: (
+            f"bytes {c_off[j]}..{int(c_off[j]) + int(c_nb[j])} lie outside the video's "
+            f"payload, bytes {v_off[j]}..{v_end[j]}"
+        ),
+    )
+    prev_end = np.empty(n_chunks, np.int64)
+    prev_end[0] = 0
+    prev_end[1:] = c_off[:-1] + c_nb[:-1]
+    want_off = np.where(is_first, v_off, prev_end)
+    chunk_rows.require(
+        (c_off == want_off) & (~is_last | (c_off + c_nb == v_end)),
+        lambda j: (
+            f"bytes {c_off[j]}..{int(c_off[j]) + int(c_nb[j])} do not continue the "
+            f"video's payload (chunks lie back to back from byte {v_off[j]} to {v_end[j]})"
+        ),
+    )
+    c_first, c_n = chunks["first_frame"], chunks["num_frames"]
+    v_n = n[owner]
+    chunk_rows.require(
+        (c_n >= 1)
+        & (c_n <= chunk_frames)
+        & (c_first >= 0)
+        & (c_first <= v_n)
+        & (c_n <= v_n - c_first),
+        lambda j: (
+            f"frames {c_first[j]}..{int(c_first[j]) + int(c_n[j])} are not 1 to "
+            f"{chunk_frames} frames (the codec's chunk) of the video's {v_n[j]}"
+        ),
+    )
+    prev_frames = np.empty(n_chunks, np.int64)
+    prev_frames[0] = 0
+    prev_frames[1:] = c_first[:-1] + c_n[:-1]
+    want_first = np.where(is_first, 0, prev_frames)
+    chunk_rows.require(
+        (c_first == want_first) & (~is_last | (c_first + c_n == v_n)),
+        lambda j: (
+            f"first_frame {c_first[j]} does not continue the video's frames in order "
+            f"(expected {want_first[j]}; the last chunk ends at frame {v_n[j]})"
+        ),
+    )
+
+
+class _ChunkRows:
+    def __init__(self, rows: _Rows, owner: np.ndarray, file: str):
+        self.rows, self.owner, self.file = rows, owner, file
+
+    def require(self, ok: np.ndarray, what: Callable[[int], str]) -> None:
+        if ok.all():
+            return
+        j = int(np.argmin(ok))
+        who = self.rows.who(int(self.owner[j]))
+        raise StoreError(f"{self.file}: chunk row {j} of {who}: {what(j)}; {ALTERED}")
+
+
+def _no_overlap(rows: _Rows, shard, off, nb, shard_files: list[str], file: str) -> None:
+    """No two videos' payloads share a byte (one pointing at another's frames is refused)."""
+    ids = np.flatnonzero(nb > 0)
+    order = ids[np.lexsort((off[ids], shard[ids]))]
+    s, o, b = shard[order], off[order], nb[order]
+    clash = (s[1:] == s[:-1]) & (o[1:] < o[:-1] + b[:-1])
+    if clash.any():
+        k = int(np.argmax(clash))
+        a, z = int(order[k]), int(order[k + 1])
+        raise StoreError(
+            f"{file}: {rows.who(z)}: its payload, bytes {off[z]}..{int(off[z]) + int(nb[z])}, "
+            f"overlaps that of {rows.who(a)}, bytes {off[a]}..{int(off[a]) + int(nb[a])}, in "
+            f"{shard_files[s[k]]}; {ALTERED}"
+        )

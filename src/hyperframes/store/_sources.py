@@ -7,13 +7,35 @@
 - an annotation file: ``relative/path label`` per line (mmaction2 lists; ``path frames label``
   rawframe lists too) or a CSV with a header ``path,label[,split]``,
 - a single video file.
+
+Every regular file under a data folder is accounted for (:func:`scan`): it is a source, an image
+of a frame folder that is a source, or a skipped row ``{"path", "reason"}``. The rules:
+
+- a name in :data:`VIDEO_EXTENSIONS` is a video source without looking inside (a broken one is
+  reported later by the build as failed); any other extension is decided by FFmpeg probing the
+  content: a video stream makes it a source (``.nut``, ``.y4m``, ...), otherwise it is skipped as
+  ``"no video stream (audio only)"``, ``"an image outside a frame folder"``, ``"not a media
+  file"``, ...;
+- hidden names (``.name``) are skipped and hidden folders are not entered;
+- a symlink is followed once; a broken one, one that loops, and a folder link back into its own
+  ancestors are skipped (``"broken symlink"``, ``"symlink loop"``); a file reached twice is
+  stored once (``"same file as ..."``);
+- files in a folder nested below a label folder that is not a frame folder are skipped
+  (``"nested below a label folder"``), not stored under the top label: the usual cause is a
+  ``root/<split>/<label>/<video>`` tree given one level too high, where recursing would store
+  every video under the label ``train``;
+- a folder is a frame folder when it holds images and no videos; its files that are not images
+  are skipped (``"not a frame image"``).
 """
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
+import errno
 import os
+import stat
 from pathlib import Path
 
 from .._errors import InputError
@@ -40,6 +62,15 @@ VIDEO_EXTENSIONS = frozenset(
 IMAGE_EXTENSIONS = frozenset([".jpg", ".jpeg", ".png", ".bmp"])
 ANNOTATION_EXTENSIONS = frozenset([".txt", ".csv", ".lst", ".list"])
 
+# Probing a file of unknown extension: its first 16 KiB name the container (FFmpeg's default,
+# 1 MiB, costs ~70 ms on each large junk file), 256 KiB list the streams; "file" keeps a
+# playlist or SDP text from reaching out to the network.
+_PROBE_OPTIONS = {
+    "formatprobesize": str(16 * 1024),
+    "probesize": str(256 * 1024),
+    "protocol_whitelist": "file",
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class Source:
@@ -49,14 +80,33 @@ class Source:
     kind: str  # "video" | "frames"
 
 
-def _is_frame_dir(path: Path) -> bool:
+def _ext(name: str) -> str:
+    return os.path.splitext(name)[1].lower()
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:  # a symlink loop
+        return False
+
+
+def _is_frame_dir(path: str | os.PathLike) -> bool:
+    """A folder holding frame images and no videos (a label folder with a cover image in it
+    stays a label folder)."""
+    images = False
     try:
         with os.scandir(path) as it:
-            return any(
-                e.is_file() and os.path.splitext(e.name)[1].lower() in IMAGE_EXTENSIONS for e in it
-            )
+            for e in it:
+                ext = _ext(e.name)
+                if e.name.startswith(".") or not _is_file(e):
+                    continue
+                if ext in VIDEO_EXTENSIONS:
+                    return False
+                images = images or ext in IMAGE_EXTENSIONS
     except OSError:
         return False
+    return images
 
 
 def _kind(path: Path) -> str:
@@ -67,46 +117,204 @@ def _kind(path: Path) -> str:
     return "video"
 
 
-def discover(data: str | os.PathLike) -> list[Source]:
-    """Every source under ``data``, in a stable order (sorted by label, then path)."""
+def _why_not_a_video(path: str | os.PathLike) -> str | None:
+    """``None`` when FFmpeg finds a video stream in the file's content, else why it is not a
+    video (the reason a build's ``skipped`` row gives)."""
+    import av
+
+    try:
+        with open(path, "rb") as f:
+            if not f.read(1):
+                return "empty file"
+    except OSError as e:
+        return f"cannot be read ({e.strerror})"
+    try:
+        with av.open(os.fspath(path), options=_PROBE_OPTIONS) as container:
+            fmt = container.format.name
+            streams = [
+                "cover image" if s.disposition & av.stream.Disposition.attached_pic else s.type
+                for s in container.streams
+            ]
+    except (av.FFmpegError, OSError, ValueError):
+        return "not a media file"
+    if fmt == "tty":  # FFmpeg shows text files as ANSI art
+        return "not a media file"
+    if fmt.startswith("image2") or fmt.endswith("_pipe"):  # the demuxers of single pictures
+        return "an image outside a frame folder"
+    if "video" in streams:
+        return None
+    kinds = sorted(set(streams) - {"cover image"})
+    return f"no video stream ({', '.join(kinds)} only)" if kinds else "no video stream"
+
+
+class _Scanner:
+    """Walks a data folder once, collecting sources and the skipped rows."""
+
+    def __init__(self) -> None:
+        self.sources: list[Source] = []
+        self.skipped: list[dict] = []
+        self._first: dict[str, str] = {}  # resolved path -> the path it was first listed as
+
+    def skip(self, path: Path, reason: str) -> None:
+        self.skipped.append({"path": str(path), "reason": reason})
+
+    def add(self, path: Path, label: str | None, kind: str) -> bool:
+        """Add a source; False (and a skipped row) when it was already reached another way."""
+        real = str(path.resolve())
+        first = self._first.setdefault(real, str(path))
+        if first != str(path):
+            self.skip(path, f"same file as {first}")
+            return False
+        self.sources.append(Source(real, label, None, kind))
+        return True
+
+    def entries(
+        self, folder: Path, ancestors: frozenset[str], *, top: bool = False
+    ) -> list[tuple[Path, str]]:
+        """``(path, "file" | "dir")`` of ``folder`` sorted by name, symlinks followed; every
+        other entry becomes a skipped row. ``ancestors``: real paths of the folders above."""
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError as e:
+            if top:  # the data folder itself
+                raise InputError(f"{folder}: cannot list the folder ({e.strerror})") from None
+            self.skip(folder, f"cannot be read ({e.strerror})")
+            return []
+        out = []
+        for name in names:
+            path = folder / name
+            kind = self._look(path, ancestors)
+            if kind is not None:
+                out.append((path, kind))
+        return out
+
+    def _look(self, path: Path, ancestors: frozenset[str]) -> str | None:
+        hidden = path.name.startswith(".")
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as e:
+            if hidden:
+                self.skip(path, "hidden file")
+            elif path.is_symlink():
+                self.skip(path, "symlink loop" if e.errno == errno.ELOOP else "broken symlink")
+            else:
+                self.skip(path, f"cannot be read ({e.strerror})")
+            return None
+        if stat.S_ISDIR(mode):
+            if hidden:
+                self.skip(path, "hidden folder")  # not entered: .git, .cache, ...
+            elif os.path.realpath(path) in ancestors:
+                self.skip(path, "symlink loop")
+            else:
+                return "dir"
+        elif hidden:
+            self.skip(path, "hidden file")
+        elif stat.S_ISREG(mode):
+            return "file"
+        else:
+            self.skip(path, "not a regular file")
+        return None
+
+    def folder(self, root: Path) -> None:
+        ancestors = frozenset([os.path.realpath(root)])
+        listing = self.entries(root, ancestors, top=True)
+        subdirs = [p for p, kind in listing if kind == "dir"]
+        for path, kind in listing:
+            if kind == "file":
+                self.file(path, None)
+        rawframes = bool(subdirs) and all(_is_frame_dir(d) for d in subdirs)
+        for d in subdirs:
+            below = ancestors | {os.path.realpath(d)}
+            if rawframes:
+                self.frames(d, None, below)
+            else:
+                self.label(d, below)
+
+    def label(self, folder: Path, ancestors: frozenset[str]) -> None:
+        for path, kind in self.entries(folder, ancestors):
+            if kind == "file":
+                self.file(path, folder.name)
+            elif _is_frame_dir(path):
+                self.frames(path, folder.name, ancestors | {os.path.realpath(path)})
+            else:
+                self.nested(path, ancestors, "nested below a label folder")
+
+    def frames(self, folder: Path, label: str | None, ancestors: frozenset[str]) -> None:
+        if not self.add(folder, label, "frames"):
+            return
+        for path, kind in self.entries(folder, ancestors):
+            if kind == "dir":
+                self.nested(path, ancestors, "nested below a frame folder")
+            elif _ext(path.name) not in IMAGE_EXTENSIONS:
+                self.skip(path, "not a frame image (in a frame folder)")
+
+    def nested(self, folder: Path, ancestors: frozenset[str], reason: str) -> None:
+        """Skip every file below ``folder``; folder links are not followed here."""
+        if folder.is_symlink():
+            self.skip(folder, reason)
+            return
+        below = ancestors | {os.path.realpath(folder)}
+        for path, kind in self.entries(folder, below):
+            if kind == "dir":
+                self.nested(path, below, reason)
+            else:
+                self.skip(path, reason)
+
+    def file(self, path: Path, label: str | None) -> None:
+        ext = _ext(path.name)
+        if ext in VIDEO_EXTENSIONS:
+            self.add(path, label, "video")  # a broken one fails in the build, named
+            return
+        first = self._first.get(str(path.resolve()))
+        if first is not None:
+            self.skip(path, f"same file as {first}")
+            return
+        reason = "an image outside a frame folder" if ext in IMAGE_EXTENSIONS else None
+        reason = reason or _why_not_a_video(path)
+        if reason is None:
+            self.add(path, label, "video")
+        else:
+            self.skip(path, reason)
+
+
+def scan(data: str | os.PathLike) -> tuple[list[Source], list[dict]]:
+    """Every source under ``data`` and every file left out, as ``(sources, skipped)``;
+    ``skipped`` rows are ``{"path": ..., "reason": ...}`` sorted by path (the rules are in the
+    module docstring). Sources keep a stable order: the top folder's files, then its folders
+    by name, each folder's entries by name."""
     root = Path(data)
     if not root.exists():
         raise InputError(f"{root}: no such file or folder (expected videos, a folder or a list)")
     if root.is_file():
         if root.suffix.lower() in ANNOTATION_EXTENSIONS:
-            return _from_annotation(root)
-        return [Source(str(root.resolve()), None, None, "video")]
+            return _from_annotation(root), []
+        return [Source(str(root.resolve()), None, None, "video")], []
+    scanner = _Scanner()
+    root = Path(os.path.abspath(root))
     if _is_frame_dir(root):
-        return [Source(str(root.resolve()), None, None, "frames")]
-    return _from_folder(root)
+        scanner.frames(root, None, frozenset([os.path.realpath(root)]))
+    else:
+        scanner.folder(root)
+    if not scanner.sources:
+        raise InputError(_found_nothing(root, scanner.skipped))
+    return scanner.sources, sorted(scanner.skipped, key=lambda row: row["path"])
 
 
-def _from_folder(root: Path) -> list[Source]:
-    entries = sorted(root.iterdir())
-    subdirs = [e for e in entries if e.is_dir() and not e.name.startswith(".")]
-    files = [
-        e
-        for e in entries
-        if e.is_file() and e.suffix.lower() in VIDEO_EXTENSIONS and not e.name.startswith(".")
-    ]
-    out: list[Source] = [Source(str(f.resolve()), None, None, "video") for f in files]
-    if subdirs and all(_is_frame_dir(d) for d in subdirs):
-        return out + [Source(str(d.resolve()), None, None, "frames") for d in subdirs]
-    for label_dir in subdirs:
-        for e in sorted(label_dir.iterdir()):
-            if e.name.startswith("."):
-                continue
-            if e.is_dir():
-                if _is_frame_dir(e):
-                    out.append(Source(str(e.resolve()), label_dir.name, None, "frames"))
-            elif e.suffix.lower() in VIDEO_EXTENSIONS:
-                out.append(Source(str(e.resolve()), label_dir.name, None, "video"))
-    if not out:
-        raise InputError(
-            f"{root}: found no videos (extensions {', '.join(sorted(VIDEO_EXTENSIONS))}) "
-            "and no frame folders; expected root/<label>/<video>"
-        )
-    return out
+def discover(data: str | os.PathLike) -> list[Source]:
+    """Every source under ``data``, in a stable order (see :func:`scan`)."""
+    return scan(data)[0]
+
+
+def _found_nothing(root: Path, skipped: list[dict]) -> str:
+    msg = f"{root}: found no videos and no frame folders; expected root/<label>/<video>"
+    if not skipped:
+        return msg
+    example: dict[str, str] = {}
+    for row in skipped:
+        example.setdefault(row["reason"], row["path"])
+    counts = collections.Counter(row["reason"] for row in skipped)
+    parts = [f"{n} {reason} (e.g. {example[reason]})" for reason, n in counts.most_common()]
+    return f"{msg}; skipped {len(skipped)}: " + ", ".join(parts)
 
 
 def _resolve(base: Path, rel: str) -> Path:

@@ -1,4 +1,10 @@
-"""Recompute every checksum of a store and name each file that does not match."""
+"""Recompute every checksum of a store and name each file (and video) that does not match.
+
+A folder store: every file the manifest lists against its size and xxh3-128, then the index
+checks of opening the store; a damaged shard of a version-2 store also names the videos whose
+payload no longer matches their xxh3-64. An HDF5 store (``.h5``): the index checks of opening
+it, then every video's frames against the xxh3-64 ``convert`` recorded.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +12,103 @@ import os
 from pathlib import Path
 
 from .._errors import StoreError
-from ._format import MANIFEST, SHARDS_DIR
-from ._reader import _load_json
+from ._format import INDEX_DIR, MANIFEST, SHARDS_DIR
+from ._reader import Store, _load_json, check_manifest, own_file
 from ._shard import checksum_file
 
 
 def verify_store(path: str | os.PathLike) -> list[str]:
     """Problems found (empty when the store is intact). Reads every byte once."""
     store = Path(path)
+    if store.is_file() and store.suffix.lower() in (".h5", ".hdf5"):
+        return _verify_hdf5(store)
     if not (store / MANIFEST).exists():
         raise StoreError(f"{store}: no store here ({MANIFEST} is missing)")
     m = _load_json(store / MANIFEST)
-    rows = [(store / r["name"], r) for r in m["index"]]
-    rows += [(store / SHARDS_DIR / r["name"], r) for r in m["shards"]]
-    problems = []
-    for f, row in rows:
-        if not f.exists():
+    try:
+        check_manifest(m, store / MANIFEST)
+    except StoreError as e:
+        return [str(e)]
+    problems: list[str] = []
+    damaged: dict[str, int] = {}  # shard name -> its problem's position
+    unreadable = False
+    for kind, row in [("index", r) for r in m["index"]] + [("shard", r) for r in m["shards"]]:
+        try:
+            if kind == "index":
+                folder, _, name = row["name"].partition("/")
+                if folder != INDEX_DIR:
+                    raise StoreError(
+                        f"{store / MANIFEST}: the index file {row['name']!r} is not in {INDEX_DIR}/"
+                    )
+                f = own_file(store / INDEX_DIR, name, store / MANIFEST)
+            else:
+                f = own_file(store / SHARDS_DIR, row["name"], store / MANIFEST)
+        except StoreError as e:
+            problems.append(str(e))
+            unreadable = True
+            continue
+        if not f.is_file():
             problems.append(f"{f}: missing")
+            unreadable = True
             continue
         size = f.stat().st_size
         if size != row["bytes"]:
             problems.append(f"{f}: {size} bytes, expected {row['bytes']} (truncated or damaged)")
+            unreadable = True
             continue
         got = checksum_file(f)
-        if got != row["checksum"]:
+        if got != row.get("checksum"):
+            if kind == "shard":
+                damaged[row["name"]] = len(problems)
             problems.append(
-                f"{f}: checksum {got} does not match the manifest's {row['checksum']} "
+                f"{f}: checksum {got} does not match the manifest's {row.get('checksum')} "
                 f"({m.get('checksum_algorithm')})"
             )
+    if unreadable:
+        return problems
+    try:
+        opened = Store(store)
+    except StoreError as e:
+        return [*problems, str(e)]
+    with opened:
+        if damaged and "payload_xxh3_64" in opened._videos.dtype.names:
+            for name, at in damaged.items():
+                problems[at] += _damaged_videos(opened, opened._shard_names.index(name))
+    return problems
+
+
+def _damaged_videos(store: Store, shard: int) -> str:
+    """``"; damaged videos: 3 ('a.mp4'), ..."`` for the shard's videos whose payload does not
+    match (empty when every video's payload does: the damage is in padding)."""
+    ids = [int(i) for i in (store._videos["shard"] == shard).nonzero()[0]]
+    bad = [i for i in ids if store._payload_problem(i) is not None]
+    if not bad:
+        return "; every video's payload in it still matches (the damage is between videos)"
+    named = ", ".join(f"{i} ({store.videos.paths[i]!r})" for i in bad[:10])
+    more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
+    return f"; damaged videos: {named}{more}"
+
+
+def _verify_hdf5(path: Path) -> list[str]:
+    from ._hdf5 import H5Store
+
+    try:
+        store = H5Store(path)
+    except StoreError as e:
+        return [str(e)]
+    with store:
+        if store._sums is None:
+            return [
+                f"{path}: has no per-video checksums (/index/frames_xxh3_64: written by an "
+                "older hyperframes), so its frames cannot be verified; convert the store to "
+                "HDF5 again"
+            ]
+        problems = []
+        for i in range(len(store)):
+            try:
+                problem = store._frames_problem(i)
+            except StoreError as e:
+                problem = str(e)
+            if problem is not None:
+                problems.append(problem)
     return problems

@@ -41,7 +41,7 @@ from ._metrics import (
 from ._schedule import lr_at, scaled_lr
 from ._segmentation import SegmentationDataset
 from ._splits import split_videos
-from ._trainer import build_model, run_training
+from ._trainer import TrainingInterrupted, build_model, run_training
 
 __all__ = [
     "AugmentConfig",
@@ -52,6 +52,7 @@ __all__ = [
     "ModelConfig",
     "SegmentationDataset",
     "TrainConfig",
+    "TrainingInterrupted",
     "add_eval_parser",
     "add_train_parser",
     "apply_overrides",

@@ -3,11 +3,15 @@
 Wire them into the main parser with ``add_train_parser(sub)`` / ``add_eval_parser(sub)``
 (each sets ``func`` to a handler returning an exit code), or call ``train_main(argv)`` /
 ``eval_main(argv)``.
+
+``train`` stopped by Ctrl-C or SIGTERM saves ``last.pt`` where it stands, prints one line
+saying where and the command that resumes, and exits with 130 (SIGINT) or 143 (SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from .._errors import HyperframesError
@@ -42,12 +46,39 @@ def _eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=None, help="metrics.json path (default beside the checkpoint)")
 
 
-def _train(args) -> int:
-    from ._trainer import run_training
+def _resume_command(args, run_dir) -> str:
+    sets = [a for kv in args.overrides for a in ("--set", kv)]
+    argv = ["hyperframes", "train", args.config, *sets, "--out", str(run_dir), "--resume"]
+    return shlex.join(argv)
 
-    run_training(
-        args.config, args.out, resume=args.resume, overrides=args.overrides, progress=not args.quiet
-    )
+
+def _train(args) -> int:
+    from ._trainer import TrainingInterrupted, run_training
+
+    try:
+        run_training(
+            args.config,
+            args.out,
+            resume=args.resume,
+            overrides=args.overrides,
+            progress=not args.quiet,
+        )
+    except TrainingInterrupted as e:
+        if e.world_size == 1:  # several processes: rank 0 has said it already
+            print(
+                f"hyperframes train: {e.where}; continue with: {_resume_command(args, e.run_dir)}",
+                file=sys.stderr,
+                flush=True,
+            )
+        return e.exit_code
+    except KeyboardInterrupt:  # Ctrl-C twice: stopped at once, nothing new saved
+        print(
+            "hyperframes train: interrupted again; stopped at once without saving "
+            "(last.pt keeps the previous save; continue with --resume)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 130
     return 0
 
 

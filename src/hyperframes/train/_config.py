@@ -17,6 +17,15 @@ per-video split is made instead: within each class, the videos (in store order) 
 by ``numpy.random.default_rng([data.split_seed, class_id])`` and the first
 ``round(n * data.val_fraction)`` (at least one when the class has two videos or more) go to
 validation. The same config and store always give the same split.
+
+**Bounds.** A config is small and asks for finite work: the file is at most
+:data:`MAX_CONFIG_BYTES`, at most :data:`MAX_CONFIG_DEPTH` levels deep and at most
+:data:`MAX_CONFIG_VALUES` values once YAML aliases are expanded (so a few aliases are fine,
+an alias bomb is refused before anything is built). Every size that drives an allocation
+has an upper bound (``data.frames`` <= :data:`MAX_FRAMES`, sides <= :data:`MAX_SIDE`,
+batches <= :data:`MAX_BATCH`, ...) and one batch of uint8 frames, ``batch x frames x 3 x
+size x size``, is at most :data:`MAX_BATCH_BYTES`. :func:`check_config_values` applies the
+same bounds to the possibly partial config a checkpoint carries.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import math
 import os
 import types
 import typing
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
 from pathlib import Path
 
@@ -43,10 +53,26 @@ __all__ = [
     "ModelConfig",
     "TrainConfig",
     "apply_overrides",
+    "check_config_values",
     "config_from_dict",
     "load_config",
     "save_config",
 ]
+
+
+MAX_CONFIG_BYTES = 1 << 20  # a config file; real ones are a few hundred bytes
+MAX_CONFIG_DEPTH = 32  # nesting levels (real configs: 4)
+MAX_CONFIG_VALUES = 10_000  # values after alias expansion (real configs: ~100)
+MAX_FRAMES = 4096  # data.frames
+MAX_SIDE = 8192  # pixels, any crop / resize side
+MAX_BATCH = 65_536  # data.batch_size, data.val_batch_size
+MAX_BATCH_BYTES = 64 << 30  # one batch of uint8 frames
+MAX_CLASSES = 100_000  # model.num_classes
+MAX_WORKERS = 256  # data.workers
+MAX_EPOCHS = 100_000  # train.epochs
+MAX_CLIPS = 1024  # eval.clips, the samplers' clips
+MAX_FPS = 1000.0  # frame rates a checkpoint or store asks inference to resample to
+MAX_SEED = 2**63 - 1
 
 
 def _m(**meta) -> dict:
@@ -59,7 +85,8 @@ class AugmentConfig:
     """Training augmentation (validation frames get the matching resize + centre crop)."""
 
     size: int | None = field(
-        default=None, metadata=_m(min=8, help="square crop side; null keeps the stored size")
+        default=None,
+        metadata=_m(min=8, max=MAX_SIDE, help="square crop side; null keeps the stored size"),
     )
     scale: list[float] = field(
         default_factory=lambda: [0.35, 1.0], metadata=_m(length=2, min=0.0, max=1.0)
@@ -82,18 +109,18 @@ class DataConfig:
     val_fraction: float = field(
         default=0.25, metadata=_m(gt=0.0, lt=1.0, help="used only when the store has no splits")
     )
-    split_seed: int = field(default=0, metadata=_m(min=0))
+    split_seed: int = field(default=0, metadata=_m(min=0, max=MAX_SEED))
     sampler: str = "random"
     sampler_options: dict = field(default_factory=dict)
     val_sampler: str = "uniform"
     val_sampler_options: dict = field(default_factory=lambda: {"clips": 1})
-    frames: int = field(default=8, metadata=_m(min=1))
+    frames: int = field(default=8, metadata=_m(min=1, max=MAX_FRAMES))
     layout: str = field(
         default="auto", metadata=_m(choices=("auto", "temporal", "channel", "conv3d", "keyframe"))
     )
-    batch_size: int = field(default=16, metadata=_m(min=1))
-    val_batch_size: int | None = field(default=None, metadata=_m(min=1))
-    workers: int = field(default=0, metadata=_m(min=0))
+    batch_size: int = field(default=16, metadata=_m(min=1, max=MAX_BATCH))
+    val_batch_size: int | None = field(default=None, metadata=_m(min=1, max=MAX_BATCH))
+    workers: int = field(default=0, metadata=_m(min=0, max=MAX_WORKERS))
     memory: str = field(default="disk", metadata=_m(choices=("disk", "ram")))
     drop_last: bool = True
     mean: list[float] = field(default_factory=lambda: [0.485, 0.456, 0.406], metadata=_m(length=3))
@@ -109,7 +136,8 @@ class DataConfig:
 class ModelConfig:
     name: str = "channel_resnet18"
     num_classes: int | None = field(
-        default=None, metadata=_m(min=1, help="null: the store's classes (2 for masks)")
+        default=None,
+        metadata=_m(min=1, max=MAX_CLASSES, help="null: the store's classes (2 for masks)"),
     )
     pretrained: str | None = None
     options: dict = field(default_factory=dict)
@@ -121,13 +149,17 @@ class TrainConfig:
     lr: float = field(default=0.01, metadata=_m(gt=0.0))
     base_batch_size: int | None = field(
         default=None,
-        metadata=_m(min=1, help="lr is for this global batch; scaled linearly (null: no scaling)"),
+        metadata=_m(
+            min=1,
+            max=MAX_BATCH * 1024,
+            help="lr is for this global batch; scaled linearly (null: no scaling)",
+        ),
     )
     momentum: float = field(default=0.9, metadata=_m(min=0.0, lt=1.0))
     nesterov: bool = False
     weight_decay: float = field(default=1e-4, metadata=_m(min=0.0))
-    epochs: int = field(default=10, metadata=_m(min=1))
-    warmup_epochs: float = field(default=0.0, metadata=_m(min=0.0))
+    epochs: int = field(default=10, metadata=_m(min=1, max=MAX_EPOCHS))
+    warmup_epochs: float = field(default=0.0, metadata=_m(min=0.0, max=MAX_EPOCHS))
     schedule: str = field(default="cosine", metadata=_m(choices=("cosine", "constant")))
     min_lr: float = field(default=0.0, metadata=_m(min=0.0))
     label_smoothing: float = field(default=0.0, metadata=_m(min=0.0, lt=1.0))
@@ -144,13 +176,13 @@ class TrainConfig:
     balanced: bool = False
     amp: bool = False
     amp_dtype: str = field(default="auto", metadata=_m(choices=("auto", "bfloat16", "float16")))
-    accumulate: int = field(default=1, metadata=_m(min=1))
+    accumulate: int = field(default=1, metadata=_m(min=1, max=MAX_BATCH))
     checkpointing: bool = False
     clip_grad: float | None = field(default=None, metadata=_m(gt=0.0))
     aux_weight: float = field(
         default=0.0, metadata=_m(min=0.0, help="initial weight of a model's auxiliary loss")
     )
-    seed: int = field(default=0, metadata=_m(min=0))
+    seed: int = field(default=0, metadata=_m(min=0, max=MAX_SEED))
     device: str = field(default="auto", metadata=_m(choices=("auto", "cpu", "cuda")))
     eval_every: int = field(default=1, metadata=_m(min=1))
     save_every: int = field(
@@ -162,7 +194,10 @@ class TrainConfig:
 @dataclasses.dataclass
 class EvalConfig:
     clips: int = field(
-        default=1, metadata=_m(min=1, help="uniform clips per video for the final video-level eval")
+        default=1,
+        metadata=_m(
+            min=1, max=MAX_CLIPS, help="uniform clips per video for the final video-level eval"
+        ),
     )
     crops: int = field(default=1, metadata=_m(choices=(1, 3)))
 
@@ -218,9 +253,15 @@ def _allowed(hint, meta: dict) -> str:
     return text
 
 
+def _show(value, limit: int = 200) -> str:
+    """``repr(value)``, cut to ``limit`` characters (an error message quotes, it does not dump)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _bad(key: str, value, hint, meta: dict, why: str) -> ConfigError:
     hint_text = f" ({meta['help']})" if "help" in meta else ""
-    return ConfigError(f"{key}: {why} {value!r}; allowed: {_allowed(hint, meta)}{hint_text}")
+    return ConfigError(f"{key}: {why} {_show(value)}; allowed: {_allowed(hint, meta)}{hint_text}")
 
 
 def _scalar(key: str, value, hint, meta: dict):
@@ -284,7 +325,7 @@ def _section(key: str, raw, cls):
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{key}: expected a mapping of keys to values, got {raw!r}")
+        raise ConfigError(f"{key}: expected a mapping of keys to values, got {_show(raw)}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     hints = typing.get_type_hints(cls)
     for name in raw:
@@ -311,8 +352,9 @@ def config_from_dict(raw: dict, *, base: str | os.PathLike | None = None) -> Con
     """Validate a raw mapping into a :class:`Config` (see the module docstring)."""
     if not isinstance(raw, dict):
         raise ConfigError(
-            f"a config is a mapping with sections data, model, train (and eval), got {raw!r}"
+            "a config is a mapping with sections data, model, train (and eval), got " + _show(raw)
         )
+    _check_values(raw)
     top = {f.name for f in dataclasses.fields(Config)}
     for name in raw:
         if name not in top:
@@ -330,8 +372,98 @@ def config_from_dict(raw: dict, *, base: str | os.PathLike | None = None) -> Con
         eval=_section("eval", raw.get("eval"), EvalConfig),
     )
     _cross_checks(cfg)
+    size = cfg.data.augmentation.size
+    _check_batch_bytes(
+        cfg.data.frames, _batch_sizes(cfg.data), size and (size, size, "data.augmentation.size")
+    )
     _resolve_paths(cfg, base)
     return cfg
+
+
+def _batch_sizes(data, prefix: str = "") -> dict[str, int]:
+    get = data.get if isinstance(data, Mapping) else lambda k: getattr(data, k, None)
+    out = {f"{prefix}data.batch_size": get("batch_size") or 16}
+    if get("val_batch_size"):
+        out[f"{prefix}data.val_batch_size"] = get("val_batch_size")
+    return out
+
+
+def _check_batch_bytes(
+    frames: int, batches: dict[str, int], frame_size: tuple[int, int, str] | None, prefix=""
+) -> None:
+    """One batch of uint8 frames, ``batch x frames x 3 x H x W``, must stay within
+    :data:`MAX_BATCH_BYTES`; ``frame_size``: (H, W, the key that sets them), or None when the
+    store decides (nothing to check here)."""
+    if not frame_size:
+        return
+    height, width, size_key = frame_size
+    for key, batch in batches.items():
+        size = batch * frames * 3 * height * width
+        if size > MAX_BATCH_BYTES:
+            raise ConfigError(
+                f"{key} x {prefix}data.frames x 3 x H x W ({size_key}) = {batch} x {frames} x "
+                f"3 x {height} x {width} = {size / 2**30:.1f} GiB of uint8 frames per batch; "
+                f"allowed: at most {MAX_BATCH_BYTES >> 30} GiB (lower {key}, "
+                f"{prefix}data.frames or {size_key})"
+            )
+
+
+def check_config_values(
+    raw: Mapping, *, prefix: str = "", frame_size: tuple[int, int, str] | None = None
+) -> None:
+    """Check the values a possibly partial config mapping holds (a checkpoint's ``config``)
+    with the types and bounds of :func:`config_from_dict`, before anything is allocated.
+
+    Keys that are absent are not required and unknown keys are let through (an older or
+    newer checkpoint), but every known value present must be valid, and one batch must fit
+    :data:`MAX_BATCH_BYTES`. ``prefix`` goes before the keys in messages (``"config."``);
+    ``frame_size`` is (H, W, where from) when the config does not fix the frame size.
+    """
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{prefix or 'config'}: expected a mapping of sections, got {_show(raw)}")
+    _check_values(raw)
+    sections = {f.name: typing.get_type_hints(Config)[f.name] for f in dataclasses.fields(Config)}
+    for name, cls in sections.items():
+        if raw.get(name) is not None:
+            _partial_section(f"{prefix}{name}", raw[name], cls)
+    data = raw.get("data") or {}
+    size = (data.get("augmentation") or {}).get("size")
+    if size:
+        frame_size = (size, size, f"{prefix}data.augmentation.size")
+    _check_batch_bytes(data.get("frames") or 8, _batch_sizes(data, prefix), frame_size, prefix)
+
+
+def check_field(key: str, value, owner: type, name: str):
+    """``value`` checked as field ``name`` of the config dataclass ``owner`` (its type and
+    bounds) and reported as ``key``; returns the value as :func:`config_from_dict` keeps it."""
+    f = next(f for f in dataclasses.fields(owner) if f.name == name)
+    return _value(key, value, typing.get_type_hints(owner)[name], dict(f.metadata))
+
+
+def _partial_section(key: str, raw, cls) -> None:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{key}: expected a mapping of keys to values, got {_show(raw)}")
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name not in raw:
+            continue
+        sub = f"{key}.{f.name}"
+        if dataclasses.is_dataclass(hints[f.name]):
+            if raw[f.name] is not None:
+                _partial_section(sub, raw[f.name], hints[f.name])
+        else:
+            _value(sub, raw[f.name], hints[f.name], dict(f.metadata))
+    for opts in ("sampler_options", "val_sampler_options"):
+        if isinstance(raw.get(opts), Mapping):
+            _check_clips(f"{key}.{opts}", raw[opts])
+
+
+def _check_clips(key: str, options: Mapping) -> None:
+    clips = options.get("clips")
+    if isinstance(clips, int) and not isinstance(clips, bool) and clips > MAX_CLIPS:
+        raise ConfigError(
+            f"{key}.clips: out of range: {clips}; allowed: an integer >= 1 and <= {MAX_CLIPS}"
+        )
 
 
 def _cross_checks(cfg: Config) -> None:
@@ -360,6 +492,7 @@ def _cross_checks(cfg: Config) -> None:
         ("data.sampler", cfg.data.sampler, cfg.data.sampler_options),
         ("data.val_sampler", cfg.data.val_sampler, cfg.data.val_sampler_options),
     ):
+        _check_clips(f"{key}_options", opts)
         try:
             create_sampler(name, frames=cfg.data.frames, **opts)
         except ConfigError as e:
@@ -420,6 +553,7 @@ def apply_overrides(raw: dict, overrides: list[str] | None) -> dict:
     ``train.lr=0.1``, ``data.sampler_options.stride=2``, ``model.options={width: 8}``. The
     result is validated by :func:`config_from_dict`, so a misspelt key is reported there.
     """
+    _check_values(raw)
     out = _deep_copy(raw)
     for item in overrides or []:
         if not isinstance(item, str) or "=" not in item:
@@ -434,7 +568,9 @@ def apply_overrides(raw: dict, overrides: list[str] | None) -> dict:
                 "allowed sections: data, model, train, eval"
             )
         try:
-            value = yaml.safe_load(text) if text.strip() else None
+            value = _load_yaml(text) if text.strip() else None
+        except _Refused as e:
+            raise ConfigError(f"--set {item!r}: the value is refused: {e}") from None
         except yaml.YAMLError as e:
             raise ConfigError(f"--set {item!r}: the value is not valid YAML ({e})") from None
         node = out
@@ -459,14 +595,137 @@ def _deep_copy(raw):
     return raw
 
 
-def read_yaml(path: str | os.PathLike) -> dict:
-    p = Path(path)
+# --------------------------------------------------------------------------- bounded YAML
+
+
+class _Refused(yaml.YAMLError):
+    """A document beyond the bounds (size, depth, alias expansion); the text says which."""
+
+
+def _value_children(value) -> Iterable:
+    if isinstance(value, Mapping):
+        return [x for kv in value.items() for x in kv]
+    if isinstance(value, list | tuple):
+        return value
+    return ()
+
+
+def _node_children(node: yaml.Node) -> Iterable:
+    if isinstance(node, yaml.MappingNode):
+        return [x for kv in node.value for x in kv]
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    return ()
+
+
+def _check_tree(root, children: Callable[[object], Iterable], what: str) -> None:
+    """Refuse a tree (YAML nodes or Python values, shared by aliases or references) that
+    expands to more than :data:`MAX_CONFIG_VALUES` values, is deeper than
+    :data:`MAX_CONFIG_DEPTH` or contains itself. Each shared part is visited once, so the
+    work is bounded by the distinct parts, not by the expansion."""
+    done: dict[int, tuple[int, int]] = {}  # id -> (expanded values, height)
+    open_: set[int] = set()
+
+    def visit(node, depth: int) -> tuple[int, int]:
+        key = id(node)
+        if key in open_:
+            raise _Refused(f"{what} contains itself (a cycle)")
+        if key not in done:
+            if depth > MAX_CONFIG_DEPTH:
+                raise _Refused(f"{what} is nested deeper than {MAX_CONFIG_DEPTH} levels")
+            open_.add(key)
+            count, height = 1, 1
+            for child in children(node):
+                n, h = visit(child, depth + 1)
+                count, height = count + n, max(height, h + 1)
+                if count > MAX_CONFIG_VALUES:
+                    raise _Refused(
+                        f"{what} expands to more than {MAX_CONFIG_VALUES} values (aliases or "
+                        "shared parts repeated)"
+                    )
+            open_.discard(key)
+            done[key] = (count, height)
+        count, height = done[key]
+        if depth + height - 1 > MAX_CONFIG_DEPTH:
+            raise _Refused(f"{what} is nested deeper than {MAX_CONFIG_DEPTH} levels")
+        return count, height
+
+    visit(root, 1)
+
+
+def _check_values(raw) -> None:
+    """:func:`_check_tree` over Python values (a mapping given directly, a checkpoint's)."""
     try:
-        text = p.read_text(encoding="utf-8")
+        _check_tree(raw, _value_children, "the config")
+    except _Refused as e:
+        raise ConfigError(
+            f"{e}; allowed: at most {MAX_CONFIG_VALUES} values, {MAX_CONFIG_DEPTH} levels "
+            "deep, no cycles"
+        ) from None
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses, while composing and before constructing anything, a
+    document nested deeper than :data:`MAX_CONFIG_DEPTH` or whose aliases expand beyond
+    :data:`MAX_CONFIG_VALUES` values (a "billion laughs")."""
+
+    def __init__(self, stream) -> None:
+        super().__init__(stream)
+        self._depth = self._nodes = 0
+
+    def compose_node(self, parent, index):
+        # Checked before recursing (no RecursionError) and as nodes come (the pure-Python
+        # parser takes ~30 us a node: a 1 MiB flat list would take seconds to compose).
+        self._nodes += 1
+        if self._depth >= MAX_CONFIG_DEPTH or self._nodes > MAX_CONFIG_VALUES:
+            line = self.peek_event().start_mark.line + 1
+            if self._depth >= MAX_CONFIG_DEPTH:
+                why = f"is nested deeper than {MAX_CONFIG_DEPTH} levels"
+            else:
+                why = f"has more than {MAX_CONFIG_VALUES} values"
+            raise _Refused(f"the document {why} (line {line})")
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def compose_document(self):
+        node = super().compose_document()
+        _check_tree(node, _node_children, "the document")
+        return node
+
+
+def _load_yaml(text: str):
+    return yaml.load(text, Loader=_BoundedLoader)  # a SafeLoader: builds plain values only
+
+
+def read_yaml(path: str | os.PathLike) -> dict:
+    """The mapping in the YAML file ``path``, refused beyond the bounds (module doc)."""
+    p = Path(path)
+    allowed = (
+        f"allowed: a config of at most {MAX_CONFIG_BYTES >> 20} MiB, {MAX_CONFIG_DEPTH} levels "
+        f"deep and {MAX_CONFIG_VALUES} values after alias expansion"
+    )
+    try:
+        with open(p, "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise ConfigError(f"{p}: cannot read the config ({e.strerror or e})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{p}: refused: the file is larger than {MAX_CONFIG_BYTES} bytes; {allowed}"
+        )
     try:
-        raw = yaml.safe_load(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{p}: not UTF-8 text (byte {e.start}); allowed: a YAML config in UTF-8"
+        ) from None
+    try:
+        raw = _load_yaml(text)
+    except _Refused as e:
+        raise ConfigError(f"{p}: refused: {e}; {allowed}") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML ({e})") from None
     if raw is None:

@@ -11,6 +11,30 @@ mixing is seeded by ``(seed, rank, step)``; the learning rate is a function of t
 gives the same metrics on CPU whatever ``data.workers``, and ``--resume`` (which restores the
 model, optimizer, step, RNG states and the position inside the epoch) continues as if the run
 had never stopped.
+
+Stopping: SIGINT (Ctrl-C) and SIGTERM (what cluster schedulers send before they preempt a job)
+only ask training to stop; handlers are installed for the duration of the run and the previous
+ones restored after. Training stops after the optimizer step in progress (all of its
+``train.accumulate`` micro-batches) or, between epochs, where it stands; writes ``last.pt`` there
+(``epoch``, ``batches_done``: the micro-batches of that epoch already consumed, ``step``, the
+epoch's loss and accuracy sums so far in ``epoch_state``, optimizer, scaler, RNG states), and
+raises :class:`TrainingInterrupted` (the command line prints where it stopped and how to resume,
+and exits with 130 after SIGINT, 143 after SIGTERM). ``--resume`` skips the consumed batches
+without reading them (the samplers recompute the epoch's order and start after them), so the
+final weights and ``epochs.csv`` equal an uninterrupted run's (timing columns aside). A signal
+during validation lets it finish: the epoch is then saved complete. A second Ctrl-C, a second
+or more after the first, stops at once without saving (``last.pt`` keeps the previous save);
+repeated SIGTERMs are ignored (torchrun forwards the one it gets to workers that may have had
+their own).
+
+With several processes (torchrun) the ranks agree after every optimizer step: one all-reduce
+of the signal number (the highest wins), so a signal that reached any rank stops every rank
+after the same step; rank 0 writes ``last.pt`` and prints where it stopped, then every rank
+raises (torchrun, seeing a worker exit with 143, stops the others and reports the failure in
+its own words). Send the signal to ``torchrun`` (it forwards SIGINT and SIGTERM to its
+workers, and kills them after its own grace period) or to every worker, or to one; a rank
+killed outright (SIGKILL) leaves the others waiting in their next collective, as any crash
+does.
 """
 
 from __future__ import annotations
@@ -19,7 +43,9 @@ import contextlib
 import json
 import math
 import random
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -28,7 +54,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._errors import ConfigError, DataError
+from .._errors import ConfigError, DataError, Interrupted
 from ..models import aux_weight
 from ._checkpoint import get_rng_state, load_checkpoint, save_checkpoint, set_rng_state
 from ._config import Config, load_config, save_config
@@ -42,7 +68,7 @@ from ._plots import plot_confusion, plot_curves
 from ._predict import autocast, forward, predict
 from ._schedule import lr_at, scaled_lr
 
-__all__ = ["build_model", "run_training"]
+__all__ = ["TrainingInterrupted", "build_model", "run_training"]
 
 #: config keys that may change when a run is resumed (the rest must match the checkpoint)
 RESUMABLE_CHANGES = (
@@ -61,6 +87,62 @@ RESUMABLE_CHANGES = (
 
 #: seconds between redraws of curves.png during training (always drawn after the last epoch)
 PLOT_EVERY_S = 20.0
+
+
+class TrainingInterrupted(Interrupted):
+    """SIGINT or SIGTERM stopped training after saving ``last.pt`` where it stood.
+
+    ``where`` says where (epoch, batch, step) and what was saved; ``signum`` is the signal,
+    ``exit_code`` the shell's ``128 + signum`` (130 for Ctrl-C, 143 for SIGTERM); ``rank`` the
+    process that raised, of ``world_size`` (every rank raises; rank 0 wrote the checkpoint and,
+    with several processes, already printed ``where``)."""
+
+    def __init__(
+        self, where: str, *, signum: int, run_dir: Path, step: int, rank: int, world_size: int
+    ) -> None:
+        self.where, self.signum, self.run_dir = where, signum, run_dir
+        self.step, self.rank, self.world_size = step, rank, world_size
+        super().__init__(f"{where}; continue with --resume, the same config and {run_dir}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+class _StopRequests:
+    """SIGINT and SIGTERM handlers, while the ``with`` block runs, that record the first signal
+    in ``signum`` instead of stopping the process (the trainer stops at its next safe point).
+    A second SIGINT, at least ``FORCE_AFTER_S`` after the first, raises ``KeyboardInterrupt``
+    at once. A signal the process ignores (``nohup``, a background job) stays ignored; outside
+    the main thread (no handlers can be set there) nothing is installed."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    FORCE_AFTER_S = 1.0
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self._first_s = 0.0
+        self._previous: dict = {}
+
+    def __enter__(self) -> _StopRequests:
+        if threading.current_thread() is threading.main_thread():
+            for s in self.SIGNALS:
+                if signal.getsignal(s) is not signal.SIG_IGN:
+                    self._previous[s] = signal.signal(s, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s, handler in self._previous.items():
+            # None: the previous handler was not set from Python; the default is all we know
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        self._previous.clear()
+
+    def _handle(self, signum, frame) -> None:
+        now = time.monotonic()
+        if not self.signum:
+            self.signum, self._first_s = int(signum), now
+        elif signum == signal.SIGINT and now - self._first_s >= self.FORCE_AFTER_S:
+            raise KeyboardInterrupt
 
 
 class _WithAux(nn.Module):
@@ -372,6 +454,7 @@ class _Run:
         self.elapsed = 0.0
         self.totals = {"wait": 0.0, "compute": 0.0}
         self.epoch_state = self._fresh_epoch_state()
+        self._saved_at: tuple[int, int] | None = None
         if self.ckpt is not None:
             self._restore(self.ckpt)
         net: nn.Module = _WithAux(self.model) if self.use_aux else self.model
@@ -445,6 +528,51 @@ class _Run:
     def _save(self, name: str, metrics: dict) -> None:
         if self.d.main:
             save_checkpoint(self.run_dir / name, self._state(metrics))
+        if name == "last.pt":
+            self._saved_at = self.step, self.batches_done
+
+    # -- stopping on a signal ---------------------------------------------------------------
+    def _stop_signal(self) -> int:
+        """The signal that asks training to stop (0: none), the same on every rank: a
+        collective, so every rank calls it at the same points (each step, each epoch start)."""
+        signum = self.stops.signum
+        if self.d.active:
+            import torch.distributed as dist
+
+            nccl = dist.get_backend() == "nccl"
+            on = torch.device("cuda", torch.cuda.current_device()) if nccl else "cpu"
+            flag = torch.tensor([signum], dtype=torch.int64, device=on)
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            signum = int(flag.item())
+        self.signum = signum
+        return signum
+
+    def _save_where_stopped(self, now: float) -> None:
+        if self._saved_at != (self.step, self.batches_done):
+            self.elapsed = self._elapsed_base + now
+            self._save("last.pt", {})
+
+    def _interrupted(self) -> TrainingInterrupted:
+        name = signal.Signals(self.signum).name
+        n, epochs = self.micro_per_epoch, self.cfg.train.epochs
+        if self.batches_done == 0 and self.epoch > 0:
+            at = f"after epoch {self.epoch}/{epochs}"
+        else:
+            at = f"in epoch {self.epoch + 1}/{epochs} after batch {self.batches_done}/{n}"
+        where = (
+            f"training stopped by {name} {at} (step {self.step} of {self.total_steps}); "
+            f"saved {self.run_dir / 'last.pt'}"
+        )
+        if self.epoch == self.cfg.train.epochs:
+            where += " (the video-level evaluation is still to run)"
+        return TrainingInterrupted(
+            where,
+            signum=self.signum,
+            run_dir=self.run_dir,
+            step=self.step,
+            rank=self.d.rank,
+            world_size=self.d.world_size,
+        )
 
     def _restore(self, ck: dict) -> None:
         self.model.load_state_dict(ck["model"])
@@ -460,6 +588,7 @@ class _Run:
         self.history = list(ck["history"])
         self.epoch_state = dict(ck["epoch_state"])
         set_rng_state(ck["rng"])
+        self._saved_at = self.step, self.batches_done
         _say(
             f"resuming {self.run_dir} at epoch {self.epoch + 1}, batch {self.batches_done}, "
             f"step {self.step}",
@@ -617,6 +746,10 @@ class _Run:
         if mid_epoch and (stop or (cfg.train.save_every and done % cfg.train.save_every == 0)):
             self.elapsed = self._elapsed_base + now
             self._save("last.pt", {})
+        if self._stop_signal():
+            # also after an epoch's last step: resuming then validates the epoch
+            self._save_where_stopped(now)
+            raise _Stopped
         if mid_epoch and stop:
             raise _Stopped
 
@@ -703,6 +836,14 @@ class _Run:
         return " | ".join(parts)
 
     def train(self) -> dict:
+        self.signum = 0
+        with _StopRequests() as self.stops:
+            summary = self._train()
+        if self.signum:
+            raise self._interrupted()
+        return summary
+
+    def _train(self) -> dict:
         self._setup()
         cfg = self.cfg
         b = self.bundle
@@ -720,6 +861,9 @@ class _Run:
         stopped = False
         try:
             while self.epoch < cfg.train.epochs:
+                if self._stop_signal():  # came during set-up or validation
+                    self._save_where_stopped(time.perf_counter() - t_run)
+                    raise _Stopped
                 t_epoch = time.perf_counter()
                 self._train_epoch(t_run)
                 rec = self._end_epoch(t_run, t_epoch)
@@ -727,13 +871,20 @@ class _Run:
                 if self.stop_at is not None and self.step >= self.stop_at:
                     stopped = self.epoch < cfg.train.epochs
                     break
+            if not stopped and self._stop_signal() and self._evaluation_pending():
+                stopped = True  # trained to the end, but no time for the evaluation left
+            elif not stopped:
+                self.signum = 0  # nothing left to stop: finish the run
         except _Stopped:
             stopped = True
         finally:
             self.logger.close()
-        if stopped:
+        if stopped and not self.signum:
             _say(f"stopped at step {self.step}; continue with --resume", self.show)
         return self._finish(stopped)
+
+    def _evaluation_pending(self) -> bool:
+        return self.cfg.eval.clips > 1 or self.cfg.eval.crops > 1
 
     def _finish(self, stopped: bool = False) -> dict:
         cfg, b, d = self.cfg, self.bundle, self.d
@@ -755,6 +906,7 @@ class _Run:
             "epochs": self.epoch,
             "steps": self.step,
             "stopped": stopped,
+            "stop_signal": signal.Signals(self.signum).name if self.signum else None,
             "world_size": d.world_size,
             "lr": self.peak_lr,
             "global_batch": self.global_batch,
@@ -777,7 +929,7 @@ class _Run:
                     title=f"{cfg.model.name} T={cfg.data.frames}, epoch {self.best['epoch']} "
                     "(validation)",
                 )
-            if (cfg.eval.clips > 1 or cfg.eval.crops > 1) and not stopped:
+            if self._evaluation_pending() and not stopped:
                 from ._eval import evaluate
 
                 summary["video_level"] = evaluate(
@@ -792,6 +944,15 @@ class _Run:
                 )
             text = json.dumps(_clean(summary), indent=1, default=float)
             (self.run_dir / "summary.json").write_text(text + "\n")
+        if self.signum and d.active and d.main:
+            # said here, before the ranks part: torchrun stops the other workers (this one
+            # included) as soon as one exits
+            print(
+                f"{self._interrupted().where}; continue with the same torchrun command and "
+                "--resume",
+                file=sys.stderr,
+                flush=True,
+            )
         barrier(d)
         return summary
 
