@@ -15,23 +15,12 @@ import numpy as np
 import pytest
 
 from _media import write_video
+from _stores import store_content
 from hyperframes.store import BuildOptions, build_store, open_store, verify_store
 from hyperframes.store._shard import ShardBusy, ShardWriter, recover_all
 
 CLI = [sys.executable, "-m", "hyperframes"]
 BUILD_ARGS = ["--size", "none", "--codec", "zstd", "--quiet"]
-
-
-def _content(store):
-    s = open_store(store)
-    return {
-        v.path: (
-            v.label,
-            v.pts_seconds.tolist(),
-            s.read_numpy(v, np.arange(v.num_frames)).tobytes(),
-        )
-        for v in s.videos
-    }
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +37,7 @@ def videos(tmp_path_factory) -> Path:
 def reference(videos, tmp_path_factory):
     out = tmp_path_factory.mktemp("ref") / "store"
     build_store(videos, out, BuildOptions(size="none", codec="zstd"), progress=False)
-    return _content(out)
+    return store_content(out)
 
 
 def _journal_lines(out: Path) -> int:
@@ -125,10 +114,10 @@ def test_kill_9_of_the_parent_then_rerun_at_once(videos, reference, tmp_path, ki
     assert not any(_alive(w) for w in workers), "workers outlived the killed build"
     time.sleep(0.5)  # anything an orphan could still do to the store would happen now
     assert verify_store(out) == []
-    assert _content(out) == reference
+    assert store_content(out) == reference
     again = _rerun(videos, out)
     assert again.returncode == 0 and "24 kept" in again.stdout
-    assert _content(out) == reference
+    assert store_content(out) == reference
 
 
 def test_kill_9_of_one_worker_fails_only_its_video_then_rerun(videos, reference, tmp_path):
@@ -146,7 +135,7 @@ def test_kill_9_of_one_worker_fails_only_its_video_then_rerun(videos, reference,
     rerun = _rerun(videos, out)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert verify_store(out) == []
-    assert _content(out) == reference
+    assert store_content(out) == reference
 
 
 def test_sigterm_stops_a_build_like_ctrl_c_and_keeps_what_is_finished(videos, reference, tmp_path):
@@ -163,7 +152,7 @@ def test_sigterm_stops_a_build_like_ctrl_c_and_keeps_what_is_finished(videos, re
     assert rerun.returncode == 0
     kept = int(rerun.stdout.split(" kept")[0].rsplit(" ", 1)[1])
     assert kept >= 3
-    assert _content(out) == reference
+    assert store_content(out) == reference
 
 
 def test_damaged_or_missing_payload_is_decoded_again(videos, reference, tmp_path):
@@ -192,7 +181,7 @@ def test_damaged_or_missing_payload_is_decoded_again(videos, reference, tmp_path
     assert report.reused == 24 - 1 - lost
     assert report.exit_code == 0
     assert verify_store(out) == []
-    assert _content(out) == reference
+    assert store_content(out) == reference
 
 
 def test_recovery_never_touches_a_live_writers_shard(tmp_path):
@@ -259,7 +248,7 @@ def test_full_disk_is_fatal_blames_no_input_and_the_rerun_continues(
     assert r2.returncode == 0, r2.stdout + r2.stderr
     assert "failed: 0" in r2.stdout
     assert verify_store(out) == []
-    assert _content(out) == reference
+    assert store_content(out) == reference
 
 
 def test_killed_convert_leaves_no_temp_file_behind_the_next_run(videos, tmp_path):

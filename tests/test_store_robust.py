@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from _media import write_audio_only, write_video
+from _stores import store_content
 from hyperframes import StoreError
 from hyperframes.store import BuildOptions, build_store, open_store, verify_store
 from hyperframes.store._lock import StoreLock
@@ -24,19 +25,6 @@ CLI = [sys.executable, "-m", "hyperframes"]
 
 def _build(data, out, **kw):
     return build_store(data, out, BuildOptions(**kw), progress=False)
-
-
-def _content(store):
-    s = open_store(store)
-    return [
-        (
-            v.path,
-            v.label,
-            v.pts_seconds.tolist(),
-            s.read_numpy(v, np.arange(v.num_frames)).tobytes(),
-        )
-        for v in s.videos
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +71,7 @@ def test_kill_9_then_resume_equals_uninterrupted(many_videos, tmp_path):
     report = _build(many_videos, out, size="none", codec="zstd")
     assert report.reused >= 3, "videos journalled before the kill must be kept"
     assert report.reused < 12
-    assert _content(out) == _content(ref)
+    assert store_content(out) == store_content(ref)
     assert verify_store(out) == []
 
 
