@@ -39,7 +39,7 @@ from _common import write_result
 from hyperframes import models
 from hyperframes.decode import create_decoder
 from hyperframes.demo import make_motion_frames, write_h264
-from hyperframes.infer import Predictor, Preprocess, iter_predictions
+from hyperframes.infer import InputContract, Predictor, iter_predictions
 
 
 def make_video(path: Path, frames: int, size: int, fps: int, gop: int) -> Path:
@@ -55,12 +55,11 @@ def build(name: str, frames: int) -> torch.nn.Module:
 def predict_redecode(model, pre, video, *, stride, batch) -> tuple[float, np.ndarray]:
     """Every window decoded from the file on its own (keyframe seek + decode + resize)."""
     from hyperframes.bench._onthefly import pyav_window
-    from hyperframes.models import to_layout
 
     info = create_decoder("pyav").probe(str(video))
     pts = np.array([f.pts_seconds for f in create_decoder("pyav").frames(str(video))])  # index
     t = pre.frames
-    size = pre.resize_to(info.height, info.width)
+    size = pre.store_size(info.height, info.width)
     starts = list(range(0, len(pts) - t + 1, stride))
     if starts[-1] != len(pts) - t:
         starts.append(len(pts) - t)
@@ -72,21 +71,19 @@ def predict_redecode(model, pre, video, *, stride, batch) -> tuple[float, np.nda
                 torch.from_numpy(pyav_window(str(video), pts[s : s + t], size=size))
                 for s in starts[b : b + batch]
             ]
-            x = torch.stack(wins).permute(0, 1, 3, 4, 2)  # (B, T, H, W, C) uint8
-            x = pre.normalize(x)
-            logits = model(to_layout(x, pre.layout)).float()
+            logits = model(pre.prepare(torch.stack(wins))).float()  # (B, T, C, H, W) uint8
             out.append(torch.softmax(logits, 1).numpy())
     return time.perf_counter() - t0, np.concatenate(out)
 
 
 def decode_only(video: Path, size: str) -> float:
     """Seconds to decode and resize every frame, no model: the ceiling of any mode."""
-    pre = Preprocess(frames=1, layout="temporal", size=size)
+    pre = InputContract(frames=1, layout="temporal", size=size)
     t0 = time.perf_counter()
     native = None
     for f in create_decoder("pyav").frames(str(video)):
         native = native or f.to_rgb().shape[:2]
-        f.to_rgb(size=pre.resize_to(*native))
+        f.to_rgb(size=pre.store_size(*native))
     return time.perf_counter() - t0
 
 
@@ -118,7 +115,7 @@ def main() -> None:
         decode_s = min(decode_only(video, args.size) for _ in range(args.repeats))
         for k, name in enumerate(args.models.split(",")):
             model = build(name, args.window)
-            pre = Preprocess(frames=args.window, layout=model.layout, size=args.size)
+            pre = InputContract(frames=args.window, layout=model.layout, size=args.size)
             runs = {}
             for mode in ("reuse", "naive") + (("redecode",) if k == 0 else ()):
                 best, probs, computed = None, None, None

@@ -218,3 +218,54 @@ def test_bad_requests_are_clear(store, tmp_path):
     ds = HyperframeDataset(store, frames=4, transform=drop_one)
     with pytest.raises(DataError, match="changed the frame count from 4 to 3"):
         ds[0]
+
+
+def test_dataset_is_built_from_index_columns_not_per_video_records(store, monkeypatch):
+    """No sampler needs a VideoRecord per video: a 300k-video store gives its dataset in well
+    under a second (benchmarks/bench_open.py)."""
+    from hyperframes.store._records import VideoList
+
+    def no_records(self, i):
+        raise AssertionError(f"a per-video record was made (video {i})")
+
+    monkeypatch.setattr(VideoList, "__getitem__", no_records)
+    for name, options in (
+        ("random", {}),
+        ("sliding", {}),
+        ("segments", {}),
+        ("duration", {"seconds": 0.5}),
+        ("keyframes", {}),
+    ):
+        ds = HyperframeDataset(store, sampler=name, frames=4, sampler_options=options)
+        h = ds[len(ds) - 1]
+        plan = ds.plan(len(ds) - 1)
+        assert plan.video == h.meta["video_id"]
+        assert plan.frame_indices.tolist() == h.meta["stored_indices"].tolist()
+
+
+def test_dataset_plan_names_store_videos(store):
+    ds = HyperframeDataset(
+        store, sampler="uniform", frames=4, video_ids=[5, 2], sampler_options={"clips": 1}
+    )
+    p = ds.plan((3, 1))  # (epoch, item): the clip of the second chosen video
+    assert p.video == 2 and len(p.frame_indices) == 4
+    assert p == ds.plan(1)  # uniform clips do not depend on the epoch
+    with pytest.raises(IndexError, match="out of range"):
+        ds.plan(len(ds))
+
+
+def test_split_is_chosen_from_the_index_column(class_folder, tmp_path):
+    videos = sorted(p.relative_to(class_folder) for p in class_folder.rglob("*.mp4"))
+    rows = [f"{v},{v.parent},{'val' if k % 3 == 0 else 'train'}" for k, v in enumerate(videos)]
+    listing = class_folder / "listing.csv"
+    listing.write_text("path,label,split\n" + "\n".join(rows) + "\n")
+    try:
+        build_store(listing, tmp_path / "s", BuildOptions(size="none"), progress=False)
+    finally:
+        listing.unlink()
+    s = open_store(tmp_path / "s")
+    val = HyperframeDataset(s, frames=4, split="val")
+    assert val.video_ids.tolist() == [i for i in range(len(s)) if s.videos[i].split == "val"]
+    assert len(val) == 2
+    with pytest.raises(DataError, match=r"no video of split 'test'.*\['train', 'val'\]"):
+        HyperframeDataset(s, frames=4, split="test")

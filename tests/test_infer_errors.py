@@ -11,8 +11,8 @@ import torch
 from hyperframes import ConfigError, DecodeError, InputError, models
 from hyperframes.demo import make_motion_frames, write_h264
 from hyperframes.infer import (
+    InputContract,
     Predictor,
-    Preprocess,
     export_onnx,
     load_inference_model,
     predict_video,
@@ -137,7 +137,7 @@ def test_bad_ema(ckpt, ema):
 
 def test_bad_frames_pushed():
     model = models.create("cnn_lstm", num_classes=2, frames=T)
-    p = Predictor(model, Preprocess(frames=T, layout="temporal", size="16"))
+    p = Predictor(model, InputContract(frames=T, layout="temporal", size="16"))
     with pytest.raises(InputError, match=r"frame 0: expected an \(H, W, 3\) uint8 RGB array"):
         p.push(np.zeros((16, 16), np.uint8), 0.0)
     with pytest.raises(InputError, match=r"frame 0: give its time"):

@@ -87,7 +87,12 @@ def test_export_from_a_checkpoint_with_its_preprocessing(tmp_path):
     assert report.inputs == {"key": ["batch", 3, 24, 32], "context": ["batch", T, 3, 24, 32]}
     meta = json.loads((tmp_path / "out" / "seg.json").read_text())
     assert meta["classes"] == ["bg", "fg"] and meta["task"] == "segmentation"
-    assert meta["preprocess"]["mean"] == [0.4] * 3
+    assert meta["contract"]["mean"] == [0.4] * 3 and meta["contract"]["size"] == "24x32"
+    # the contract travels inside the ONNX file too
+    import onnx
+
+    props = {p.key: p.value for p in onnx.load(str(report.path)).metadata_props}
+    assert json.loads(props["hyperframes.contract"]) == meta["contract"]
     # the ONNX graph agrees with the checkpoint's model on a batch of 1
     session = ort.InferenceSession(str(report.path), providers=["CPUExecutionProvider"])
     ctx = torch.randn(1, T, 3, 24, 32)

@@ -12,7 +12,7 @@ import torch
 from hyperframes import models
 from hyperframes.decode import create_decoder
 from hyperframes.demo import make_motion_frames, make_segmentation_frames, write_h264
-from hyperframes.infer import Predictor, Preprocess, iter_predictions, predict_video
+from hyperframes.infer import InputContract, Predictor, iter_predictions, predict_video
 from hyperframes.infer._timeline import _History
 from hyperframes.train._checkpoint import save_checkpoint
 
@@ -64,12 +64,12 @@ def test_predict_video_writes_timeline_png_and_annotated_video(tmp_path, video, 
     # 22 frames, T=4, S=3: starts 0, 3, ..., 18 -> 18 + 4 = 22 covers the end exactly
     data = json.loads((out / "timeline.json").read_text())
     wins = data["windows"]
-    assert [w["start_frame"] for w in wins] == list(range(0, 19, 3))
+    assert [w["first_source_frame"] for w in wins] == list(range(0, 19, 3))
     assert data["meta"]["classes"] == ["a", "b", "c"]
     assert data["meta"]["input_size"] == [32, 32]
     assert data["summary"]["windows"] == len(wins) == report.windows
     w = wins[1]
-    assert w["start_time"] == pytest.approx(0.3) and w["end_time"] == pytest.approx(0.7)
+    assert w["start_seconds"] == pytest.approx(0.3) and w["end_seconds"] == pytest.approx(0.7)
     assert w["top"][0]["prob"] >= w["top"][1]["prob"] >= w["top"][2]["prob"]
     assert sum(w["probs"].values()) == pytest.approx(1.0, abs=1e-5)
     rows = list(csv.DictReader((out / "timeline.csv").read_text().splitlines()))
@@ -97,8 +97,11 @@ def test_push_gives_the_same_predictions_as_predict(tmp_path, video, ckpt):
     preds += p.flush()
     assert len(preds) == len(wins)
     for pr, w in zip(preds, wins):
-        assert (pr.start_frame, pr.end_frame) == (w["start_frame"], w["end_frame"])
-        assert pr.start_time == pytest.approx(w["start_time"], abs=1e-6)
+        assert (pr.first_source_frame, pr.last_source_frame) == (
+            w["first_source_frame"],
+            w["last_source_frame"],
+        )
+        assert pr.start_seconds == pytest.approx(w["start_seconds"], abs=1e-6)
         for c, v in zip(pr.classes, pr.probs):
             assert v == pytest.approx(w["probs"][c], abs=2e-6)
     # and, unrounded, against the video loop (decoded frames pushed directly)
@@ -111,7 +114,7 @@ def test_push_gives_the_same_predictions_as_predict(tmp_path, video, ckpt):
 def _predictor(stride=1, ema=0.0, batch=2, frames=T, reuse="auto", **kw):
     torch.manual_seed(0)
     model = models.create("cnn_lstm", num_classes=3, frames=frames, base_width=4, hidden_size=8)
-    pre = Preprocess(frames=frames, layout="temporal", size="16", **kw)
+    pre = InputContract(frames=frames, layout="temporal", size="16", **kw)
     return Predictor(
         model, pre, ["a", "b", "c"], stride=stride, ema=ema, batch_size=batch, reuse=reuse
     )
@@ -147,9 +150,9 @@ def _all(p, frames, fps=10.0):
 def test_windows_cover_the_video_and_the_tail(n, stride, starts):
     live, tail = _run(_predictor(stride=stride), _frames(n))
     preds = live + tail
-    assert [p.start_frame for p in preds] == starts
-    assert all(p.end_frame - p.start_frame == T for p in preds)
-    assert preds[-1].end_frame == n
+    assert [p.first_source_frame for p in preds] == starts
+    assert all(p.last_source_frame - p.first_source_frame + 1 == T for p in preds)
+    assert preds[-1].last_source_frame == n - 1
     assert [p.index for p in preds] == list(range(len(preds)))
 
 
@@ -158,7 +161,8 @@ def test_short_video_repeats_its_last_frame():
     live, tail = _run(p, _frames(2))
     assert live == [] and len(tail) == 1
     (pred,) = tail
-    assert pred.padded and (pred.start_frame, pred.end_frame) == (0, 2)
+    assert pred.padded and (pred.first_source_frame, pred.last_source_frame) == (0, 1)
+    assert pred.source_frames == (0, 1, 1, 1)
     ref = _predictor()
     f = _frames(2)
     (want,) = _all(ref, [f[0], f[1], f[1], f[1]])  # the same window, spelled out
@@ -197,20 +201,40 @@ def test_memory_stays_bounded_on_a_long_stream(reuse, stride):
 def test_frames_are_resampled_to_the_training_rate():
     p = _predictor(stride=4, fps=5.0)  # pushed at 10 fps: every other frame is used
     preds = _all(p, _frames(16), fps=10.0)
-    assert [(q.start_time, q.end_time) for q in preds] == [
+    assert [(q.start_seconds, q.end_seconds) for q in preds] == [
         pytest.approx((0.0, 0.8)),
         pytest.approx((0.8, 1.6)),
     ]
+    # frames are named by their number in the source, not on the model's 5 fps grid
+    assert [q.source_frames for q in preds] == [(0, 2, 4, 6), (8, 10, 12, 14)]
 
 
 def test_frames_of_other_sizes_are_resized_and_cropped():
     p = _predictor()
     assert p.frame_size(32, 48) == (16, 24)  # the store's short side, 16
-    p = _predictor(crop=12)  # trained on 12x12 crops: short side 12, central square
-    assert p.frame_size(32, 48) == (12, 18)
-    assert p.preprocess.input_size(32, 48) == (12, 12)
+    p = _predictor(crop=12)  # trained on 12x12 crops: as eval, stored size then the crop
+    assert p.frame_size(32, 48) == (16, 24)
+    assert p.contract.input_size(32, 48) == (12, 12)
     (pred,) = _all(p, _frames(4, size=40))
     assert pred.logits.shape == (3,)
+
+
+def test_windows_follow_the_frame_stride_of_training():
+    p = _predictor(stride=3, frame_stride=2)  # windows span (4 - 1) * 2 + 1 = 7 frames
+    preds = _all(p, _frames(12))
+    assert [(q.first_source_frame, q.last_source_frame, q.key_source_frame) for q in preds] == [
+        (0, 6, 4),
+        (3, 9, 7),
+        (5, 11, 9),  # the tail window
+    ]
+    # the first window is frames 0, 2, 4, 6 spelled out
+    f = _frames(12)
+    (want,) = _all(_predictor(), [f[0], f[2], f[4], f[6]])
+    np.testing.assert_allclose(preds[0].logits, want.logits, atol=1e-6)
+    (short,) = _all(_predictor(frame_stride=2), f[:5])  # shorter than a window: padded
+    assert short.padded and (short.first_source_frame, short.last_source_frame) == (0, 4)
+    (want,) = _all(_predictor(), [f[0], f[2], f[4], f[4]])
+    np.testing.assert_allclose(short.logits, want.logits, atol=1e-6)
 
 
 def test_frame_size_and_rate_come_from_argument_checkpoint_store_or_defaults(tmp_path):
@@ -224,20 +248,20 @@ def test_frame_size_and_rate_come_from_argument_checkpoint_store_or_defaults(tmp
     state["config"]["data"]["store"] = str(store)
     state.pop("input")
     save_checkpoint(tmp_path / "s.pt", state)
-    pre = load_inference_model(tmp_path / "s.pt").preprocess
+    pre = load_inference_model(tmp_path / "s.pt").contract
     assert (pre.size, pre.fps) == ("48", 12.0) and "store" in pre.source
-    pre = load_inference_model(tmp_path / "s.pt", size="20x30", fps=0).preprocess
-    assert (pre.size, pre.fps, pre.resize_to(100, 50)) == ("20x30", None, (20, 30))
+    pre = load_inference_model(tmp_path / "s.pt", size="20x30", fps=0).contract
+    assert (pre.size, pre.fps, pre.store_size(100, 50)) == ("20x30", None, (20, 30))
     state["input"] = {"size": "40", "fps": 5}
     state["config"]["data"]["augmentation"] = {"size": 36}
     save_checkpoint(tmp_path / "i.pt", state)
-    pre = load_inference_model(tmp_path / "i.pt").preprocess
+    pre = load_inference_model(tmp_path / "i.pt").contract
     assert (pre.size, pre.fps, pre.crop, pre.input_size(40, 80)) == ("40", 5.0, 36, (36, 36))
     state["config"]["data"]["store"] = str(tmp_path / "gone")
     state.pop("input")
     save_checkpoint(tmp_path / "d.pt", state)
     loaded = load_inference_model(tmp_path / "d.pt")
-    assert (loaded.preprocess.size, loaded.preprocess.fps) == ("128", None)
+    assert (loaded.contract.size, loaded.contract.fps) == ("128", None)
     assert "short side 128" in loaded.notes[0]
 
 
@@ -247,7 +271,7 @@ def test_segmentation_predictions_carry_a_mask(tmp_path):
     ck = _checkpoint(tmp_path / "seg.pt", "keyframe_unet", classes=("background", "moving"))
     report = predict_video(ck, video, stride=2, out=tmp_path / "o", annotate=True)
     assert report.last.mask.shape == (32, 32) and report.last.mask.dtype == np.uint8
-    assert report.last.key_frame == report.last.start_frame + T // 2
+    assert report.last.key_source_frame == report.last.first_source_frame + T // 2
     w = json.loads((tmp_path / "o" / "timeline.json").read_text())["windows"][0]
     assert sum(w["coverage"].values()) == pytest.approx(1.0)
     header = (tmp_path / "o" / "timeline.csv").read_text().splitlines()[0]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, models
-from hyperframes.infer import Predictor, Preprocess, split_model
+from hyperframes.infer import InputContract, Predictor, split_model
 
 T = 4
 
@@ -87,7 +87,7 @@ N = 15
 
 
 def _stream(model, *, reuse, stride, batch, layout="temporal"):
-    pre = Preprocess(frames=T, layout=layout, size="16")
+    pre = InputContract(frames=T, layout=layout, size="16")
     p = Predictor(model, pre, stride=stride, ema=0.5, batch_size=batch, reuse=reuse)
     g = np.random.default_rng(3)
     preds = []
@@ -112,7 +112,7 @@ def test_predictor_with_reuse_equals_the_naive_path(name, stride, batch):
     fast, a = _stream(model, reuse="auto", stride=stride, batch=batch)
     slow, b = _stream(model, reuse=False, stride=stride, batch=batch)
     assert fast.reuse and not slow.reuse
-    assert [(p.start_frame, p.end_frame) for p in a] == [(p.start_frame, p.end_frame) for p in b]
+    assert [p.source_frames for p in a] == [p.source_frames for p in b]
     diff = max(float(np.abs(p.logits - q.logits).max()) for p, q in zip(a, b))
     assert diff < 1e-5
     sdiff = max(float(np.abs(p.smoothed - q.smoothed).max()) for p, q in zip(a, b))
@@ -124,8 +124,8 @@ def test_predictor_with_reuse_equals_the_naive_path(name, stride, batch):
 
 def test_reuse_is_off_without_overlap_and_refused_without_a_split():
     model = _model("cnn_lstm")
-    pre = Preprocess(frames=T, layout="temporal", size="32")
+    pre = InputContract(frames=T, layout="temporal", size="32")
     assert not Predictor(model, pre, stride=T).reuse  # nothing to share between windows
     assert Predictor(model, pre, stride=T, reuse=True).reuse
     with pytest.raises(ConfigError, match=r"reuse=True: model 'r2plus1d_tiny' has no per-frame"):
-        Predictor(_model("r2plus1d_tiny"), Preprocess(frames=T, layout="conv3d"), reuse=True)
+        Predictor(_model("r2plus1d_tiny"), InputContract(frames=T, layout="conv3d"), reuse=True)

@@ -376,6 +376,43 @@ def test_table_from_arrays_matches_metas():
     assert s.item_labels(table).tolist() == labels
 
 
+def test_per_frame_columns_plan_as_per_video_arrays():
+    """A PerFrame column (one flat array, each video's start and count, as a store's index
+    holds them) gives the plans of one array per video, and checks a video when planned."""
+    from hyperframes.sampling import PerFrame
+
+    rng = np.random.default_rng(3)
+    counts = np.array([40, 25, 60])
+    pts = [np.cumsum(rng.uniform(0.02, 0.05, n)) for n in counts]
+    scores = [rng.random(n) for n in counts]
+    gap = np.zeros(5)  # the columns need not be back to back: chosen videos of a store
+    flat_pts = np.concatenate([pts[0], gap, pts[1], gap, pts[2]])
+    flat_scores = np.concatenate([scores[0], gap, scores[1], gap, scores[2]])
+    starts = np.array([0, 45, 75])
+    column = VideoTable.from_arrays(
+        counts,
+        30.0,
+        pts_seconds=PerFrame(flat_pts, starts, counts),
+        change_score=PerFrame(flat_scores, starts, counts),
+    )
+    lists = VideoTable.from_arrays(counts, 30.0, pts_seconds=pts, change_score=scores)
+    for name, kw in (("duration", {}), ("keyframes", {}), ("random", {})):
+        s = make(name, 8, **kw)
+        n = s.num_items(lists)
+        assert s.num_items(column) == n
+        assert s.plans(column, range(n), seed=2) == s.plans(lists, range(n), seed=2)
+    bad = flat_pts.copy()
+    bad[50] = np.nan  # inside video 1
+    table = VideoTable.from_arrays(counts, 30.0, pts_seconds=PerFrame(bad, starts, counts))
+    s = make("duration", 8, short="drop")
+    with pytest.raises(DataError, match="video 1: pts_seconds must be finite"):
+        s.plans(table, range(s.num_items(table)))
+    with pytest.raises(DataError, match="one value per stored frame"):
+        VideoTable.from_arrays(counts + 1, 30.0, pts_seconds=PerFrame(flat_pts, starts, counts))
+    with pytest.raises(DataError, match="outside"):
+        PerFrame(flat_pts, starts + 100, counts)
+
+
 def test_planning_300k_videos():
     """Kinetics-size tables plan correctly (their speed is measured in benchmarks/bench_open.py)."""
     rng = np.random.default_rng(0)

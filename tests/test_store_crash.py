@@ -159,8 +159,8 @@ def test_damaged_or_missing_payload_is_decoded_again(videos, reference, tmp_path
     out = tmp_path / "store"
     build_store(videos, out, BuildOptions(size="none", codec="zstd", workers=2), progress=False)
     store = open_store(out)
-    rows = store._videos
-    shards = store._shard_names
+    rows = store.index.videos
+    shards = store.shard_names
     # flip one byte inside video 0's payload
     v0 = rows[0]
     path0 = out / "shards" / shards[int(v0["shard"])]

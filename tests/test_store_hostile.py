@@ -356,9 +356,14 @@ def _flip_h5_byte(h5: Path, video: int) -> None:
 
     with h5py.File(h5, "r") as f:
         ds = f[f"videos/{video:08d}"]
-        info = ds.id.get_chunk_info(3)  # the video's 4th frame
+        if ds.chunks is None:  # uncompressed: one contiguous block; the 4th frame's middle
+            frame = int(np.prod(ds.shape[1:])) * ds.dtype.itemsize
+            at = ds.id.get_offset() + 3 * frame + frame // 2
+        else:  # the middle of the chunk holding the video's 4th frame
+            info = ds.id.get_chunk_info(3 // ds.chunks[0])
+            at = info.byte_offset + info.size // 2
     with open(h5, "r+b") as f:
-        f.seek(info.byte_offset + info.size // 2)
+        f.seek(at)
         b = f.read(1)
         f.seek(-1, os.SEEK_CUR)
         f.write(bytes([b[0] ^ 0x5A]))

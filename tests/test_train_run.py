@@ -91,16 +91,18 @@ def test_a_run_writes_logs_plots_and_checkpoints(motion_store, tmp_path):
     assert raw["format"] == "hyperframes-checkpoint" and raw["epoch"] == 2
     assert raw["classes"] == sorted(CLASSES) and raw["config"]["data"]["frames"] == 4
     assert isinstance(raw["model"]["backbone.conv1.weight"], torch.Tensor)
-    # how the store made its frames travels with the model: predict needs no store
-    assert raw["input"] == {"size": "none", "fps": 0.0}
+    # the input contract travels with the model: predict needs no store
+    assert raw["contract"]["size"] is None and raw["contract"]["fps"] is None
+    assert raw["contract"]["layout"] == "channel" and raw["contract"]["frames"] == 4
+    assert raw["contract"]["frame_stride"] == 2 and raw["contract"]["classes"] == sorted(CLASSES)
     moved = motion_store.with_name("store_moved")
     motion_store.rename(moved)
     try:
         loaded = load_inference_model(run / "best.pt")
     finally:
         moved.rename(motion_store)
-    assert loaded.preprocess.source.startswith("checkpoint input.size")
-    assert loaded.preprocess.size is None and loaded.preprocess.fps is None
+    assert loaded.contract.source == "checkpoint contract"
+    assert loaded.contract.size is None and loaded.contract.fps is None
     # summary: the numbers the demo reports
     assert 0.0 <= s["accuracy"] <= 1.0
     assert s["train_seconds"] > 0 and 0.0 <= s["data_wait_share"] < 1.0
@@ -109,7 +111,8 @@ def test_a_run_writes_logs_plots_and_checkpoints(motion_store, tmp_path):
     # logs: one CSV row per epoch, JSONL with step and epoch records
     rows = _csv(run / "epochs.csv")
     assert [r["epoch"] for r in rows] == ["1", "2"]
-    assert {"train_loss", "val_top1", "val_top5", "lr", "data_wait_share"} <= set(rows[0])
+    assert {"train_loss", "val_top1", "lr", "data_wait_share"} <= set(rows[0])
+    assert "val_top5" not in rows[0]  # 3 classes: every target is in the top 5
     kinds = [json.loads(line)["kind"] for line in (run / "log.jsonl").read_text().splitlines()]
     assert kinds.count("epoch") == 2 and "step" in kinds
     split = json.loads((run / "split.json").read_text())
@@ -210,7 +213,8 @@ def test_evaluate_multi_clip_multi_crop(motion_store, tmp_path, capsys):
     assert "top-1" in out and "video" in out and "per" not in out.split("\n")[0]
     assert m["videos"] == 3 and m["views"] == 3 * 3 * 3
     assert m["video_level"]["samples"] == 3 and m["clip_level"]["samples"] == 27
-    saved = json.loads((run / "metrics.json").read_text())
+    assert m["metrics_json"] == str(run / "eval" / "store" / "val" / "metrics.json")
+    saved = json.loads((run / "eval" / "store" / "val" / "metrics.json").read_text())
     assert saved["video_level"]["top1"] == m["video_level"]["top1"]
     assert m["accuracy"] == m["video_level"]["top1"]
     # every video, on the store given explicitly
@@ -224,7 +228,10 @@ def test_evaluate_multi_clip_multi_crop(motion_store, tmp_path, capsys):
         out=tmp_path / "all.json",
     )
     assert m["videos"] == 9 and (tmp_path / "all.json").is_file()
-    with pytest.raises(InputError, match="no checkpoint here"):
+    # a run folder means its best.pt (as for predict and export)
+    m = evaluate(run, clips=1, crops=1, verbose=False, out=tmp_path / "folder.json")
+    assert m["checkpoint"] == str(run / "best.pt")
+    with pytest.raises(InputError, match=r"nothing\.pt: no such file"):
         evaluate(tmp_path / "nothing.pt")
 
 

@@ -57,7 +57,8 @@ def test_target_is_the_key_frames_mask(seg_store, frames):
         h = ds[i]
         src = h.meta["frame_indices"][frames // 2]
         masks = np.load(h.meta["video"].replace(".mp4", ".npz"))["masks"]
-        assert torch.equal(h.meta["target"], torch.from_numpy(masks[src].astype(np.int64)))
+        assert torch.equal(h.target, torch.from_numpy(masks[src].astype(np.int64)))
+        assert "target" not in h.meta  # typed, not in meta
         assert h.frames.key.shape == (3, 32, 32)
         assert torch.equal(h.frames.key, h.frames.context[frames // 2])
 
@@ -68,7 +69,7 @@ def test_hflip_mirrors_frames_and_mask_together(seg_store):
     plain = SegmentationDataset(store, [0], **kw)
     flipped = SegmentationDataset(store, [0], hflip=1.0, **kw)
     a, b = plain[0], flipped[0]
-    assert torch.equal(b.meta["target"], a.meta["target"].flip(-1))
+    assert torch.equal(b.target, a.target.flip(-1))
     assert torch.equal(b.frames.context, a.frames.context.flip(-1))
 
 
@@ -91,7 +92,9 @@ def test_keyframe_model_trains_and_evaluates(seg_store, tmp_path):
         assert (tmp_path / "run" / name).is_file()
     m = evaluate(tmp_path / "run" / "best.pt", clips=2, crops=1, verbose=False)
     assert m["videos"] == s["split"]["val_videos"] and m["windows"] == 2 * m["videos"]
-    assert json.loads((tmp_path / "run" / "metrics.json").read_text())["miou"] == m["miou"]
+    saved = tmp_path / "run" / "eval" / seg_store.name / "val" / "metrics.json"  # per store, split
+    assert m["metrics_json"] == str(saved) and "predictions_csv" not in m
+    assert json.loads(saved.read_text())["miou"] == m["miou"]
     with pytest.raises(ConfigError, match="segmentation is evaluated on whole frames"):
         evaluate(tmp_path / "run" / "best.pt", crops=3)
     # the single-frame baseline: the same network on K_t alone

@@ -17,8 +17,11 @@ keyframe   :class:`KeyframeWindow`  KeyframeWindow       ``key`` = frame T//2 (C
 
 The batch form is chosen by the number of dimensions (4: window, 5: batch).
 
-One home for the layouts of both :mod:`hyperframes.data` (which makes them) and
+One home for the layouts of both :mod:`hyperframes.data` (which can make them) and
 :mod:`hyperframes.models` (which eat them; ``models.Keyframes`` is :class:`KeyframeWindow`).
+Training, eval, predict and export keep windows temporal up to the model and apply the
+model's layout once per batch, at the model boundary, after normalisation
+(:meth:`hyperframes._contract.InputContract.prepare`).
 """
 
 from __future__ import annotations

@@ -2,10 +2,102 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 
 import numpy as np
+
+from ._errors import ConfigError, DataError
+
+__all__ = ["ShownWindow", "show_window", "window_png"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShownWindow:
+    """What ``show_window`` wrote: which stored frames of which video, and how many were asked."""
+
+    path: str
+    video: int
+    frame_indices: tuple[int, ...]  # stored frames drawn, in the store's numbering
+    frames_requested: int
+    num_frames: int  # frames the video holds
+
+    def summary(self) -> str:
+        first, last = self.frame_indices[0], self.frame_indices[-1]
+        line = f"wrote {self.path}: video {self.video}, frames {first}..{last}"
+        if len(self.frame_indices) < self.frames_requested:
+            line += (
+                f" ({len(self.frame_indices)} of the {self.frames_requested} frames asked for: "
+                f"video {self.video} has {self.num_frames} frames, 0..{self.num_frames - 1})"
+            )
+        else:
+            line += f" ({len(self.frame_indices)} frames)"
+        return line
+
+
+def show_window(
+    store,
+    video: int,
+    path: str | os.PathLike,
+    *,
+    start: int = 0,
+    frames: int = 8,
+    stride: int = 1,
+) -> ShownWindow:
+    """Write frames ``start, start + stride, ...`` (``frames`` of them, fewer where the video
+    ends first) of ``store``'s video ``video`` as a captioned PNG; ``ShownWindow`` says which."""
+    n = len(store.videos)
+    if not 0 <= video < n:
+        last = f"0..{n - 1}" if n else "none: it is empty"
+        raise ConfigError(
+            f"--video {video} is out of range: {store.path} holds {n} videos ({last}); "
+            "hyperframes info lists them"
+        )
+    for name, value, low in (
+        ("--start", start, 0),
+        ("--frames", frames, 1),
+        ("--stride", stride, 1),
+    ):
+        if value < low:
+            raise ConfigError(f"{name} must be at least {low}, got {value}")
+    rec = store.videos[video]
+    if start >= rec.num_frames:
+        raise DataError(
+            f"--start {start} is past the end of video {video}: it has {rec.num_frames} frames "
+            f"(0..{rec.num_frames - 1})"
+        )
+    idx = start + stride * np.arange(frames)
+    idx = idx[idx < rec.num_frames]
+    pixels = store.read_numpy(video, idx)
+    caps = [f"#{rec.source_frame_indices[i]} {rec.pts_seconds[i]:.2f}s" for i in idx]
+    title = f"{rec.path} [{rec.label}] frames {idx[0]}..{idx[-1]} stride {stride}"
+    window_png(pixels, path, captions=caps, title=title)
+    return ShownWindow(
+        path=str(path),
+        video=video,
+        frame_indices=tuple(int(i) for i in idx),
+        frames_requested=frames,
+        num_frames=rec.num_frames,
+    )
+
+
+def wrap_text(text: str, width: int, measure) -> list[str]:
+    """``text`` broken into lines no wider than ``width`` pixels (``measure(s)`` gives a width):
+    after a space or a ``/`` where one is on the line, else anywhere. Joined, the lines give
+    ``text`` back."""
+    lines, line = [], ""
+    for ch in text:
+        if line and measure(line + ch) > width:
+            cut = max(line.rfind(" "), line.rfind("/"))
+            if cut > 0:
+                lines.append(line[: cut + 1])
+                line = line[cut + 1 :]
+            else:
+                lines.append(line)
+                line = ""
+        line += ch
+    return [*lines, line] if line else lines
 
 
 def window_png(
@@ -16,7 +108,8 @@ def window_png(
     title: str | None = None,
     columns: int = 8,
 ) -> str:
-    """Tile ``frames`` (T, C, H, W) uint8 into a grid PNG with a caption under each frame."""
+    """Tile ``frames`` (T, C, H, W) uint8 into a grid PNG with a caption under each frame and
+    the whole ``title`` above (wrapped to the picture's width)."""
     from PIL import Image, ImageDraw
 
     frames = np.asarray(frames)
@@ -27,14 +120,15 @@ def window_png(
     cols = min(columns, t)
     rows = -(-t // cols)
     cap_h = 14 if captions else 0
-    top = 16 if title else 0
     pad = 2
-    canvas = Image.new(
-        "RGB", (cols * (w + pad) + pad, top + rows * (h + cap_h + pad) + pad), (255, 255, 255)
-    )
+    width = cols * (w + pad) + pad
+    measure = ImageDraw.Draw(Image.new("RGB", (1, 1))).textlength
+    title_lines = wrap_text(title, width - 2 * pad, measure) if title else []
+    top = 14 * len(title_lines) + (2 if title_lines else 0)
+    canvas = Image.new("RGB", (width, top + rows * (h + cap_h + pad) + pad), (255, 255, 255))
     draw = ImageDraw.Draw(canvas)
-    if title:
-        draw.text((pad, 2), title, fill=(0, 0, 0))
+    for k, line in enumerate(title_lines):
+        draw.text((pad, 2 + 14 * k), line, fill=(0, 0, 0))
     for i in range(t):
         r, k = divmod(i, cols)
         x, y = pad + k * (w + pad), top + pad + r * (h + cap_h + pad)

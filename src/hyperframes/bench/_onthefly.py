@@ -7,9 +7,14 @@ frames of a video's stream at the given decode-order indices / presentation time
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
 from collections.abc import Callable
 
 import numpy as np
+
+from .._errors import DecodeError, HyperframesError
 
 WindowDecoder = Callable[..., np.ndarray]
 _REGISTRY: dict[str, WindowDecoder] = {}
@@ -42,6 +47,66 @@ def available_window_decoders() -> list[str]:
 
 def window_decoder(name: str) -> WindowDecoder:
     return _REGISTRY[name]
+
+
+def cannot_decode(name: str, rec) -> str | None:
+    """Why decoder ``name`` cannot give the windows of store video ``rec`` (None: it can).
+
+    Asks the decoder package to open the video's stream (which refuses a backend that would
+    decode another stream than the store's) and decodes the video's first stored frame.
+    """
+    from ..decode import create_decoder
+
+    try:
+        create_decoder(name).probe(rec.path, stream=rec.stream)
+        window_decoder(name)(
+            rec.path,
+            rec.pts_seconds[:1],
+            indices=rec.source_frame_indices[:1],
+            stream=rec.stream,
+            size=rec.shape[1:],
+        )
+    except HyperframesError as e:
+        return str(e)
+    except Exception as e:  # the library's own words
+        return f"{type(e).__name__}: {e}"
+    return None
+
+
+class StderrTap:
+    """While open, what anything in the process writes to file descriptor 2 (FFmpeg's warnings
+    inside OpenCV and decord included) goes to a temporary file instead of the terminal.
+
+    ``take()`` returns the lines written since its last call; ``lines`` counts them all.
+    """
+
+    def __enter__(self) -> StderrTap:
+        sys.stderr.flush()
+        fd, path = tempfile.mkstemp(prefix="hyperframes-stderr-")
+        os.close(fd)
+        self._fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        os.unlink(path)
+        self._saved = os.dup(2)
+        os.dup2(self._fd, 2)
+        self._read = 0
+        self.lines = 0
+        return self
+
+    def take(self) -> list[str]:
+        data = b""
+        while chunk := os.pread(self._fd, 1 << 16, self._read + len(data)):
+            data += chunk
+        self._read += len(data)
+        lines = [x for x in data.decode(errors="replace").splitlines() if x.strip()]
+        self.lines += len(lines)
+        return lines
+
+    def __exit__(self, *exc) -> None:
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self.take()
+        os.close(self._fd)
 
 
 def _resize(frames: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
@@ -104,13 +169,21 @@ def pyav_window(
 
 @_register("torchcodec")
 def torchcodec_window(path, pts_seconds, *, indices=None, stream=0, size=None) -> np.ndarray:
+    """Frames at decode-order ``indices`` (the store's ``source_frame_indices``) via torchcodec.
+
+    By index, not time: torchcodec finds no frame "played at" the last frame's time when the
+    header's duration ends there (or when FFmpeg gives that frame no time at all).
+    """
     import av
     from torchcodec.decoders import VideoDecoder
 
     with av.open(path) as c:
         absolute = c.streams.video[stream].index
     dec = VideoDecoder(path, stream_index=absolute, dimension_order="NCHW", seek_mode="approximate")
-    frames = dec.get_frames_played_at(seconds=[float(t) for t in pts_seconds]).data.numpy()
+    if indices is None:
+        frames = dec.get_frames_played_at(seconds=[float(t) for t in pts_seconds]).data.numpy()
+    else:
+        frames = dec.get_frames_at(indices=[int(i) for i in indices]).data.numpy()
     return _resize(frames, size)
 
 
@@ -138,6 +211,8 @@ def opencv_window(path, pts_seconds, *, indices=None, stream=0, size=None) -> np
                 break
             got[pos] = bgr
             pos += 1
+        if not got:
+            raise DecodeError(f"{path}: OpenCV decoded no frame at index {idx[0]} or after it")
         last = got[max(got)]
         for i in idx:
             rgb = cv2.cvtColor(got.get(i, last), cv2.COLOR_BGR2RGB)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._onthefly import available_window_decoders, window_decoder
+from ._onthefly import StderrTap, available_window_decoders, cannot_decode, window_decoder
 
 
 def plan_windows(
@@ -37,61 +37,119 @@ def _batches(plan, batch):
     return [plan[i : i + batch] for i in range(0, len(plan) - batch + 1, batch)] or [plan]
 
 
+def window_bytes(store, plan) -> np.ndarray:
+    """Bytes of each planned window as the store holds it (videos differ in frame size)."""
+    shapes = store.videos.shapes
+    return np.array(
+        [len(ix) * int(np.prod(shapes[v])) * store.dtype.itemsize for v, ix in plan], np.int64
+    )
+
+
 def time_store(store, plan, *, batch: int, repeats: int = 3) -> float:
-    """Windows/s reading ``plan`` in batches with one ``read_batch`` call each (median)."""
+    """Windows/s reading ``plan`` in batches with one ``read_batch`` call each (median); a batch
+    whose windows share one shape is read into a buffer allocated once per shape."""
     import torch
 
     batches = _batches(plan, batch)
-    v0, ix0 = batches[0][0]
-    c, h, w = store.videos[v0].shape
-    out = torch.empty((len(batches[0]), len(ix0), c, h, w), dtype=torch.uint8)
-    for b in batches[:2]:
-        store.read_batch(b, out=out if len(b) == len(out) else None)
+    shapes = store.videos.shapes
+    buffers: dict[tuple, torch.Tensor] = {}
+    outs = []
+    for b in batches:
+        kinds = {(len(ix), *map(int, shapes[v])) for v, ix in b}
+        if len(kinds) == 1:
+            (kind,) = kinds
+            key = (len(b), *kind)
+            if key not in buffers:
+                buffers[key] = torch.from_numpy(np.empty(key, store.dtype))
+            outs.append(buffers[key])
+        else:
+            outs.append(None)  # a list of tensors, allocated per read
+    for b, out in list(zip(batches, outs))[:2]:
+        store.read_batch(b, out=out)
     rates = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        for b in batches:
-            store.read_batch(b, out=out if len(b) == len(out) else None)
+        for b, out in zip(batches, outs):
+            store.read_batch(b, out=out)
         rates.append(sum(len(b) for b in batches) / (time.perf_counter() - t0))
     return statistics.median(rates)
 
 
-def time_memcpy(window_bytes: int, windows: int, *, batch: int, repeats: int = 3, seed: int = 0):
-    """Windows/s of copying ``window_bytes`` per window from random places of a large buffer
-    (larger than the caches) into one preallocated batch buffer: the ceiling for any reader."""
+def time_memcpy(window_bytes, windows: int, *, batch: int, repeats: int = 3, seed: int = 0):
+    """Windows/s of copying each window's bytes (``window_bytes``: one size for all, or one per
+    window of the plan) from random places of a large buffer (larger than the caches) into one
+    preallocated batch buffer: the ceiling for any reader of the same bytes."""
     rng = np.random.default_rng(seed)
-    src = np.ones(max(256 << 20, window_bytes * 64), np.uint8)
-    dst = np.empty((batch, window_bytes), np.uint8)
-    starts = rng.integers(0, len(src) - window_bytes, size=windows)
+    sizes = np.resize(np.asarray(window_bytes, np.int64).reshape(-1), windows)
+    largest = int(sizes.max())
+    src = np.ones(max(256 << 20, largest * 64), np.uint8)
+    dst = np.empty((batch, largest), np.uint8)
+    starts = rng.integers(0, len(src) - sizes + 1)
     n_batches = max(1, windows // batch)
     rates = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         for b in range(n_batches):
             for k in range(batch):
-                s = int(starts[(b * batch + k) % windows])
-                dst[k] = src[s : s + window_bytes]
+                w = (b * batch + k) % windows
+                s, n = int(starts[w]), int(sizes[w])
+                dst[k, :n] = src[s : s + n]
         rates.append(n_batches * batch / (time.perf_counter() - t0))
     return statistics.median(rates)
 
 
 def time_onthefly(name: str, store, plan, *, budget_seconds: float = 10.0) -> dict:
-    """Windows/s decoding the same windows from the source files with decoder ``name``."""
+    """Windows/s decoding the same windows from the source files with decoder ``name``.
+
+    A video the decoder cannot open, cannot pick the store's stream of, or fails on is skipped
+    (listed with the reason under ``skipped``; its windows are not counted). What the decoder's
+    libraries write to stderr meanwhile is kept off the terminal and counted (``log_lines``).
+    Only the successful windows' time counts, up to ``budget_seconds``.
+    """
     fn = window_decoder(name)
-    done, t0 = 0, time.perf_counter()
-    for v, idx in plan:
-        rec = store.videos[v]
-        fn(
-            rec.path,
-            rec.pts_seconds[idx],
-            indices=rec.source_frame_indices[idx],
-            stream=rec.stream,
-            size=rec.shape[1:],
-        )
-        done += 1
-        if time.perf_counter() - t0 > budget_seconds and done >= 4:
-            break
-    return {"windows": done, "windows_per_s": done / (time.perf_counter() - t0)}
+    reasons: dict[int, str | None] = {}
+    done, spent = 0, 0.0
+    with StderrTap() as tap:
+        for v, idx in plan:
+            rec = store.videos[v]
+            if v not in reasons:
+                reasons[v] = cannot_decode(name, rec)
+                if reasons[v] is not None:
+                    reasons[v] = _with_log(reasons[v], tap.take())
+            if reasons[v] is not None:
+                continue
+            tap.take()
+            t0 = time.perf_counter()
+            try:
+                fn(
+                    rec.path,
+                    rec.pts_seconds[idx],
+                    indices=rec.source_frame_indices[idx],
+                    stream=rec.stream,
+                    size=rec.shape[1:],
+                )
+            except Exception as e:  # this video is skipped from here on, with the reason
+                reasons[v] = _with_log(f"{type(e).__name__}: {e}", tap.take())
+                continue
+            spent += time.perf_counter() - t0
+            done += 1
+            if spent > budget_seconds and done >= 4:
+                break
+    skipped = [
+        {"video": v, "path": (path := store.videos[v].path), "reason": r.removeprefix(f"{path}: ")}
+        for v, r in sorted(reasons.items())
+        if r is not None
+    ]
+    row: dict = {"windows": done, "skipped": skipped, "log_lines": tap.lines}
+    if done:
+        row["windows_per_s"] = done / spent
+    else:
+        row["error"] = f"no window decoded: {name} skipped every video it met"
+    return row
+
+
+def _with_log(reason: str, log: list[str]) -> str:
+    return reason + (f" (its log: {' / '.join(log[:3])})" if log else "")
 
 
 def run_bench(
@@ -101,7 +159,7 @@ def run_bench(
     batch: int = 32,
     windows: int = 512,
     codecs: tuple[str, ...] = ("raw", "lz4", "zstd", "jpeg"),
-    size: str = "none",
+    size: str | None = None,
     decoders: list[str] | None = None,
     budget_seconds: float = 10.0,
     seed: int = 0,
@@ -111,31 +169,56 @@ def run_bench(
     """Measure one window plan every way; returns a dict (the same as ``bench --json``).
 
     Given a store, it is measured as it is; given data, a store per codec is built first (at
-    ``size``). On-the-fly decoders produce the same windows: decoded, converted to RGB and
-    resized to the store's frame size.
+    ``size``; None: build's default, 128) in ``workdir``, which keeps them, or else in a
+    temporary folder removed at the end. On-the-fly decoders produce the same windows: decoded,
+    converted to RGB and resized to the store's frame size.
     """
-    from ..store import BuildOptions, build_store, open_store
+    from ..store import open_store
     from ..store._format import MANIFEST
 
+    how = {
+        "frames": frames,
+        "batch": batch,
+        "windows": windows,
+        "decoders": decoders,
+        "budget_seconds": budget_seconds,
+        "seed": seed,
+    }
     path = Path(data_or_store)
-    stores = {}
-    tmp = None
     if (path / MANIFEST).exists() or path.suffix in (".h5", ".hdf5"):
-        s = open_store(path)
-        stores[s.codec_name] = s
-    else:
-        tmp = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="hyperframes-bench-"))
+        with open_store(path) as s:
+            return {**_measure({s.codec_name: s}, kept_in=None, **how), "built": False}
+    if workdir is not None:
+        return _build_and_measure(path, Path(workdir), codecs, size, progress, how)
+    with tempfile.TemporaryDirectory(prefix="hyperframes-bench-") as tmp:
+        result = _build_and_measure(path, Path(tmp), codecs, size, progress, how)
+    return {**result, "kept_in": None}
+
+
+def _build_and_measure(data, where: Path, codecs, size, progress, how: dict) -> dict:
+    from ..store import BuildOptions, build_store, open_store
+
+    stores = {}
+    try:
         for codec in codecs:
-            out = tmp / f"store-{codec}"
-            build_store(path, out, BuildOptions(size=size, codec=codec), progress=progress)
+            out = where / f"store-{codec}"
+            options = BuildOptions(codec=codec, **({} if size is None else {"size": size}))
+            build_store(data, out, options, progress=progress)
             stores[codec] = open_store(out)
+        return {**_measure(stores, kept_in=where, **how), "built": True}
+    finally:
+        for s in stores.values():
+            s.close()
+
+
+def _measure(stores, *, kept_in, frames, batch, windows, decoders, budget_seconds, seed) -> dict:
     first = next(iter(stores.values()))
     plan = plan_windows(first, windows=windows, frames=frames, seed=seed)
-    c, h, w = first.videos[plan[0][0]].shape
-    window_bytes = frames * c * h * w * first.dtype.itemsize
+    sizes = window_bytes(first, plan)
+    shapes = sorted({tuple(int(x) for x in first.videos.shapes[v]) for v, _ in plan})
     source_bytes = sum(int(v.source_bytes) for v in first.videos)
     rows = {}
-    ceiling = time_memcpy(window_bytes, len(plan), batch=batch, seed=seed)
+    ceiling = time_memcpy(sizes, len(plan), batch=batch, seed=seed)
     rows["memcpy"] = {"kind": "ceiling", "windows_per_s": ceiling}
     for codec, s in stores.items():
         rows[f"store:{codec}"] = {
@@ -146,48 +229,64 @@ def run_bench(
         }
     for name in decoders if decoders is not None else available_window_decoders():
         try:
-            rows[f"decode:{name}"] = {
-                "kind": "on-the-fly",
-                **time_onthefly(name, first, plan, budget_seconds=budget_seconds),
-            }
-        except Exception as e:  # a decoder that cannot read these files is reported, not fatal
-            rows[f"decode:{name}"] = {"kind": "on-the-fly", "error": f"{type(e).__name__}: {e}"}
+            row = time_onthefly(name, first, plan, budget_seconds=budget_seconds)
+        except Exception as e:  # a decoder that fails outright is reported, not fatal
+            row = {"error": f"{type(e).__name__}: {e}"}
+        rows[f"decode:{name}"] = {"kind": "on-the-fly", **row}
     decoded = [
         r["windows_per_s"]
         for r in rows.values()
         if r["kind"] == "on-the-fly" and "windows_per_s" in r
     ]
-    fastest = max(decoded) if decoded else float("nan")
+    fastest = max(decoded) if decoded else None
     for r in rows.values():
         if "windows_per_s" in r:
             r["vs_memcpy"] = r["windows_per_s"] / ceiling
-            r["vs_fastest_decoder"] = r["windows_per_s"] / fastest
+            r["vs_fastest_decoder"] = r["windows_per_s"] / fastest if fastest else None
     return {
         "frames": frames,
         "batch": batch,
         "windows": len(plan),
-        "frame_shape": [c, h, w],
-        "window_bytes": window_bytes,
+        "frame_shapes": [list(x) for x in shapes],
+        "window_bytes": int(sizes.mean()),
+        "plan_bytes": int(sizes.sum()),
         "source_bytes": source_bytes,
-        "workdir": str(tmp) if tmp else None,
+        "kept_in": str(kept_in) if kept_in else None,  # where the built stores are
         "rows": rows,
     }
 
 
 def format_bench(result: dict) -> str:
-    c, h, w = result["frame_shape"]
+    shapes = ["x".join(map(str, x)) for x in result["frame_shapes"]]
+    shown = shapes[0] if len(shapes) == 1 else f"{shapes[0]} to {shapes[-1]}, {len(shapes)} sizes"
     lines = [
-        f"{result['windows']} random windows of {result['frames']} frames ({c}x{h}x{w}), "
+        f"{result['windows']} random windows of {result['frames']} frames ({shown}; "
+        f"{result['window_bytes'] / 1e6:.2f} MB per window on average), "
         f"batches of {result['batch']}",
         f"{'path':<20}{'windows/s':>12}{'x memcpy':>10}{'x fastest decoder':>19}{'bytes/source':>14}",
     ]
     for name, r in result["rows"].items():
-        if "error" in r:
+        if "windows_per_s" in r:
+            ratio = r.get("store_over_source_bytes")
+            fastest = r["vs_fastest_decoder"]
+            lines.append(
+                f"{name:<20}{r['windows_per_s']:>12.1f}{r['vs_memcpy']:>10.3f}"
+                f"{'n/a' if fastest is None else f'{fastest:.1f}':>19}"
+                f"{'' if ratio is None else f'{ratio:.2f}':>14}"
+            )
+        else:
             lines.append(f"{name:<20}  failed: {r['error']}")
-            continue
-        ratio = r.get("store_over_source_bytes")
+        for k in r.get("skipped", []):
+            lines.append(f"    skipped video {k['video']} {k['path']}: {k['reason']}")
+        if r.get("log_lines"):
+            lines.append(
+                f"    (its libraries wrote {r['log_lines']} lines to stderr: kept off the terminal)"
+            )
+    if result.get("built"):
+        kept = result["kept_in"]
         lines.append(
-            f"{name:<20}{r['windows_per_s']:>12.1f}{r['vs_memcpy']:>10.3f}"
-            f"{r['vs_fastest_decoder']:>19.1f}{'' if ratio is None else f'{ratio:.2f}':>14}"
+            f"the stores built for this are kept in {kept}"
+            if kept
+            else "the stores built for this were removed (bench --keep DIR keeps them)"
         )
     return "\n".join(lines)

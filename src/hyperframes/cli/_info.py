@@ -20,10 +20,13 @@ def describe(store) -> dict:
                 "num_frames_decoded": r.num_frames_decoded,
                 "num_frames_from_header": r.num_frames_from_header,
                 "fps": r.fps,
+                "stream": r.stream,
                 "shape": list(r.shape),
                 "decode_errors": r.decode_errors,
             }
         )
+    build = m.get("build") or {}
+    streams = v.streams
     return {
         "store": str(store.path),
         "format_version": m.get("format_version"),
@@ -41,6 +44,11 @@ def describe(store) -> dict:
             "min": int(nf.min()) if len(v) else 0,
             "median": float(np.median(nf)) if len(v) else 0,
             "max": int(nf.max()) if len(v) else 0,
+        },
+        "streams": {
+            # build --stream K decodes v:K of every file; by default each file's widest stream
+            "chosen_by": "widest" if build.get("stream") is None else f"v:{build['stream']}",
+            "videos_not_first_stream": int((streams != 0).sum()) if len(v) else 0,
         },
         "classes": store.classes,
         "store_bytes": m.get("store_bytes"),
@@ -68,6 +76,7 @@ def format_info(d: dict) -> str:
         + (f", normalize {d['normalize']}" if d["normalize"] else ""),
         f"videos         {d['num_videos']} ({d['num_frames']} frames; per video min "
         f"{fpv['min']}, median {fpv['median']:g}, max {fpv['max']})",
+        _streams_line(d["streams"]),
         f"classes        {len(d['classes'])}: {', '.join(d['classes'][:12])}"
         + (" ..." if len(d["classes"]) > 12 else ""),
         f"size           {d['store_bytes'] / 1e6:.2f} MB in {len(d['shards'] or [])} shard(s), "
@@ -86,9 +95,19 @@ def format_info(d: dict) -> str:
     for r in d["videos_shown"]:
         c, h, w = r["shape"]
         lines.append(
-            f"  {r['num_frames']:6d} frames {c}x{h}x{w} @ {r['fps']:.3g} fps "
-            f"(decoded {r['num_frames_decoded']}, header {r['num_frames_from_header']}"
+            f"  {r['num_frames']:6d} frames {c}x{h}x{w} @ {r['fps']:.3g} fps, stream "
+            f"v:{r['stream']} (decoded {r['num_frames_decoded']}, "
+            f"header {r['num_frames_from_header']}"
             + (f", DAMAGED: {r['decode_errors']} decoder errors" if r["decode_errors"] else "")
             + f") [{r['label']}] {r['path']}"
         )
     return "\n".join(lines)
+
+
+def _streams_line(s: dict) -> str:
+    if s["chosen_by"] == "widest":
+        rule = "each file's widest video stream (build's default)"
+    else:
+        rule = f"{s['chosen_by']} of each file (build --stream {s['chosen_by'][2:]})"
+    n = s["videos_not_first_stream"]
+    return f"streams        {rule}; {n} video{'' if n == 1 else 's'} from a stream other than v:0"

@@ -26,7 +26,7 @@ from .._errors import DataError
 from .._layouts import KeyframeWindow
 from .transforms._base import Window
 
-__all__ = ["collate_windows"]
+__all__ = ["collate_targets", "collate_windows"]
 
 _HINT = (
     "add a fixed-size spatial transform (RandomResizedCrop(size), Resize((h, w)) or "
@@ -83,6 +83,19 @@ def _collate_field(values: list, name: str):
     if isinstance(first, numbers.Real):
         return torch.tensor([float(v) for v in values], dtype=torch.float64)
     return list(values)
+
+
+def collate_targets(targets: Sequence) -> torch.Tensor | None:
+    """Stack the samples' ``target`` tensors (B, ...); None when no sample has one."""
+    missing = [i for i, t in enumerate(targets) if t is None]
+    if len(missing) == len(targets):
+        return None
+    if missing:
+        raise DataError(
+            f"cannot batch targets: samples {missing[:5]} have no target but others have one; "
+            "give every sample of a dataset a target, or none"
+        )
+    return _stack([_as_tensor(t) for t in targets], "targets")
 
 
 def collate_windows(samples: Sequence):

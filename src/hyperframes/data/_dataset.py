@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from .._errors import ConfigError, DataError
 from .._layouts import list_layouts, to_layout
-from ..sampling import VideoTable, change_score, create_sampler
+from ..sampling import PerFrame, Plan, VideoTable, change_score, create_sampler
+from ._buffers import BatchBuffers
 from ._record import Hyperframe
 from .transforms import Window, transform_generator
+
+if TYPE_CHECKING:
+    from ..store import StoreReader
 
 MEMORY_MODES = ("disk", "ram")
 DTYPES = ("uint8", "float32", "float16")
@@ -67,7 +72,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
     ``jitter``, ``clips``, ``short``...). Items are numbered by the sampler; an item may also be
     given as ``(epoch, item)``, which is how :func:`hyperframes.loader` carries the epoch into
     persistent workers. ``memory="ram"`` holds the whole store in RAM; ``memory="cuda"`` (any
-    torch device) holds it on that device.
+    torch device) holds it on that device. ``decode_device="cuda"`` (a jpeg store) decodes
+    each batch's JPEGs on the GPU in one nvJPEG call; windows then arrive on that device.
 
     The videos are all of the store's, those of ``split`` (a split name recorded at build
     time), or exactly ``video_ids`` (store video ids, e.g. a split made by the caller); the
@@ -92,6 +98,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         memory: str = "disk",
         sampler_options: dict | None = None,
         exclude_damaged: bool = False,
+        decode_device: str | None = None,
     ):
         self.store = _open(store)
         if layout not in list_layouts():
@@ -113,14 +120,16 @@ class HyperframeDataset(torch.utils.data.Dataset):
         if split is not None and video_ids is not None:
             raise ConfigError("give split= or video_ids=, not both")
         if split is not None:
-            ids = [i for i in range(len(videos)) if videos[i].split == split]
-            if not ids:
-                have = sorted({v.split for v in videos if v.split})
+            names = list(videos.splits)
+            which = names.index(split) if split in names else -2
+            ids = np.flatnonzero(np.asarray(videos.split_ids) == which)
+            if not ids.size:
+                have = sorted(n for n in names if n)
                 raise DataError(f"no video of split {split!r} in the store; splits: {have}")
         elif video_ids is not None:
             ids = _check_video_ids(video_ids, len(videos), self.store)
         else:
-            ids = list(range(len(videos)))
+            ids = np.arange(len(videos))
         ids = np.asarray(ids, np.int64)
         if exclude_damaged:
             ids = ids[np.asarray(videos.decode_errors)[ids] == 0]
@@ -131,26 +140,52 @@ class HyperframeDataset(torch.utils.data.Dataset):
                 )
         self.video_ids = ids
         self.table = self._table(videos)
-        self._reader = self.store
+        #: what windows are read from: the store, or the store held in RAM / on a GPU
+        self.reader: StoreReader = self.store
         if memory not in MEMORY_MODES and not str(memory).startswith("cuda"):
             raise ConfigError(f"unknown memory={memory!r}; choose disk, ram or cuda[:N]")
         if memory != "disk":
             from ._memory import InMemoryStore
 
-            self._reader = InMemoryStore(self.store, device="cpu" if memory == "ram" else memory)
+            self.reader = InMemoryStore(self.store, device="cpu" if memory == "ram" else memory)
+        if decode_device is not None:
+            if memory != "disk":
+                raise ConfigError(
+                    f"decode_device={decode_device!r} decodes a jpeg store read from disk; "
+                    f"memory={memory!r} holds decoded frames already: give one or the other"
+                )
+            from ._gpu_jpeg import CudaJpegReader
+
+            self.reader = CudaJpegReader(self.store, device=decode_device)
+        self._buffers = BatchBuffers()
         self._len = self.sampler.num_items(self.table)
 
+    @property
+    def device(self) -> torch.device:
+        """Where the batches' frames are: the CPU, or the GPU of ``memory="cuda"`` or
+        ``decode_device="cuda"`` (the loader then reads in the calling thread)."""
+        return getattr(self.reader, "device", torch.device("cpu"))
+
     def _table(self, videos) -> VideoTable:
+        """The sampler's view of the chosen videos, built from the index's columns (no object
+        per video: a 300k-video store gives its table in milliseconds). Per-frame times and
+        change scores are :class:`PerFrame` columns over the index's per-frame arrays."""
         ids = self.video_ids
         nf = np.asarray(videos.num_frames)[ids]
+        starts = np.asarray(videos.frame_start)[ids]
+        pts = PerFrame(videos.pts_seconds_all, starts, nf, name="pts_seconds", ids=ids)
         scores = None
         if self.sampler.name == "keyframes":
-            scores = [_change_scores(self.store, int(i), int(nf[k])) for k, i in enumerate(ids)]
+            column = getattr(videos, "change_score_all", None)
+            if column is not None:
+                scores = PerFrame(column, starts, nf, name="change_score", ids=ids)
+            else:  # stores built before scores were recorded: computed from the frames now
+                scores = [_change_scores(self.store, int(i), int(nf[k])) for k, i in enumerate(ids)]
         return VideoTable.from_arrays(
             nf,
             np.asarray(videos.fps)[ids],
             labels=np.asarray(videos.label_ids)[ids],
-            pts_seconds=[videos[int(i)].pts_seconds for i in ids],
+            pts_seconds=pts,
             change_score=scores,
         )
 
@@ -178,27 +213,35 @@ class HyperframeDataset(torch.utils.data.Dataset):
     def __getitem__(self, index) -> Hyperframe:
         return self.__getitems__([index])[0]
 
+    def plan(self, index) -> Plan:
+        """Which frames item ``index`` (or ``(epoch, item)``) reads: a :class:`Plan` whose
+        ``video`` is the store's video id. Pure index arithmetic: nothing is read."""
+        epoch, item = self._key(index)
+        p = self.sampler.plan(self.table, item, seed=self.seed, epoch=epoch)
+        return Plan(int(self.video_ids[p.video]), p.frame_indices, p.mask, p.clip)
+
     def __getitems__(self, indices: Sequence) -> list[Hyperframe]:
         keys = [self._key(i) for i in indices]
-        plans = [self.sampler.plan(self.table, item, seed=self.seed, epoch=ep) for ep, item in keys]
-        requests = [(int(self.video_ids[p.video]), p.frame_indices) for p in plans]
-        read = self._reader.read_batch(requests, out=self._batch_buffer(requests))
-        return [self._finish(read[b], plans[b], keys[b], requests[b][0]) for b in range(len(plans))]
+        plans = [self.plan(k) for k in keys]
+        requests = [(p.video, p.frame_indices) for p in plans]
+        read = self.reader.read_batch(requests, out=self._batch_buffer(requests))
+        return [self._finish(read[b], plans[b], keys[b], plans[b].video) for b in range(len(plans))]
 
     def _batch_buffer(self, requests) -> torch.Tensor | None:
-        """One (B, T, C, H, W) buffer for a uniform batch, in shared memory inside a worker so
-        the batch reaches the main process without another copy."""
-        if self._reader is not self.store or len({len(ix) for _, ix in requests}) != 1:
+        """One (B, T, C, H, W) buffer for a uniform batch: reused from batch to batch (see
+        ``_buffers``); in shared memory inside a DataLoader worker process, so the batch
+        reaches the main process without another copy."""
+        if self.reader is not self.store or len({len(ix) for _, ix in requests}) != 1:
             return None
         all_shapes = self.store.videos.shapes
         shapes = {tuple(all_shapes[v].tolist()) for v, _ in requests}
         if len(shapes) != 1:
             return None
-        dtype = torch.from_numpy(np.empty(0, self.store.dtype)).dtype
-        out = torch.empty((len(requests), len(requests[0][1]), *shapes.pop()), dtype=dtype)
+        shape = (len(requests), len(requests[0][1]), *shapes.pop())
         if torch.utils.data.get_worker_info() is not None:
-            out.share_memory_()
-        return out
+            dtype = torch.from_numpy(np.empty(0, self.store.dtype)).dtype
+            return torch.empty(shape, dtype=dtype).share_memory_()
+        return self._buffers.take(shape, self.store.dtype)
 
     def _finish(self, frames: torch.Tensor, plan, key, video_id: int) -> Hyperframe:
         epoch, item = key

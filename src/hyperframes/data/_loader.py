@@ -19,12 +19,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.utils.data
 
-from ._collate import collate_windows
+from ._collate import collate_targets, collate_windows
 from ._record import Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
 
@@ -65,7 +65,8 @@ def collate_hyperframes(samples: list[Hyperframe]) -> HyperframeBatch:
     frames = batch if batch is not None else collate_windows(frames)
     labels = torch.tensor([s.label for s in samples], dtype=torch.int64)
     mask = torch.stack([s.mask for s in samples])
-    return HyperframeBatch(frames, labels, mask, [s.meta for s in samples])
+    target = collate_targets([s.target for s in samples])
+    return HyperframeBatch(frames, labels, mask, [s.meta for s in samples], target)
 
 
 class _WithEpoch(torch.utils.data.Sampler):
@@ -92,8 +93,9 @@ class ThreadLoader:
     """Batches read by a thread pool, in order, ``prefetch`` batches ahead. Same interface as
     :class:`HyperframeLoader` (``dataset``, ``sampler``, ``set_epoch``, ``len``, iteration)."""
 
-    def __init__(self, dataset, batch_sampler, *, workers, prefetch, pin_memory):
+    def __init__(self, dataset, batch_sampler, *, workers, prefetch, pin_memory, collate_fn=None):
         self.dataset = dataset
+        self.collate_fn = collate_fn or collate_hyperframes
         self.batch_sampler = batch_sampler
         self.sampler = batch_sampler.sampler
         self.workers = workers  # 0: read in the calling thread
@@ -109,8 +111,8 @@ class ThreadLoader:
         self.dataset.set_epoch(epoch)
 
     def _load(self, keys) -> HyperframeBatch:
-        batch = collate_hyperframes(self.dataset.__getitems__(keys))
-        return batch.pin_memory() if self.pin_memory else batch
+        batch = self.collate_fn(self.dataset.__getitems__(keys))
+        return batch.pin_memory() if self.pin_memory and hasattr(batch, "pin_memory") else batch
 
     def __iter__(self) -> Iterator[HyperframeBatch]:
         from collections import deque
@@ -128,12 +130,16 @@ class ThreadLoader:
             pending.append(self._pool.submit(self._load, k))
             if len(pending) >= self.prefetch * self.workers:
                 break
-        while pending:
-            batch = pending.popleft().result()
-            nxt = next(keys, None)
-            if nxt is not None:
-                pending.append(self._pool.submit(self._load, nxt))
-            yield batch
+        try:
+            while pending:
+                batch = pending.popleft().result()
+                nxt = next(keys, None)
+                if nxt is not None:
+                    pending.append(self._pool.submit(self._load, nxt))
+                yield batch
+        finally:  # left early (break, an error): batches not started are not read at all
+            for f in pending:
+                f.cancel()
 
     def __del__(self):
         if self._pool is not None:
@@ -159,8 +165,13 @@ def loader(
     persistent_workers: bool = True,
     seed: int | None = None,
     mode: str = "threads",
+    collate_fn: Callable[[list], object] | None = None,
 ) -> HyperframeLoader | ThreadLoader:
-    """Batches of ``dataset`` (see the module docstring for the defaults and ``mode``)."""
+    """Batches of ``dataset`` (see the module docstring for the defaults and ``mode``).
+
+    ``collate_fn`` turns the list of samples of one batch into the batch (default
+    :func:`collate_hyperframes`: a :class:`HyperframeBatch`), for datasets whose samples are
+    not :class:`Hyperframe` records; a batch with a ``pin_memory()`` method is pinned."""
     from .._errors import ConfigError
 
     if mode not in ("threads", "processes"):
@@ -179,14 +190,19 @@ def loader(
         )
     inner.set_epoch(dataset.epoch)
     workers = default_workers() if workers is None else workers
-    on_device = getattr(dataset._reader, "device", torch.device("cpu")).type != "cpu"
+    on_device = torch.device(getattr(dataset, "device", "cpu")).type != "cpu"
     if on_device:
         workers = 0  # the data already lives on the GPU: index it in the main process
     pin = torch.cuda.is_available() and not on_device if pin_memory is None else pin_memory
     if mode == "threads":
         batches = torch.utils.data.BatchSampler(_WithEpoch(inner), batch_size, drop_last)
         return ThreadLoader(
-            dataset, batches, workers=workers, prefetch=prefetch_factor, pin_memory=pin
+            dataset,
+            batches,
+            workers=workers,
+            prefetch=prefetch_factor,
+            pin_memory=pin,
+            collate_fn=collate_fn,
         )
     kw = {}
     if workers > 0:
@@ -196,7 +212,7 @@ def loader(
         batch_size=batch_size,
         sampler=_WithEpoch(inner),
         num_workers=workers,
-        collate_fn=collate_hyperframes,
+        collate_fn=collate_fn or collate_hyperframes,
         pin_memory=pin,
         drop_last=drop_last,
         **kw,

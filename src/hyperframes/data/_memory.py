@@ -3,6 +3,10 @@
 ``ram``: every video's frames decoded once into one pinned-able CPU tensor; reads are indexing.
 ``cuda`` (or any torch device): the same tensor on the device, so indexing and augmentation run
 there and nothing crosses the PCIe bus per batch.
+
+:class:`InMemoryStore` is a :class:`~hyperframes.store.StoreReader`: it answers the same
+questions as the store it was loaded from (``videos``, ``classes``, ``manifest``,
+``change_scores``) and reads return the same frames, as tensors on ``device``.
 """
 
 from __future__ import annotations
@@ -21,19 +25,22 @@ class InMemoryStore:
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ConfigError(f"memory on {device} needs a CUDA GPU; none is available")
         self.store = store
+        self.path = store.path
+        self.manifest = store.manifest
         self.videos = store.videos
         self.classes = store.classes
+        self.dtype = np.dtype(store.dtype)
         self.device = device
         nf = np.asarray(store.videos.num_frames)
         self._starts = np.concatenate([[0], np.cumsum(nf)])
-        shapes = {v.shape for v in store.videos}
+        shapes = np.unique(np.asarray(store.videos.shapes).reshape(-1, 3), axis=0)
         self._uniform = len(shapes) == 1
         if self._uniform:
-            (shape,) = shapes
+            shape = tuple(int(x) for x in shapes[0])
             total = int(self._starts[-1])
-            dtype = torch.from_numpy(np.empty(0, store.dtype)).dtype
+            dtype = torch.from_numpy(np.empty(0, self.dtype)).dtype
             self._all = torch.empty((total, *shape), dtype=dtype)
-            for v in range(len(store.videos)):
+            for v in range(len(nf)):
                 s, e = int(self._starts[v]), int(self._starts[v + 1])
                 store.read_numpy(v, np.arange(e - s), out=self._all[s:e].numpy())
             self._all = self._all.to(device)
@@ -51,9 +58,21 @@ class InMemoryStore:
     def __len__(self) -> int:
         return len(self.videos)
 
-    def read(self, video, frame_indices) -> torch.Tensor:
+    def __repr__(self) -> str:
+        return f"InMemoryStore({str(self.path)!r}, videos={len(self)}, device={self.device})"
+
+    def change_scores(self, video) -> np.ndarray | None:
+        return self.store.change_scores(video)
+
+    def _video(self, video) -> int:
         v = int(getattr(video, "id", video))
-        idx = torch.as_tensor(np.asarray(frame_indices, np.int64), device=self.device)
+        if not 0 <= v < len(self.videos):
+            raise DataError(f"video {v} is out of range: {self.path} holds {len(self.videos)}")
+        return v
+
+    def read(self, video, frame_indices) -> torch.Tensor:
+        v = self._video(video)
+        idx = torch.as_tensor(np.asarray(frame_indices, np.int64).reshape(-1), device=self.device)
         n = int(self._starts[v + 1] - self._starts[v])
         if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= n):
             raise DataError(f"frame indices out of range for video {v}, which has {n} frames")
@@ -61,18 +80,30 @@ class InMemoryStore:
             return self._all.index_select(0, idx + int(self._starts[v]))
         return self._per_video[v].index_select(0, idx)
 
-    def read_batch(self, requests: Sequence[tuple], *, out=None):
-        if self._uniform and len({len(ix) for _, ix in requests}) == 1:
-            flat = np.concatenate(
-                [
-                    np.asarray(ix, np.int64) + self._starts[int(getattr(v, "id", v))]
-                    for v, ix in requests
-                ]
-            )
-            got = self._all.index_select(0, torch.as_tensor(flat, device=self.device))
-            got = got.view(len(requests), -1, *self._all.shape[1:])
-            if out is not None:
-                out.copy_(got)
-                return out
+    def read_numpy(self, video, frame_indices, *, out: np.ndarray | None = None) -> np.ndarray:
+        got = self.read(video, frame_indices).cpu().numpy()
+        if out is None:
             return got
-        return [self.read(v, ix) for v, ix in requests]
+        if out.shape != got.shape or out.dtype != got.dtype:
+            raise DataError(f"out has shape {out.shape} {out.dtype}; needs {got.shape} {got.dtype}")
+        out[...] = got
+        return out
+
+    def read_batch(self, requests: Sequence[tuple], *, out=None):
+        reqs = [(self._video(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
+        if not (self._uniform and len({len(ix) for _, ix in reqs}) == 1):
+            return [self.read(v, ix) for v, ix in reqs]
+        for v, ix in reqs:
+            n = int(self._starts[v + 1] - self._starts[v])
+            if ix.size and (ix.min() < 0 or ix.max() >= n):
+                raise DataError(f"frame indices out of range for video {v}, which has {n} frames")
+        flat = np.concatenate([ix + self._starts[v] for v, ix in reqs])
+        got = self._all.index_select(0, torch.as_tensor(flat, device=self.device))
+        got = got.view(len(reqs), -1, *self._all.shape[1:])
+        if out is not None:
+            out.copy_(got)
+            return out
+        return got
+
+    def close(self) -> None:
+        self._all = self._per_video = None

@@ -1,6 +1,10 @@
 """The records the data layer returns: one ``Hyperframe`` per sample, a ``HyperframeBatch`` per
 batch. Both print shapes, not values, and carry enough ``meta`` to trace a sample back to the
-exact frames of its source video."""
+exact frames of its source video.
+
+Targets are typed: ``label`` is the video's class (-1 = none); ``target`` is a tensor target
+of the sample beyond its label (a segmentation mask (H, W), ...), or None. A batch stacks them
+into ``labels`` (B,) and ``target`` (B, ...) (None when the samples have none)."""
 
 from __future__ import annotations
 
@@ -20,43 +24,54 @@ def _shape(x) -> str:
 @dataclasses.dataclass(frozen=True, repr=False)
 class Hyperframe:
     """One sample: ``frames`` in the dataset's layout, its ``label`` (-1 = none), ``mask`` (T,)
-    False on padded positions, and ``meta``: ``video`` (path), ``video_id``, ``frame_indices``
+    False on padded positions, ``meta``: ``video`` (path), ``video_id``, ``frame_indices``
     (source numbering), ``stored_indices``, ``pts_seconds``, ``fps``, ``frames`` (T), ``seed``,
-    ``epoch``, ``item`` and ``clip``."""
+    ``epoch``, ``item`` and ``clip``; and ``target``, a tensor target beyond the label (e.g.
+    the key frame's segmentation mask (H, W) int64), or None."""
 
     frames: torch.Tensor | KeyframeWindow
     label: int
     mask: torch.Tensor
     meta: dict
+    target: torch.Tensor | None = None
 
     def __post_init__(self):
         t = self.meta.get("frames")
         if t is not None and tuple(self.mask.shape) != (t,):
             raise ValueError(f"mask has shape {tuple(self.mask.shape)}, expected ({t},)")
+        if self.target is not None and not isinstance(self.target, torch.Tensor):
+            raise ValueError(
+                f"target must be a torch.Tensor or None, got {type(self.target).__name__}; "
+                "convert it with torch.as_tensor"
+            )
 
     def __repr__(self) -> str:
+        target = "" if self.target is None else f", target={_shape(self.target)}"
         return (
-            f"Hyperframe(frames={_shape(self.frames)}, label={self.label}, "
+            f"Hyperframe(frames={_shape(self.frames)}, label={self.label}{target}, "
             f"mask={int(self.mask.sum())}/{self.mask.numel()} valid, video={self.meta.get('video')!r})"
         )
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
 class HyperframeBatch:
-    """A batch: ``frames`` (B, ...), ``labels`` (B,), ``mask`` (B, T) and a list of ``meta``."""
+    """A batch: ``frames`` (B, ...), ``labels`` (B,), ``mask`` (B, T), a list of ``meta`` and
+    ``target`` (B, ...), the samples' targets stacked (None when they have none)."""
 
     frames: torch.Tensor | KeyframeWindow
     labels: torch.Tensor
     mask: torch.Tensor
     meta: list[dict]
+    target: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
     def __repr__(self) -> str:
+        target = "" if self.target is None else f", target={_shape(self.target)}"
         return (
             f"HyperframeBatch(frames={_shape(self.frames)}, labels={tuple(self.labels.shape)}, "
-            f"mask={tuple(self.mask.shape)})"
+            f"mask={tuple(self.mask.shape)}{target})"
         )
 
     def _map(self, fn) -> HyperframeBatch:
@@ -65,7 +80,8 @@ class HyperframeBatch:
             if isinstance(self.frames, KeyframeWindow)
             else fn(self.frames)
         )
-        return HyperframeBatch(frames, fn(self.labels), fn(self.mask), self.meta)
+        target = None if self.target is None else fn(self.target)
+        return HyperframeBatch(frames, fn(self.labels), fn(self.mask), self.meta, target)
 
     def to(self, device, *, non_blocking: bool = False) -> HyperframeBatch:
         return self._map(lambda t: t.to(device, non_blocking=non_blocking))

@@ -10,16 +10,18 @@
     p = Predictor.from_checkpoint("runs/x/best.pt", stride=4, ema=0.7)
     for rgb, t in stream:            # (H, W, 3) uint8 frames with their time in seconds
         for pred in p.push(rgb, t):
-            print(f"{pred.start_time:.1f}s {pred.top(1)}")
+            print(f"{pred.start_seconds:.1f}s {pred.top(1)}")
     p.flush()
 
     export_onnx("runs/x/best.pt", "model.onnx").summary()
 
 A video is decoded once, streaming, in bounded memory; windows of the model's T frames at
 stride S are batched through the model (per-frame features computed once per frame for
-TSN, CNN+LSTM and the TSM stem) and their logits smoothed over time.
+TSN, CNN+LSTM and the TSM stem) and their logits smoothed over time. Input is prepared by
+the checkpoint's :class:`InputContract` only, exactly as ``hyperframes eval`` prepares it.
 """
 
+from .._contract import InputContract, resolve_contract
 from ._annotate import VideoAnnotator
 from ._export import ExportError, ExportReport, export_onnx, onnx_models
 from ._load import InferenceModel, Preprocess, load_inference_model, read_checkpoint
@@ -34,6 +36,7 @@ __all__ = [
     "ExportReport",
     "FrameSplit",
     "InferenceModel",
+    "InputContract",
     "PredictReport",
     "Prediction",
     "Predictor",
@@ -47,5 +50,6 @@ __all__ = [
     "plot_timeline",
     "predict_video",
     "read_checkpoint",
+    "resolve_contract",
     "split_model",
 ]

@@ -2,7 +2,7 @@
 
 Frames come in decoding order at their own size; predictions come in window order as
 the predictor produces them. Each frame shows the prediction whose time
-(:attr:`Prediction.centre_time`: the window's middle, or the key frame for masks) is
+(:attr:`Prediction.centre_seconds`: the window's middle, or the key frame for masks) is
 nearest to it, so a frame waits only until a prediction past it has arrived: memory
 stays bounded. Segmentation models' masks are drawn over the frame (classes other than
 0, taken as background, in colour).
@@ -73,11 +73,11 @@ class VideoAnnotator:
 
     def add_prediction(self, pred: Prediction) -> None:
         """A new prediction: frames up to its time get their label and are written."""
-        c = pred.centre_time
+        c = pred.centre_seconds
         while self._frames and self._frames[0][1] <= c:
             rgb, t = self._frames.popleft()
             prev = self._prev
-            use = prev if prev is not None and (t - prev.centre_time) <= (c - t) else pred
+            use = prev if prev is not None and (t - prev.centre_seconds) <= (c - t) else pred
             self._write(rgb, use)
         self._prev = pred
 
@@ -156,7 +156,7 @@ class VideoAnnotator:
             (c, p), *_ = pred.top(1)
             text = f"{c} {p:.0%}"
         draw = ImageDraw.Draw(image)
-        timed = f"{text}  [{pred.start_time:.2f}-{pred.end_time:.2f}s]"
+        timed = f"{text}  [{pred.start_seconds:.2f}-{pred.end_seconds:.2f}s]"
         if draw.textbbox((4, 2), timed, font=self._font)[2] + 4 <= rgb.shape[1]:
             text = timed  # the window's span, where it fits
         _, _, x1, y1 = draw.textbbox((4, 2), text, font=self._font)

@@ -1,7 +1,9 @@
 """ONNX export with a dynamic batch size, checked against onnxruntime.
 
-``hyperframes export RUN_DIR/best.pt --onnx model.onnx`` is :func:`export_onnx`. The graph
-takes the model's layout (normalised float32 frames, see the sidecar JSON for mean/std):
+``hyperframes export RUN_DIR --onnx model.onnx`` is :func:`export_onnx` (a run folder means
+its ``best.pt``, else ``last.pt``). The graph takes what the checkpoint's
+:class:`~hyperframes._contract.InputContract` prepares (:meth:`InputContract.prepare`: uint8
+frames resized and cropped, normalised, in the model's layout):
 
 * ``temporal`` ``input`` (B, T, 3, H, W); ``channel`` ``input`` (B, 3T, H, W);
   ``conv3d`` ``input`` (B, 3, T, H, W);
@@ -10,9 +12,21 @@ takes the model's layout (normalised float32 frames, see the sidecar JSON for me
 and gives ``logits`` ((B, K), or (B, K, H, W) for segmentation). Only B is dynamic: H, W
 are fixed at export (the checkpoint's input size; ``size`` overrides). The exported file is
 run by onnxruntime on a random input of another batch size and compared with PyTorch in
-fp32; a difference above ``atol`` raises :class:`ExportError`.
+fp32 (with a checkpoint, on random uint8 frames prepared by the contract); a difference above
+``atol`` raises :class:`ExportError`.
 
-``<model>.json`` next to the ``.onnx`` records the inputs, classes and preprocessing.
+The export is one ``.onnx`` file, weights included, unless they exceed what one protobuf
+may hold (:data:`EXTERNAL_DATA_BYTES`, under its 2 GiB limit): then they go to
+``<model>.onnx.data`` beside it, and the summary says so.
+
+The contract travels with the graph: ``<model>.json`` next to the ``.onnx`` records it
+(``"contract"``, :meth:`InputContract.to_dict`) with the inputs, classes and task, and the
+ONNX file's metadata (``metadata_props``; onnxruntime's
+``session.get_modelmeta().custom_metadata_map``) holds it too: ``hyperframes.contract`` (the
+same dict as JSON) and, for consumers that read single keys, :data:`METADATA_KEYS`: ``task`` and
+``layout`` as they are, and as JSON ``classes`` (the names, in output order), ``frames`` (T),
+``frame_stride``, ``fps`` (``null``: every decoded frame), ``mean`` and ``std`` (3 numbers on
+the [0, 1] scale) -- so a consumer prepares frames exactly as evaluation did.
 """
 
 from __future__ import annotations
@@ -30,12 +44,18 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from .._contract import InputContract
 from .._errors import ConfigError, HyperframesError
-from ._load import InferenceModel, Preprocess, load_inference_model
+from ._load import InferenceModel, load_inference_model
 
 __all__ = ["ExportError", "ExportReport", "export_onnx", "onnx_models"]
 
 ATOL = 1e-4
+#: weights above this many bytes go to an external ``.onnx.data`` file (protobuf's limit is
+#: 2 GiB for the whole file; the graph itself needs some room)
+EXTERNAL_DATA_BYTES = 2**31 - 2**27
+#: the plain metadata keys written beside ``hyperframes.contract``
+METADATA_KEYS = ("classes", "task", "layout", "frames", "frame_stride", "fps", "mean", "std")
 
 
 class ExportError(HyperframesError):
@@ -56,6 +76,7 @@ class ExportReport:
     seconds: float
     sidecar: Path | None = None
     notes: list[str] = field(default_factory=list)
+    external_data: Path | None = None  # the weights' file when they do not fit in one protobuf
 
     def summary(self) -> str:
         shapes = ", ".join(f"{k} {v}" for k, v in self.inputs.items())
@@ -65,6 +86,11 @@ class ExportReport:
             else "not checked against onnxruntime"
         )
         lines = [f"wrote {self.path} ({self.model}, {shapes}; {check}; {self.seconds:.1f} s)"]
+        if self.external_data is not None:
+            lines.append(
+                f"wrote {self.external_data} (the weights: over {EXTERNAL_DATA_BYTES >> 20} MiB, "
+                "more than one ONNX file holds; keep it beside the .onnx)"
+            )
         if self.sidecar is not None:
             lines.append(f"wrote {self.sidecar}")
         lines += [f"  note: {n}" for n in self.notes]
@@ -95,13 +121,26 @@ class _KeyframeGraph(nn.Module):
         return self.model(Keyframes(key, context))
 
 
-def _inputs(model: nn.Module, layout: str, batch: int, hw: tuple[int, int], seed: int):
+def _inputs(
+    model: nn.Module,
+    layout: str,
+    batch: int,
+    hw: tuple[int, int],
+    seed: int,
+    contract: InputContract | None = None,
+):
+    """Example graph inputs: random uint8 frames prepared by ``contract``, or (a bare model)
+    random normal values in ``layout``."""
     from ..models import to_layout
 
     g = torch.Generator().manual_seed(seed)
     t = getattr(model, "frames", 8)
     c = getattr(model, "in_channels", 3)
-    x = to_layout(torch.randn(batch, t, c, *hw, generator=g), layout)
+    if contract is not None:
+        frames = torch.randint(0, 256, (batch, contract.frames, c, *hw), generator=g)
+        x = contract.prepare(frames.to(torch.uint8))
+    else:
+        x = to_layout(torch.randn(batch, t, c, *hw, generator=g), layout)
     if layout == "keyframe":
         return (x.key, x.context), ["key", "context"]
     return (x,), ["input"]
@@ -139,18 +178,19 @@ def export_onnx(
     elif not isinstance(source, nn.Module):
         loaded = load_inference_model(source)
     model = loaded.model if loaded is not None else source
-    pre: Preprocess | None = loaded.preprocess if loaded is not None else None
+    contract = loaded.contract if loaded is not None else None
     name = getattr(model, "registry_name", None) or type(model).__name__
-    layout = pre.layout if pre is not None else getattr(model, "layout", "temporal")
+    layout = contract.layout if contract is not None else getattr(model, "layout", "temporal")
     _check_onnx_flag(name)
-    hw = _export_size(size, pre)
+    hw = _export_size(size, contract)
     model = model.eval().cpu()
     graph = _KeyframeGraph(model).eval() if layout == "keyframe" else model
-    args, names = _inputs(model, layout, batch, hw, seed)
+    args, names = _inputs(model, layout, batch, hw, seed, contract)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     dim = torch.export.Dim("batch", min=1, max=4096)
+    external = _weight_bytes(model) > EXTERNAL_DATA_BYTES
     try:
         with warnings.catch_warnings():
             # the exporter's own chatter (deprecations inside torch, tracing notes)
@@ -164,6 +204,7 @@ def export_onnx(
                 dynamic_shapes=tuple({0: dim} for _ in args),
                 opset_version=opset,
                 dynamo=True,
+                external_data=external,
                 verbose=False,
             )
     except Exception as e:
@@ -183,12 +224,13 @@ def export_onnx(
         max_abs_diff=None,
         checked_batch=None,
         seconds=seconds,
+        external_data=path.with_name(path.name + ".data") if external else None,
     )
     if check:
         if importlib.util.find_spec("onnxruntime") is None:
             report.notes.append("onnxruntime is not installed: the graph was not checked")
         else:
-            diff, b = _check(graph, path, layout, model, batch + 1, hw, seed + 1, names)
+            diff, b = _check(graph, path, layout, model, batch + 1, hw, seed + 1, names, contract)
             report.max_abs_diff, report.checked_batch = diff, b
             if not diff <= atol:
                 raise ExportError(
@@ -197,6 +239,12 @@ def export_onnx(
                 )
     report.sidecar = _sidecar(path, report, loaded)
     return report
+
+
+def _weight_bytes(model: nn.Module) -> int:
+    """Bytes of the parameters and buffers the graph stores."""
+    tensors = [*model.parameters(), *model.buffers()]
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def _check_onnx_flag(name: str) -> None:
@@ -213,9 +261,9 @@ def _check_onnx_flag(name: str) -> None:
         )
 
 
-def _export_size(size: Any, pre: Preprocess | None) -> tuple[int, int]:
+def _export_size(size: Any, contract: InputContract | None) -> tuple[int, int]:
     if size is None:
-        return pre.square_size() if pre is not None else (64, 64)
+        return contract.example_size() if contract is not None else (64, 64)
     if isinstance(size, (tuple, list)) and len(size) == 2:
         h, w = size
     else:
@@ -233,10 +281,10 @@ def _export_size(size: Any, pre: Preprocess | None) -> tuple[int, int]:
     return (h, w)
 
 
-def _check(graph, path, layout, model, batch, hw, seed, names) -> tuple[float, int]:
+def _check(graph, path, layout, model, batch, hw, seed, names, contract) -> tuple[float, int]:
     import onnxruntime as ort
 
-    args, _ = _inputs(model, layout, batch, hw, seed)
+    args, _ = _inputs(model, layout, batch, hw, seed, contract)
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
@@ -264,12 +312,48 @@ def _sidecar(path: Path, report: ExportReport, loaded: InferenceModel | None) ->
     if loaded is not None:
         meta.update(
             {
+                "input_note": "uint8 RGB frames (B, T, 3, H, W) prepared by the contract: "
+                "stored at contract.size (and fps), short side resized to contract.crop and "
+                "centre-cropped, (x / 255 - mean) / std per channel, in contract.layout",
                 "checkpoint": loaded.path,
                 "task": loaded.task,
                 "classes": loaded.classes,
-                "preprocess": loaded.preprocess.to_dict(),
+                "contract": loaded.contract.to_dict(),
             }
         )
+        _record_metadata(path, loaded)
     side = path.with_suffix(".json")
     side.write_text(json.dumps(meta, indent=1) + "\n")
     return side
+
+
+def _onnx_metadata(loaded: InferenceModel) -> dict[str, str]:
+    """The ONNX metadata of a checkpoint's export (module doc): the contract as JSON, and the
+    plain :data:`METADATA_KEYS`."""
+    c = loaded.contract
+    return {
+        "hyperframes.contract": json.dumps(c.to_dict()),
+        "classes": json.dumps(list(loaded.classes)),
+        "task": loaded.task,
+        "layout": c.layout,
+        "frames": json.dumps(c.frames),
+        "frame_stride": json.dumps(c.frame_stride),
+        "fps": json.dumps(c.fps),
+        "mean": json.dumps(list(c.mean)),
+        "std": json.dumps(list(c.std)),
+    }
+
+
+def _record_metadata(path: Path, loaded: InferenceModel) -> None:
+    """Write :func:`_onnx_metadata` into the ONNX file's ``metadata_props`` (replacing entries of
+    the same keys); external weights stay where the exporter put them."""
+    import onnx
+
+    proto = onnx.load(str(path), load_external_data=False)
+    values = _onnx_metadata(loaded)
+    kept = [(p.key, p.value) for p in proto.metadata_props if p.key not in values]
+    del proto.metadata_props[:]
+    for key, value in [*kept, *values.items()]:
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = key, value
+    onnx.save(proto, str(path))

@@ -13,12 +13,17 @@ __all__ = ["Prediction"]
 class Prediction:
     """The (smoothed) prediction of one window of T frames.
 
-    Frame numbers count the frames the model saw (after frame-rate resampling; the decoded
-    frames' own numbers when there is none). ``end_frame`` is exclusive; ``end_time`` is the
-    last frame's time plus one frame interval, so windows cover ``[start_time, end_time)``.
-    ``key_frame`` / ``key_time``: the window's middle frame ``T // 2`` (the frame a keyframe
-    segmenter's mask belongs to). ``padded``: the video was shorter than T frames and its
-    last frame was repeated.
+    Frames are numbered as in the source: ``source_frames`` (T) are the indices of the frames
+    the window used, 0-based, counting every frame decoded (or pushed) -- with frame-rate
+    resampling to the model's rate a window skips or repeats source frames, and a padded
+    window repeats its last. ``first_source_frame`` / ``last_source_frame`` are the first and
+    last of them (both included), ``key_source_frame`` the window's middle one (``T // 2``,
+    the frame a keyframe segmenter's mask belongs to).
+
+    Times are the frames' presentation times in seconds: the window covers
+    ``[start_seconds, end_seconds)`` (``end_seconds``: the last frame's time plus one frame
+    interval at the model's rate); ``key_seconds`` is the key frame's time. ``padded``: the
+    video was shorter than a window and its last frame was repeated.
 
     ``logits``: the model's raw output for this window ((K,) or (K, H, W) for
     segmentation); ``smoothed``: after the exponential moving average over windows;
@@ -27,18 +32,31 @@ class Prediction:
     """
 
     index: int
-    start_frame: int
-    end_frame: int
-    start_time: float
-    end_time: float
-    key_frame: int
-    key_time: float
+    source_frames: tuple[int, ...]
+    start_seconds: float
+    end_seconds: float
+    key_seconds: float
     logits: np.ndarray
     smoothed: np.ndarray
     probs: np.ndarray
     classes: list[str]
     mask: np.ndarray | None = None
     padded: bool = False
+
+    @property
+    def first_source_frame(self) -> int:
+        """The source frame number of the window's first frame."""
+        return self.source_frames[0]
+
+    @property
+    def last_source_frame(self) -> int:
+        """The source frame number of the window's last frame (included)."""
+        return max(self.source_frames)
+
+    @property
+    def key_source_frame(self) -> int:
+        """The source frame number of the window's middle frame (``T // 2``)."""
+        return self.source_frames[len(self.source_frames) // 2]
 
     @property
     def label(self) -> str:
@@ -59,22 +77,23 @@ class Prediction:
         return counts[: len(self.classes)] / max(1, self.mask.size)
 
     @property
-    def centre_time(self) -> float:
+    def centre_seconds(self) -> float:
         """The time the prediction stands for: the key frame's for masks, else the middle."""
         if self.mask is not None:
-            return self.key_time
-        return 0.5 * (self.start_time + self.end_time)
+            return self.key_seconds
+        return 0.5 * (self.start_seconds + self.end_seconds)
 
     def to_dict(self, top_k: int = 3) -> dict:
-        """A JSON-ready summary (no logits, no mask)."""
+        """A JSON-ready summary (no logits, no mask); keys as the timeline's columns."""
         out = {
             "index": self.index,
-            "start_frame": self.start_frame,
-            "end_frame": self.end_frame,
-            "start_time": round(self.start_time, 6),
-            "end_time": round(self.end_time, 6),
-            "key_frame": self.key_frame,
-            "key_time": round(self.key_time, 6),
+            "first_source_frame": self.first_source_frame,
+            "last_source_frame": self.last_source_frame,
+            "key_source_frame": self.key_source_frame,
+            "source_frames": list(self.source_frames),
+            "start_seconds": round(self.start_seconds, 6),
+            "end_seconds": round(self.end_seconds, 6),
+            "key_seconds": round(self.key_seconds, 6),
             "top": [{"class": c, "prob": round(p, 6)} for c, p in self.top(top_k)],
             "probs": {c: round(float(p), 6) for c, p in zip(self.classes, self.probs)},
         }

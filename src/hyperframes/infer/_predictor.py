@@ -5,20 +5,26 @@
     p = Predictor.from_checkpoint("runs/x/best.pt", stride=2, ema=0.7)
     for rgb, t in camera():                       # (H, W, 3) uint8, seconds
         for pred in p.push(rgb, t):
-            print(pred.start_time, pred.top(1))
+            print(pred.start_seconds, pred.first_source_frame, pred.top(1))
     for pred in p.flush():                        # end of stream: the last windows
         ...
 
-Windows of T frames start at frames 0, S, 2S, ... (S = ``stride``). At the end
-(:meth:`Predictor.flush`) one more window ``[N - T, N)`` is added when the regular ones miss
-the last frames, and a video shorter than T frames gives one window with its last frame
-repeated. Memory is bounded whatever the length: the last T frames plus those of the
+Windows of T frames, ``frame_stride`` d apart (the model's :class:`InputContract`; a window
+spans L = (T - 1) d + 1 frames), start at frames 0, S, 2S, ... (S = ``stride``) of the
+model's frame grid: the frames kept after resampling to the contract's ``fps`` (every frame
+pushed when it has none). Predictions name their frames by source number (the n-th frame
+pushed) and their times in seconds (:class:`Prediction`). At the end
+(:meth:`Predictor.flush`) one more window ``[N - L, N)`` is added when the regular ones miss
+the last frames, and a video shorter than L frames gives one window with its last frame
+repeated. Memory is bounded whatever the length: the last L frames plus those of the
 windows waiting for a batch (``batch_size`` windows per model call; with reuse,
 ``frame_batch`` frames per call of the per-frame part): :attr:`Predictor.held_frames`.
 
-Frames are resized to the model's size (:meth:`Predictor.frame_size`; frames already that
-size are used as they are), centre-cropped if the model was trained on crops, normalised,
-and (if the model was trained at a frame rate) resampled to it as they arrive.
+Input is prepared by the model's :class:`InputContract` only, as evaluation prepares it:
+each frame is resampled to the store's rate and resized to the store's size as it arrives
+(what ``hyperframes build`` did; :meth:`Predictor.frame_size`, frames already that size are
+used as they are), then resized and cropped once (:meth:`InputContract.resize_crop`); each
+batch of windows goes through :meth:`InputContract.prepare` (normalisation and layout).
 
 Smoothing: ``s_k = ema * s_{k-1} + (1 - ema) * logits_k`` over windows in order
 (``ema=0``: none); probabilities are the softmax of ``s_k``.
@@ -41,8 +47,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from .._contract import InputContract
 from .._errors import ConfigError, InputError
-from ._load import Preprocess, load_inference_model
+from ._load import load_inference_model
 from ._prediction import Prediction
 from ._reuse import FrameSplit, split_model
 
@@ -79,7 +86,7 @@ class Predictor:
     def __init__(
         self,
         model: nn.Module,
-        preprocess: Preprocess,
+        contract: InputContract,
         classes: Sequence[str] | None = None,
         *,
         task: str | None = None,
@@ -97,18 +104,19 @@ class Predictor:
             raise ConfigError(f"frame_batch {frame_batch!r}: allowed: an integer >= 1 or None")
         if reuse not in REUSE:
             raise ConfigError(f"reuse {reuse!r}: allowed: 'auto', True or False")
-        if not isinstance(preprocess, Preprocess):
-            raise ConfigError(f"preprocess must be a Preprocess, got {type(preprocess).__name__}")
+        if not isinstance(contract, InputContract):
+            raise ConfigError(f"contract must be an InputContract, got {type(contract).__name__}")
         self.model = model.eval()
         if device is not None:
             self.model.to(device)
         self.device = next((p.device for p in model.parameters()), torch.device("cpu"))
-        self.preprocess = preprocess
-        self.frames = preprocess.frames
+        self.contract = contract
+        self.frames = contract.frames
+        self.span = contract.window_span()
         self.task = task or getattr(model, "task", "classification")
         num_classes = getattr(model, "num_classes", None)
         if classes is None:
-            classes = [str(i) for i in range(num_classes or 0)]
+            classes = list(contract.classes) or [str(i) for i in range(num_classes or 0)]
         self.classes = [str(c) for c in classes]
         if num_classes is not None and len(self.classes) != num_classes:
             raise ConfigError(
@@ -135,6 +143,8 @@ class Predictor:
         #: images run through the model's per-frame part (or, without reuse, the whole
         #: model: T per window) since the predictor was made; reset() keeps counting
         self.frames_computed = 0
+        #: frames on the model's grid (after resampling) since the predictor was made
+        self.frames_added = 0
         self.reset()
 
     @classmethod
@@ -151,7 +161,7 @@ class Predictor:
         loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device)
         p = cls(
             loaded.model,
-            loaded.preprocess,
+            loaded.contract,
             loaded.classes,
             task=loaded.task,
             **options,
@@ -165,7 +175,7 @@ class Predictor:
         """Forget the stream: the next frame pushed starts a new one."""
         from ..decode import FpsResampler
 
-        fps = self.preprocess.fps
+        fps = self.contract.fps
         self._resampler = FpsResampler(fps) if fps else None
         self._pushed = 0
         self._last_pts: float | None = None
@@ -173,9 +183,10 @@ class Predictor:
         self._cached: tuple[int, np.ndarray] | None = None
         self._size: tuple[int, int] | None = None  # model input (H, W) of this stream
         self._n = 0  # frames added (after resampling)
-        self._images: dict[int, Tensor] = {}  # uint8 (H, W, 3) frames not yet consumed
+        self._images: dict[int, Tensor] = {}  # uint8 (3, H, W) model-size frames
         self._feats: dict[int, Tensor] = {}  # per-frame features (reuse)
         self._pts: dict[int, float] = {}
+        self._source: dict[int, int] = {}  # grid frame -> source frame number
         self._pending: deque[tuple[list[int], bool]] = deque()  # windows awaiting the model
         self._last_end = -1  # last frame of the last regular window
         self._smoothed: Tensor | None = None
@@ -187,15 +198,21 @@ class Predictor:
         return self.split is not None
 
     @property
+    def preprocess(self) -> InputContract:
+        """The input contract (its former name)."""
+        return self.contract
+
+    @property
     def held_frames(self) -> int:
         """Frames (images or their features) held now: at most
-        T + max(batch_size * S, frame_batch)."""
+        L + max(batch_size * S, frame_batch) (L: the frames a window spans)."""
         return len(self._images) + len(self._feats)
 
     def frame_size(self, height: int, width: int) -> tuple[int, int]:
-        """(H, W) to hand :meth:`push` frames of a ``height`` x ``width`` source at (before
-        any centre crop); frames of another size are resized (PIL bilinear)."""
-        return self.preprocess.resize_to(height, width)
+        """(H, W) the store would hold of a ``height`` x ``width`` source frame: the size to
+        hand :meth:`push` frames at (frames of another size are resized, PIL bilinear, as the
+        store's build does; the contract's crop comes after)."""
+        return self.contract.store_size(height, width)
 
     # -- input ------------------------------------------------------------------------------
     def push(self, frame: Any, pts_seconds: float | None = None) -> list[Prediction]:
@@ -241,11 +258,11 @@ class Predictor:
             if self._resampler is not None and self._pushed:
                 for kept in self._resampler.finish():
                     self._add(kept.frame, kept.source_index, kept.pts_seconds)
-            n, t = self._n, self.frames
-            if 0 < n < t:
-                self._pending.append((list(range(n)) + [n - 1] * (t - n), True))
+            n, d, span = self._n, self.contract.frame_stride, self.span
+            if 0 < n < span:
+                self._pending.append(([min(k * d, n - 1) for k in range(self.frames)], True))
             elif n and self._last_end != n - 1:
-                self._pending.append((list(range(n - t, n)), False))
+                self._pending.append((list(range(n - span, n, d)), False))
             return self._run(final=True)
         finally:
             self.reset()
@@ -260,39 +277,40 @@ class Predictor:
 
                 frame = resize_rgb(frame, (h, w))
             rgb = frame
-        elif self.preprocess.size is None:
+        elif self.contract.size is None:
             rgb = frame.to_rgb()
         else:
             if self._native is None:
                 self._native = frame.to_rgb().shape[:2]
             rgb = frame.to_rgb(size=self.frame_size(*self._native))
-        rgb = self.preprocess.crop_frame(rgb)
-        self._cached = (source, rgb)
-        return rgb
+        # the contract's geometry, once per frame (a copy: callers reuse their buffers)
+        chw = torch.from_numpy(np.array(rgb)).permute(2, 0, 1)
+        chw = self.contract.resize_crop(chw).contiguous()
+        self._cached = (source, chw)
+        return chw
 
     def _add(self, frame: Any, source: int, pts: float) -> None:
-        rgb = self._rgb(frame, source)
+        chw = self._rgb(frame, source)
         if self._size is None:
-            self._size = rgb.shape[:2]
-        elif rgb.shape[:2] != self._size:
+            self._size = tuple(chw.shape[-2:])
+        elif tuple(chw.shape[-2:]) != self._size:
             raise InputError(
-                f"frame {source}: becomes {rgb.shape[0]}x{rgb.shape[1]} model input, earlier "
+                f"frame {source}: becomes {chw.shape[-2]}x{chw.shape[-1]} model input, earlier "
                 f"frames {self._size[0]}x{self._size[1]}; a stream must keep its frame size "
                 "(call flush() and start a new stream)"
             )
         i = self._n
         self._n += 1
-        self._images[i] = torch.from_numpy(np.array(rgb))  # a copy: callers reuse buffers
+        self.frames_added += 1
+        self._images[i] = chw
         self._pts[i] = pts
-        start = i - self.frames + 1
+        self._source[i] = source
+        start = i - self.span + 1
         if start >= 0 and start % self.stride == 0:
-            self._pending.append((list(range(start, i + 1)), False))
+            self._pending.append((list(range(start, i + 1, self.contract.frame_stride)), False))
             self._last_end = i
 
     # -- compute ----------------------------------------------------------------------------
-    def _batch(self, frames: list[Tensor]) -> Tensor:
-        x = torch.stack(frames).to(self.device, non_blocking=True)
-        return self.preprocess.normalize(x)  # (N, 3, H, W) float32
 
     def _run(self, final: bool) -> list[Prediction]:
         out: list[Prediction] = []
@@ -312,22 +330,21 @@ class Predictor:
         return out
 
     def _forward(self, wins: list[tuple[list[int], bool]]) -> Tensor:
-        from ..models import to_layout
-
         uniq = sorted({i for idx, _ in wins for i in idx})
         pos = {i: k for k, i in enumerate(uniq)}
-        frames = self._batch([self._images[i] for i in uniq])
+        frames = torch.stack([self._images[i] for i in uniq]).to(self.device, non_blocking=True)
         self.frames_computed += len(wins) * self.frames
         take = torch.tensor([[pos[i] for i in idx] for idx, _ in wins], device=frames.device)
-        x = frames[take]  # (B, T, 3, H, W)
-        return self.model(to_layout(x, self.preprocess.layout)).float()
+        # uint8 (B, T, 3, H, W) -> the model's input, as eval prepares it
+        return self.model(self.contract.prepare(frames[take])).float()
 
     def _run_reuse(self, final: bool) -> list[Prediction]:
         todo = sorted(self._images)
         chunk = self.frame_batch
         while todo and (final or len(todo) >= chunk):
             part, todo = todo[:chunk], todo[chunk:]
-            feats = self.split.frames(self._batch([self._images.pop(i) for i in part]))
+            x = torch.stack([self._images.pop(i) for i in part])  # uint8 (N, 3, H, W)
+            feats = self.split.frames(self.contract.normalize(x, device=self.device))
             self.frames_computed += len(part)
             for i, f in zip(part, feats):
                 self._feats[i] = f
@@ -347,10 +364,10 @@ class Predictor:
         return out
 
     def _prune(self) -> None:
-        keep = self._n - self.frames  # the tail window may need the last T frames
+        keep = self._n - self.span  # the tail window may need the last L frames
         if self._pending:
             keep = min(keep, self._pending[0][0][0])
-        for store in (self._images, self._feats, self._pts):
+        for store in (self._images, self._feats, self._pts, self._source):
             for i in [i for i in store if i < keep]:
                 del store[i]
 
@@ -372,7 +389,7 @@ class Predictor:
         if last > first:
             dt = (t1 - t0) / (last - first)
         else:
-            dt = 1.0 / self.preprocess.fps if self.preprocess.fps else 0.0
+            dt = 1.0 / self.contract.fps if self.contract.fps else 0.0
         key = idx[len(idx) // 2]
         prob = torch.softmax(s, dim=0)
         mask = None
@@ -381,12 +398,10 @@ class Predictor:
             prob = prob.mean((1, 2))
         pred = Prediction(
             index=self._emitted,
-            start_frame=first,
-            end_frame=last + 1,
-            start_time=t0,
-            end_time=t1 + dt,
-            key_frame=key,
-            key_time=self._pts[key],
+            source_frames=tuple(self._source[i] for i in idx),
+            start_seconds=t0,
+            end_seconds=t1 + dt,
+            key_seconds=self._pts[key],
             logits=raw.cpu().numpy(),
             smoothed=s.cpu().numpy(),
             probs=prob.cpu().numpy().astype(np.float64),

@@ -1,12 +1,15 @@
 """The per-window timeline of a prediction run: CSV, JSON and a PNG plot, written as it goes.
 
-``timeline.csv``: one row per window: ``window, start_frame, end_frame, start_time,
-end_time, key_time, top1, top1_prob, ..., topK_prob``, then ``prob:<class>`` for every
-class (smoothed probabilities; for segmentation models the mean per-pixel probability,
-followed by ``coverage:<class>``, the fraction of the key frame's pixels given to it).
+``timeline.csv``: one row per window, with the columns of :data:`COLUMNS`: ``window,
+first_source_frame, last_source_frame, key_source_frame, start_seconds, end_seconds,
+key_seconds, top1, top1_prob, ..., topK_prob``, then ``prob:<class>`` for every class
+(smoothed probabilities; for segmentation models the mean per-pixel probability, followed by
+``coverage:<class>``, the fraction of the key frame's pixels given to it). Frame numbers are
+the source video's (0-based, every decoded frame counted), whatever rate the model runs at;
+times are presentation times in seconds.
 
-``timeline.json``: ``{"meta": {...}, "windows": [Prediction.to_dict(), ...]}``, streamed
-to disk window by window.
+``timeline.json``: ``{"meta": {..., "columns": COLUMNS}, "windows": [Prediction.to_dict(),
+...]}``, streamed to disk window by window; each window also lists its T ``source_frames``.
 
 ``timeline.png``: class probability (segmentation: pixel coverage) over time, for the
 classes that reach the highest values. The plot keeps a bounded history: past
@@ -25,10 +28,26 @@ import numpy as np
 
 from ._prediction import Prediction
 
-__all__ = ["PLOT_POINTS", "TimelineWriter", "plot_timeline"]
+__all__ = ["COLUMNS", "PLOT_POINTS", "TimelineWriter", "plot_timeline"]
 
 PLOT_POINTS = 4096
 PLOT_CLASSES = 10
+#: what each column of ``timeline.csv`` (and key of a window in ``timeline.json``) holds
+COLUMNS = {
+    "window": "the window's number, from 0, in time order",
+    "first_source_frame": "the source video's frame number (0-based, every decoded frame "
+    "counted) of the window's first frame",
+    "last_source_frame": "the source frame number of the window's last frame (included)",
+    "key_source_frame": "the source frame number of the window's middle frame (T // 2; a "
+    "segmentation mask's frame)",
+    "start_seconds": "the first frame's presentation time, in seconds",
+    "end_seconds": "the last frame's time plus one frame interval at the model's rate: the "
+    "window covers [start_seconds, end_seconds)",
+    "key_seconds": "the middle frame's presentation time, in seconds",
+    "topN, topN_prob": "the N-th most probable class and its (smoothed) probability",
+    "prob:<class>": "the class's smoothed probability (segmentation: mean over pixels)",
+    "coverage:<class>": "segmentation: the fraction of the key frame's pixels given to it",
+}
 
 
 class _History:
@@ -121,12 +140,20 @@ class TimelineWriter:
         self.csv_path = self.out / f"{name}.csv"
         self.json_path = self.out / f"{name}.json"
         self.png_path = self.out / f"{name}.png"
-        self.meta = dict(meta or {})
+        self.meta = {**(meta or {}), "columns": COLUMNS}
         self.count = 0
         self._history = _History()
         self._csv_file = open(self.csv_path, "w", newline="", encoding="utf-8")  # noqa: SIM115
         self._csv = csv.writer(self._csv_file)
-        header = ["window", "start_frame", "end_frame", "start_time", "end_time", "key_time"]
+        header = [
+            "window",
+            "first_source_frame",
+            "last_source_frame",
+            "key_source_frame",
+            "start_seconds",
+            "end_seconds",
+            "key_seconds",
+        ]
         for i in range(1, self.top_k + 1):
             header += [f"top{i}", f"top{i}_prob"]
         header += [f"prob:{c}" for c in self.classes]
@@ -140,11 +167,12 @@ class TimelineWriter:
     def add(self, pred: Prediction) -> None:
         row: list = [
             pred.index,
-            pred.start_frame,
-            pred.end_frame,
-            f"{pred.start_time:.6f}",
-            f"{pred.end_time:.6f}",
-            f"{pred.key_time:.6f}",
+            pred.first_source_frame,
+            pred.last_source_frame,
+            pred.key_source_frame,
+            f"{pred.start_seconds:.6f}",
+            f"{pred.end_seconds:.6f}",
+            f"{pred.key_seconds:.6f}",
         ]
         for c, p in pred.top(self.top_k):
             row += [c, f"{p:.6f}"]
@@ -157,7 +185,7 @@ class TimelineWriter:
             ("\n " if self.count == 0 else ",\n ") + json.dumps(pred.to_dict(self.top_k))
         )
         values = cov if cov is not None else pred.probs
-        self._history.add(pred.centre_time, values)
+        self._history.add(pred.centre_seconds, values)
         self.count += 1
 
     def close(self, extra_meta: dict | None = None) -> list[Path]:

@@ -119,7 +119,7 @@ def predict_video(
         reuse=reuse,
     )
     out = Path(out) if out is not None else Path(f"{video.stem}_predict")
-    pre = predictor.preprocess
+    contract = predictor.contract
     meta = {
         "title": f"{video.name} - {Path(predictor.path or '').name}",
         "video": str(video),
@@ -130,8 +130,8 @@ def predict_video(
         "stride": stride,
         "ema": ema,
         "reuse": predictor.reuse,
-        "preprocess": pre.to_dict(),
-        "input_size": list(pre.input_size(info.height, info.width)),
+        "contract": contract.to_dict(),
+        "input_size": list(contract.input_size(info.height, info.width)),
         "video_fps": info.fps,
     }
     from ._annotate import VideoAnnotator
@@ -165,9 +165,9 @@ def predict_video(
             if annotator is not None:
                 annotator.add_prediction(pred)
             last = pred
-            frames_seen = max(frames_seen, pred.end_frame)
         if last is None:
             raise InputError(f"{video}: no frames decoded; nothing to predict")
+        frames_seen = predictor.frames_added
         outputs = writer.close(
             {"windows": writer.count, "frames": frames_seen, "decoded_frames": decoded}
         )

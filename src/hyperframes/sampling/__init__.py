@@ -17,7 +17,7 @@ from ._base import SHORT_POLICIES, Sampler
 from ._change import ChangeScorer, change_score
 from ._duration import DurationSampler
 from ._keyframes import KeyframesSampler
-from ._meta import Plan, VideoMeta, VideoTable, as_video_table
+from ._meta import PerFrame, Plan, VideoMeta, VideoTable, as_video_table
 from ._order import balanced_order, class_weights, epoch_order, partition
 from ._random import RandomSampler, SegmentsSampler
 from ._registry import create_sampler, list_samplers, register_sampler
@@ -28,6 +28,7 @@ __all__ = [
     "ChangeScorer",
     "DurationSampler",
     "KeyframesSampler",
+    "PerFrame",
     "Plan",
     "RandomSampler",
     "Sampler",

@@ -8,7 +8,7 @@ import numpy as np
 
 from .._errors import ConfigError
 from ._base import Sampler
-from ._meta import Plan, VideoTable
+from ._meta import PerFrame, Plan, VideoTable
 from ._registry import register_sampler
 
 __all__ = ["DurationSampler", "nearest_frames"]
@@ -109,7 +109,11 @@ class DurationSampler(Sampler):
 
     def _short(self, table: VideoTable) -> np.ndarray:
         length = np.maximum(table.num_frames - 1, 0) / table.fps
-        if table.pts_seconds is not None:
+        if isinstance(table.pts_seconds, PerFrame):  # a column: first and last, vectorised
+            first, last = table.pts_seconds.ends()
+            has = table.pts_seconds.counts > 0
+            length[has] = last[has] - first[has]
+        elif table.pts_seconds is not None:
             for v, pts in enumerate(table.pts_seconds):
                 if pts is not None and pts.shape[0]:
                     length[v] = pts[-1] - pts[0]

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._errors import DataError
 from ._base import Sampler, finish
-from ._meta import Plan, VideoTable
+from ._meta import PerFrame, Plan, VideoTable
 from ._registry import register_sampler
 
 __all__ = ["KeyframesSampler"]
@@ -19,9 +19,12 @@ class KeyframesSampler(Sampler):
 
     def _validate(self, table: VideoTable) -> None:
         scores = table.change_score
-        missing = (
-            np.arange(len(table)) if scores is None else np.flatnonzero([s is None for s in scores])
-        )
+        if scores is None:
+            missing = np.arange(len(table))
+        elif isinstance(scores, PerFrame):  # a column holds every video's scores
+            missing = np.zeros(0, np.int64)
+        else:
+            missing = np.flatnonzero([s is None for s in scores])
         if missing.shape[0]:
             raise DataError(
                 f"the keyframes sampler needs a change score for every video, but video "

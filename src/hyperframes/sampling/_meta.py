@@ -15,7 +15,7 @@ import numpy as np
 
 from .._errors import DataError
 
-__all__ = ["Plan", "VideoMeta", "VideoTable", "as_video_table"]
+__all__ = ["PerFrame", "Plan", "VideoMeta", "VideoTable", "as_video_table"]
 
 
 def _check_per_frame(name: str, values, num_frames: int, where: str) -> np.ndarray | None:
@@ -82,11 +82,73 @@ class VideoMeta:
         )
 
 
+class PerFrame(Sequence):
+    """A per-frame column of many videos without an array object per video: one flat array of
+    every video's values (``values``, e.g. a store's per-frame index, memory-mapped) and each
+    video's ``starts`` and ``counts`` in it. ``column[v]`` is video ``v``'s values (a view).
+
+    ``check(values, num_frames, where)`` (the same checks :class:`VideoMeta` makes) runs on a
+    video's values the first time they are asked for, not over the whole column up front: a
+    table over 100M frames is made in microseconds and planning touches only planned videos.
+    ``ids`` (optional) are the videos' own ids, as error messages name them (a store's ids).
+    """
+
+    __slots__ = ("_check", "_checked", "counts", "ids", "name", "starts", "values")
+
+    def __init__(
+        self, values: np.ndarray, starts, counts, *, name: str = "values", check=None, ids=None
+    ):
+        self.values = values
+        self.starts = np.asarray(starts, np.int64).reshape(-1)
+        self.counts = np.asarray(counts, np.int64).reshape(-1)
+        if self.starts.shape != self.counts.shape:
+            raise DataError(
+                f"PerFrame {name}: {self.starts.shape[0]} starts for {self.counts.shape[0]} "
+                "videos; give one start and one count per video"
+            )
+        n = values.shape[0]
+        if (
+            np.any(self.counts < 0)
+            or np.any(self.starts < 0)
+            or np.any(self.starts > n - self.counts)
+        ):
+            raise DataError(f"PerFrame {name}: a video's values lie outside the {n} values given")
+        self.name = name
+        self.ids = ids
+        self._check = check
+        self._checked = np.zeros(len(self.starts), bool) if check is not None else None
+
+    def __len__(self) -> int:
+        return int(self.starts.shape[0])
+
+    def __getitem__(self, video):
+        if isinstance(video, slice):
+            return [self[v] for v in range(*video.indices(len(self)))]
+        v = int(video)
+        s = int(self.starts[v])
+        out = self.values[s : s + int(self.counts[v])]
+        if self._checked is not None and not self._checked[v]:
+            who = v if self.ids is None else int(self.ids[v])
+            out = self._check(out, int(self.counts[v]), f"video {who}")
+            self._checked[v] = True
+        return np.asarray(out, dtype=np.float64)
+
+    def ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every video's first and last value (NaN for a video with none), vectorised."""
+        has = self.counts > 0
+        first = np.full(len(self), np.nan)
+        last = np.full(len(self), np.nan)
+        first[has] = self.values[self.starts[has]]
+        last[has] = self.values[self.starts[has] + self.counts[has] - 1]
+        return first, last
+
+
 class VideoTable:
     """Column form of a list of videos: the arrays samplers precompute their item space from.
 
-    Build it with :meth:`from_metas` or, without per-video objects, :meth:`from_arrays`.
-    Treat it as immutable: samplers cache work keyed on the table object.
+    Build it with :meth:`from_metas` or, without per-video objects, :meth:`from_arrays`
+    (per-frame columns may then be :class:`PerFrame`). Treat it as immutable: samplers cache
+    work keyed on the table object.
     """
 
     __slots__ = ("change_score", "fps", "labels", "num_frames", "pts_seconds")
@@ -132,10 +194,13 @@ class VideoTable:
         fps: Sequence[float] | np.ndarray | float,
         *,
         labels: Sequence[int] | np.ndarray | None = None,
-        pts_seconds: Sequence[np.ndarray | None] | None = None,
-        change_score: Sequence[np.ndarray | None] | None = None,
+        pts_seconds: Sequence[np.ndarray | None] | PerFrame | None = None,
+        change_score: Sequence[np.ndarray | None] | PerFrame | None = None,
     ) -> VideoTable:
-        """Build a table from columns (``fps`` may be one number for every video); validates."""
+        """Build a table from columns (``fps`` may be one number for every video); validates.
+
+        ``pts_seconds`` and ``change_score`` are one array per video, or a :class:`PerFrame`
+        column (no object per video; each video's values are checked when first planned)."""
         nf = np.asarray(num_frames, dtype=np.int64).reshape(-1)
         n = nf.shape[0]
         rates = np.broadcast_to(np.asarray(fps, dtype=np.float64), (n,)).copy()
@@ -155,6 +220,15 @@ class VideoTable:
     def _column(values, nf, check, name):
         if values is None:
             return None
+        if isinstance(values, PerFrame):
+            if values.counts.shape != nf.shape or np.any(values.counts != nf):
+                raise DataError(
+                    f"VideoTable: the {name} column does not give one value per stored frame "
+                    f"of each of the {nf.shape[0]} videos"
+                )
+            return PerFrame(
+                values.values, values.starts, values.counts, name=name, check=check, ids=values.ids
+            )
         if len(values) != nf.shape[0]:
             raise DataError(f"VideoTable: {len(values)} {name} arrays for {nf.shape[0]} videos")
         return [

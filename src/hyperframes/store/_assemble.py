@@ -18,6 +18,8 @@ from ._format import (
     CHECKSUM_ALGORITHM,
     CHUNK_DTYPE,
     CHUNKS_FILE,
+    DETAIL_KEYS,
+    DETAILS_FILE,
     FORMAT_NAME,
     FORMAT_VERSION,
     FRAME_DTYPE,
@@ -30,12 +32,12 @@ from ._format import (
     STRINGS_FILE,
     VIDEO_DTYPE,
     VIDEOS_FILE,
+    VideoRow,
+    pack_video_row,
 )
 from ._options import BuildOptions
 from ._shard import checksum_file, load_shard
 from ._sources import Source, source_stat
-
-DETAILS_FILE = "details.jsonl"
 
 
 def _finished_shards(store: Path) -> dict[str, tuple[list[dict], dict]]:
@@ -182,25 +184,32 @@ def assemble(
     for v, s in enumerate(kept):
         shard, r = live[s.path]
         n, k = r["num_frames"], len(r["chunks"])
-        videos[v] = (
-            shard_id[shard],
-            r["offset"],
-            r["nbytes"],
-            n,
-            *r["shape"],
-            r["fps"],
-            label_id.get(r["label"], -1) if r["label"] is not None else -1,
-            split_id.get(r["split"], -1) if r["split"] is not None else -1,
-            f0,
-            c0,
-            k,
-            r["num_frames_decoded"],
-            -1 if r["num_frames_from_header"] is None else r["num_frames_from_header"],
-            r["source_bytes"],
-            r["source_mtime_ns"],
-            r["stream"],
-            r.get("payload_xxh3_64", 0),
-            r.get("decode_errors", 0),
+        channels, height, width = r["shape"]
+        videos[v] = pack_video_row(
+            VideoRow(
+                shard=shard_id[shard],
+                offset=r["offset"],
+                nbytes=r["nbytes"],
+                num_frames=n,
+                channels=channels,
+                height=height,
+                width=width,
+                fps=r["fps"],
+                label_id=label_id.get(r["label"], -1) if r["label"] is not None else -1,
+                split_id=split_id.get(r["split"], -1) if r["split"] is not None else -1,
+                frame_start=f0,
+                chunk_start=c0,
+                num_chunks=k,
+                num_frames_decoded=r["num_frames_decoded"],
+                num_frames_from_header=(
+                    -1 if r["num_frames_from_header"] is None else r["num_frames_from_header"]
+                ),
+                source_bytes=r["source_bytes"],
+                source_mtime_ns=r["source_mtime_ns"],
+                stream=r["stream"],
+                payload_xxh3_64=r.get("payload_xxh3_64", 0),
+                decode_errors=r.get("decode_errors", 0),
+            )
         )
         frames["pts_seconds"][f0 : f0 + n] = r["pts_seconds"]
         frames["source_index"][f0 : f0 + n] = r["source_frame_indices"]
@@ -208,12 +217,7 @@ def assemble(
             change[f0 : f0 + n] = r["change_score"]
         if k:
             chunks[c0 : c0 + k] = [tuple(c) for c in r["chunks"]]
-        details.append(
-            {
-                key: r.get(key)
-                for key in ("codec", "source_size", "rotation", "color_matrix", "color_range")
-            }
-        )
+        details.append({key: r.get(key) for key in DETAIL_KEYS})
         if r.get("decode_errors"):
             damaged.append(damage_row(r))
         f0 += n

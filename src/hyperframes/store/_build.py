@@ -29,7 +29,7 @@ from ._ingest import ingest
 from ._lock import StoreLock
 from ._options import BuildOptions
 from ._shard import Orphaned, OutputError, ShardWriter, output_error, recover_all
-from ._sources import Source, class_names, discover, scan, source_stat
+from ._sources import Source, scan_inputs, source_stat
 
 __all__ = ["BuildReport", "build_store"]
 
@@ -63,6 +63,11 @@ class BuildReport:
             f"of source), {self.reused} kept from an earlier run, {self.seconds:.1f} s",
             f"failed: {len(self.failed)}",
         ]
+        if not self.videos and self.failed:
+            n = len(self.failed)
+            lines[0] += "; nothing was stored: " + (
+                "the one input failed" if n == 1 else f"all {n} inputs failed"
+            )
         lines += [f"  {f['path']}: {f['error']}" for f in self.failed]
         lines.append(f"damaged (stored, the decoder reported errors): {len(self.damaged)}")
         lines += [f"  {d['path']}: {d['summary']}" for d in self.damaged]
@@ -205,8 +210,12 @@ def build_store(
     options: BuildOptions | None = None,
     *,
     progress: bool = True,
+    input_format: str | None = None,
+    root: str | os.PathLike | None = None,
 ) -> BuildReport:
-    """Build (or resume) the store ``out`` from ``data``; see the module docstring."""
+    """Build (or resume) the store ``out`` from ``data``; see the module docstring.
+    ``input_format`` / ``root``: how to read ``data`` and the folder its listed paths are
+    relative to (see :func:`hyperframes.store._sources.scan_inputs`)."""
     options = options or BuildOptions()
     if options.format == "hdf5":
         from ._hdf5 import build_hdf5
@@ -214,10 +223,10 @@ def build_store(
         return build_hdf5(data, out, options, progress=progress)
     t0 = time.perf_counter()
     store = Path(out)
-    sources, skipped = scan(data)
+    inputs = scan_inputs(data, input_format=input_format, root=root)
+    sources, skipped, classes = inputs.sources, inputs.skipped, inputs.classes
     inside = str(store.absolute()) + os.sep  # a store built inside its data is not an input
     skipped = [r for r in skipped if not str(Path(r["path"]).absolute()).startswith(inside)]
-    classes = class_names(sources)
     if store.exists() and not store.is_dir():
         raise StoreError(f"--out {store} exists and is not a folder")
     try:
@@ -228,12 +237,16 @@ def build_store(
         raise StoreError(f"the store folder {store} is not writable")
     with StoreLock(store / LOCK), interrupt_on_terminate():
         try:
-            return _build_locked(store, options, sources, skipped, classes, t0, progress)
+            return _build_locked(
+                store, options, sources, skipped, classes, t0, progress, inputs.failed_rows
+            )
         except OSError as e:
             raise output_error(e, store) from None
 
 
-def _build_locked(store, options, sources, skipped, classes, t0, progress) -> BuildReport:
+def _build_locked(
+    store, options, sources, skipped, classes, t0, progress, failed_rows=()
+) -> BuildReport:
     for folder in (store, store / SHARDS_DIR, store / INDEX_DIR):
         remove_stale_temps(folder)  # of killed builds
     _check_params(store, options)
@@ -245,7 +258,8 @@ def _build_locked(store, options, sources, skipped, classes, t0, progress) -> Bu
         (store / MANIFEST).unlink()  # the store is incomplete until assembled again
         fsync_dir(store)
     run = _next_run(store)
-    failures = _run(store, options, sources, todo, run=run, progress=progress)
+    failures = {r["path"]: r["error"] for r in failed_rows}  # rows unusable before decoding
+    failures.update(_run(store, options, sources, todo, run=run, progress=progress))
     this_run = frozenset(
         p.name[: -len(SHARD_SUFFIX)]
         for p in (store / SHARDS_DIR).glob(f"r{run:03d}-*{SHARD_SUFFIX}")
@@ -413,12 +427,18 @@ def remove_store(store: str | os.PathLike) -> None:
     shutil.rmtree(store, ignore_errors=True)
 
 
-def dry_run(data: str | os.PathLike, options: BuildOptions | None = None) -> dict:
+def dry_run(
+    data: str | os.PathLike,
+    options: BuildOptions | None = None,
+    *,
+    input_format: str | None = None,
+    root: str | os.PathLike | None = None,
+) -> dict:
     """Estimate a store's size from the sources' headers, decoding nothing."""
     from ._options import target_size
 
     options = options or BuildOptions()
-    sources = discover(data)
+    sources = scan_inputs(data, input_format=input_format, root=root).sources
     est_frames, est_bytes, src_bytes, unreadable = 0, 0, 0, []
     ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08}[options.codec]
     itemsize = 2 if options.dtype == "float16" else 1

@@ -17,6 +17,21 @@ A store is a folder::
                                  ``keyframes`` sampler's change score (sampling.change_score)
                                  of the frames as stored, before compression; optional (a
                                  store assembled from older journals has none)
+      index/details.jsonl        one JSON object per video, in index order: what the source
+                                 was (``DETAIL_KEYS``: codec, source_size [W, H], rotation,
+                                 color_matrix, color_range; null where unknown). For people
+                                 and ``info``; readers do not need it
+      .NAME.PID.tmp              a file being written atomically (removed on success; stale
+                                 ones, of killed processes, are removed by the next writer)
+
+``manifest.json`` holds: ``format``, ``format_version``, the build (options, decoder and its
+version, codec and its parameters, dtype, layout, normalisation), ``shards`` and ``index``
+(each file's name, bytes and ``checksum_algorithm`` checksum), ``num_videos``,
+``num_frames``, ``store_bytes``, ``source_bytes``, ``classes``, and the inputs not stored:
+``failed``, ``damaged`` (stored with decoder errors) and ``skipped``.
+
+A row of ``videos.npy`` is built from a :class:`VideoRow` (one typed field per column, packed
+by name with :func:`pack_video_row`), never from a positional tuple.
 
 Payload per video, starting at a 4096-byte aligned offset:
 
@@ -34,6 +49,8 @@ The reader refuses a ``format_version`` it does not know.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
@@ -54,6 +71,9 @@ FRAMES_FILE = "frames.npy"
 CHUNKS_FILE = "chunks.npy"
 STRINGS_FILE = "strings.json"
 CHANGE_FILE = "change_score.npy"
+DETAILS_FILE = "details.jsonl"
+#: keys of each ``details.jsonl`` line
+DETAIL_KEYS = ("codec", "source_size", "rotation", "color_matrix", "color_range")
 
 SHARD_SUFFIX = ".bin"
 RECORDS_SUFFIX = ".jsonl"
@@ -108,6 +128,45 @@ CHUNK_DTYPE = np.dtype(
         ("num_frames", "<i8"),
     ]
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class VideoRow:
+    """One row of ``videos.npy`` (``VIDEO_DTYPE``), field by field; see the dtype's comments."""
+
+    shard: int
+    offset: int
+    nbytes: int
+    num_frames: int
+    channels: int
+    height: int
+    width: int
+    fps: float
+    label_id: int
+    split_id: int
+    frame_start: int
+    chunk_start: int
+    num_chunks: int
+    num_frames_decoded: int
+    num_frames_from_header: int
+    source_bytes: int
+    source_mtime_ns: int
+    stream: int
+    payload_xxh3_64: int
+    decode_errors: int
+
+
+def pack_video_row(row: VideoRow) -> tuple:
+    """``row`` as a tuple in ``VIDEO_DTYPE``'s column order (assign it to a row of an array of
+    that dtype). Packed by name: a column without a field, or a field without a column, is
+    an error here, not a value shifted into its neighbour's column."""
+    fields = {f.name for f in dataclasses.fields(row)}
+    if fields != set(VIDEO_DTYPE.names):
+        raise ValueError(
+            f"VideoRow fields {sorted(fields ^ set(VIDEO_DTYPE.names))} do not match "
+            "VIDEO_DTYPE's columns"
+        )
+    return tuple(getattr(row, name) for name in VIDEO_DTYPE.names)
 
 
 def align(offset: int) -> int:

@@ -10,9 +10,17 @@ Layout of ``OUT.h5``::
     /index/frames_xxh3_64  per video: xxh3-64 of its frames [F, C, H, W] as stored (C-order
                            bytes); ``verify`` and ``check="video"`` recompute it (absent from
                            files written before it existed: those cannot be verified)
-    /videos/NNNNNNNN       frames [F, C, H, W], chunked one frame per chunk, lzf or blosc
+    /videos/NNNNNNNN       frames [F, C, H, W]: uncompressed (``compression="none"``), one
+                           contiguous block; compressed (lzf, blosc, gzip), chunks of
+                           ``chunk_frames`` consecutive frames (default 8), so a window of 16
+                           frames is 2 or 3 chunk reads. Files written before chunked one frame
+                           per chunk (a window was 16 chunk reads); they stay readable.
 
 The same reader API (``open_store``) opens it, and checks the index as for a folder store.
+An uncompressed, contiguous video is read like a raw folder store: the file is memory-mapped
+and its frames copied from where HDF5 placed them (``get_offset``), with no HDF5 call and no
+lock per read (h5py serialises its calls behind one lock); the offsets are checked against
+the file's size at open. Compressed videos are read through h5py, one call per window.
 
 Why a checksum of the frames rather than HDF5's own ``fletcher32`` filter: it is the same
 algorithm as the folder store's, 64 bits instead of 32, end to end (it covers decompression
@@ -23,6 +31,7 @@ the video; fletcher32 would only fail a read with HDF5's "filter returned failur
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,14 +42,25 @@ import xxhash
 from .._atomic import fsync_dir, remove_stale_temps, temp_path
 from .._errors import ConfigError, DataError, StoreError
 from ._format import VIDEO_DTYPES
-from ._reader import Check, Store, check_change_scores, check_manifest, check_option
-from ._records import IndexFiles, VideoList, VideoRecord, check_table
+from ._reader import (
+    Check,
+    Store,
+    _change_slice,
+    _take,
+    _torch_dtype,
+    check_change_scores,
+    check_manifest,
+    check_option,
+)
+from ._records import IndexFiles, StoreIndex, VideoList, VideoRecord, check_table
 
 H5_FORMAT = "hyperframes-hdf5"
 H5_VERSION = 1
 COMPRESSIONS = ("lzf", "blosc", "gzip", "none")
 #: frames hashed per read when a video is verified (bounded memory for long videos)
 _HASH_FRAMES = 64
+#: frames per HDF5 chunk of a compressed video: a 16-frame window is 2 or 3 chunk reads
+CHUNK_FRAMES = 8
 
 
 def _filter(compression: str) -> dict:
@@ -57,20 +77,36 @@ def _filter(compression: str) -> dict:
     raise ConfigError(f"unknown HDF5 compression {compression!r}; use one of {COMPRESSIONS}")
 
 
-def convert_to_hdf5(store, out: str | os.PathLike, *, compression: str = "lzf", progress=True):
-    """Write ``store`` (a folder store or its path) as one HDF5 file, atomically."""
+def convert_to_hdf5(
+    store,
+    out: str | os.PathLike,
+    *,
+    compression: str = "lzf",
+    chunk_frames: int = CHUNK_FRAMES,
+    progress=True,
+):
+    """Write ``store`` (a folder store or its path) as one HDF5 file, atomically.
+
+    ``compression="none"`` stores each video as one contiguous block (read at memory speed);
+    otherwise each video is chunked ``chunk_frames`` frames at a time."""
     import h5py
 
     from .._progress import Progress
 
+    if isinstance(chunk_frames, bool) or not isinstance(chunk_frames, int) or chunk_frames < 1:
+        raise ConfigError(f"chunk_frames must be an integer >= 1, got {chunk_frames!r}")
     src = store if isinstance(store, Store) else Store(store)
+    index = src.index
     # frames copied from a damaged shard would get checksums of damaged frames: verify first
-    verify = "payload_xxh3_64" in src._videos.dtype.names
+    verify = "payload_xxh3_64" in index.videos.dtype.names
     out = Path(out)
     remove_stale_temps(out.parent, out.name)  # of conversions that were killed
     tmp = temp_path(out)
     filt = _filter(compression)
-    manifest = dict(src.manifest, hdf5={"compression": compression})
+    layout = {"compression": compression}
+    if compression != "none":
+        layout["chunk_frames"] = chunk_frames
+    manifest = dict(src.manifest, hdf5=layout)
     bar = Progress(total=len(src), unit="videos", enabled=progress, desc="convert")
     try:
         with h5py.File(tmp, "w") as h5:
@@ -78,28 +114,29 @@ def convert_to_hdf5(store, out: str | os.PathLike, *, compression: str = "lzf", 
             h5.attrs["format_version"] = H5_VERSION
             h5.attrs["manifest"] = json.dumps(manifest)
             idx = h5.create_group("index")
-            idx.create_dataset("videos", data=np.asarray(src._videos))
-            idx.create_dataset("frames", data=np.asarray(src._frames))
-            if src._change is not None:
-                idx.create_dataset("change_score", data=np.asarray(src._change))
+            idx.create_dataset("videos", data=np.asarray(index.videos))
+            idx.create_dataset("frames", data=np.asarray(index.frames))
+            if index.change_score is not None:
+                idx.create_dataset("change_score", data=np.asarray(index.change_score))
             strings = {
-                "paths": src.videos._paths,
-                "classes": src.classes,
-                "splits": src.videos._splits,
+                "paths": src.videos.paths,
+                "classes": src.videos.classes,
+                "splits": src.videos.splits,
             }
             idx.create_dataset("strings", data=json.dumps(strings))
             grp = h5.create_group("videos")
             sums = np.zeros(len(src), np.uint64)
             for v in range(len(src)):
                 rec = src.videos[v]
-                problem = src._payload_problem(v) if verify else None
+                problem = src.payload_problem(v) if verify else None
                 if problem is not None:
                     raise StoreError(f"cannot convert to {out}: {problem}")
                 frames = src.read_numpy(v, np.arange(rec.num_frames))
                 sums[v] = xxhash.xxh3_64_intdigest(memoryview(frames))
-                ds = grp.create_dataset(
-                    f"{v:08d}", data=frames, chunks=(1, *frames.shape[1:]), **filt
-                )
+                chunks = None
+                if filt:
+                    chunks = (max(1, min(chunk_frames, len(frames))), *frames.shape[1:])
+                ds = grp.create_dataset(f"{v:08d}", data=frames, chunks=chunks, **filt)
                 ds.attrs["path"] = rec.path
                 ds.attrs["label"] = rec.label or ""
                 ds.attrs["fps"] = rec.fps
@@ -117,7 +154,8 @@ def convert_to_hdf5(store, out: str | os.PathLike, *, compression: str = "lzf", 
 
 
 class H5Store:
-    """Reads the HDF5 form with the same API as ``Store`` (``check="video"`` included)."""
+    """Reads the HDF5 form with the same API as ``Store`` (``check="video"`` included): a
+    :class:`~hyperframes.store.StoreReader`."""
 
     def __init__(self, path: str | os.PathLike, *, check: Check = None):
         import h5py
@@ -128,6 +166,7 @@ class H5Store:
             self._h5 = h5py.File(self.path, "r")
         except OSError as e:
             raise StoreError(f"{self.path}: cannot be opened as HDF5 ({e})") from None
+        self._map: np.ndarray | None = None
         try:
             self._open(check)
         except BaseException:
@@ -190,11 +229,14 @@ class H5Store:
                     f"{self._sums.shape}, expected uint64, one per video ({n})"
                 )
         self.classes = strings["classes"]
-        self.videos = VideoList(self._videos, self._frames, strings)
+        self.index = StoreIndex(self._videos, self._frames, strings, self._change)
+        self.videos = VideoList(self.index)
         self.codec_name = "hdf5"
         self.dtype = np.dtype(self.manifest["dtype"])
         self.check = check
         self._verified: set[int] | None = None
+        self._datasets: dict[int, object] = {}
+        self._views: dict[int, np.ndarray | None] = {}
         if check == "video":
             if self._sums is None:
                 raise StoreError(
@@ -212,6 +254,9 @@ class H5Store:
 
     def _video_dataset(self, i: int):
         """Video ``i``'s dataset, whose shape and dtype must be what the index says."""
+        ds = self._datasets.get(i)
+        if ds is not None:
+            return ds
         name = f"videos/{i:08d}"
         ds = self._h5.get(name)
         r = self._videos[i]
@@ -223,11 +268,39 @@ class H5Store:
                 f"{dtype} of shape {shape}, the index says {self.dtype} of shape {want}; the "
                 "file is damaged or altered"
             )
+        self._datasets[i] = ds
         return ds
 
-    def _frames_problem(self, i: int) -> str | None:
-        """What is wrong with video ``i``'s frames against the checksum written by
+    def _contiguous_view(self, i: int) -> np.ndarray | None:
+        """Video ``i`` as a read-only ``(F, C, H, W)`` view of the memory-mapped file when HDF5
+        stored it as one uncompressed block, else None (read it through h5py)."""
+        if i in self._views:
+            return self._views[i]
+        ds = self._video_dataset(i)
+        view = None
+        plist = ds.id.get_create_plist()
+        offset = ds.id.get_offset() if ds.chunks is None and plist.get_nfilters() == 0 else None
+        if offset is not None:
+            nbytes = int(np.prod(ds.shape)) * self.dtype.itemsize
+            if self._map is None:
+                with open(self.path, "rb") as f:
+                    self._map = np.frombuffer(
+                        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8
+                    )
+            if not 0 <= offset <= len(self._map) - nbytes:
+                raise StoreError(
+                    f"{self.path}:/videos/{i:08d}: video {i} ({self.videos.paths[i]!r}): its "
+                    f"frames, bytes {offset}..{offset + nbytes}, lie outside the file "
+                    f"({len(self._map)} bytes); the file is truncated or altered"
+                )
+            view = self._map[offset : offset + nbytes].view(self.dtype).reshape(ds.shape)
+        self._views[i] = view
+        return view
+
+    def frames_problem(self, video) -> str | None:
+        """What is wrong with the video's frames against the checksum written by
         ``convert_to_hdf5``, or None when they match. Reads the video in blocks."""
+        i = self._video_id(video)
         ds = self._video_dataset(i)
         h = xxhash.xxh3_64()
         try:
@@ -247,8 +320,16 @@ class H5Store:
             "convert the store again or restore the file"
         )
 
+    @property
+    def has_checksums(self) -> bool:
+        """Whether the file records per-video checksums (``verify`` needs them)."""
+        return self._sums is not None
+
     def __len__(self) -> int:
         return len(self.videos)
+
+    def __repr__(self) -> str:
+        return f"H5Store({str(self.path)!r}, videos={len(self)}, frames={self.num_frames})"
 
     @property
     def num_frames(self) -> int:
@@ -258,34 +339,51 @@ class H5Store:
     def failed(self) -> list[dict]:
         return list(self.manifest.get("failed", []))
 
+    def _video_id(self, video) -> int:
+        i = video.id if isinstance(video, VideoRecord) else int(video)
+        if not 0 <= i < len(self):
+            raise DataError(f"video {i} is out of range: {self.path} holds {len(self)}")
+        return i
+
     def change_scores(self, video) -> np.ndarray | None:
         """As :meth:`hyperframes.store.Store.change_scores`."""
-        from ._reader import _change_slice
+        return _change_slice(self._change, self._videos, self._video_id(video))
 
-        i = video.id if isinstance(video, VideoRecord) else int(video)
-        if not 0 <= i < len(self):
-            raise DataError(f"video {i} is out of range: {self.path} holds {len(self)}")
-        return _change_slice(self._change, self._videos, i)
+    def _indices(self, i: int, frame_indices) -> np.ndarray:
+        idx = np.asarray(frame_indices, np.int64).reshape(-1)
+        n = int(self._videos["num_frames"][i])
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            raise DataError(f"frame indices out of range for video {i}, which has {n}")
+        return idx
 
-    def read_numpy(self, video, frame_indices, *, out=None) -> np.ndarray:
-        i = video.id if isinstance(video, VideoRecord) else int(video)
-        if not 0 <= i < len(self):
-            raise DataError(f"video {i} is out of range: {self.path} holds {len(self)}")
+    def _read_into(self, i: int, idx: np.ndarray, out: np.ndarray) -> None:
         if self._verified is not None and i not in self._verified:
-            problem = self._frames_problem(i)
+            problem = self.frames_problem(i)
             if problem is not None:
                 raise StoreError(problem)
             self._verified.add(i)
-        ds = self._video_dataset(i)
-        idx = np.asarray(frame_indices, np.int64).reshape(-1)
-        if idx.size and (idx.min() < 0 or idx.max() >= ds.shape[0]):
-            raise DataError(f"frame indices out of range for video {i}, which has {ds.shape[0]}")
-        if out is None:
-            out = np.empty((len(idx), *ds.shape[1:]), ds.dtype)
-        if idx.size:
+        view = self._contiguous_view(i)
+        if view is not None:
+            _take(view, idx, out)
+        elif idx.size:
+            ds = self._video_dataset(i)
             lo, hi = int(idx.min()), int(idx.max()) + 1
-            block = ds[lo:hi]
-            out[...] = block[idx - lo]
+            run = hi - lo == len(idx) and bool(np.all(np.diff(idx) == 1))
+            if run and out.flags.c_contiguous:
+                ds.read_direct(out, np.s_[lo:hi])  # a run of frames: straight into out
+            else:
+                out[...] = ds[lo:hi][idx - lo]
+
+    def read_numpy(self, video, frame_indices, *, out=None) -> np.ndarray:
+        i = self._video_id(video)
+        idx = self._indices(i, frame_indices)
+        r = self._videos[i]
+        shape = (len(idx), int(r["channels"]), int(r["height"]), int(r["width"]))
+        if out is None:
+            out = np.empty(shape, self.dtype)
+        elif out.shape != shape or out.dtype != self.dtype:
+            raise DataError(f"out has shape {out.shape} {out.dtype}; needs {shape} {self.dtype}")
+        self._read_into(i, idx, out)
         return out
 
     def read(self, video, frame_indices):
@@ -294,18 +392,31 @@ class H5Store:
         return torch.from_numpy(self.read_numpy(video, frame_indices))
 
     def read_batch(self, requests: Sequence[tuple], *, out=None):
+        """As :meth:`hyperframes.store.Store.read_batch`."""
         import torch
 
-        arrays = [self.read_numpy(v, ix) for v, ix in requests]
-        if len({a.shape for a in arrays}) == 1:
-            stacked = torch.from_numpy(np.stack(arrays))
-            if out is not None:
-                out.copy_(stacked)
-                return out
-            return stacked
-        return [torch.from_numpy(a) for a in arrays]
+        reqs = [(self._video_id(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
+        reqs = [(i, self._indices(i, ix)) for i, ix in reqs]
+        shapes = {(len(ix), *self.videos.shapes[i].tolist()) for i, ix in reqs}
+        if len(shapes) != 1:
+            return [torch.from_numpy(self.read_numpy(i, ix)) for i, ix in reqs]
+        want = (len(reqs), *shapes.pop())
+        if out is None:
+            out = torch.empty(want, dtype=_torch_dtype(self.dtype))
+        elif tuple(out.shape) != want or out.dtype != _torch_dtype(self.dtype):
+            raise DataError(
+                f"out has shape {tuple(out.shape)} {out.dtype}; needs {want} "
+                f"{_torch_dtype(self.dtype)}"
+            )
+        arr = out.numpy()
+        for b, (i, ix) in enumerate(reqs):
+            self._read_into(i, ix, arr[b])
+        return out
 
     def close(self) -> None:
+        self._views.clear()
+        self._datasets.clear()
+        self._map = None
         self._h5.close()
 
     def __enter__(self):

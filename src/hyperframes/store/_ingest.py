@@ -22,7 +22,8 @@ def check_source(source: Source) -> None:
     """Refuse unusable paths before any decoder sees them, with a plain message."""
     p = Path(source.path)
     if not p.exists():
-        raise InputError(f"{p}: no such file")
+        listed = f" (listed at {source.row})" if source.row else ""
+        raise InputError(f"{p}: no such file{listed}")
     if source.kind == "video" and p.is_dir():
         raise InputError(f"{p}: is a directory, expected a video file or a folder of frames")
     if not os.access(p, os.R_OK):

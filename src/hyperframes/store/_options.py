@@ -5,10 +5,9 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from .._contract import IMAGENET_MEAN, IMAGENET_STD
 from .._errors import ConfigError
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 DTYPES = ("uint8", "float16")
 FORMATS = ("store", "hdf5")
 ON_DAMAGED = ("keep", "fail")

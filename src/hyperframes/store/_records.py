@@ -40,16 +40,38 @@ class VideoRecord:
         )
 
 
-class VideoList(Sequence):
-    """``store.videos``: a read-only sequence of ``VideoRecord`` made on access."""
+@dataclasses.dataclass(frozen=True, repr=False)
+class StoreIndex:
+    """A store's whole index, as every form of store (folder, HDF5) holds it: ``videos`` one
+    row per video (``_format.VIDEO_DTYPES``), ``frames`` one row per stored frame
+    (``FRAME_DTYPE``), ``strings`` the paths, class names and splits, and ``change_score``
+    one float32 per stored frame, or None. Arrays may be memory maps: read-only."""
 
-    def __init__(self, videos: np.ndarray, frames: np.ndarray, strings: dict):
+    videos: np.ndarray
+    frames: np.ndarray
+    strings: dict
+    change_score: np.ndarray | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"StoreIndex(videos={len(self.videos)}, frames={len(self.frames)}, "
+            f"change_score={'yes' if self.change_score is not None else 'no'})"
+        )
+
+
+class VideoList(Sequence):
+    """``store.videos``: a read-only sequence of ``VideoRecord`` made on access, and the same
+    index as columns (``num_frames``, ``fps``, ``label_ids``...) for code that works on every
+    video at once (never a Python object per video)."""
+
+    def __init__(self, index: StoreIndex):
         # plain ndarray views of the memory maps: same bytes, no np.memmap overhead per access
-        self._v = np.asarray(videos)
-        self._f = np.asarray(frames)
-        self._paths = strings["paths"]
-        self._classes = strings["classes"]
-        self._splits = strings["splits"]
+        self._v = np.asarray(index.videos)
+        self._f = np.asarray(index.frames)
+        self._change = None if index.change_score is None else np.asarray(index.change_score)
+        self._paths = index.strings["paths"]
+        self._classes = index.strings["classes"]
+        self._splits = index.strings["splits"]
 
     def __len__(self) -> int:
         return len(self._v)
@@ -101,6 +123,11 @@ class VideoList(Sequence):
         return np.zeros(len(self._v), np.int64)
 
     @functools.cached_property
+    def streams(self) -> np.ndarray:
+        """The video stream decoded per video: K of v:K, counting the source's video streams."""
+        return self._v["stream"].astype(np.int64)
+
+    @functools.cached_property
     def fps(self) -> np.ndarray:
         return self._v["fps"].astype(np.float64)
 
@@ -115,9 +142,34 @@ class VideoList(Sequence):
             np.int64
         )
 
+    @functools.cached_property
+    def split_ids(self) -> np.ndarray:
+        """Index into :attr:`splits` per video (-1 when the video has no split)."""
+        return self._v["split_id"].astype(np.int64)
+
+    @functools.cached_property
+    def nbytes(self) -> np.ndarray:
+        """Payload bytes per video (as stored: compressed for a compressed codec)."""
+        return self._v["nbytes"].astype(np.int64)
+
     @property
     def paths(self) -> list[str]:
         return self._paths
+
+    @property
+    def classes(self) -> list[str]:
+        return self._classes
+
+    @property
+    def splits(self) -> list[str]:
+        """Split names; :attr:`split_ids` index into them."""
+        return self._splits
+
+    @property
+    def change_score_all(self) -> np.ndarray | None:
+        """Every stored frame's change score, videos back to back (index with
+        ``frame_start``), or None when the store has none."""
+        return self._change
 
     @property
     def pts_seconds_all(self) -> np.ndarray:

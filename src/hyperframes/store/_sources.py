@@ -1,11 +1,15 @@
 """Find the videos a build should store, from the forms users keep their data in.
 
+This module holds the records every input form produces (:class:`Source`, :class:`Segment`,
+:class:`Inputs`), the entry points (:func:`scan_inputs`, :func:`scan`) and the ``folder``
+form; the annotation formats (mmaction lists, CSV, UCF101, HMDB51, Kinetics, SSv2, Charades,
+ActivityNet) live in :mod:`hyperframes.store._input_formats`, one module each. The ``folder``
+form is:
+
 - a folder ``root/<label>/<video>`` (labels from folder names; a ``<video>`` may also be a
   folder of frame images),
 - a folder of frame folders ``root/<video_dir>/img_00001.jpg`` (mmaction2 "rawframes"),
 - a single frame folder,
-- an annotation file: ``relative/path label`` per line (mmaction2 lists; ``path frames label``
-  rawframe lists too) or a CSV with a header ``path,label[,split]``,
 - a single video file.
 
 Every regular file under a data folder is accounted for (:func:`scan`): it is a source, an image
@@ -31,9 +35,9 @@ of a frame folder that is a source, or a skipped row ``{"path", "reason"}``. The
 from __future__ import annotations
 
 import collections
-import csv
 import dataclasses
 import errno
+import math
 import os
 import stat
 from pathlib import Path
@@ -73,11 +77,65 @@ _PROBE_OPTIONS = {
 
 
 @dataclasses.dataclass(frozen=True)
+class Segment:
+    """A time range of a source, in the source's own seconds, with the classes acting in it."""
+
+    start_seconds: float
+    end_seconds: float
+    labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        s, e = self.start_seconds, self.end_seconds
+        if not (math.isfinite(s) and math.isfinite(e)) or s < 0 or e <= s:
+            raise InputError(
+                f"segment {s:g}..{e:g} s: expected 0 <= start < end (seconds of the video)"
+            )
+
+
+@dataclasses.dataclass(frozen=True)
 class Source:
+    """One input to store: a video file or a frame folder, with what its row said about it.
+
+    ``label`` is the single class of a single-label source (``None``: unlabelled, or
+    multi-label); ``labels`` lists every class of a multi-label source (``None`` for
+    single-label formats); ``segments`` are labelled time ranges (Charades actions,
+    ActivityNet annotations, a Kinetics clip cut from an untrimmed file, CSV ``start,end``);
+    ``row`` is where the source was listed, ``"file:line"`` (``None`` for a scanned folder).
+    """
+
     path: str  # absolute
     label: str | None
     split: str | None
     kind: str  # "video" | "frames"
+    segments: tuple[Segment, ...] = ()
+    labels: tuple[str, ...] | None = None
+    row: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("video", "frames"):
+            raise ValueError(f"Source kind {self.kind!r}: expected 'video' or 'frames'")
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """What a build reads from DATA, every row accounted for: ``sources`` to store,
+    ``failed_rows`` (``{"path", "error"}``: listed, but the row itself is unusable — a bad
+    segment, an unknown label; the build reports them as failed), ``skipped`` (``{"path",
+    "reason"}``: not inputs), ``classes`` (class id -> name, the order the store keeps) and the
+    ``input_format`` that read them."""
+
+    sources: list[Source]
+    skipped: list[dict]
+    classes: list[str]
+    failed_rows: list[dict] = dataclasses.field(default_factory=list)
+    input_format: str = "folder"
+
+    def __repr__(self) -> str:
+        return (
+            f"Inputs({self.input_format}: {len(self.sources)} sources, "
+            f"{len(self.failed_rows)} failed rows, {len(self.skipped)} skipped, "
+            f"{len(self.classes)} classes)"
+        )
 
 
 def _ext(name: str) -> str:
@@ -107,14 +165,6 @@ def _is_frame_dir(path: str | os.PathLike) -> bool:
     except OSError:
         return False
     return images
-
-
-def _kind(path: Path) -> str:
-    """A listed folder is a frame folder, unless it is named like a video (then it is an
-    error the build reports: a directory where a video file was expected)."""
-    if path.is_dir() and path.suffix.lower() not in VIDEO_EXTENSIONS:
-        return "frames"
-    return "video"
 
 
 def _why_not_a_video(path: str | os.PathLike) -> str | None:
@@ -277,17 +327,41 @@ class _Scanner:
             self.skip(path, reason)
 
 
+def scan_inputs(
+    data: str | os.PathLike,
+    input_format: str | None = None,
+    root: str | os.PathLike | None = None,
+) -> Inputs:
+    """Read ``data`` as ``input_format`` (``None``: detected from names, headers and JSON
+    shapes; an ambiguous ``data`` asks for one). ``root``: the folder an annotation's paths are
+    relative to (default: the annotation file's folder). The formats and how each assigns
+    class ids: :func:`hyperframes.store._input_formats.list_input_formats`."""
+    from ._input_formats import read_inputs
+
+    return read_inputs(data, input_format=input_format, root=root)
+
+
 def scan(data: str | os.PathLike) -> tuple[list[Source], list[dict]]:
-    """Every source under ``data`` and every file left out, as ``(sources, skipped)``;
-    ``skipped`` rows are ``{"path": ..., "reason": ...}`` sorted by path (the rules are in the
-    module docstring). Sources keep a stable order: the top folder's files, then its folders
-    by name, each folder's entries by name."""
+    """``(sources, skipped)`` of ``data`` in its detected format (see :func:`scan_inputs`,
+    which also returns the class names and the rows that failed)."""
+    inputs = scan_inputs(data)
+    return inputs.sources, inputs.skipped
+
+
+def discover(data: str | os.PathLike) -> list[Source]:
+    """Every source under ``data``, in a stable order (see :func:`scan`)."""
+    return scan(data)[0]
+
+
+def scan_folder(data: str | os.PathLike) -> tuple[list[Source], list[dict]]:
+    """The ``folder`` form: every source under ``data`` and every file left out, as
+    ``(sources, skipped)``; ``skipped`` rows are ``{"path": ..., "reason": ...}`` sorted by
+    path (the rules are in the module docstring). Sources keep a stable order: the top
+    folder's files, then its folders by name, each folder's entries by name."""
     root = Path(data)
     if not root.exists():
         raise InputError(f"{root}: no such file or folder (expected videos, a folder or a list)")
     if root.is_file():
-        if root.suffix.lower() in ANNOTATION_EXTENSIONS:
-            return _from_annotation(root), []
         return [Source(str(root.resolve()), None, None, "video")], []
     scanner = _Scanner()
     root = Path(os.path.abspath(root))
@@ -298,11 +372,6 @@ def scan(data: str | os.PathLike) -> tuple[list[Source], list[dict]]:
     if not scanner.sources:
         raise InputError(_found_nothing(root, scanner.skipped))
     return scanner.sources, sorted(scanner.skipped, key=lambda row: row["path"])
-
-
-def discover(data: str | os.PathLike) -> list[Source]:
-    """Every source under ``data``, in a stable order (see :func:`scan`)."""
-    return scan(data)[0]
 
 
 def _found_nothing(root: Path, skipped: list[dict]) -> str:
@@ -317,47 +386,35 @@ def _found_nothing(root: Path, skipped: list[dict]) -> str:
     return f"{msg}; skipped {len(skipped)}: " + ", ".join(parts)
 
 
-def _resolve(base: Path, rel: str) -> Path:
-    p = Path(rel)
-    return p if p.is_absolute() else (base / p)
+def listed_kind(path: Path) -> str:
+    """The kind of a path an annotation row names: a folder is a frame folder, unless it is
+    named like a video (then it is an error the build reports: a directory where a video file
+    was expected); anything else, missing included, is a video."""
+    if path.is_dir() and path.suffix.lower() not in VIDEO_EXTENSIONS:
+        return "frames"
+    return "video"
 
 
-def _from_annotation(path: Path) -> list[Source]:
-    base = path.parent
-    text = path.read_text(encoding="utf-8", errors="replace")
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
-        raise InputError(f"{path}: the annotation file is empty")
-    out: list[Source] = []
-    header = [h.strip().lower() for h in lines[0].split(",")]
-    if path.suffix.lower() == ".csv" or (header and header[0] == "path" and "label" in header):
-        if header[:1] != ["path"] or "label" not in header:
-            raise InputError(f"{path}: a CSV annotation needs a header 'path,label[,split]'")
-        reader = csv.DictReader(lines)
-        reader.fieldnames = header
-        for lineno, row in enumerate(reader, start=2):
-            if not row.get("path"):
-                raise InputError(f"{path}:{lineno}: empty path")
-            p = _resolve(base, row["path"].strip())
-            split = (row.get("split") or "").strip() or None
-            out.append(Source(str(p.absolute()), row["label"].strip(), split, _kind(p)))
-        return out
-    for lineno, ln in enumerate(lines, start=1):
-        parts = ln.split()
-        if len(parts) < 2:
+def class_names(sources: list[Source], classes: list[str] | None = None) -> list[str]:
+    """Class id -> name. A given label map (``classes``: classInd.txt, an SSv2 labels file,
+    ...) is kept as it is, after checking that it names every label of ``sources``. Otherwise
+    the names are sorted, and integer labels (mmaction2 lists and CSVs with class ids) keep
+    their ids: the names are ``"0" .. str(max)``. Multi-label and segment labels count."""
+    labels: set[str] = set()
+    for s in sources:
+        if s.label is not None:
+            labels.add(s.label)
+        labels.update(s.labels or ())
+        for seg in s.segments:
+            labels.update(seg.labels)
+    if classes is not None:
+        unknown = sorted(labels - set(classes))
+        if unknown:
             raise InputError(
-                f"{path}:{lineno}: expected 'relative/path label' (or 'path frames label'), "
-                f"got {ln!r}"
+                f"labels {unknown[:5]} are not in the label map of {len(classes)} classes "
+                f"({', '.join(classes[:5])}, ...); fix the labels or the label map"
             )
-        p = _resolve(base, parts[0])
-        out.append(Source(str(p.absolute()), parts[-1], None, _kind(p)))
-    return out
-
-
-def class_names(sources: list[Source]) -> list[str]:
-    """Sorted class names. Integer labels (mmaction2 lists use class ids) keep their ids:
-    the names are ``"0" .. str(max)``."""
-    labels = {s.label for s in sources if s.label is not None}
+        return list(classes)
     if labels and all(lbl.isdigit() for lbl in labels):
         return [str(i) for i in range(max(int(lbl) for lbl in labels) + 1)]
     return sorted(labels)

@@ -71,17 +71,17 @@ def verify_store(path: str | os.PathLike) -> list[str]:
     except StoreError as e:
         return [*problems, str(e)]
     with opened:
-        if damaged and "payload_xxh3_64" in opened._videos.dtype.names:
+        if damaged and "payload_xxh3_64" in opened.index.videos.dtype.names:
             for name, at in damaged.items():
-                problems[at] += _damaged_videos(opened, opened._shard_names.index(name))
+                problems[at] += _damaged_videos(opened, opened.shard_names.index(name))
     return problems
 
 
 def _damaged_videos(store: Store, shard: int) -> str:
     """``"; damaged videos: 3 ('a.mp4'), ..."`` for the shard's videos whose payload does not
     match (empty when every video's payload does: the damage is in padding)."""
-    ids = [int(i) for i in (store._videos["shard"] == shard).nonzero()[0]]
-    bad = [i for i in ids if store._payload_problem(i) is not None]
+    ids = [int(i) for i in (store.index.videos["shard"] == shard).nonzero()[0]]
+    bad = [i for i in ids if store.payload_problem(i) is not None]
     if not bad:
         return "; every video's payload in it still matches (the damage is between videos)"
     named = ", ".join(f"{i} ({store.videos.paths[i]!r})" for i in bad[:10])
@@ -97,7 +97,7 @@ def _verify_hdf5(path: Path) -> list[str]:
     except StoreError as e:
         return [str(e)]
     with store:
-        if store._sums is None:
+        if not store.has_checksums:
             return [
                 f"{path}: has no per-video checksums (/index/frames_xxh3_64: written by an "
                 "older hyperframes), so its frames cannot be verified; convert the store to "
@@ -106,7 +106,7 @@ def _verify_hdf5(path: Path) -> list[str]:
         problems = []
         for i in range(len(store)):
             try:
-                problem = store._frames_problem(i)
+                problem = store.frames_problem(i)
             except StoreError as e:
                 problem = str(e)
             if problem is not None:

@@ -40,17 +40,31 @@ from ._metrics import (
 )
 from ._schedule import lr_at, scaled_lr
 from ._segmentation import SegmentationDataset
+from ._setup import build_model
 from ._splits import split_videos
-from ._trainer import TrainingInterrupted, build_model, run_training
+from ._stopping import TrainingInterrupted
+from ._tasks import (
+    ClassificationTask,
+    SegmentationTask,
+    Task,
+    create_task,
+    get_task,
+    list_tasks,
+    register_task,
+)
+from ._trainer import run_training
 
 __all__ = [
     "AugmentConfig",
+    "ClassificationTask",
     "Config",
     "DataConfig",
     "EvalConfig",
     "LeakageReport",
     "ModelConfig",
     "SegmentationDataset",
+    "SegmentationTask",
+    "Task",
     "TrainConfig",
     "TrainingInterrupted",
     "add_eval_parser",
@@ -62,15 +76,19 @@ __all__ = [
     "config_from_dict",
     "confusion_matrix",
     "content_hash",
+    "create_task",
     "eval_main",
     "evaluate",
     "find_leakage",
     "format_metrics",
+    "get_task",
     "iou_from_confusion",
+    "list_tasks",
     "load_checkpoint",
     "load_config",
     "lr_at",
     "per_class_scores",
+    "register_task",
     "run_training",
     "save_checkpoint",
     "save_config",

@@ -1,4 +1,5 @@
-"""Checkpoints: written atomically (temp file + rename), readable with ``weights_only=True``.
+"""Checkpoints: written atomically (temp file + rename), readable with ``weights_only=True``;
+the one place train and infer read them, resolve run folders and rebuild models.
 
 A checkpoint is a dict of tensors and plain Python values only (state dicts, the resolved
 config as a dict, metrics, positions, RNG states), so ``torch.load(path, weights_only=True)``
@@ -6,38 +7,57 @@ reads it without unpickling code::
 
     {"format": "hyperframes-checkpoint", "version": 1,
      "model": state_dict, "optimizer": state_dict, "scaler": state_dict | None,
-     "config": dict, "classes": [str], "task": "classification" | "segmentation",
+     "config": dict, "contract": InputContract.to_dict(), "classes": [str],
+     "task": "classification" | "segmentation",
      "epoch": int, "batches_done": int, "step": int, "samples": int,
      "best": {"metric": str, "value": float, "epoch": int},
      "metrics": dict, "history": [dict], "epoch_state": dict, "rng": dict}
 
+``contract`` (:class:`~hyperframes._contract.InputContract`) is how input is prepared for
+the model; checkpoints written before it have an ``input`` entry (``{"size", "fps"}``) and
+their contract is derived from that and the config
+(:func:`~hyperframes._contract.resolve_contract`).
 ``epoch`` and ``batches_done`` say where training stands: resuming continues epoch ``epoch``
 after its first ``batches_done`` batches (0 = a fresh epoch).
 
-Whoever reads a checkpoint (resume, eval, predict, export) checks the values that size what
-it will build with :func:`check_checkpoint` first: the config with the bounds of a config
-file, and ``frames``, ``num_classes``, ``classes`` and ``input`` (``{"size", "fps"}``), so a
+**Run folders.** Every command takes a checkpoint file or a run folder; a folder resolves
+(:func:`resolve_checkpoint`) to ``RUN_DIR/best.pt`` if it exists, else ``RUN_DIR/last.pt``,
+for eval, predict and export alike; ``--resume`` always continues from ``RUN_DIR/last.pt``.
+
+**Rebuilding.** :func:`rebuild_model` is the one way from a checkpoint to a model (eval,
+predict, export); :func:`load_weights` (which it uses, as ``--resume`` does) strips the
+``module.`` / ``_orig_mod.`` prefixes of DistributedDataParallel and ``torch.compile``.
+
+Whoever reads a checkpoint checks the values that size what it will build with
+:func:`check_checkpoint` first (:func:`load_checkpoint` does): the config with the bounds of
+a config file, and ``frames``, ``num_classes``, ``classes``, ``contract`` and ``input``, so a
 crafted checkpoint asking for ``data.frames: 1000000000`` is a :class:`ConfigError` naming
-the file and the key, not an allocation.
+the file and the key, not an allocation; the model is first built on the ``meta`` device (no
+memory) so that options which do not fit the checkpoint's weights are refused before the
+real build.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import pickle
 import random
+import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 from .._atomic import write_atomic
+from .._contract import InputContract, check_frame_size, resolve_contract
 from .._errors import ConfigError, InputError
 from ._config import (
     MAX_CLASSES,
     MAX_FPS,
-    MAX_SIDE,
     DataConfig,
     ModelConfig,
     check_config_values,
@@ -47,14 +67,21 @@ from ._config import (
 __all__ = [
     "FORMAT",
     "check_checkpoint",
+    "check_frame_size",
     "get_rng_state",
     "load_checkpoint",
+    "load_weights",
+    "rebuild_model",
+    "resolve_checkpoint",
     "save_checkpoint",
     "set_rng_state",
+    "strip_wrappers",
 ]
 
 FORMAT = "hyperframes-checkpoint"
 VERSION = 1
+#: what a run folder resolves to, first found first (``resume``: last.pt only)
+RUN_DIR_ORDER = ("best.pt", "last.pt")
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict) -> Path:
@@ -63,49 +90,85 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> Path:
     return write_atomic(path, lambda f: torch.save(state, f))
 
 
-def load_checkpoint(path: str | os.PathLike, map_location="cpu") -> dict:
-    """Read a checkpoint with ``weights_only=True``; :class:`InputError` if it is not one."""
-    p = Path(path)
+def resolve_checkpoint(path: str | os.PathLike, *, resume: bool = False) -> Path:
+    """The checkpoint file ``path`` names: a file is itself; a run folder gives its
+    ``best.pt`` if it exists, else its ``last.pt`` (``resume=True``: its ``last.pt``).
+    :class:`InputError` when there is none."""
+    p = Path(path).expanduser()
     if p.is_dir():
-        for name in ("last.pt", "best.pt"):
-            if (p / name).exists():
-                p = p / name
-                break
+        for name in ("last.pt",) if resume else RUN_DIR_ORDER:
+            if (p / name).is_file():
+                return p / name
+        wanted = "last.pt" if resume else "best.pt or last.pt"
+        raise InputError(
+            f"checkpoint {p}: a folder without {wanted}; give a run folder or a .pt written "
+            "by `hyperframes train`"
+        )
     if not p.is_file():
         raise InputError(
-            f"{p}: no checkpoint here; give RUN_DIR/best.pt or RUN_DIR/last.pt written by "
-            "`hyperframes train`"
+            f"checkpoint {p}: no such file; give a run folder (its best.pt, else last.pt) or a "
+            ".pt written by `hyperframes train`"
         )
+    return p
+
+
+def load_checkpoint(
+    path: str | os.PathLike, *, resume: bool = False, map_location: Any = "cpu"
+) -> dict:
+    """Read and check a checkpoint (``weights_only=True``); ``path`` may be a run folder
+    (:func:`resolve_checkpoint`). :class:`InputError` if it is not one, :class:`ConfigError`
+    for values out of bounds. The dict gets ``path``, the file read."""
+    p = resolve_checkpoint(path, resume=resume)
     try:
         state = torch.load(p, map_location=map_location, weights_only=True)
-    except Exception as e:  # torch raises several kinds for truncated or foreign files
+    except Exception as e:  # zip / pickle framing errors, truncated files, refused objects
+        text = str(e)
+        refused = re.search(r"Unsupported global: GLOBAL ([\w.]+)", text)
+        if isinstance(e, pickle.UnpicklingError) and refused:
+            raise InputError(
+                f"checkpoint {p}: not a hyperframes checkpoint: it holds Python objects "
+                f"({refused[1]}) that torch.load(weights_only=True) refuses to load; "
+                "hyperframes never unpickles code. Give a best.pt/last.pt written by "
+                "`hyperframes train`"
+            ) from None
+        why = re.search(r"WeightsUnpickler error:\s*(.+)", text)
+        why = why[1].strip() if why else " ".join(text.split())[:200]
         raise InputError(
-            f"{p}: cannot be read as a hyperframes checkpoint ({type(e).__name__}: {e}); the "
-            "file is damaged or was not written by `hyperframes train`"
+            f"checkpoint {p}: not a hyperframes checkpoint: torch.load cannot read it "
+            f"({type(e).__name__}: {why}); the file is damaged or is not a checkpoint written "
+            "by `hyperframes train`"
         ) from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, Mapping) or state.get("format") != FORMAT:
+        found = type(state).__name__
+        if isinstance(state, Mapping):
+            found = f"a {found} with keys {sorted(map(str, state))[:6]}"
         raise InputError(
-            f"{p}: not a hyperframes checkpoint (no format {FORMAT!r}); for plain weights use "
-            "model.pretrained in the config"
+            f"checkpoint {p}: not a hyperframes checkpoint (expected a dict with format "
+            f"{FORMAT!r}, found {found}); plain state dicts load as pretrained weights "
+            "(model.pretrained in a training config), not for eval/predict/export"
         )
     if state.get("version") != VERSION:
         raise InputError(
-            f"{p}: checkpoint version {state.get('version')} is not readable by this "
+            f"checkpoint {p}: version {state.get('version')!r} is not readable by this "
             f"hyperframes, which reads version {VERSION}"
         )
-    if not isinstance(state.get("config"), Mapping):
-        raise InputError(
-            f"{p}: the 'config' entry is missing or not a mapping; the checkpoint is incomplete"
-        )
-    check_checkpoint(state, p)
-    state["path"] = str(p)
-    return state
+    for key in ("model", "config"):
+        if not isinstance(state.get(key), Mapping):
+            raise InputError(
+                f"checkpoint {p}: the {key!r} entry is missing or not a mapping; the checkpoint "
+                "is incomplete"
+            )
+    check_checkpoint(state, p)  # sizes first: ConfigError naming the file and the key
+    out = dict(state)
+    out["path"] = str(p)
+    return out
 
 
 def check_checkpoint(state: Mapping, path: str | os.PathLike) -> None:
     """Check what a checkpoint's values would make a reader build, before it builds anything:
     its ``config`` (:func:`~hyperframes.train._config.check_config_values`), ``frames``,
-    ``num_classes``, ``classes`` and ``input``. :class:`ConfigError` naming ``path`` and the key.
+    ``num_classes``, ``classes``, ``contract`` and ``input``. :class:`ConfigError` naming
+    ``path`` and the key.
     """
     try:
         frame_size = _check_entries(state)
@@ -116,7 +179,7 @@ def check_checkpoint(state: Mapping, path: str | os.PathLike) -> None:
 
 
 def _check_entries(state: Mapping) -> tuple[int, int, str] | None:
-    """Check the top-level sizes; returns the frame size ``input.size`` implies, if any."""
+    """Check the top-level sizes; returns the frame size the checkpoint implies, if any."""
     if state.get("frames") is not None:
         check_field("frames", state["frames"], DataConfig, "frames")
     if state.get("num_classes") is not None:
@@ -129,6 +192,9 @@ def _check_entries(state: Mapping) -> tuple[int, int, str] | None:
         raise ConfigError(
             f"classes: expected a list of at most {MAX_CLASSES} class names, got {found[:80]}"
         )
+    if "contract" in state:
+        contract = InputContract.from_dict(state["contract"])
+        return check_frame_size(contract.size, "contract.size")
     recorded = state.get("input")
     if recorded is None:
         return None
@@ -147,21 +213,134 @@ def _check_entries(state: Mapping) -> tuple[int, int, str] | None:
     return check_frame_size(recorded.get("size"), "input.size")
 
 
-def check_frame_size(size, key: str) -> tuple[int, int, str] | None:
-    """``size`` as the store reads it (``"128"``, ``"112x96"``, ``"none"``) with each side at most
-    :data:`~hyperframes.train._config.MAX_SIDE`; (H, W, ``key``) at least, None for native."""
-    from ..store._options import parse_size
+# --------------------------------------------------------------------------- models
 
-    spec = parse_size(size, where=key)
-    if spec is None:
-        return None
-    _, height, width = spec
-    if max(height, width) > MAX_SIDE:
-        raise ConfigError(
-            f"{key}: {size!r} asks for frames of {height} x {width} pixels; allowed: sides of at "
-            f"most {MAX_SIDE} (a short side 128, HxW 112x112, or none)"
+
+def strip_wrappers(weights: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A state dict without the ``module.`` (DistributedDataParallel) and ``_orig_mod.``
+    (``torch.compile``) prefixes its keys may all carry."""
+    sd = dict(weights)
+    for wrapper in ("module.", "_orig_mod."):
+        if sd and all(k.startswith(wrapper) for k in sd):
+            sd = {k[len(wrapper) :]: v for k, v in sd.items()}
+    return sd
+
+
+def load_weights(model: nn.Module, state: Mapping) -> None:
+    """Load a checkpoint's ``model`` weights into ``model`` (prefixes stripped, strict);
+    :class:`InputError` naming the file when they do not fit."""
+    try:
+        model.load_state_dict(strip_wrappers(state["model"]), strict=True)
+    except RuntimeError as e:
+        text = " ".join(str(e).split())
+        name = getattr(model, "registry_name", None) or type(model).__name__
+        raise InputError(
+            f"checkpoint {state.get('path', '')}: the weights do not fit model {name!r} "
+            f"({text[:400]}); the checkpoint is damaged or its config was edited"
+        ) from None
+
+
+def _model_entry(state: Mapping, contract: InputContract) -> tuple[str, int, dict, list[str]]:
+    """(name, num_classes, options, classes) of a checkpoint's model."""
+    from .. import models
+
+    path = state.get("path", "")
+    mcfg = state["config"].get("model") or {}
+    if not isinstance(mcfg, Mapping):
+        raise InputError(f"checkpoint {path}: config.model is not a mapping")
+    name = mcfg.get("name") or state.get("model_name")
+    if not isinstance(name, str):
+        raise InputError(
+            f"checkpoint {path}: config.model.name is missing; cannot rebuild the model"
         )
-    return (height, width, key)
+    try:
+        models.get_spec(name)
+    except ConfigError as e:
+        raise InputError(f"checkpoint {path}: config.model.name: {e}") from None
+    classes = [str(c) for c in (contract.classes or state.get("classes") or [])]
+    num_classes = state.get("num_classes") or mcfg.get("num_classes") or len(classes)
+    if not num_classes:
+        raise InputError(
+            f"checkpoint {path}: neither config.model.num_classes nor a class list says how "
+            "many classes the model predicts"
+        )
+    classes = classes or [str(i) for i in range(num_classes)]
+    if len(classes) != num_classes:
+        raise InputError(
+            f"checkpoint {path}: {len(classes)} class names for a model of {num_classes} classes"
+        )
+    options = {k: v for k, v in dict(mcfg.get("options") or {}).items() if k != "checkpointing"}
+    return name, int(num_classes), options, classes
+
+
+def rebuild_model(
+    state: Mapping, *, device: str | torch.device = "cpu", **overrides: Any
+) -> tuple[nn.Module, InputContract]:
+    """The model of a checkpoint read by :func:`load_checkpoint` (its weights, eval mode, on
+    ``device``) and its :class:`InputContract` (``overrides``: see
+    :func:`~hyperframes._contract.resolve_contract`; the contract's classes are the model's).
+    :class:`InputError` when the config does not build a model the weights fit."""
+    from .. import models
+
+    path = state.get("path", "")
+    try:
+        contract = resolve_contract(state, **overrides)
+    except ConfigError as e:
+        if "size" in overrides or "fps" in overrides:
+            raise
+        raise ConfigError(f"checkpoint {path}: {e}") from None
+    name, num_classes, options, classes = _model_entry(state, contract)
+    weights = strip_wrappers(state["model"])
+    unfit = _shape_mismatch(name, num_classes, contract.frames, options, weights, path)
+    if unfit:
+        raise InputError(
+            f"checkpoint {path}: the weights do not fit model {name!r} built from its config "
+            f"({unfit}); the checkpoint is damaged or its config was edited"
+        )
+    try:
+        model = models.create(name, num_classes=num_classes, frames=contract.frames, **options)
+    except ConfigError as e:
+        raise InputError(f"checkpoint {path}: its config does not build a model: {e}") from None
+    load_weights(model, {"model": weights, "path": path})
+    model.eval().to(device)
+    if tuple(classes) != contract.classes:
+        import dataclasses
+
+        contract = dataclasses.replace(contract, classes=tuple(classes))
+    return model, contract
+
+
+def _shape_mismatch(
+    name: str, num_classes: int, frames: int, options: dict, weights: Mapping, path: str
+) -> str | None:
+    """Build the model on the ``meta`` device (shapes, no memory) and say how the checkpoint's
+    weights differ from it, or None: ``model.options`` such as ``hidden_size: 10**9`` are
+    refused here instead of allocated (every registered family builds on ``meta``; a test
+    says so)."""
+    from .. import models
+
+    try:
+        with torch.device("meta"):
+            ghost = models.create(name, num_classes=num_classes, frames=frames, **options)
+    except ConfigError as e:
+        raise InputError(f"checkpoint {path}: its config does not build a model: {e}") from None
+    except Exception as e:  # an option the builder chokes on (every family builds on meta)
+        raise InputError(
+            f"checkpoint {path}: its config does not build a model ({type(e).__name__}: "
+            f"{' '.join(str(e).split())[:300]})"
+        ) from None
+    want = {k: tuple(v.shape) for k, v in ghost.state_dict().items()}
+    for key, value in weights.items():
+        if not isinstance(value, torch.Tensor):
+            return f"{key} is a {type(value).__name__}, not a tensor"
+    have = {k: tuple(v.shape) for k, v in weights.items()}
+    missing, unexpected = sorted(want.keys() - have.keys()), sorted(have.keys() - want.keys())
+    if missing or unexpected:
+        return f"missing keys {missing[:5]}, unexpected keys {unexpected[:5]}"
+    for key, shape in want.items():
+        if have[key] != shape:
+            return f"size mismatch for {key}: the checkpoint has {have[key]}, the model {shape}"
+    return None
 
 
 # --------------------------------------------------------------------------- RNG state

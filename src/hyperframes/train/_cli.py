@@ -30,20 +30,43 @@ def _train_arguments(p: argparse.ArgumentParser) -> None:
         help="override a config value, e.g. --set train.lr=0.1 (repeatable)",
     )
     p.add_argument("--out", default=None, help="run folder (default runs/<model>-<time>)")
-    p.add_argument("--resume", action="store_true", help="continue from RUN_DIR/last.pt")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from RUN_DIR/last.pt (with --set train.epochs=N to train longer: the "
+        "learning-rate schedule continues where it stands); a complete run says so",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 
 def _eval_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="RUN_DIR/best.pt (or last.pt) written by train")
     p.add_argument("--store", default=None, help="store to evaluate on (default: the run's)")
-    p.add_argument("--split", default="val", help="split name, or 'all' (default val)")
-    p.add_argument("--clips", type=int, default=10, help="uniform clips per video")
+    p.add_argument(
+        "--split",
+        default="val",
+        help="a split the store records, or for a store without any the run's generated "
+        "train/val split; 'all' for every video (default val)",
+    )
+    p.add_argument(
+        "--clips",
+        type=int,
+        default=10,
+        help="windows per video: evenly spaced, or at seeded random times on a store at "
+        "another frame rate than the model's (default 10)",
+    )
     p.add_argument("--crops", type=int, default=3, choices=[1, 3], help="spatial crops")
-    p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--workers", type=int, default=0)
+    p.add_argument(
+        "--batch-size", type=int, default=None, help="clips per batch (default: the config's)"
+    )
+    p.add_argument("--workers", type=int, default=0, help="data loader workers (default 0)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    p.add_argument("--out", default=None, help="metrics.json path (default beside the checkpoint)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="metrics JSON to write (default RUN_DIR/eval/<store>/<split>/metrics.json); the "
+        "per-video CSV (path, label, prediction, score) goes beside it",
+    )
 
 
 def _resume_command(args, run_dir) -> str:

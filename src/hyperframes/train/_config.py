@@ -43,6 +43,7 @@ from pathlib import Path
 
 import yaml
 
+from .._contract import IMAGENET_MEAN, IMAGENET_STD
 from .._errors import ConfigError
 
 __all__ = [
@@ -123,9 +124,9 @@ class DataConfig:
     workers: int = field(default=0, metadata=_m(min=0, max=MAX_WORKERS))
     memory: str = field(default="disk", metadata=_m(choices=("disk", "ram")))
     drop_last: bool = True
-    mean: list[float] = field(default_factory=lambda: [0.485, 0.456, 0.406], metadata=_m(length=3))
+    mean: list[float] = field(default_factory=lambda: list(IMAGENET_MEAN), metadata=_m(length=3))
     std: list[float] = field(
-        default_factory=lambda: [0.229, 0.224, 0.225], metadata=_m(length=3, gt=0.0)
+        default_factory=lambda: list(IMAGENET_STD), metadata=_m(length=3, gt=0.0)
     )
     augmentation: AugmentConfig = field(default_factory=AugmentConfig)
     check_leakage: bool = True

@@ -1,7 +1,9 @@
-"""From a config to datasets: split, sampler, layout, augmentation; and batch normalisation.
+"""From a config to datasets: split, sampler, augmentation, and the run's input contract.
 
-Frames travel as uint8 from the store to the model's device; :func:`prepare_input` turns a
-batch into float, normalised by ``data.mean`` / ``data.std`` in the model's layout, there.
+Frames travel as uint8, in the temporal layout (B, T, C, H, W), from the store to the model's
+device; there the run's :class:`~hyperframes._contract.InputContract` (``DataBundle.contract``)
+turns a batch into the model's input (:meth:`~hyperframes._contract.InputContract.prepare`:
+float, normalised, in the model's layout), as eval, predict and export do.
 """
 
 from __future__ import annotations
@@ -9,24 +11,20 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import torch
 
-from .._errors import DataError
-from .._layouts import KeyframeWindow
+from .._contract import InputContract, resolve_contract
 from ..data import HyperframeDataset
 from ..data.transforms import (
-    CenterCrop,
     ColorJitter,
     Compose,
     RandomHorizontalFlip,
     RandomResizedCrop,
-    Resize,
     Transform,
-    normalize,
 )
 from ._splits import resolve_split
+from ._tasks import get_task
 
-__all__ = ["DataBundle", "build_data", "make_dataset", "prepare_input"]
+__all__ = ["DataBundle", "build_data", "make_dataset"]
 
 
 @dataclasses.dataclass
@@ -41,6 +39,7 @@ class DataBundle:
     train_ids: np.ndarray
     val_ids: np.ndarray
     split_source: str  # "store" | "generated"
+    contract: InputContract
 
 
 def train_transform(aug) -> Transform | None:
@@ -56,9 +55,11 @@ def train_transform(aug) -> Transform | None:
 
 
 def eval_transform(aug) -> Transform | None:
+    """The evaluation transform for crops of ``aug.size``: the input contract's geometry
+    (:meth:`~hyperframes._contract.InputContract.resize_crop`, the one implementation)."""
     if aug.size is None:
         return None
-    return Compose([Resize(aug.size), CenterCrop(aug.size)])
+    return InputContract(frames=1, layout="temporal", size=None, crop=aug.size).transform()
 
 
 def model_layout(cfg) -> str:
@@ -83,7 +84,9 @@ def make_dataset(
     sampler_options: dict | None = None,
     transform: Transform | str | None = "auto",
 ):
-    """The dataset of ``video_ids`` for training (``train=True``) or evaluation."""
+    """The dataset of ``video_ids`` for training (``train=True``) or evaluation; windows come
+    in the temporal layout (the contract applies the model's at the model boundary), and the
+    evaluation transform is the contract's geometry."""
     d = cfg.data
     if sampler is None:
         sampler = d.sampler if train else d.val_sampler
@@ -93,7 +96,7 @@ def make_dataset(
         "sampler": sampler,
         "frames": d.frames,
         "seed": cfg.train.seed,
-        "layout": model_layout(cfg),
+        "layout": "temporal",
         "memory": d.memory,
         "sampler_options": dict(sampler_options or {}),
     }
@@ -112,36 +115,12 @@ def build_data(cfg, store) -> DataBundle:
     task = model_task(cfg)
     train_ids, how = resolve_split(store, cfg.data.train_split, cfg.data, role="train")
     val_ids, _ = resolve_split(store, cfg.data.val_split, cfg.data, role="val")
-    if task == "classification":
-        classes = list(store.classes)
-        if not classes:
-            raise DataError(
-                f"{store.path} has no class labels; a classification model needs a store built "
-                "from root/<label>/<video> or an annotation with labels"
-            )
-        labels = np.asarray(store.videos.label_ids)
-        for role, ids in (("training", train_ids), ("validation", val_ids)):
-            unlabelled = [int(i) for i in ids if labels[i] < 0]
-            if unlabelled:
-                raise DataError(
-                    f"{len(unlabelled)} {role} videos have no label (e.g. "
-                    f"{store.videos[unlabelled[0]].path}); label them or leave them out of "
-                    "the split"
-                )
-        num_classes = cfg.model.num_classes or len(classes)
-        if num_classes < len(classes):
-            raise DataError(
-                f"model.num_classes={num_classes} but the store has {len(classes)} classes "
-                f"({', '.join(classes[:10])}...); allowed: null or >= {len(classes)}"
-            )
-        classes = classes + [f"class_{i}" for i in range(len(classes), num_classes)]
-    else:
-        num_classes = cfg.model.num_classes or 2
-        classes = (
-            ["background", "foreground"]
-            if num_classes == 2
-            else [str(i) for i in range(num_classes)]
-        )
+    classes = get_task(task).resolve_classes(
+        store,
+        num_classes=cfg.model.num_classes,
+        video_ids={"training": train_ids, "validation": val_ids},
+    )
+    num_classes = len(classes)
     return DataBundle(
         store=store,
         task=task,
@@ -153,25 +132,5 @@ def build_data(cfg, store) -> DataBundle:
         train_ids=train_ids,
         val_ids=val_ids,
         split_source=how,
+        contract=resolve_contract(cfg, store=store, classes=tuple(classes)),
     )
-
-
-def prepare_input(frames, layout: str, mean, std, device, *, frames_count: int | None = None):
-    """Move a batch to ``device`` and normalise it (uint8 → float32, ``(x/255 - mean) / std``).
-
-    A keyframe batch (key, context) comes back as a ``(key, context)`` tuple.
-    """
-    if isinstance(frames, KeyframeWindow | tuple):
-        key, context = frames
-        key = normalize(key.to(device, non_blocking=True), mean, std, layout="temporal")
-        context = normalize(context.to(device, non_blocking=True), mean, std, layout="temporal")
-        return KeyframeWindow(key, context)
-    x = frames.to(device, non_blocking=True)
-    return normalize(x, mean, std, layout=layout)
-
-
-def batch_target(batch, task: str) -> torch.Tensor:
-    """Class labels (B,) or segmentation masks (B, H, W) as int64."""
-    if task == "segmentation":
-        return torch.stack([m["target"] for m in batch.meta]).to(torch.int64)
-    return batch.labels

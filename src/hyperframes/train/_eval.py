@@ -2,84 +2,160 @@
 
 Classification: every video gives ``clips`` evenly spaced windows (the ``uniform`` sampler,
 with the stride and short-video policy of the run's samplers; a run trained with the
-``segments`` sampler gets ``clips`` segment samplings instead) times ``crops`` spatial crops
-(1: centre; 3: left, centre, right along the longer side -- top, centre, bottom for portrait
-frames -- of side ``data.augmentation.size``, after resizing the short side to it, or of the
-frame's short side); the video's prediction averages the softmax of all its views. Reported:
-top-1/top-5, mean class accuracy, per-class precision/recall/F1 and the confusion matrix, at
-clip level (each view alone) and video level.
+``segments`` sampler gets ``clips`` segment samplings instead) times ``crops`` spatial views
+(1: the model's own input, :meth:`~hyperframes._contract.InputContract.prepare`; 3: the
+contract's crop at the start, centre and end of the longer side -- top, centre, bottom for
+portrait frames -- or, for a model of whole frames, the square of the short side there); the
+video's prediction averages the softmax of all its views. Reported: top-1/top-5, mean class
+accuracy, per-class precision/recall/F1 and the confusion matrix, at clip level (each view
+alone) and video level; top-5 only with more than 5 classes.
 
 Segmentation: mIoU, pixel accuracy and per-class IoU over all windows' key frames.
 
-The metrics are printed as a table and written to ``metrics.json`` (beside the checkpoint
-unless ``out`` is given).
+**Splits.** ``split`` is a split the store records (a CSV annotation's ``split`` column), or
+for a store without any, ``data.train_split`` / ``data.val_split`` of the run (the generated
+split, as training made it); ``"all"`` is every video. Any other name is a
+:class:`ConfigError` listing the known ones.
+
+**Frame rate.** The contract's ``fps`` is the rate the model was trained at. When the store's
+videos are at another rate, eval says so (on stderr, and under ``notes``) and plans windows
+at the model's rate by the frames' timestamps: the ``duration`` sampler, ``frames`` frames
+``frame_stride / fps`` seconds apart (one centred window for one clip; with more, ``clips``
+windows at seeded random times, as the sampler has no evenly spaced clips). Runs sampled by
+``segments`` cover the whole video whatever its rate and are sampled as they were.
+
+Input is prepared by the checkpoint's :class:`~hyperframes._contract.InputContract` only
+(the same object predict and export use), the model rebuilt by
+:func:`~hyperframes.train._checkpoint.rebuild_model`. The metrics are printed as a table and
+written per store and split, to ``RUN_DIR/eval/<store name>/<split>/metrics.json`` (a store
+of the same name elsewhere gets ``<store name>-<hash of its path>``), unless ``out`` names
+the file; beside it, classification writes ``predictions.csv`` (``<out stem>_predictions.csv``
+with ``out``): one row per video, ``path, label, prediction, score`` (the video-level
+probability of the predicted class), for error analysis.
 """
 
 from __future__ import annotations
 
+import csv
+import hashlib
 import json
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from .._contract import InputContract
 from .._errors import ConfigError
-from ..data.transforms import Compose, Resize, Transform, Window
-from ._checkpoint import load_checkpoint
+from ._checkpoint import load_checkpoint, rebuild_model
 from ._config import config_from_dict
 from ._data import make_dataset
-from ._metrics import classification_metrics, segmentation_metrics, video_level
 from ._predict import predict
 from ._splits import resolve_split
+from ._tasks import create_task, get_task
 
-__all__ = ["PositionCrop", "evaluate", "format_metrics"]
+__all__ = ["evaluate", "format_metrics"]
 
 POSITIONS = {1: ("centre",), 3: ("start", "centre", "end")}
 
 
-class PositionCrop(Transform):
-    """A ``size`` x ``size`` crop at the start, centre or end of the longer side (centred on
-    the other)."""
+def _segmented(cfg) -> bool:
+    return "segments" in (cfg.data.val_sampler, cfg.data.sampler)
 
-    def __init__(self, size: int, position: str) -> None:
-        self.size = int(size)
-        self.position = position
 
-    def apply(self, window: Window, generator) -> Window:
-        h, w = window.frames.shape[-2:]
-        s = self.size
-        if s > h or s > w:
-            raise ConfigError(f"eval crop {s}x{s} does not fit frames of {h}x{w}")
+def _passes(
+    cfg, clips: int, contract: InputContract, *, resample: bool = False
+) -> list[tuple[str, dict, int]]:
+    """(sampler, options, epoch) of each pass over the videos.
 
-        def offset(length: int, along: bool) -> int:
-            if not along or self.position == "centre":
-                return (length - s) // 2
-            return 0 if self.position == "start" else length - s
+    Window samplers (the usual case): one pass of ``uniform`` with ``clips`` clips, the
+    contract's ``frame_stride`` and the short-video policy of the run's samplers; with
+    ``resample`` (the store is at another rate than the model), ``duration`` passes at the
+    model's rate (module doc). A run sampled by ``segments`` (TSN/TSM) is tested as it was
+    validated: one pass of centre frames, or ``clips`` passes of random frames within each
+    segment. Random passes are epochs 0..clips-1, so the views are reproducible.
+    """
+    short = cfg.data.val_sampler_options.get("short", cfg.data.sampler_options.get("short"))
+    policy = {"short": short} if short else {}
+    if _segmented(cfg):
+        return [("segments", {"train": clips > 1, **policy}, k) for k in range(clips)]
+    if resample:
+        rate = contract.fps / contract.frame_stride
+        return [("duration", {"rate": rate, "train": clips > 1, **policy}, k) for k in range(clips)]
+    return [("uniform", {"clips": clips, "stride": contract.frame_stride, **policy}, 0)]
 
-        top, left = offset(h, h > w), offset(w, w >= h)
-        return Window(
-            window.frames[..., top : top + s, left : left + s], window.indices, window.mask
+
+def _known_splits(st, cfg) -> tuple[list[str], str]:
+    """The split names ``eval`` accepts on ``st`` (besides ``all``), and where they come from."""
+    videos = st.videos
+    used = np.unique(np.asarray(videos.split_ids))
+    names = sorted({videos.splits[i] for i in used if i >= 0 and videos.splits[i]})
+    if names:
+        return names, "the split names the store records"
+    generated = list(dict.fromkeys((cfg.data.train_split, cfg.data.val_split)))
+    return generated, (
+        f"the store records no split names, so these are the splits the run generated "
+        f"(data.val_fraction={cfg.data.val_fraction:g}, data.split_seed={cfg.data.split_seed})"
+    )
+
+
+def _check_split(st, split: str, cfg) -> None:
+    known, where = _known_splits(st, cfg)
+    if split not in known:
+        raise ConfigError(
+            f"--split {split!r} is not a split of {st.path}; allowed: {', '.join(known)} "
+            f"({where}), or all for every video"
         )
 
 
-def _passes(cfg, clips: int) -> list[tuple[str, dict, int]]:
-    """(sampler, options, epoch) of each pass over the videos.
+def _rate_note(contract: InputContract, rates: np.ndarray, store: str, segmented: bool):
+    """``(note, resample)``: what to say when the videos' rates differ from the model's, and
+    whether windows must be planned at the model's rate."""
+    fps = contract.fps
+    if fps is None or not len(rates):
+        return None, False
+    other = np.abs(rates - fps) > 1e-3 * fps
+    if not other.any():
+        return None, False
+    shown = ", ".join(f"{r:g}" for r in np.unique(np.round(rates[other], 3))[:5])
+    how = (
+        "segments cover each whole video whatever its rate: sampled as in training"
+        if segmented
+        else f"windows are planned at {fps:g} fps by the frames' timestamps (duration sampler)"
+    )
+    note = (
+        f"the model was trained at {fps:g} fps but {int(other.sum())} of the {len(rates)} "
+        f"videos in {store} are at {shown} fps; {how}"
+    )
+    return note, not segmented
 
-    Window samplers (the usual case): one pass of ``uniform`` with ``clips`` clips, the stride
-    and short-video policy of the run's samplers. A run sampled by ``segments`` (TSN/TSM) is
-    tested as it was validated: one pass of centre frames, or ``clips`` passes of random
-    frames within each segment (epochs 0..clips-1, so the views are reproducible).
-    """
-    if "segments" in (cfg.data.val_sampler, cfg.data.sampler):
-        short = cfg.data.val_sampler_options.get("short", cfg.data.sampler_options.get("short"))
-        opts = {"train": clips > 1, **({"short": short} if short else {})}
-        return [("segments", opts, k) for k in range(clips)]
-    opts = {"clips": clips}
-    for source in (cfg.data.val_sampler_options, cfg.data.sampler_options):
-        for k in ("stride", "short"):
-            if k in source and k not in opts:
-                opts[k] = source[k]
-    return [("uniform", opts, 0)]
+
+def _out_path(ck_path: str, store: str, split: str) -> Path:
+    """``RUN_DIR/eval/<store name>/<split>/metrics.json`` (module doc)."""
+
+    def clean(name: str) -> str:
+        return re.sub(r"[^\w.+-]", "_", name) or "_"
+
+    base = Path(ck_path).parent / "eval"
+    name = clean(Path(store).name)
+    path = base / name / clean(split) / "metrics.json"
+    try:
+        recorded = json.loads(path.read_text()).get("store") if path.is_file() else store
+    except (OSError, ValueError, AttributeError):
+        recorded = store
+    if recorded != store:  # another store of the same name was evaluated here
+        digest = hashlib.sha1(store.encode()).hexdigest()[:8]
+        path = base / f"{name}-{digest}" / clean(split) / "metrics.json"
+    return path
+
+
+def _write_predictions(path: Path, rows: list[dict], paths: list[str]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["path", "label", "prediction", "score"])
+        for r in rows:
+            w.writerow([paths[r["video_id"]], r["label"], r["prediction"], f"{r['score']:.6f}"])
 
 
 def _device(name: str) -> torch.device:
@@ -101,9 +177,11 @@ def evaluate(
     out: str | Path | None = None,
     verbose: bool = True,
 ) -> dict:
-    """Evaluate ``checkpoint`` (``RUN_DIR/best.pt``) on ``store`` (default: the run's store),
-    split ``split`` (``None`` or ``"all"``: every video). Returns the metrics dict."""
-    from ..models import create
+    """Evaluate ``checkpoint`` (a file, or a run folder: its ``best.pt``, else ``last.pt``) on
+    ``store`` (default: the run's store), split ``split`` (``None`` or ``"all"``: every
+    video); metrics to ``out`` (default: per store and split, see the module doc). Returns
+    the metrics dict."""
+    from ..data._loader import loader
     from ..store import open_store
 
     if clips < 1:
@@ -115,37 +193,31 @@ def evaluate(
     if store is not None:
         raw = {**raw, "data": {**raw["data"], "store": str(store)}}
     cfg = config_from_dict(raw)
-    task = ck["task"]
-    if task == "segmentation" and crops != 1:
-        raise ConfigError("--crops: segmentation is evaluated on whole frames; allowed: 1")
+    task = ck.get("task") or "classification"
+    task_kind = get_task(task)
+    if crops not in task_kind.eval_crops:
+        how = "is evaluated on whole frames" if task_kind.eval_crops == (1,) else "takes"
+        allowed = " or ".join(map(str, task_kind.eval_crops))
+        raise ConfigError(f"--crops: {task} {how}; allowed: {allowed}, got {crops}")
+    dev = _device(device)
+    model, contract = rebuild_model(ck, device=dev)
     st = open_store(cfg.data.store)
     if split in (None, "all"):
         ids, _ = resolve_split(st, None, cfg.data, role="all")
         split = "all"
     else:
+        _check_split(st, split, cfg)
         role = "train" if split == cfg.data.train_split else "val"
         ids, _ = resolve_split(st, split, cfg.data, role=role)
-    dev = _device(device)
-    model = create(
-        ck["model_name"],
-        num_classes=ck["num_classes"],
-        frames=ck["frames"],
-        **cfg.model.options,
-    )
-    model.load_state_dict(ck["model"])
-    model.to(dev)
-    from ..data._loader import loader
-
-    classes = list(ck["classes"])
-    aug = cfg.data.augmentation
+    classes = list(contract.classes)
+    rates = np.asarray(st.videos.fps, dtype=np.float64)[ids]
+    note, resample = _rate_note(contract, rates, cfg.data.store, _segmented(cfg))
+    if note is not None:
+        print(f"hyperframes eval: warning: {note}", file=sys.stderr, flush=True)
+    passes = _passes(cfg, clips, contract, resample=resample)
     views = []
     for position in POSITIONS[crops]:
-        transform = None
-        if task == "classification":
-            side = aug.size or min(st.videos[int(ids[0])].shape[1:])
-            steps = ([Resize(aug.size)] if aug.size else []) + [PositionCrop(side, position)]
-            transform = Compose(steps)
-        for sampler, options, epoch in _passes(cfg, clips):
+        for sampler, options, epoch in passes:
             ds = make_dataset(
                 cfg,
                 st,
@@ -153,7 +225,7 @@ def evaluate(
                 train=False,
                 sampler=sampler,
                 sampler_options=options,
-                transform=transform,
+                transform=contract.transform(position),
             )
             dl = loader(
                 ds,
@@ -167,39 +239,37 @@ def evaluate(
                     model,
                     dl,
                     task=task,
-                    layout=ck["layout"],
-                    mean=cfg.data.mean,
-                    std=cfg.data.std,
+                    contract=contract,
                     device=dev,
-                    num_classes=ck["num_classes"],
+                    num_classes=len(classes),
                 )
             )
+    name = getattr(model, "registry_name", cfg.model.name)
     result = {
         "checkpoint": str(ck["path"]),
         "store": cfg.data.store,
         "split": split,
         "task": task,
-        "model": ck["model_name"],
-        "frames": ck["frames"],
+        "model": name,
+        "frames": contract.frames,
         "videos": len(ids),
         "clips": clips,
         "crops": crops,
+        "sampler": passes[0][0],
+        "model_fps": contract.fps,
+        "store_fps": sorted({round(float(r), 3) for r in rates}),
+        "notes": [note] if note is not None else [],
     }
-    if task == "classification":
-        scores = np.concatenate([v["scores"] for v in views])
-        labels = np.concatenate([v["labels"] for v in views])
-        vids = np.concatenate([v["video_ids"] for v in views])
-        result["views"] = len(scores)
-        result["clip_level"] = classification_metrics(scores, labels, classes)
-        prob, vlabels, _ = video_level(scores, labels, vids)
-        result["video_level"] = classification_metrics(np.log(prob + 1e-12), vlabels, classes)
-        result["accuracy"] = result["video_level"]["top1"]
-    else:
-        conf = sum(v["confusion"].sum(axis=0) for v in views)
-        result["windows"] = sum(len(v["items"]) for v in views)
-        result.update(segmentation_metrics(conf, classes))
-    path = Path(out) if out is not None else Path(ck["path"]).parent / "metrics.json"
+    kind = create_task(task, classes)
+    result.update(kind.evaluate_views(views))
+    path = Path(out) if out is not None else _out_path(ck["path"], cfg.data.store, split)
     path.parent.mkdir(parents=True, exist_ok=True)
+    rows = kind.video_predictions(views)
+    if rows is not None:
+        name = "predictions.csv" if out is None else f"{path.stem}_predictions.csv"
+        csv_path = path.with_name(name)
+        _write_predictions(csv_path, rows, st.videos.paths)
+        result["predictions_csv"] = str(csv_path)
     path.write_text(json.dumps(result, indent=1, default=float) + "\n")
     result["metrics_json"] = str(path)
     if verbose:
@@ -212,7 +282,7 @@ def format_metrics(r: dict) -> str:
     lines = [
         f"{r['model']} T={r['frames']} on {r['store']} split {r['split']}: {r['videos']} videos"
     ]
-    if r["task"] == "segmentation":
+    if "clip_level" not in r:  # tasks without clip/video levels (segmentation)
         lines.append(f"  windows         {r['windows']}")
         lines.append(f"  mIoU            {r['miou']:.4f}")
         lines.append(f"  pixel accuracy  {r['pixel_accuracy']:.4f}")
@@ -224,11 +294,12 @@ def format_metrics(r: dict) -> str:
     lines.append(f"  {'':<22}{'clip':>8}{'video':>8}")
     for key, label in (
         ("top1", "top-1"),
-        ("top5", "top-5"),
+        ("top5", "top-5"),  # with more than 5 classes only
         ("mean_class_accuracy", "mean class accuracy"),
         ("macro_f1", "macro F1"),
     ):
-        lines.append(f"  {label:<22}{c[key]:>8.4f}{v[key]:>8.4f}")
+        if key in c and key in v:
+            lines.append(f"  {label:<22}{c[key]:>8.4f}{v[key]:>8.4f}")
     lines.append(f"  {'class':<22}{'prec.':>8}{'recall':>8}{'F1':>8}{'videos':>8}  (video level)")
     for name, s in v["per_class"].items():
         lines.append(
@@ -236,4 +307,6 @@ def format_metrics(r: dict) -> str:
             f"{s['support']:>8d}"
         )
     lines.append(f"  metrics: {r.get('metrics_json', '')}")
+    if r.get("predictions_csv"):
+        lines.append(f"  per-video predictions: {r['predictions_csv']}")
     return "\n".join(lines)

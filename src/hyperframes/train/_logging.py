@@ -1,5 +1,6 @@
 """Run logs: every record to ``log.jsonl``, one row per epoch to ``epochs.csv``, and the same
-scalars to TensorBoard (``tb/``) when the ``tensorboard`` package is installed.
+scalars to TensorBoard (``tb/``) when the ``tensorboard`` package is installed; and the
+progress bar of an epoch (:class:`EpochProgress`).
 
 Only rank 0 logs (``enabled=False`` elsewhere). When a run resumes from a checkpoint taken at
 step S, records after S (written before the interruption) are dropped from ``log.jsonl`` and
@@ -13,12 +14,13 @@ import csv
 import io
 import json
 import math
+import sys
 import warnings
 from pathlib import Path
 
 from .._atomic import write_text_atomic
 
-__all__ = ["RunLogger"]
+__all__ = ["EpochProgress", "RunLogger", "format_duration"]
 
 JSONL = "log.jsonl"
 CSV = "epochs.csv"
@@ -117,3 +119,37 @@ class RunLogger:
         if self.tb is not None:
             self.tb.close()
             self.tb = None
+
+
+class EpochProgress:
+    """A tqdm bar per epoch (rank 0, when enabled) with loss, samples/s, data wait and ETA."""
+
+    def __init__(self, enabled: bool, total: int, desc: str) -> None:
+        self.bar = None
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=total,
+                desc=desc,
+                unit="batch",
+                file=sys.stderr,
+                dynamic_ncols=True,
+                mininterval=0.5,
+                leave=False,
+            )
+
+    def update(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(text, refresh=False)
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def format_duration(seconds: float) -> str:
+    """``H:MM:SS`` (negative: 0:00:00)."""
+    seconds = max(0, int(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

@@ -6,7 +6,9 @@ for JSON. Conventions:
 * ``confusion[i, j]`` counts samples of true class ``i`` predicted as class ``j``;
 * a class with no sample (no true and no predicted) is left out of means (recall of a class
   without samples is undefined); precision of a class never predicted is 0;
-* ``top5`` is top-min(5, C) accuracy (with 5 classes or fewer it is 1.0);
+* ``top5`` is reported only with more than 5 classes (:data:`TOP_K`: a top-k is reported
+  only for k < C; with C <= k every target is among the k best and the value is always 1.0);
+  :func:`topk_accuracy` itself takes top-min(k, C);
 * segmentation: IoU of class c = TP / (TP + FP + FN) over all pixels; ``miou`` averages the
   classes that occur (in the target or the prediction); pixels whose target equals
   ``ignore_index`` are not counted.
@@ -21,10 +23,21 @@ __all__ = [
     "confusion_matrix",
     "iou_from_confusion",
     "per_class_scores",
+    "reported_top_k",
     "segmentation_metrics",
     "topk_accuracy",
     "video_level",
 ]
+
+#: the top-k accuracies reported by :func:`classification_metrics`, each only for k < classes
+#: (top-1 always: it is the headline); see :func:`reported_top_k`
+TOP_K = (1, 5)
+
+
+def reported_top_k(num_classes: int) -> tuple[int, ...]:
+    """The k of the top-k accuracies reported for ``num_classes`` classes: 1, and each other k
+    of :data:`TOP_K` below ``num_classes`` (with k >= C every target is among the k best)."""
+    return tuple(k for k in TOP_K if k == 1 or k < num_classes)
 
 
 def _np(x) -> np.ndarray:
@@ -83,18 +96,19 @@ def _nanmean(values) -> float:
 
 
 def classification_metrics(scores, target, class_names: list[str] | None = None) -> dict:
-    """top1, top5, mean class accuracy, macro F1, per-class scores and the confusion matrix of
-    ``scores`` (N, C) (logits or probabilities) against ``target`` (N,)."""
+    """top1, top5 (more than 5 classes only), mean class accuracy, macro F1, per-class scores
+    and the confusion matrix of ``scores`` (N, C) (logits or probabilities) against ``target``
+    (N,)."""
     scores, target = _np(scores), _np(target).reshape(-1).astype(np.int64)
     n, c = scores.shape
     names = list(class_names) if class_names is not None else [str(i) for i in range(c)]
     conf = confusion_matrix(scores.argmax(axis=1) if n else np.zeros(0), target, c)
-    top = topk_accuracy(scores, target, (1, 5))
+    ks = reported_top_k(c)
+    top = topk_accuracy(scores, target, ks)
     scores_pc = per_class_scores(conf)
     return {
         "samples": int(n),
-        "top1": top[1],
-        "top5": top[5],
+        **{f"top{k}": top[k] for k in ks},
         "mean_class_accuracy": _nanmean(scores_pc["recall"]),
         "macro_f1": _nanmean(scores_pc["f1"]),
         "per_class": {

@@ -6,6 +6,7 @@ window opens.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -41,8 +42,25 @@ def _series(history: list[dict], key: str) -> tuple[list[float], list[float]]:
     return xs, ys
 
 
-def plot_curves(history: list[dict], path: str | Path, *, task: str = "classification") -> Path:
-    """``curves.png``: train/val loss (left) and train/val accuracy or val mIoU (right)."""
+def plot_curves(
+    history: list[dict],
+    path: str | Path,
+    *,
+    metrics: Sequence[tuple[str, str]] = (
+        ("train_accuracy", "train top-1"),
+        ("val_top1", "val top-1"),
+    ),
+    title: str = "accuracy",
+) -> Path:
+    """``curves.png``: train/val loss (left) and, on the right, ``metrics`` (``(record key,
+    label)`` pairs: a task's :attr:`~hyperframes.train.Task.curves`) under ``title``; epochs
+    are whole numbers on both x axes."""
+    return _save(_curves_figure(history, metrics, title), path)
+
+
+def _curves_figure(history: list[dict], metrics: Sequence[tuple[str, str]], title: str):
+    from matplotlib.ticker import MaxNLocator
+
     fig = _figure(10, 4)
     ax_loss, ax_acc = fig.subplots(1, 2)
     for key, label in (("train_loss", "train"), ("val_loss", "val")):
@@ -52,23 +70,19 @@ def plot_curves(history: list[dict], path: str | Path, *, task: str = "classific
     ax_loss.set_xlabel("epoch")
     ax_loss.set_ylabel("loss")
     ax_loss.set_title("loss")
-    keys = (
-        (("train_accuracy", "train top-1"), ("val_top1", "val top-1"))
-        if task == "classification"
-        else (("train_pixel_accuracy", "train pixel acc."), ("val_miou", "val mIoU"))
-    )
-    for key, label in keys:
+    for key, label in metrics:
         xs, ys = _series(history, key)
         if xs:
             ax_acc.plot(xs, ys, marker="o", label=label)
     ax_acc.set_ylim(0, 1.02)
     ax_acc.set_xlabel("epoch")
-    ax_acc.set_title("accuracy" if task == "classification" else "segmentation")
+    ax_acc.set_title(title)
     for ax in (ax_loss, ax_acc):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no tick at epoch 1.5
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend()
-    return _save(fig, path)
+    return fig
 
 
 def plot_confusion(confusion, classes: list[str], path: str | Path, *, title: str = "") -> Path:

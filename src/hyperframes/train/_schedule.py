@@ -1,7 +1,16 @@
 """Learning rate: linear scaling with the global batch, linear warmup, then cosine (or flat).
 
-The rate is a pure function of the optimizer step, so nothing but the step needs saving to
-resume it.
+The rate is a pure function of the optimizer step (and, for a run resumed with another
+``train.epochs``, of where its schedule was re-planned: ``resumed_at``), so nothing but these
+needs saving to resume it.
+
+**Changing ``train.epochs`` on resume** changes ``total``. Planning the cosine afresh over the
+new total would move the rate at once (a run at 1.3e-4 would jump back to 4.1e-4: a warm
+restart, not a longer run), so the schedule is continued instead: from the step it resumes
+at, ``s0``, where the old schedule gave ``r0``, the cosine decays from ``r0`` to ``min_lr``
+over the steps left to the new total. ``resumed_at=(s0, r0)`` is saved with the run, so
+later resumes follow the same curve. During warmup nothing needs continuing: the cosine has
+not started, and simply spans the new total.
 """
 
 from __future__ import annotations
@@ -27,17 +36,22 @@ def lr_at(
     warmup: int = 0,
     schedule: str = "cosine",
     min_lr: float = 0.0,
+    resumed_at: tuple[int, float] | None = None,
 ) -> float:
     """The rate for optimizer step ``step`` (0-based) of ``total``.
 
     Warmup: ``peak * (step + 1) / warmup`` for the first ``warmup`` steps. Then ``cosine``
     decays from ``peak`` to ``min_lr`` over the remaining steps (``peak`` at the first one);
-    ``constant`` stays at ``peak``.
+    ``constant`` stays at ``peak``. ``resumed_at=(s0, r0)``: from step ``s0`` on, the cosine
+    decays from ``r0`` instead (module doc).
     """
     if warmup > 0 and step < warmup:
         return peak * (step + 1) / warmup
     if schedule == "constant":
         return peak
-    span = max(total - warmup, 1)
-    progress = min(max((step - warmup) / span, 0.0), 1.0)
-    return min_lr + (peak - min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
+    start, rate = warmup, peak
+    if resumed_at is not None and step >= resumed_at[0]:
+        start, rate = int(resumed_at[0]), float(resumed_at[1])
+    span = max(total - start, 1)
+    progress = min(max((step - start) / span, 0.0), 1.0)
+    return min_lr + (rate - min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))

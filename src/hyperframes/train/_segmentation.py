@@ -5,15 +5,17 @@ For a source video ``dir/name.mp4`` the masks are ``dir/name.npz`` holding ``mas
 :func:`hyperframes.demo.make_segmentation_dataset` writes). The target of a window is the mask
 of its key frame, position ``T // 2``, looked up by the window's source frame index
 (``meta["frame_indices"]``), so stores resampled to another fps still get the right mask; a
-mask of another size than the stored frames is resized (nearest). The target travels in
-``meta["target"]`` (H, W) int64, so the standard loader, sampler positions and DDP split
-apply unchanged.
+mask of another size than the stored frames is resized (nearest). The target travels as the
+sample's typed ``target`` (:attr:`Hyperframe.target <hyperframes.data.Hyperframe>`, (H, W)
+int64; ``batch.target`` (B, H, W) after collation), so the standard loader, sampler positions
+and DDP split apply unchanged.
 
 ``hflip`` > 0 mirrors frames and mask together (with the sample's own generator).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from pathlib import Path
 
@@ -100,6 +102,4 @@ class SegmentationDataset(HyperframeDataset):
             if float(torch.rand((), generator=g)) < self.hflip:
                 frames = frames.flip(-1)
                 target = target.flip(-1)
-        out = super()._finish(frames, plan, key, video_id)
-        out.meta["target"] = target
-        return out
+        return dataclasses.replace(super()._finish(frames, plan, key, video_id), target=target)

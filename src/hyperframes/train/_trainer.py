@@ -4,6 +4,11 @@ The run folder gets ``config.yaml`` (the resolved config), ``log.jsonl`` and ``e
 (and ``tb/`` with TensorBoard installed), ``curves.png`` and ``confusion.png``, ``last.pt``
 and ``best.pt`` (atomic, ``weights_only``-loadable), ``split.json`` and ``summary.json``.
 
+What the run learns is its task's (:mod:`hyperframes.train._tasks`, chosen by the model's
+``task``): the targets of a batch, the loss, the running training metric, the validation
+metrics, the metric that picks ``best.pt`` and what is logged, printed and plotted. The loop
+below only asks it.
+
 Determinism: every random choice of the data (window, crop, order) is a function of
 ``(train.seed, epoch, item)``; the model is initialised from ``train.seed``; the global torch
 generator is reseeded from ``(seed, rank, epoch, batch)`` before each micro-batch (dropout);
@@ -27,6 +32,11 @@ or more after the first, stops at once without saving (``last.pt`` keeps the pre
 repeated SIGTERMs are ignored (torchrun forwards the one it gets to workers that may have had
 their own).
 
+Resuming a complete run trains nothing: it says so on stderr, with how to train longer, and
+returns the run's summary (``"already_complete": true``). ``train.epochs`` may change on
+resume; the learning-rate schedule then continues from where it stands instead of restarting,
+or the resume is refused with the reason (:mod:`~hyperframes.train._resume`).
+
 With several processes (torchrun) the ranks agree after every optimizer step: one all-reduce
 of the signal number (the highest wins), so a signal that reached any rank stops every rank
 after the same step; rank 0 writes ``last.pt`` and prints where it stopped, then every rank
@@ -45,115 +55,46 @@ import math
 import random
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .._errors import ConfigError, DataError, Interrupted
+from .._errors import ConfigError, DataError
 from ..models import aux_weight
-from ._checkpoint import get_rng_state, load_checkpoint, save_checkpoint, set_rng_state
+from ._checkpoint import (
+    get_rng_state,
+    load_checkpoint,
+    load_weights,
+    save_checkpoint,
+    set_rng_state,
+)
 from ._config import Config, load_config, save_config
-from ._data import batch_target, build_data, prepare_input
+from ._data import build_data
 from ._ddp import Dist, barrier, broadcast_object, setup, teardown
-from ._leakage import check_leakage
-from ._logging import RunLogger, _clean
-from ._metrics import classification_metrics, segmentation_metrics
-from ._mixing import mix_batch, soft_cross_entropy
+from ._logging import EpochProgress, RunLogger, _clean, format_duration
 from ._plots import plot_confusion, plot_curves
 from ._predict import autocast, forward, predict
+from ._resume import check_epochs, complete_message, continued_schedule, read_resumed_at
 from ._schedule import lr_at, scaled_lr
+from ._setup import (
+    WithAux,
+    build_model,
+    build_optimizer,
+    check_leakage_of_split,
+    check_resume_config,
+    resolve_amp,
+    resolve_device,
+)
+from ._stopping import TrainingInterrupted, _StopRequests
+from ._tasks import create_task
 
 __all__ = ["TrainingInterrupted", "build_model", "run_training"]
 
-#: config keys that may change when a run is resumed (the rest must match the checkpoint)
-RESUMABLE_CHANGES = (
-    "data.workers",
-    "data.val_batch_size",
-    "data.check_leakage",
-    "data.allow_leakage",
-    "train.epochs",
-    "train.eval_every",
-    "train.save_every",
-    "train.log_every",
-    "train.device",
-    "eval.",
-)
-
-
 #: seconds between redraws of curves.png during training (always drawn after the last epoch)
 PLOT_EVERY_S = 20.0
-
-
-class TrainingInterrupted(Interrupted):
-    """SIGINT or SIGTERM stopped training after saving ``last.pt`` where it stood.
-
-    ``where`` says where (epoch, batch, step) and what was saved; ``signum`` is the signal,
-    ``exit_code`` the shell's ``128 + signum`` (130 for Ctrl-C, 143 for SIGTERM); ``rank`` the
-    process that raised, of ``world_size`` (every rank raises; rank 0 wrote the checkpoint and,
-    with several processes, already printed ``where``)."""
-
-    def __init__(
-        self, where: str, *, signum: int, run_dir: Path, step: int, rank: int, world_size: int
-    ) -> None:
-        self.where, self.signum, self.run_dir = where, signum, run_dir
-        self.step, self.rank, self.world_size = step, rank, world_size
-        super().__init__(f"{where}; continue with --resume, the same config and {run_dir}")
-
-    @property
-    def exit_code(self) -> int:
-        return 128 + self.signum
-
-
-class _StopRequests:
-    """SIGINT and SIGTERM handlers, while the ``with`` block runs, that record the first signal
-    in ``signum`` instead of stopping the process (the trainer stops at its next safe point).
-    A second SIGINT, at least ``FORCE_AFTER_S`` after the first, raises ``KeyboardInterrupt``
-    at once. A signal the process ignores (``nohup``, a background job) stays ignored; outside
-    the main thread (no handlers can be set there) nothing is installed."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-    FORCE_AFTER_S = 1.0
-
-    def __init__(self) -> None:
-        self.signum = 0
-        self._first_s = 0.0
-        self._previous: dict = {}
-
-    def __enter__(self) -> _StopRequests:
-        if threading.current_thread() is threading.main_thread():
-            for s in self.SIGNALS:
-                if signal.getsignal(s) is not signal.SIG_IGN:
-                    self._previous[s] = signal.signal(s, self._handle)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for s, handler in self._previous.items():
-            # None: the previous handler was not set from Python; the default is all we know
-            signal.signal(s, signal.SIG_DFL if handler is None else handler)
-        self._previous.clear()
-
-    def _handle(self, signum, frame) -> None:
-        now = time.monotonic()
-        if not self.signum:
-            self.signum, self._first_s = int(signum), now
-        elif signum == signal.SIGINT and now - self._first_s >= self.FORCE_AFTER_S:
-            raise KeyboardInterrupt
-
-
-class _WithAux(nn.Module):
-    """Calls ``forward_with_aux`` through ``forward`` (so DDP sees one forward)."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, x, mask=None):
-        return self.model.forward_with_aux(x, mask)
 
 
 def _say(msg: str, enabled: bool) -> None:
@@ -161,175 +102,8 @@ def _say(msg: str, enabled: bool) -> None:
         print(msg, flush=True)
 
 
-def _device(cfg: Config) -> torch.device:
-    want = cfg.train.device
-    if want == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("train.device: 'cuda' but no CUDA GPU is available; allowed: auto, cpu")
-    if want == "auto":
-        want = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(want)
-
-
-def _amp(cfg: Config, device: torch.device) -> tuple[bool, torch.dtype | None]:
-    if not cfg.train.amp:
-        return False, None
-    name = cfg.train.amp_dtype
-    if name == "auto":
-        bf16_ok = device.type == "cpu" or torch.cuda.is_bf16_supported()
-        name = "bfloat16" if bf16_ok else "float16"
-    if name == "float16" and device.type != "cuda":
-        raise ConfigError(
-            "train.amp_dtype: float16 autocast needs a CUDA device; allowed on CPU: auto, bfloat16"
-        )
-    return True, getattr(torch, name)
-
-
-def build_model(cfg: Config, num_classes: int) -> nn.Module:
-    """The registered model of ``cfg.model``, initialised from ``train.seed``."""
-    from ..models import create
-
-    torch.manual_seed(cfg.train.seed)
-    model = create(
-        cfg.model.name,
-        num_classes=num_classes,
-        frames=cfg.data.frames,
-        pretrained=cfg.model.pretrained,
-        **cfg.model.options,
-    )
-    if cfg.train.checkpointing:
-        if not hasattr(model, "checkpointing"):
-            raise ConfigError(
-                f"train.checkpointing: model {cfg.model.name!r} has no gradient checkpointing; "
-                "allowed: false"
-            )
-        model.checkpointing = True
-    return model
-
-
-def _optimizer(cfg: Config, model: nn.Module, lr: float) -> torch.optim.Optimizer:
-    decay, no_decay = [], []
-    for p in model.parameters():
-        if p.requires_grad:
-            (decay if p.ndim > 1 else no_decay).append(p)
-    groups = [
-        {"params": decay, "weight_decay": cfg.train.weight_decay},
-        {"params": no_decay, "weight_decay": 0.0},
-    ]
-    if cfg.train.optimizer == "sgd":
-        return torch.optim.SGD(
-            groups, lr=lr, momentum=cfg.train.momentum, nesterov=cfg.train.nesterov
-        )
-    return torch.optim.AdamW(groups, lr=lr)
-
-
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict) and k not in ("options", "sampler_options", "val_sampler_options"):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
-def _check_resume_config(saved: dict, cfg: Config) -> None:
-    old, new = _flat(saved), _flat(cfg.to_dict())
-    diff = [
-        k
-        for k in sorted(set(old) | set(new))
-        if old.get(k) != new.get(k) and not any(k.startswith(r) for r in RESUMABLE_CHANGES)
-    ]
-    if diff:
-        shown = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff[:6])
-        raise ConfigError(
-            f"--resume: the config differs from the checkpoint's in {shown}; resume with the "
-            f"same config (allowed changes: {', '.join(RESUMABLE_CHANGES)}) or start a new run "
-            "in another --out folder"
-        )
-
-
 def _default_out(cfg: Config) -> Path:
     return Path("runs") / f"{cfg.model.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def _roles(store, bundle) -> dict[int, str]:
-    if bundle.split_source == "store":
-        return {i: (v.split or "(none)") for i, v in enumerate(store.videos)}
-    roles = {int(i): "train" for i in bundle.train_ids}
-    roles.update({int(i): "val" for i in bundle.val_ids})
-    return roles
-
-
-def _leakage(cfg: Config, store, bundle, d: Dist, run_dir: Path) -> None:
-    if not cfg.data.check_leakage:
-        return
-    message, report = None, None
-    if d.main:
-        try:
-            report = check_leakage(store, _roles(store, bundle), allow=cfg.data.allow_leakage)
-        except DataError as e:
-            message = str(e)
-    message = broadcast_object(message, d)
-    if message is not None:
-        raise DataError(message)
-    if d.main and report is not None and report.duplicates:
-        (run_dir / "leakage.json").write_text(json.dumps(report.to_dict(), indent=1) + "\n")
-        if report.leaks:
-            print(
-                f"warning: leakage allowed by data.allow_leakage:\n{report.describe()}",
-                file=sys.stderr,
-            )
-
-
-def _epoch_metrics(pred: dict, bundle) -> dict:
-    if bundle.task == "classification":
-        m = classification_metrics(pred["scores"], pred["labels"], bundle.classes)
-    else:
-        conf = pred["confusion"].sum(axis=0) if len(pred["confusion"]) else np.zeros((2, 2))
-        m = segmentation_metrics(conf, bundle.classes)
-    m["loss"] = float(pred["losses"].mean()) if len(pred["losses"]) else float("nan")
-    return m
-
-
-def _val_record(m: dict, task: str) -> dict:
-    if task == "classification":
-        keys = ("loss", "top1", "top5", "mean_class_accuracy", "macro_f1")
-    else:
-        keys = ("loss", "miou", "pixel_accuracy")
-    return {f"val_{k}": float(m[k]) for k in keys}
-
-
-class _Progress:
-    """A tqdm bar per epoch (rank 0, when enabled) with loss, samples/s, data wait and ETA."""
-
-    def __init__(self, enabled: bool, total: int, desc: str) -> None:
-        self.bar = None
-        if enabled:
-            from tqdm import tqdm
-
-            self.bar = tqdm(
-                total=total,
-                desc=desc,
-                unit="batch",
-                file=sys.stderr,
-                dynamic_ncols=True,
-                mininterval=0.5,
-                leave=False,
-            )
-
-    def update(self, text: str) -> None:
-        if self.bar is not None:
-            self.bar.set_postfix_str(text, refresh=False)
-            self.bar.update(1)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _fmt_time(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def run_training(
@@ -350,7 +124,7 @@ def run_training(
     summary then has ``"stopped": true`` and ``--resume`` continues.
     """
     cfg = load_config(config, overrides)
-    device = _device(cfg)
+    device = resolve_device(cfg)
     d = setup(device.type)
     try:
         if device.type == "cuda" and d.active:
@@ -360,15 +134,12 @@ def run_training(
         teardown(d)
 
 
-def _input_entry(store) -> dict:
-    """How the store made its frames (``size``, ``fps``; 0 = every decoded frame), so that
-    inference resizes and resamples a raw video alike without the store (see
-    :mod:`hyperframes.infer`)."""
-    build = getattr(store, "manifest", {}).get("build", {})
-    return {"size": str(build.get("size", "none")), "fps": float(build.get("fps") or 0.0)}
-
-
 class _Run:
+    """One training run. Its attributes are created in two places only: ``__init__`` (what
+    was asked: config, device, processes, run folder, the checkpoint to resume, the signal
+    state) and :meth:`_setup` (everything built from them, and the training state); the
+    other methods update them."""
+
     def __init__(
         self, cfg: Config, out, resume: bool, progress: bool, device, d: Dist, stop_at=None
     ) -> None:
@@ -378,10 +149,12 @@ class _Run:
         run_dir = Path(out) if out is not None else _default_out(cfg)
         self.run_dir = Path(broadcast_object(str(run_dir.absolute()), d))
         self.ckpt = None
+        self.complete = False  # resumed a finished run: nothing to train
         last = self.run_dir / "last.pt"
         if resume and last.exists():
             self.ckpt = load_checkpoint(last)
-            _check_resume_config(self.ckpt["config"], cfg)
+            check_resume_config(self.ckpt["config"], cfg)
+            self.complete = check_epochs(self.ckpt, cfg, self.run_dir)
         elif resume:
             _say(f"--resume: no {last} yet; starting a new run", self.show)
         elif last.exists():
@@ -393,9 +166,45 @@ class _Run:
         if d.main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             save_config(cfg, self.run_dir / "config.yaml")
+        self.stops = _StopRequests()
+        self.signum = 0  # the signal that stopped training, the same on every rank (0: none)
+
+    # -- resuming (_resume) -----------------------------------------------------------------
+    def _already_complete(self) -> dict:
+        """Say that the resumed run is complete, and how to train it longer; its summary."""
+        said = complete_message(self.ckpt, self.cfg, self.run_dir)
+        if self.d.main:
+            print(said, file=sys.stderr, flush=True)
+        summary = json.loads((self.run_dir / "summary.json").read_text())
+        return {**summary, "already_complete": True, "message": said}
+
+    def _continue_schedule(self, ck: dict) -> None:
+        """With ``train.epochs`` changed on resume: continue the cosine from the rate it has
+        now (:func:`~hyperframes.train._resume.continued_schedule`)."""
+        before = self.resumed_at
+        self.resumed_at = continued_schedule(
+            ck,
+            self.cfg,
+            step=self.step,
+            steps_per_epoch=self.steps_per_epoch,
+            peak=self.peak_lr,
+            warmup=self.warmup,
+            resumed_at=before,
+        )
+        if self.resumed_at != before:
+            planned, rate = ck["config"]["train"]["epochs"], self.resumed_at[1]
+            _say(
+                f"train.epochs {planned} -> {self.cfg.train.epochs}: the cosine schedule "
+                f"continues from lr {rate:.3g} at step {self.step} down to "
+                f"{self.cfg.train.min_lr:g} at step {self.total_steps} (not restarted)",
+                self.show,
+            )
 
     # -- set-up -----------------------------------------------------------------------------
     def _setup(self) -> None:
+        """Create the run's attributes: data, task, model, optimizer, loaders, schedule, the
+        training state (restored when resuming), this session's bookkeeping, the network as
+        trained (aux, DDP) and the logger."""
         from ..store import open_store
 
         cfg, d = self.cfg, self.d
@@ -403,7 +212,7 @@ class _Run:
         np.random.seed(cfg.train.seed)
         self.store = open_store(cfg.data.store)
         self.bundle = b = build_data(cfg, self.store)
-        _leakage(cfg, self.store, b, d, self.run_dir)
+        check_leakage_of_split(cfg, self.store, b, d, self.run_dir)
         if d.main:
             split = {
                 "source": b.split_source,
@@ -412,16 +221,17 @@ class _Run:
             }
             (self.run_dir / "split.json").write_text(json.dumps(split, indent=1) + "\n")
         self.model = build_model(cfg, b.num_classes).to(self.device)
-        self.class_weights = None
-        if cfg.train.class_weights is not None:
-            if len(cfg.train.class_weights) != b.num_classes:
-                raise ConfigError(
-                    f"train.class_weights: {len(cfg.train.class_weights)} weights for "
-                    f"{b.num_classes} classes ({', '.join(b.classes[:8])}); allowed: one "
-                    "weight per class, or null"
-                )
-            self.class_weights = torch.tensor(cfg.train.class_weights, device=self.device)
-        self.amp = _amp(cfg, self.device)
+        self.task = create_task(
+            b.task,
+            b.classes,
+            class_weights=cfg.train.class_weights,
+            label_smoothing=cfg.train.label_smoothing,
+            mixup=cfg.train.mixup,
+            cutmix=cfg.train.cutmix,
+            seed=cfg.train.seed,
+            device=self.device,
+        )
+        self.amp = resolve_amp(cfg, self.device)
         self.use_aux = (
             cfg.train.aux_weight > 0
             and hasattr(self.model, "forward_with_aux")
@@ -429,7 +239,7 @@ class _Run:
         )
         self.global_batch = cfg.data.batch_size * d.world_size * cfg.train.accumulate
         self.peak_lr = scaled_lr(cfg.train.lr, self.global_batch, cfg.train.base_batch_size)
-        self.optimizer = _optimizer(cfg, self.model, self.peak_lr)
+        self.optimizer = build_optimizer(cfg, self.model, self.peak_lr)
         fp16 = self.amp[0] and self.amp[1] == torch.float16
         self.scaler = torch.amp.GradScaler("cuda") if fp16 else None
         self.train_loader = self._loader(b.train, train=True)
@@ -446,18 +256,25 @@ class _Run:
         self.steps_per_epoch = math.ceil(self.micro_per_epoch / acc)
         self.total_steps = cfg.train.epochs * self.steps_per_epoch
         self.warmup = round(cfg.train.warmup_epochs * self.steps_per_epoch)
-        # state
+        # the training state (what last.pt holds)
         self.epoch, self.batches_done, self.step, self.samples = 0, 0, 0, 0
         self.history: list[dict] = []
-        self.best = {"metric": self.best_key, "value": -math.inf, "epoch": 0}
+        self.best = {"metric": self.task.best_key, "value": self.task.worst, "epoch": 0}
         self.best_metrics: dict = {}
         self.elapsed = 0.0
         self.totals = {"wait": 0.0, "compute": 0.0}
         self.epoch_state = self._fresh_epoch_state()
         self._saved_at: tuple[int, int] | None = None
+        self.resumed_at: tuple[int, float] | None = None  # the schedule's re-planning point
         if self.ckpt is not None:
             self._restore(self.ckpt)
-        net: nn.Module = _WithAux(self.model) if self.use_aux else self.model
+            self._continue_schedule(self.ckpt)
+        self.lr = self.optimizer.param_groups[0]["lr"]
+        # this session: where it started, when curves.png was last drawn
+        self._start_step = self.step
+        self._elapsed_base = self.elapsed
+        self._plotted = -math.inf
+        net: nn.Module = WithAux(self.model) if self.use_aux else self.model
         if d.active:
             unused = hasattr(self.model, "forward_with_aux") and not self.use_aux
             ids = [self.device.index] if self.device.type == "cuda" else None
@@ -471,10 +288,6 @@ class _Run:
             resume_step=self.step if self.ckpt is not None else None,
             history=self.history,
         )
-
-    @property
-    def best_key(self) -> str:
-        return "val_top1" if self.bundle.task == "classification" else "val_miou"
 
     def _loader(self, dataset, *, train: bool):
         from ..data._loader import loader
@@ -510,7 +323,7 @@ class _Run:
             "layout": self.bundle.layout,
             "task": self.bundle.task,
             "classes": list(self.bundle.classes),
-            "input": _input_entry(self.bundle.store),
+            "contract": self.bundle.contract.to_dict(),  # how input is prepared, everywhere
             "epoch": self.epoch,
             "batches_done": self.batches_done,
             "step": self.step,
@@ -522,6 +335,7 @@ class _Run:
             "metrics": metrics,
             "history": self.history,
             "epoch_state": dict(self.epoch_state),
+            "resumed_at": list(self.resumed_at) if self.resumed_at is not None else None,
             "rng": get_rng_state(),
         }
 
@@ -575,7 +389,7 @@ class _Run:
         )
 
     def _restore(self, ck: dict) -> None:
-        self.model.load_state_dict(ck["model"])
+        load_weights(self.model, ck)
         self.optimizer.load_state_dict(ck["optimizer"])
         if self.scaler is not None and ck.get("scaler") is not None:
             self.scaler.load_state_dict(ck["scaler"])
@@ -587,6 +401,7 @@ class _Run:
         self.best_metrics = ck["best_metrics"]
         self.history = list(ck["history"])
         self.epoch_state = dict(ck["epoch_state"])
+        self.resumed_at = read_resumed_at(ck.get("resumed_at"), ck.get("path"))
         set_rng_state(ck["rng"])
         self._saved_at = self.step, self.batches_done
         _say(
@@ -597,45 +412,22 @@ class _Run:
 
     # -- training ---------------------------------------------------------------------------
     def _loss(self, x, batch, target):
-        cfg, b = self.cfg, self.bundle
+        """``(loss, correct, count)`` of one micro-batch: the task's loss (after its batch
+        mixing), plus the model's auxiliary loss when it has one."""
         mask = batch.mask.to(self.device)
         with autocast(self.device, *self.amp):
-            if b.task == "classification":
-                mixing = cfg.train.mixup > 0 or cfg.train.cutmix > 0
-                if mixing:
-                    x, soft = mix_batch(
-                        x,
-                        target,
-                        b.num_classes,
-                        mixup=cfg.train.mixup,
-                        cutmix=cfg.train.cutmix,
-                        smoothing=cfg.train.label_smoothing,
-                        seed=cfg.train.seed,
-                        rank=self.d.rank,
-                        step=self.step,
-                    )
-                out = forward(self.net, x, mask).float()
-                if mixing:
-                    loss = soft_cross_entropy(out, soft, self.class_weights)
-                else:
-                    loss = F.cross_entropy(
-                        out,
-                        target,
-                        weight=self.class_weights,
-                        label_smoothing=cfg.train.label_smoothing,
-                    )
-                correct = (out.argmax(1) == target).float().sum()
-                return loss, correct, target.shape[0]
+            x, mixed = self.task.mix(x, target, rank=self.d.rank, step=self.step)
+            out = forward(self.net, x, mask)
+            aux = None
             if self.use_aux:
-                out, aux = forward(self.net, x, mask)
-                w = aux_weight(self.step, self.total_steps, initial=cfg.train.aux_weight)
-                loss = F.cross_entropy(out.float(), target, weight=self.class_weights)
+                out, aux = out
+            out = out.float()
+            loss = self.task.loss(out, target, mixed=mixed)
+            if aux is not None:
+                w = aux_weight(self.step, self.total_steps, initial=self.cfg.train.aux_weight)
                 loss = loss + w * self.model.aux_loss(aux, x)
-            else:
-                out = forward(self.net, x, mask)
-                loss = F.cross_entropy(out.float(), target, weight=self.class_weights)
-            correct = (out.argmax(1) == target).float().mean(dim=(1, 2)).sum()
-            return loss, correct, target.shape[0]
+            correct = self.task.correct(out, target)
+        return loss, correct, target.shape[0]
 
     def _optimizer_step(self) -> None:
         cfg = self.cfg
@@ -646,6 +438,7 @@ class _Run:
             warmup=self.warmup,
             schedule=cfg.train.schedule,
             min_lr=cfg.train.min_lr,
+            resumed_at=self.resumed_at,
         )
         for g in self.optimizer.param_groups:
             g["lr"] = lr
@@ -669,20 +462,19 @@ class _Run:
         self.net.train()
         self.train_loader.set_epoch(self.epoch, start=self.batches_done * bs)
         n = self.micro_per_epoch
-        bar = _Progress(
+        bar = EpochProgress(
             self.show, n - self.batches_done, f"epoch {self.epoch + 1}/{cfg.train.epochs}"
         )
         es = self.epoch_state
         it = iter(self.train_loader)
         i = self.batches_done
-        self.lr = self.optimizer.param_groups[0]["lr"]
         try:
             while i < n:
                 t0 = time.perf_counter()
                 batch = next(it)
                 t1 = time.perf_counter()
-                x = prepare_input(batch.frames, b.layout, cfg.data.mean, cfg.data.std, self.device)
-                target = batch_target(batch, b.task).to(self.device)
+                x = b.contract.prepare(batch.frames, device=self.device)
+                target = self.task.targets(batch).to(self.device)
                 group_start = (i // acc) * acc
                 group = min(acc, n - group_start)
                 last_in_group = i + 1 == group_start + group
@@ -725,7 +517,7 @@ class _Run:
         eta = now / steps_this_session * (self.total_steps - done)
         bar.update(
             f"loss {es['loss_sum'] / max(es['count'], 1):.3f}, {rate:.0f} samples/s, "
-            f"data wait {wait:.0%}, ETA {_fmt_time(eta)}"
+            f"data wait {wait:.0%}, ETA {format_duration(eta)}"
         )
         if not stepped:
             return
@@ -754,40 +546,37 @@ class _Run:
             raise _Stopped
 
     def _validate(self) -> dict:
-        b, cfg = self.bundle, self.cfg
+        b = self.bundle
         pred = predict(
             self.model,
             self.val_loader,
-            task=b.task,
-            layout=b.layout,
-            mean=cfg.data.mean,
-            std=cfg.data.std,
+            task=self.task,
+            contract=b.contract,
             device=self.device,
             num_classes=b.num_classes,
             amp=self.amp,
             dist=self.d,
         )
-        return _epoch_metrics(pred, b)
+        return self.task.metrics(pred)
 
     def _end_epoch(self, t_run: float, t_epoch: float) -> dict:
-        cfg, b, es = self.cfg, self.bundle, self.epoch_state
+        cfg, es = self.cfg, self.epoch_state
         busy = es["wait"] + es["compute"]
         self.totals["wait"] += es["wait"]
         self.totals["compute"] += es["compute"]
-        train_acc_key = "train_accuracy" if b.task == "classification" else "train_pixel_accuracy"
         record = {
             "kind": "epoch",
             "epoch": self.epoch + 1,
             "step": self.step,
             "lr": self.lr,
             "train_loss": es["loss_sum"] / max(es["count"], 1),
-            train_acc_key: es["correct"] / max(es["count"], 1),
+            self.task.train_metric: es["correct"] / max(es["count"], 1),
         }
         metrics: dict = {}
         last = self.epoch + 1 == cfg.train.epochs
         if (self.epoch + 1) % cfg.train.eval_every == 0 or last:
             metrics = self._validate()
-            record.update(_val_record(metrics, b.task))
+            record.update(self.task.epoch_record(metrics))
         record.update(
             {
                 "samples_per_s": es["count"] * self.d.world_size / busy if busy else 0.0,
@@ -801,11 +590,12 @@ class _Run:
         self.batches_done = 0
         self.epoch_state = self._fresh_epoch_state()
         self.elapsed = record["elapsed_seconds"]
-        improved = self.best_key in record and record[self.best_key] > self.best["value"]
+        key = self.task.best_key
+        improved = key in record and self.task.improved(record[key], self.best["value"])
         if improved:
             self.best = {
-                "metric": self.best_key,
-                "value": record[self.best_key],
+                "metric": key,
+                "value": record[key],
                 "epoch": self.epoch,
             }
             self.best_metrics = metrics
@@ -817,27 +607,28 @@ class _Run:
             self.logger.write_csv(self.history)
             now = time.perf_counter()
             if last or now - self._plotted >= PLOT_EVERY_S:  # short epochs: not every time
-                plot_curves(self.history, self.run_dir / "curves.png", task=b.task)
+                plot_curves(
+                    self.history,
+                    self.run_dir / "curves.png",
+                    metrics=self.task.curves,
+                    title=self.task.curves_title,
+                )
                 self._plotted = now
         return record
 
     def _epoch_line(self, rec: dict) -> str:
         parts = [f"epoch {rec['epoch']}/{self.cfg.train.epochs}", f"loss {rec['train_loss']:.3f}"]
-        if "train_accuracy" in rec:
-            parts.append(f"acc {rec['train_accuracy']:.3f}")
-        if "val_top1" in rec:
-            parts.append(f"val top1 {rec['val_top1']:.3f}")
-        if "val_miou" in rec:
-            parts.append(f"val mIoU {rec['val_miou']:.3f}")
+        parts += [f"{label} {rec[key]:.3f}" for key, label in self.task.shown if key in rec]
         parts.append(f"{rec['samples_per_s']:.0f} samples/s")
         parts.append(f"data wait {rec['data_wait_share']:.0%}")
         left = (self.cfg.train.epochs - rec["epoch"]) * rec["epoch_seconds"]
-        parts.append(f"ETA {_fmt_time(left)}")
+        parts.append(f"ETA {format_duration(left)}")
         return " | ".join(parts)
 
     def train(self) -> dict:
-        self.signum = 0
-        with _StopRequests() as self.stops:
+        if self.complete:
+            return self._already_complete()
+        with self.stops:
             summary = self._train()
         if self.signum:
             raise self._interrupted()
@@ -854,9 +645,6 @@ class _Run:
             f"{self.d.world_size} process(es) -> {self.run_dir}",
             self.show,
         )
-        self._start_step = self.step
-        self._elapsed_base = self.elapsed
-        self._plotted = -math.inf
         t_run = time.perf_counter()
         stopped = False
         try:
@@ -916,10 +704,7 @@ class _Run:
                 "val_videos": len(b.val_ids),
             },
         }
-        if b.task == "classification":
-            summary["accuracy"] = float(self.best_metrics.get("top1", float("nan")))
-        else:
-            summary["miou"] = float(self.best_metrics.get("miou", float("nan")))
+        summary.update(self.task.summary(self.best_metrics))
         if d.main:
             if self.best_metrics.get("confusion") is not None:
                 plot_confusion(

@@ -1,7 +1,11 @@
 """Conversion to float and per-channel normalisation, for any layout.
 
 uint8 input is first scaled to [0, 1] (divided by 255), so ``mean``/``std`` are given on the
-[0, 1] scale (e.g. ImageNet's (0.485, 0.456, 0.406) / (0.229, 0.224, 0.225)).
+[0, 1] scale (e.g. ImageNet's, :data:`hyperframes._contract.IMAGENET_MEAN` / ``IMAGENET_STD``).
+
+A model's input is prepared by its :class:`~hyperframes._contract.InputContract`, which
+normalises temporal windows (C channels per frame) and applies the layout afterwards;
+``layout=`` here is for callers holding frames already in another layout.
 """
 
 from __future__ import annotations

@@ -1,0 +1,567 @@
+"""The input contract: how raw frames become a model's input, in one object that travels with
+the model (in the spirit of timm's ``PretrainedCfg`` + ``resolve_data_config``).
+
+Training writes an :class:`InputContract` into every checkpoint (``state["contract"]``) and
+the ONNX sidecar; evaluation, :class:`~hyperframes.infer.Predictor`, ``predict`` and
+``export`` read it back and prepare input with it and nothing else, so train and serve
+cannot disagree. From a source frame to the model, in order:
+
+1. **store** -- what ``hyperframes build`` did: resample to ``fps`` (None: every decoded
+   frame) and resize to ``size`` (``"128"`` short side, ``"112x96"`` exact, None native).
+   Predict does it as frames arrive (:meth:`InputContract.store_size`);
+2. **window** -- ``frames`` (T) stored frames, ``frame_stride`` apart;
+3. **geometry** -- with a ``crop`` s: the short side resized to s (torchvision bilinear,
+   antialiased), then the central s x s square (:meth:`InputContract.resize_crop`; eval's
+   extra views take the square at the start or end of the longer side instead);
+4. **values** -- uint8 to float32 in [0, 1], then ``(x - mean) / std`` per channel
+   (a ``dtype="float16"`` store holds frames normalised at build time: only cast);
+5. **layout** -- the batch rearranged for the model (:mod:`hyperframes._layouts`), once per
+   batch, at the model boundary.
+
+Steps 3-5 are :meth:`InputContract.prepare`, the one function every path calls on a uint8
+batch (B, T, C, H, W). Geometry is idempotent (a frame already s x s is left as it is), so
+eval datasets and the predictor may apply step 3 earlier, per window or per frame (to batch
+frames of mixed sizes, or to resize each streamed frame once), and ``prepare`` does the rest.
+
+``resolve_contract`` derives a contract from a training config (+ its store), from a
+checkpoint (its ``contract`` entry, or for older checkpoints their config and ``input``
+entry), or from a contract with overrides. A checkpoint is untrusted input: every value is
+bounded (:meth:`InputContract.from_dict`).
+
+This module imports no torch at import time (the store imports its ImageNet constants).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ._errors import ConfigError, DataError
+
+__all__ = [
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "POSITIONS",
+    "InputContract",
+    "check_frame_size",
+    "resolve_contract",
+]
+
+#: ImageNet statistics on the [0, 1] scale: the one definition (config, store and infer use it)
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+#: the store's default frame size (``hyperframes build --size``)
+DEFAULT_SIZE = "128"
+#: where a crop sits along the longer side of a frame
+POSITIONS = ("start", "centre", "end")
+#: what the frames arriving from a store hold
+DTYPES = ("uint8", "float16")
+VERSION = 1
+_FIELDS = (
+    "frames",
+    "frame_stride",
+    "fps",
+    "size",
+    "crop",
+    "mean",
+    "std",
+    "dtype",
+    "layout",
+    "classes",
+)
+
+
+def _bounds():
+    from .train._config import MAX_CLASSES, MAX_FPS, MAX_FRAMES, MAX_SIDE
+
+    return MAX_FRAMES, MAX_SIDE, MAX_FPS, MAX_CLASSES
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_frame_size(size: Any, key: str) -> tuple[int, int, str] | None:
+    """``size`` as the store reads it (``"128"``, ``"112x96"``, ``"none"``) with each side at
+    most :data:`~hyperframes.train._config.MAX_SIDE`; (H, W, ``key``), None for native."""
+    from .store._options import parse_size
+
+    spec = parse_size(size, where=key)
+    if spec is None:
+        return None
+    _, height, width = spec
+    max_side = _bounds()[1]
+    if max(height, width) > max_side:
+        raise ConfigError(
+            f"{key}: {size!r} asks for frames of {height} x {width} pixels; allowed: sides of at "
+            f"most {max_side} (a short side 128, HxW 112x112, or none)"
+        )
+    return (height, width, key)
+
+
+def _stats(values: Any, name: str) -> tuple[float, float, float]:
+    if isinstance(values, str | bytes) or not hasattr(values, "__len__") or len(values) != 3:
+        raise ConfigError(f"{name}: expected 3 numbers (one per RGB channel), got {values!r:.80}")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise ConfigError(f"{name}: expected 3 finite numbers, got {values!r:.80}")
+        out.append(float(v))
+    if name == "std" and min(out) <= 0:
+        raise ConfigError(f"std: every value must be > 0, got {out}")
+    return (out[0], out[1], out[2])
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class InputContract:
+    """How frames become model input (module doc): ``frames`` T, ``frame_stride`` (stored
+    frames between consecutive frames of a window), ``fps`` (the store's rate, None: every
+    decoded frame), ``size`` (the store's frame size, None: native), ``crop`` (side of the
+    square the model sees, None: the whole stored frame), ``mean``/``std`` (on the [0, 1]
+    scale), ``dtype`` (of the frames a store holds: ``"uint8"`` RGB 0..255, or ``"float16"``
+    normalised at build time), ``layout`` and ``classes``.
+
+    ``source`` says where ``size``/``fps`` came from; it is not part of the contract (not
+    compared, not saved)."""
+
+    frames: int
+    layout: str
+    frame_stride: int = 1
+    fps: float | None = None
+    size: str | None = DEFAULT_SIZE
+    crop: int | None = None
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+    dtype: str = "uint8"
+    classes: tuple[str, ...] = ()
+    source: str = dataclasses.field(default="defaults", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        max_frames, max_side, max_fps, max_classes = _bounds()
+        if not _is_int(self.frames):
+            raise ConfigError(f"frames must be an integer, got {self.frames!r:.80}")
+        if not 1 <= self.frames <= max_frames:
+            raise ConfigError(f"frames: out of range: {self.frames}; allowed: 1 to {max_frames}")
+        if not _is_int(self.frame_stride) or not 1 <= self.frame_stride <= max_frames:
+            raise ConfigError(
+                f"frame_stride must be an integer from 1 to {max_frames}, got "
+                f"{self.frame_stride!r:.80}"
+            )
+        from ._layouts import LAYOUTS
+
+        if self.layout not in LAYOUTS:
+            raise ConfigError(
+                f"layout {self.layout!r:.80} is not a layout; allowed: {', '.join(LAYOUTS)}"
+            )
+        if self.size is not None and not isinstance(self.size, str):
+            raise ConfigError(
+                f"size must be a string ('128', '112x96') or None, got {self.size!r:.80}"
+            )
+        check_frame_size(self.size, "size")
+        if self.crop is not None and (not _is_int(self.crop) or not 1 <= self.crop <= max_side):
+            raise ConfigError(
+                f"crop must be an integer from 1 to {max_side} or None, got {self.crop!r:.80}"
+            )
+        if self.fps is not None and (
+            isinstance(self.fps, bool)
+            or not isinstance(self.fps, int | float)
+            or not (math.isfinite(self.fps) and 0 < self.fps <= max_fps)
+        ):
+            raise ConfigError(
+                f"fps must be a positive number up to {max_fps:g} or None, got {self.fps!r:.80}"
+            )
+        object.__setattr__(self, "mean", _stats(self.mean, "mean"))
+        object.__setattr__(self, "std", _stats(self.std, "std"))
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"dtype {self.dtype!r:.80} is not allowed; allowed: uint8, float16")
+        classes = self.classes
+        if isinstance(classes, str) or not isinstance(classes, list | tuple):
+            raise ConfigError(f"classes: expected a list of class names, got {classes!r:.80}")
+        if len(classes) > max_classes or not all(isinstance(c, str) for c in classes):
+            raise ConfigError(
+                f"classes: expected at most {max_classes} class names (strings), got "
+                f"{len(classes)} items"
+            )
+        object.__setattr__(self, "classes", tuple(classes))
+
+    def __repr__(self) -> str:
+        shown = {k: getattr(self, k) for k in _FIELDS if k != "classes"}
+        args = ", ".join(f"{k}={v!r}" for k, v in shown.items())
+        return f"InputContract({args}, classes=<{len(self.classes)} names>)"
+
+    # -- (de)serialisation -------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """Plain values (``torch.load(weights_only=True)`` and JSON read them back)."""
+        d = {k: getattr(self, k) for k in _FIELDS}
+        d.update(mean=list(self.mean), std=list(self.std), classes=list(self.classes))
+        return {"version": VERSION, **d}
+
+    @classmethod
+    def from_dict(cls, d: Any, *, where: str = "contract") -> InputContract:
+        """The contract ``d`` describes (what :meth:`to_dict` wrote), every value checked;
+        :class:`ConfigError` naming ``where`` and the key."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"{where}: expected a mapping, got {type(d).__name__}")
+        if d.get("version", VERSION) != VERSION:
+            raise ConfigError(
+                f"{where}: version {d.get('version')!r:.40} is not readable by this hyperframes, "
+                f"which reads version {VERSION}"
+            )
+        unknown = sorted(str(k) for k in d if k not in (*_FIELDS, "version"))
+        if unknown:
+            raise ConfigError(f"{where}: unknown keys {unknown[:5]}; allowed: {', '.join(_FIELDS)}")
+        for key in ("frames", "layout"):
+            if key not in d:
+                raise ConfigError(f"{where}: the {key!r} entry is missing")
+        kw = {k: d[k] for k in _FIELDS if k in d}
+        if "fps" in kw and kw["fps"] == 0 and not isinstance(kw["fps"], bool):
+            kw["fps"] = None
+        try:
+            return cls(**kw, source=where)
+        except ConfigError as e:
+            raise ConfigError(f"{where}.{e}") from None
+
+    # -- sizes -------------------------------------------------------------------------------
+    def store_size(self, height: int, width: int) -> tuple[int, int]:
+        """(H, W) the store makes of a ``height`` x ``width`` source frame."""
+        from .store._options import target_size
+
+        return target_size(height, width, self.size) or (height, width)
+
+    def input_size(self, height: int, width: int) -> tuple[int, int]:
+        """(H, W) of the model input for a ``height`` x ``width`` source frame."""
+        h, w = self.store_size(height, width)
+        return (h, w) if self.crop is None else (self.crop, self.crop)
+
+    def example_size(self) -> tuple[int, int]:
+        """A representative input size when no source frame is known (export): the crop, the
+        exact size, or a square of the short side (64 for native-size stores)."""
+        from .store._options import parse_size
+
+        if self.crop is not None:
+            return (self.crop, self.crop)
+        spec = parse_size(self.size)
+        return (64, 64) if spec is None else (spec[1], spec[2])
+
+    def window_span(self) -> int:
+        """Stored frames a window covers: ``(frames - 1) * frame_stride + 1``."""
+        return (self.frames - 1) * self.frame_stride + 1
+
+    # -- preparing input ---------------------------------------------------------------------
+    def resize_crop(self, frames, *, position: str = "centre"):
+        """Step 3 on a (..., C, H, W) tensor: with ``crop`` s, the short side resized to s and
+        the s x s square at ``position`` along the longer side; without, the whole frame (a
+        ``position`` other than centre then takes the square of the short side there: eval's
+        extra views). Frames already s x s come back as they are."""
+        if position not in POSITIONS:
+            raise ConfigError(f"position {position!r}: allowed: {', '.join(POSITIONS)}")
+        h, w = frames.shape[-2:]
+        side = self.crop
+        if side is None:
+            if position == "centre":
+                return frames
+            side = min(h, w)
+        elif min(h, w) != side:
+            import torchvision.transforms.v2.functional as F
+
+            frames = F.resize(frames, [side], antialias=True)
+            h, w = frames.shape[-2:]
+        if (h, w) == (side, side):
+            return frames
+
+        def offset(length: int, along: bool) -> int:
+            if not along or position == "centre":
+                return (length - side) // 2
+            return 0 if position == "start" else length - side
+
+        top, left = offset(h, h > w), offset(w, w >= h)
+        return frames[..., top : top + side, left : left + side]
+
+    def normalize(self, frames, *, device=None):
+        """Step 4 on a (..., C, H, W) tensor (moved to ``device`` first): uint8 to float32,
+        ``(x / 255 - mean) / std``; float frames are taken as [0, 1] (as ``to_float`` makes
+        them), except that a ``float16`` contract's float frames are already normalised."""
+        import torch
+
+        from .data.transforms._normalize import normalize
+
+        if device is not None:
+            frames = frames.to(device, non_blocking=True)
+        if frames.is_floating_point() and self.dtype == "float16":
+            return frames.to(torch.float32)
+        if frames.ndim < 3 or frames.shape[-3] != len(self.mean):
+            raise DataError(
+                f"frames of shape {tuple(frames.shape)}: expected (..., {len(self.mean)}, H, W)"
+                " RGB frames"
+            )
+        return normalize(frames, self.mean, self.std)
+
+    def prepare(self, frames, *, device=None, position: str = "centre"):
+        """Steps 3-5 on a uint8 window (T, C, H, W) or batch (B, T, C, H, W): the model's
+        input (a tensor, or a :class:`~hyperframes._layouts.KeyframeWindow`)."""
+        from ._layouts import to_layout
+
+        if getattr(frames, "ndim", 0) not in (4, 5):
+            shape = tuple(frames.shape) if hasattr(frames, "shape") else type(frames).__name__
+            raise DataError(
+                f"prepare needs a window (T, C, H, W) or a batch (B, T, C, H, W) of frames in "
+                f"the temporal layout, got {shape}"
+            )
+        if frames.shape[-4] != self.frames:
+            raise DataError(
+                f"prepare: the model takes windows of {self.frames} frames, got "
+                f"{frames.shape[-4]} (shape {tuple(frames.shape)})"
+            )
+        x = self.resize_crop(frames, position=position)
+        return to_layout(self.normalize(x, device=device), self.layout)
+
+    def transform(self, position: str = "centre") -> ContractCrop | None:
+        """Step 3 as a dataset transform (per window, before collation), or None when it does
+        nothing (no crop, centre)."""
+        if self.crop is None and position == "centre":
+            return None
+        return ContractCrop(self, position)
+
+
+class ContractCrop:
+    """A dataset transform (``transform(frames, indices, mask, generator=...)`` -> ``Window``)
+    applying :meth:`InputContract.resize_crop` to a window."""
+
+    random = False
+
+    def __init__(self, contract: InputContract, position: str = "centre") -> None:
+        if position not in POSITIONS:
+            raise ConfigError(f"position {position!r}: allowed: {', '.join(POSITIONS)}")
+        self.contract, self.position = contract, position
+
+    def __call__(self, frames, indices=None, mask=None, *, generator=None):
+        from .data.transforms._base import Window, as_window
+
+        w = as_window(frames, indices, mask)
+        return Window(self.contract.resize_crop(w.frames, position=self.position), *w[1:])
+
+    def __repr__(self) -> str:
+        return f"ContractCrop(crop={self.contract.crop}, position={self.position!r})"
+
+
+# --------------------------------------------------------------------------- resolving
+
+
+def resolve_contract(source: Any, *, store: Any = None, **overrides: Any) -> InputContract:
+    """The :class:`InputContract` of ``source`` with ``overrides`` (field values; ``size`` and
+    ``fps`` as a user gives them: ``"128"``/``"none"``, ``0`` = every frame; None = keep).
+
+    ``source``: an :class:`InputContract`; a training config (``hyperframes.train.Config``,
+    with ``store``, the opened store or its path, for the frame size and rate it built); or a
+    checkpoint dict (its ``contract`` entry; older checkpoints: their ``config`` and
+    ``input`` entry, else the store at ``config.data.store`` if it is there, else defaults).
+    """
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if isinstance(source, InputContract):
+        base = source
+    elif isinstance(source, Mapping):
+        base = _from_checkpoint(source)
+    elif hasattr(source, "data") and hasattr(source, "model"):
+        base = _from_config(source, store)
+    else:
+        raise ConfigError(
+            f"resolve_contract takes an InputContract, a training config or a checkpoint dict, "
+            f"got {type(source).__name__}"
+        )
+    return _override(base, overrides)
+
+
+def _override(base: InputContract, overrides: dict) -> InputContract:
+    if not overrides:
+        return base
+    unknown = sorted(set(overrides) - set(_FIELDS))
+    if unknown:
+        raise ConfigError(f"resolve_contract: unknown fields {unknown}; allowed: {_FIELDS}")
+    sources = []
+    if "size" in overrides:
+        from .store._options import parse_size
+
+        size = overrides["size"]
+        check_frame_size(size, "frame size")
+        overrides["size"] = None if parse_size(size) is None else str(size).strip().lower()
+        sources.append("size argument")
+    if "fps" in overrides:
+        overrides["fps"] = _fps(overrides["fps"], "fps")
+        sources.append("fps argument")
+    kept = [s for s in base.source.split(", ") if s and not _names_field(s, overrides)]
+    return dataclasses.replace(base, **overrides, source=", ".join(sources + kept))
+
+
+def _names_field(source: str, overrides: dict) -> bool:
+    return ("size" in overrides and "size" in source) or ("fps" in overrides and "fps" in source)
+
+
+def _fps(value: Any, where: str) -> float | None:
+    from .train._config import MAX_FPS
+
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (math.isfinite(value) and 0 <= value <= MAX_FPS)
+    ):
+        raise ConfigError(
+            f"{where} must be a number >= 0 and <= {MAX_FPS:g} (0 = every decoded frame), "
+            f"got {value!r:.80}"
+        )
+    return float(value) if value > 0 else None
+
+
+def _frame_stride(options: Any, val_options: Any) -> Any:
+    """The stride the run's windows were sampled at (validation's first, as eval samples)."""
+    for opts in (val_options, options):
+        if isinstance(opts, Mapping) and "stride" in opts:
+            return opts["stride"]
+    return 1
+
+
+def _manifest(store: Any) -> dict:
+    """The manifest of ``store`` (an opened store, or the path of one), {} if unknown."""
+    if store is None:
+        return {}
+    manifest = getattr(store, "manifest", None)
+    if isinstance(manifest, Mapping):
+        return dict(manifest)
+    p = Path(str(store))
+    try:
+        if p.is_dir():  # a store folder: its manifest, nothing else
+            manifest = json.loads((p / "manifest.json").read_text())
+        elif p.is_file():  # an HDF5 store keeps the manifest in its attributes
+            from .store import open_store
+
+            with open_store(p) as h5:
+                manifest = h5.manifest
+        else:
+            return {}
+    except Exception:  # a store that is not there or not readable: fall back to defaults
+        return {}
+    return dict(manifest) if isinstance(manifest, Mapping) else {}
+
+
+def _store_entry(manifest: Mapping) -> tuple[dict, dict]:
+    build = manifest.get("build")
+    norm = manifest.get("normalize")
+    return (
+        dict(build) if isinstance(build, Mapping) else {},
+        dict(norm) if isinstance(norm, Mapping) else {},
+    )
+
+
+def _from_config(cfg: Any, store: Any) -> InputContract:
+    from .models import get_spec
+
+    d = cfg.data
+    spec = get_spec(cfg.model.name)
+    where = getattr(store, "path", store) if store is not None else d.store
+    build, norm = _store_entry(_manifest(store if store is not None else d.store))
+    mean, std, dtype = d.mean, d.std, "uint8"
+    if build.get("dtype") == "float16":  # frames normalised at build time, with its mean/std
+        dtype = "float16"
+        mean, std = norm.get("mean", mean), norm.get("std", std)
+    return _make(
+        frames=d.frames,
+        layout=spec.layout if d.layout == "auto" else d.layout,
+        task=spec.task,
+        crop=d.augmentation.size,
+        stride=_frame_stride(d.sampler_options, d.val_sampler_options),
+        size=str(build.get("size", "none")),  # a store that does not say: its frames as they are
+        fps=build.get("fps") or 0.0,
+        mean=mean,
+        std=std,
+        dtype=dtype,
+        classes=(),
+        source=f"store {where}",
+    )
+
+
+def _make(*, frames, layout, task, crop, stride, size, fps, mean, std, dtype, classes, source):
+    from .store._options import parse_size
+
+    check_frame_size(size, "frame size")
+    return InputContract(
+        frames=frames,
+        layout=layout,
+        frame_stride=stride,
+        fps=_fps(fps, "fps"),
+        size=None if parse_size(size) is None else str(size).strip().lower(),
+        crop=crop if task == "classification" else None,  # segmentation: whole frames
+        mean=mean,
+        std=std,
+        dtype=dtype,
+        classes=classes,
+        source=source,
+    )
+
+
+def _from_checkpoint(state: Mapping) -> InputContract:
+    if "contract" in state:
+        c = InputContract.from_dict(state["contract"])
+        return dataclasses.replace(c, source="checkpoint contract")
+    return _from_old_checkpoint(state)
+
+
+def _section(config: Mapping, name: str) -> Mapping:
+    sec = config.get(name) or {}
+    if not isinstance(sec, Mapping):
+        raise ConfigError(f"config.{name}: expected a mapping, got {type(sec).__name__}")
+    return sec
+
+
+def _from_old_checkpoint(state: Mapping) -> InputContract:
+    """Checkpoints written before the contract: their config and ``input`` entry
+    (``{"size", "fps"}``), else the store at ``config.data.store`` if it is there."""
+    from .models import get_spec
+
+    config = state.get("config") if isinstance(state.get("config"), Mapping) else {}
+    data, model = _section(config, "data"), _section(config, "model")
+    name = model.get("name") or state.get("model_name")
+    try:
+        spec = get_spec(name) if isinstance(name, str) else None
+    except ConfigError:
+        spec = None
+    layout = data.get("layout") or state.get("layout") or "auto"
+    if layout == "auto":
+        layout = spec.layout if spec is not None else "temporal"
+    task = state.get("task") or (spec.task if spec is not None else "classification")
+    aug = data.get("augmentation") or {}
+    recorded = state.get("input") if isinstance(state.get("input"), Mapping) else None
+    build, _ = _store_entry({} if recorded else _manifest(data.get("store")))
+    if recorded and "size" in recorded:
+        size, source = recorded["size"], ["checkpoint input.size"]
+    elif build and "size" in build:
+        size, source = build["size"], [f"store {data.get('store')}"]
+    else:
+        size, source = DEFAULT_SIZE, ["default size 128"]
+    if recorded and "fps" in recorded:
+        fps, src = _fps(recorded["fps"], "checkpoint input.fps"), "checkpoint input.fps"
+    elif build and "fps" in build:
+        fps, src = _fps(build["fps"], "store fps"), f"store {data.get('store')}"
+    else:
+        fps, src = None, "default: every frame"
+    if src not in source:
+        source.append(src)
+    classes = state.get("classes") or ()
+    return _make(
+        frames=data.get("frames", state.get("frames", 8)),
+        layout=layout,
+        task=task,
+        crop=aug.get("size") if isinstance(aug, Mapping) else None,
+        stride=_frame_stride(data.get("sampler_options"), data.get("val_sampler_options")),
+        size=size,
+        fps=fps or 0.0,
+        mean=data.get("mean", IMAGENET_MEAN),
+        std=data.get("std", IMAGENET_STD),
+        dtype="uint8",
+        classes=[str(c) for c in classes] if isinstance(classes, list | tuple) else classes,
+        source=", ".join(source),
+    )

@@ -1,0 +1,300 @@
+"""The argument parser of ``hyperframes``: every command, every option described, an example each.
+
+Building it imports nothing heavy: the handlers (``_commands``) import the library when they run,
+and ``train``/``eval`` take their options from ``hyperframes.train`` (which imports torch) only
+when one of them is the command being run; otherwise they are listed by name and summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .._version import __version__
+
+DEFAULT_MAX_PIXELS = 8192 * 8192  # as hyperframes.store BuildOptions (not imported: start-up)
+COMPRESSIONS = ["lzf", "blosc", "gzip", "none"]
+
+#: one-line summaries of the training commands, shown by ``hyperframes --help`` without importing
+#: them (a test checks they equal what ``hyperframes.train`` registers)
+TRAINING_SUMMARIES = {
+    "train": "train a model on a store from a YAML config",
+    "eval": "evaluate a checkpoint (multi-clip, multi-crop)",
+}
+
+EXAMPLES = {
+    "build": "hyperframes build videos/ --out store --size 128 --codec lz4 --workers 2",
+    "info": "hyperframes info store --json | head",
+    "verify": "hyperframes verify store",
+    "show": "hyperframes show store --video 3 --start 40 --frames 16 --stride 2 --out w.png",
+    "convert": "hyperframes convert store --format hdf5 --out store.h5",
+    "bench": "hyperframes bench videos/ --codecs raw,jpeg --windows 256 --keep bench_stores",
+    "models": "hyperframes models --json",
+    "predict": "hyperframes predict runs/r18/best.pt video.mp4 --stride 4 --ema 0.7 --annotate",
+    "export": "hyperframes export runs/r18/best.pt --onnx model.onnx",
+    "train": "hyperframes train configs/channel_r18.yaml --set train.lr=0.02 --out runs/r18",
+    "eval": "hyperframes eval runs/r18/best.pt --store STORE --split val --clips 10 --crops 3",
+    "demo": "hyperframes demo --out demo_out --quick",
+}
+
+
+def _command(sub, name: str, summary: str, description: str | None = None):
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=description or summary[0].upper() + summary[1:] + ".",
+        epilog=f"example:\n  {EXAMPLES[name]}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def _build_options(b) -> None:
+    b.add_argument(
+        "data", help="folder root/<label>/<video>, annotation file, frame folder or video"
+    )
+    b.add_argument("--out", required=True, help="store folder (or .h5 file with --format hdf5)")
+    # --input-format / --root: how DATA is read (hyperframes.store._input_formats)
+    b.add_argument(
+        "--input-format",
+        default=None,
+        help="how to read DATA: folder, mmaction, csv, ucf101, hmdb51, kinetics, ssv2, charades "
+        "or activitynet (default: detected from names, headers and JSON shapes)",
+    )
+    b.add_argument(
+        "--root",
+        default=None,
+        help="folder the annotation's paths are relative to (default: the annotation's folder)",
+    )
+    b.add_argument(
+        "--fps", type=float, default=None, help="resample to this rate (default: native)"
+    )
+    b.add_argument(
+        "--size",
+        default="128",
+        help="stored frame size: short side (128), HxW (112x112) or none (native); default 128",
+    )
+    b.add_argument(
+        "--codec",
+        default="raw",
+        choices=["raw", "lz4", "zstd", "jpeg"],
+        help="how frames are stored: raw (fastest reads), lz4/zstd (lossless, smaller) or jpeg "
+        "(lossy, smallest); default raw",
+    )
+    b.add_argument(
+        "--dtype", default="uint8", choices=["uint8", "float16"], help="stored pixel type"
+    )
+    b.add_argument(
+        "--decoder",
+        default="pyav",
+        choices=["pyav", "torchcodec", "decord", "opencv"],
+        help="library that decodes the sources (default pyav)",
+    )
+    b.add_argument(
+        "--stream",
+        type=int,
+        default=None,
+        help="video stream to decode, v:K counting video streams only (default: the widest)",
+    )
+    b.add_argument(
+        "--jpeg-quality", type=int, default=90, help="with --codec jpeg: quality 1-100 (90)"
+    )
+    b.add_argument(
+        "--chunk-frames", type=int, default=4, help="frames per lz4/zstd chunk (default 4)"
+    )
+    b.add_argument(
+        "--frame-fps", type=float, default=30.0, help="rate of frame folders (default 30)"
+    )
+    b.add_argument(
+        "--format",
+        default="store",
+        choices=["store", "hdf5"],
+        help="a store folder (default) or one HDF5 file",
+    )
+    b.add_argument(
+        "--hdf5-compression",
+        default="lzf",
+        choices=COMPRESSIONS,
+        help="with --format hdf5: dataset compression (default lzf)",
+    )
+    b.add_argument("--workers", type=int, default=1, help="decoding processes (default 1)")
+    b.add_argument(
+        "--on-damaged",
+        default="keep",
+        choices=["keep", "fail"],
+        help="a video the decoder reports errors for: keep it (listed under 'damaged', exit "
+        "status 2) or fail it",
+    )
+    b.add_argument(
+        "--max-pixels",
+        type=int,
+        default=DEFAULT_MAX_PIXELS,
+        help=f"refuse videos whose frames exceed this many pixels (default {DEFAULT_MAX_PIXELS}, "
+        "passes 8K)",
+    )
+    b.add_argument("--dry-run", action="store_true", help="estimate the store's size only")
+    b.add_argument("--json", action="store_true", help="with --dry-run: print JSON")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _bench_options(n) -> None:
+    n.add_argument("data", help="a store, or data to build temporary stores from (as build)")
+    n.add_argument("--frames", type=int, default=16, help="frames per window (default 16)")
+    n.add_argument("--batch", type=int, default=32, help="windows per batch read (default 32)")
+    n.add_argument(
+        "--windows", type=int, default=512, help="random windows in the plan (default 512)"
+    )
+    n.add_argument(
+        "--size",
+        default="128",
+        help="stored frame size when building from data, as build --size (default 128)",
+    )
+    n.add_argument(
+        "--codecs",
+        default="raw,lz4,zstd,jpeg",
+        help="codecs to build a store with when given data, comma-separated (default all four)",
+    )
+    n.add_argument(
+        "--budget",
+        type=float,
+        default=10.0,
+        help="seconds of windows per on-the-fly decoder (default 10)",
+    )
+    n.add_argument(
+        "--keep",
+        metavar="DIR",
+        default=None,
+        help="build the stores in DIR and keep them (default: a temporary folder, removed)",
+    )
+    n.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _predict_options(pr) -> None:
+    pr.add_argument("checkpoint", help="a checkpoint written by train (best.pt or last.pt)")
+    pr.add_argument("video", help="the video file to predict over")
+    pr.add_argument(
+        "--stride",
+        type=int,
+        default=1,
+        help="frames between window starts, at the model's frame rate (default 1)",
+    )
+    pr.add_argument(
+        "--ema", type=float, default=0.0, help="smoothing weight in [0, 1) (default 0: off)"
+    )
+    pr.add_argument(
+        "--out",
+        default=None,
+        help="output folder for timeline.csv/.json/.png (default: <video>_predict); windows "
+        "are named by source frame numbers and seconds",
+    )
+    pr.add_argument("--annotate", action="store_true", help="also write an annotated video")
+    pr.add_argument(
+        "--batch-size", type=int, default=8, help="windows per forward pass (default 8)"
+    )
+    pr.add_argument(
+        "--device",
+        default="cpu",
+        choices=["auto", "cpu", "cuda"],
+        help="where the model runs; auto picks cuda when present (default cpu)",
+    )
+    pr.add_argument("--no-reuse", action="store_true", help="rerun every window in full")
+    pr.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def build_parser(*, training: bool = True) -> argparse.ArgumentParser:
+    """The parser of every command. ``training=False`` lists ``train`` and ``eval`` without
+    their options, so that building the parser does not import torch."""
+    from . import _commands as run
+
+    p = argparse.ArgumentParser(
+        prog="hyperframes",
+        description="Decode video once; serve hyperframes at memory speed.",
+        epilog="Each command describes its options and gives an example:\n"
+        "  hyperframes COMMAND --help",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--version",
+        action="version",
+        version=f"hyperframes {__version__}",
+        help="print the version and exit",
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    b = _command(sub, "build", "decode videos once into a store")
+    _build_options(b)
+    b.set_defaults(func=run.build)
+
+    i = _command(sub, "info", "describe a store")
+    i.add_argument("store", help="a store folder or .h5 file")
+    i.add_argument("--json", action="store_true", help="print everything as JSON")
+    i.set_defaults(func=run.info)
+
+    v = _command(sub, "verify", "recompute every checksum of a store")
+    v.add_argument("store", help="a store folder or .h5 file")
+    v.set_defaults(func=run.verify)
+
+    s = _command(sub, "show", "write a window of frames as a PNG")
+    s.add_argument("store", help="a store folder or .h5 file")
+    s.add_argument(
+        "--video", type=int, required=True, help="video number (0-based, as info lists them)"
+    )
+    s.add_argument("--start", type=int, default=0, help="first stored frame (default 0)")
+    s.add_argument("--frames", type=int, default=8, help="frames in the window (default 8)")
+    s.add_argument(
+        "--stride", type=int, default=1, help="stored frames between shown ones (default 1)"
+    )
+    s.add_argument("--out", default="window.png", help="PNG to write (default window.png)")
+    s.set_defaults(func=run.show)
+
+    c = _command(sub, "convert", "write a store in another format")
+    c.add_argument("store", help="a store folder")
+    c.add_argument("--format", default="hdf5", choices=["hdf5"], help="the format to write (hdf5)")
+    c.add_argument("--out", required=True, help="the file to write (store.h5)")
+    c.add_argument(
+        "--compression",
+        default="lzf",
+        choices=COMPRESSIONS,
+        help="HDF5 dataset compression (default lzf)",
+    )
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.set_defaults(func=run.convert)
+
+    n = _command(
+        sub,
+        "bench",
+        "store reads vs on-the-fly decoding vs memcpy",
+        "Windows/s for one random window plan: read from a store per codec, decoded on the fly "
+        "by every installed decoder, and a plain memcpy of the same bytes. A decoder that cannot "
+        "open a video skips it and says why.",
+    )
+    _bench_options(n)
+    n.set_defaults(func=run.bench)
+
+    m = _command(sub, "models", "registered models: name, layout, parameters")
+    m.add_argument("--json", action="store_true", help="print the table as JSON")
+    m.set_defaults(func=run.models)
+
+    pr = _command(sub, "predict", "sliding-window predictions over a video")
+    _predict_options(pr)
+    pr.set_defaults(func=run.predict)
+
+    ex = _command(sub, "export", "export a checkpoint to ONNX (checked by onnxruntime)")
+    ex.add_argument("checkpoint", help="a checkpoint written by train")
+    ex.add_argument("--onnx", required=True, help="the .onnx file to write")
+    ex.set_defaults(func=run.export)
+
+    if training:
+        from ..train._cli import add_eval_parser, add_train_parser
+
+        for name, add in (("train", add_train_parser), ("eval", add_eval_parser)):
+            t = add(sub)
+            t.epilog = f"example:\n  {EXAMPLES[name]}"
+            t.formatter_class = argparse.RawDescriptionHelpFormatter
+    else:
+        for name, summary in TRAINING_SUMMARIES.items():
+            sub.add_parser(name, help=summary, add_help=False)
+
+    d = _command(sub, "demo", "the end-to-end showcase on synthetic data")
+    d.add_argument("--out", default="demo_out", help="output folder (default demo_out)")
+    d.add_argument("--quick", action="store_true", help="smaller dataset (for tests)")
+    d.set_defaults(func=run.demo)
+    return p

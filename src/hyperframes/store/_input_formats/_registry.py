@@ -1,0 +1,159 @@
+"""The input formats a build reads, by name: each detects itself and reads DATA into Inputs.
+
+A format registers a reader ``read(data, root) -> Inputs`` and a detector
+``detect(probe) -> int``: 0 says "not this format", 1 "could be" (a folder, a ``.txt`` list),
+2 "this format" (a file name, a CSV header or a JSON shape only it has). Detection keeps the
+formats with the highest answer; more than one is ambiguous and asks for ``--input-format``.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ..._errors import ConfigError, InputError
+from .._sources import Inputs
+
+GENERIC, SPECIFIC = 1, 2
+_HEAD_BYTES = 64 * 1024
+
+
+class Probe:
+    """What detectors look at, read once: the path, its top-level names (a folder) and the
+    first bytes / CSV header of a file. Reading stays cheap: nothing is parsed in full."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.is_dir = path.is_dir()
+        self._heads: dict[Path, str] = {}
+
+    @functools.cached_property
+    def names(self) -> list[str]:
+        """The folder's own file names, sorted (hidden ones left out)."""
+        if not self.is_dir:
+            return []
+        try:
+            with os.scandir(self.path) as it:
+                return sorted(e.name for e in it if not e.name.startswith(".") and _is_file(e))
+        except OSError:
+            return []
+
+    def files(self, suffix: str) -> list[Path]:
+        """The folder's files (the file itself, for a file) ending with ``suffix``."""
+        if not self.is_dir:
+            return [self.path] if self.path.name.lower().endswith(suffix) else []
+        return [self.path / n for n in self.names if n.lower().endswith(suffix)]
+
+    def head(self, path: Path | None = None) -> str:
+        """The first 64 KiB of a file as text ("" for a folder or an unreadable file)."""
+        path = path or self.path
+        if path not in self._heads:
+            self._heads[path] = _head(path)
+        return self._heads[path]
+
+    def header(self, path: Path | None = None) -> list[str]:
+        """The first row of a CSV, lower-cased and stripped."""
+        return csv_header(self.head(path))
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
+
+def _head(path: Path) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(_HEAD_BYTES).decode("utf-8-sig", errors="replace")
+    except OSError:
+        return ""
+
+
+def csv_header(text: str) -> list[str]:
+    """The first row of CSV ``text``, lower-cased and stripped."""
+    first = text.splitlines()[:1]
+    if not first:
+        return []
+    return [c.strip().lower() for c in next(csv.reader(first))]
+
+
+@dataclasses.dataclass(frozen=True)
+class InputFormat:
+    name: str
+    summary: str  # what DATA is, one line (the CLI help and errors quote it)
+    detect: Callable[[Probe], int]
+    read: Callable[[Path, Path | None], Inputs]
+
+
+_FORMATS: dict[str, InputFormat] = {}
+
+
+def register_input_format(name: str, *, summary: str, detect: Callable[[Probe], int]):
+    """Decorator registering ``read(data, root) -> Inputs`` as the input format ``name``."""
+
+    def deco(read):
+        if name in _FORMATS:
+            raise ValueError(f"input format {name!r} is registered twice")
+        _FORMATS[name] = InputFormat(name, summary, detect, read)
+        return read
+
+    return deco
+
+
+def list_input_formats() -> list[str]:
+    """The registered input format names, in registration order."""
+    return list(_FORMATS)
+
+
+def get_input_format(name: str) -> InputFormat:
+    try:
+        return _FORMATS[name]
+    except KeyError:
+        raise ConfigError(f"unknown input format {name!r}; known: {', '.join(_FORMATS)}") from None
+
+
+def detect_input_format(data: str | os.PathLike) -> str:
+    """The one format ``data`` is in, judged by names, CSV headers and JSON shapes."""
+    path = Path(data)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder (expected videos, a folder or a list)")
+    probe = Probe(path)
+    scores = {name: fmt.detect(probe) for name, fmt in _FORMATS.items()}
+    best = max(scores.values())
+    found = [name for name, score in scores.items() if score == best]
+    if best == 0:
+        raise InputError(
+            f"{path}: cannot tell its input format from its name or content; pass "
+            f"--input-format, one of: {', '.join(_FORMATS)}"
+        )
+    if len(found) > 1:
+        raise InputError(
+            f"{path}: could be read as {' or '.join(found)}; pass --input-format "
+            f"{found[0]} (or {', '.join(found[1:])})"
+        )
+    return found[0]
+
+
+def read_inputs(
+    data: str | os.PathLike,
+    *,
+    input_format: str | None = None,
+    root: str | os.PathLike | None = None,
+) -> Inputs:
+    """Every source of ``data`` read as ``input_format`` (default: detected), paths relative
+    to ``root`` (default: the annotation file's folder)."""
+    path = Path(data)
+    fmt = get_input_format(input_format) if input_format else None
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder (expected videos, a folder or a list)")
+    if root is not None and not Path(root).is_dir():
+        raise InputError(f"--root {root}: no such folder (the folder the listed paths are in)")
+    fmt = fmt or _FORMATS[detect_input_format(path)]
+    inputs = fmt.read(path, None if root is None else Path(os.path.abspath(root)))
+    return dataclasses.replace(inputs, input_format=fmt.name)

@@ -1,0 +1,342 @@
+"""What every annotation format shares: rows that end as a source, a failed row or a skipped
+row, each remembering where it was listed ("file:line"), and the small parsers of times,
+text lines and JSON lists that keep those line numbers."""
+
+from __future__ import annotations
+
+import collections
+import csv
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..._errors import InputError
+from .._sources import (
+    IMAGE_EXTENSIONS,
+    VIDEO_EXTENSIONS,
+    Inputs,
+    Segment,
+    Source,
+    class_names,
+    listed_kind,
+)
+
+
+class RowError(ValueError):
+    """A row that cannot be used; the reader turns it into a failed row naming the row."""
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError as e:
+        raise InputError(f"{path}: cannot be read ({e.strerror})") from None
+
+
+def text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """``(line number, stripped line)`` of a text list, blank lines and ``#`` comments left
+    out (they are not rows)."""
+    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+        line = line.strip()
+        if line and not line.startswith("#"):
+            yield lineno, line
+
+
+def csv_rows(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    """The lower-cased header of a CSV and its rows as ``(line number, {column: value})``;
+    blank lines are not rows."""
+    reader = csv.reader(io.StringIO(read_text(path)))
+    header = [h.strip().lower() for h in next(reader, [])]
+
+    def rows():
+        for cells in reader:
+            if not any(c.strip() for c in cells):
+                continue
+            yield reader.line_num, {h: c.strip() for h, c in zip(header, cells)}
+
+    return header, rows()
+
+
+_WS = re.compile(r"\s*")
+
+
+def json_list(path: Path) -> Iterator[tuple[int, object]]:
+    """``(line number, item)`` of a JSON file holding one list."""
+    text = read_text(path)
+    decoder = json.JSONDecoder()
+    i = _WS.match(text).end()
+    if text[i : i + 1] != "[":
+        raise InputError(f"{path}: expected a JSON list [{{...}}, ...]")
+    i = _WS.match(text, i + 1).end()
+    line, counted = 1, 0
+    if text[i : i + 1] == "]":
+        return
+    while True:
+        line += text.count("\n", counted, i)
+        counted = i
+        try:
+            item, i = decoder.raw_decode(text, i)
+        except json.JSONDecodeError as e:
+            raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        yield line, item
+        i = _WS.match(text, i).end()
+        if text[i : i + 1] == "]":
+            return
+        if text[i : i + 1] != ",":
+            line += text.count("\n", counted, i)
+            raise InputError(f"{path}:{line}: not valid JSON (expected ',' or ']')")
+        i = _WS.match(text, i + 1).end()
+
+
+def json_file(path: Path) -> object:
+    """A JSON document; an object holding a key twice is an error (the first would vanish)."""
+
+    def pairs(items):
+        out = {}
+        for key, value in items:
+            if key in out:
+                raise InputError(f"{path}: key {key!r} appears twice (a duplicate id)")
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(read_text(path), object_pairs_hook=pairs)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+
+
+_CLOCK = re.compile(r"(?:(\d+):)?(\d+):(\d+(?:\.\d*)?)")
+
+
+def parse_seconds(text: object, what: str = "time") -> float:
+    """Seconds from ``12.5``, ``"12.5"`` or ``"H:MM:SS.ff"`` / ``"MM:SS"``."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value = float(text)
+    else:
+        s = str(text).strip()
+        try:
+            value = float(s)
+        except ValueError:
+            m = _CLOCK.fullmatch(s)
+            if m is None:
+                raise RowError(
+                    f"unparsable {what} {s!r} (expected seconds, e.g. 12.5, or H:MM:SS)"
+                ) from None
+            value = int(m[1] or 0) * 3600 + int(m[2]) * 60 + float(m[3])
+    if not math.isfinite(value) or value < 0:
+        raise RowError(f"{what} {text!r}: expected a finite number of seconds >= 0")
+    return value
+
+
+def segment(start: object, end: object, labels: tuple[str, ...]) -> Segment:
+    s, e = parse_seconds(start, "start time"), parse_seconds(end, "end time")
+    if e <= s:
+        raise RowError(f"segment end {e:g} s <= start {s:g} s")
+    return Segment(s, e, labels)
+
+
+def split_from_name(path: Path) -> str:
+    """``something-something-v2-train.json`` -> ``train``, ``Charades_v1_test.csv`` -> ``test``."""
+    return re.split(r"[-_.\s]", path.stem)[-1].lower()
+
+
+class Rows:
+    """One read of an annotation: every row ends as a source, a failed row or a skipped row.
+
+    Paths are made absolute against ``root``. A path listed twice is one source: rows with
+    segments are merged into it (one file, several labelled ranges); an identical row is
+    skipped (``"listed again"``); a row giving the same file another label is an error. A
+    listed file that does not exist stays a source (the build fails it, naming the row), but
+    when none of the listed files exists the read stops and says which ``--root`` to try.
+    """
+
+    def __init__(self, data: Path, root: Path):
+        self.data, self.root = data, root
+        self._sources: dict[str, Source] = {}
+        self._failed: dict[str, dict] = {}
+        self._rels: dict[str, str] = {}  # path -> as listed, for the --root hint
+        self._missing: set[str] = set()
+        self.skipped: list[dict] = []
+        self.rows = 0
+
+    def path(self, listed: str) -> str:
+        """The absolute path of a listed path (relative ones are relative to the root)."""
+        return os.path.abspath(os.path.join(self.root, listed))
+
+    def add(
+        self,
+        path: str | os.PathLike,
+        row: str,
+        *,
+        label: str | None = None,
+        split: str | None = None,
+        labels: tuple[str, ...] | None = None,
+        segments: tuple[Segment, ...] = (),
+        kind: str | None = None,
+        listed: str | None = None,
+    ) -> None:
+        self.rows += 1
+        key = os.fspath(path)
+        if key in self._failed:
+            return  # another row of this file failed: the file fails, this row with it
+        if kind is None:  # one stat: does it exist, is it a frame folder
+            if not os.path.exists(key):
+                self._missing.add(key)
+            kind = listed_kind(Path(key))
+        new = Source(key, label, split, kind, segments, labels, row)
+        old = self._sources.get(key)
+        if old is None:
+            self._sources[key] = new
+            self._rels[key] = listed or key
+        elif old.segments and segments and old.split == split:
+            self._sources[key] = _merge(old, new)
+        elif (old.label, old.split, old.labels, old.segments) == (label, split, labels, segments):
+            self.skipped.append(
+                {"path": key, "reason": f"listed again at {row} (first at {old.row})"}
+            )
+        else:
+            raise InputError(
+                f"{row}: {key} is listed again with another label or split (first at "
+                f"{old.row}); list each file once"
+            )
+
+    def fail(self, path: str | os.PathLike, row: str, why: str) -> None:
+        """The row names ``path`` but cannot be used: ``path`` is not stored, and is listed in
+        the build's failed rows with why and where."""
+        self.rows += 1
+        key = os.fspath(path)
+        self._sources.pop(key, None)
+        self._failed.setdefault(key, {"path": key, "error": f"InputError: {why} (at {row})"})
+
+    def skip(self, path: str | os.PathLike, row: str, reason: str) -> None:
+        self.rows += 1
+        self.skipped.append({"path": os.fspath(path), "reason": f"{reason} (at {row})"})
+
+    def inputs(self, classes: list[str] | None = None) -> Inputs:
+        """The sources, failed and skipped rows; ``classes`` is the label map the format
+        gives (``None``: sorted names, integer labels keeping their ids)."""
+        sources = list(self._sources.values())
+        failed = list(self._failed.values())
+        if not self.rows:
+            raise InputError(f"{self.data}: the annotation lists no videos")
+        if not sources:
+            raise InputError(_nothing_usable(self.data, failed, self.skipped))
+        if all(s.path in self._missing for s in sources):
+            raise InputError(self._all_missing(sources[0]))
+        return Inputs(sources, self.skipped, class_names(sources, classes), failed)
+
+    def _all_missing(self, first: Source) -> str:
+        listed = self._rels[first.path]
+        msg = (
+            f"{self.data}: none of the {len(self._sources)} listed files exists under "
+            f"{self.root} (the first, at {first.row}: {first.path})"
+        )
+        hint = _root_hint(self.data, listed)
+        if hint is not None:
+            return f"{msg}; they are under {hint}: pass --root {hint}"
+        return (
+            f"{msg}; pass --root DIR, the folder the listed paths are relative to (or the "
+            "videos are under)"
+        )
+
+
+def _merge(old: Source, new: Source) -> Source:
+    labels = tuple(dict.fromkeys((*(old.labels or _own(old)), *(new.labels or _own(new)))))
+    return Source(
+        old.path,
+        old.label if old.label == new.label else None,
+        old.split,
+        old.kind,
+        old.segments + new.segments,
+        labels,
+        old.row,
+    )
+
+
+def _own(source: Source) -> tuple[str, ...]:
+    return () if source.label is None else (source.label,)
+
+
+def _root_hint(data: Path, listed: str) -> Path | None:
+    """A folder near the annotation where the first listed path exists: the usual layout keeps
+    lists and videos side by side (``ucfTrainTestlist/`` beside ``UCF-101/``)."""
+    if Path(listed).is_absolute():
+        return None
+    here = data if data.is_dir() else data.parent
+    here = Path(os.path.abspath(here))
+    for base in (here.parent, here.parent.parent):
+        candidates = [base]
+        try:
+            candidates += sorted(p for p in base.iterdir() if p.is_dir() and p != here)
+        except OSError:
+            continue
+        for c in candidates:
+            if (c / listed).exists():
+                return c
+    return None
+
+
+def _nothing_usable(data: Path, failed: list[dict], skipped: list[dict]) -> str:
+    why = collections.Counter(re.sub(r" \(at .*\)$", "", f["error"]) for f in failed).most_common(3)
+    parts = [f"{n} failed: {w}" for w, n in why]
+    if skipped:
+        parts.append(f"{len(skipped)} skipped (e.g. {skipped[0]['reason']})")
+    example = f" (e.g. {failed[0]['error']})" if failed else ""
+    return f"{data}: no listed video can be stored; " + "; ".join(parts) + example
+
+
+def find_by_name(root: Path, wanted: set[str]) -> dict[str, list[tuple[str, str]]]:
+    """Videos (and frame folders) anywhere under ``root`` whose name without its extension is
+    in ``wanted``: ``{name: [(path, kind)]}``. One walk; a matching folder is not entered,
+    hidden folders are not entered, and a folder reached twice through links is walked once."""
+    found: dict[str, list[tuple[str, str]]] = collections.defaultdict(list)
+    seen: set[str] = set()
+    stack = [os.fspath(root)]
+    while stack:
+        folder = stack.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        below = []
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                continue
+            stem, ext = os.path.splitext(e.name)
+            if is_dir:
+                if e.name in wanted:
+                    found[e.name].append((e.path, "frames"))
+                elif ext.lower() not in IMAGE_EXTENSIONS:
+                    below.append(e.path)
+            elif ext.lower() in VIDEO_EXTENSIONS and stem in wanted:
+                found[stem].append((e.path, "video"))
+        stack.extend(reversed(below))
+    return found
+
+
+def pick(found: dict[str, list[tuple[str, str]]], names: list[str]) -> tuple[str, str] | None:
+    """``(path, kind)`` of the one file found for the first of ``names`` that was found; a
+    name found twice is a row error (which file is meant?)."""
+    for name in names:
+        paths = found.get(name)
+        if paths:
+            if len(paths) > 1:
+                where = ", ".join(p for p, _ in paths[:3])
+                raise RowError(
+                    f"{name} found {len(paths)} times ({where}): keep one, or point --root at "
+                    "the one to use"
+                )
+            return paths[0]
+    return None

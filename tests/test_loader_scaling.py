@@ -1,0 +1,133 @@
+"""The threaded loader's mechanisms: batch buffers reused but never overwritten while held, the
+same batches from any number of worker threads, pending reads cancelled when a loop stops early,
+and (on a quiet machine) reads that scale with threads because nothing holds the GIL for long.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from hyperframes.data import HyperframeDataset, loader
+from hyperframes.data._buffers import BatchBuffers
+from hyperframes.store import BuildOptions, build_store, open_store
+
+CODECS = ("raw", "lz4", "zstd", "jpeg")
+
+
+@pytest.fixture(scope="module")
+def stores(class_folder, tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("scaling")
+    out = {}
+    for codec in CODECS:
+        out[codec] = root / codec
+        build_store(
+            class_folder, out[codec], BuildOptions(size="none", codec=codec), progress=False
+        )
+    return out
+
+
+def test_buffers_are_reused_only_when_nobody_holds_them():
+    pool = BatchBuffers(keep=3)
+    a = pool.take((2, 3), np.uint8)
+    ptr = a.data_ptr()
+    view = a[1]  # a view keeps the buffer busy
+    del a
+    b = pool.take((2, 3), np.uint8)
+    assert b.data_ptr() != ptr
+    del view
+    c = pool.take((2, 3), np.uint8)  # now free: lent again
+    assert c.data_ptr() == ptr
+    assert pool.take((4,), np.float16).dtype == torch.float16  # another shape: its own buffer
+    assert len(pool) == 3
+    held = [pool.take((5,), np.uint8) for _ in range(4)]  # beyond keep: fresh, not kept
+    assert len({t.data_ptr() for t in held}) == 4 and len(pool) == 3
+
+
+def test_loader_reuses_batch_buffers_and_never_overwrites_a_kept_batch(stores):
+    ds = HyperframeDataset(stores["raw"], sampler="random", frames=8, seed=2)
+    dl = loader(ds, batch_size=2, workers=0, drop_last=True)
+    # the loop variable holds batch k while batch k+1 is read: two buffers take turns
+    ptrs = [b.frames.data_ptr() for b in dl]
+    assert len(ptrs) == 3 and len(set(ptrs)) == 2
+    kept = list(dl)  # every batch kept: each its own buffer, none overwritten
+    assert len({b.frames.data_ptr() for b in kept}) == len(kept)
+    for batch in kept:
+        items = ds.__getitems__([(m["epoch"], m["item"]) for m in batch.meta])
+        assert torch.equal(batch.frames, torch.stack([h.frames for h in items]))
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_worker_threads_give_the_same_batches(stores, codec):
+    ds = HyperframeDataset(stores[codec], sampler="random", frames=8, seed=5)
+    batches = {}
+    for workers in (0, 1, 3):
+        dl = loader(ds, batch_size=2, workers=workers, drop_last=False)
+        dl.set_epoch(1)
+        batches[workers] = [b.frames.clone() for b in dl]
+    for workers in (1, 3):
+        assert len(batches[workers]) == len(batches[0])
+        assert all(torch.equal(a, b) for a, b in zip(batches[0], batches[workers]))
+
+
+def test_leaving_a_loop_early_cancels_the_reads_not_started(stores):
+    ds = HyperframeDataset(stores["raw"], sampler="random", frames=8, seed=1)
+    calls = []
+    real = ds.__getitems__
+
+    def counting(keys):
+        calls.append(len(keys))
+        time.sleep(0.05)
+        return real(keys)
+
+    ds.__getitems__ = counting
+    dl = loader(ds, batch_size=1, workers=1, prefetch_factor=4, drop_last=True)
+    for _ in dl:
+        break
+    time.sleep(0.3)
+    assert len(calls) <= 3  # the first, at most one running, not the 4 queued behind it
+
+
+@pytest.fixture(scope="module")
+def jpeg_112(shared_videos, tmp_path_factory):
+    data = tmp_path_factory.mktemp("clip") / "data" / "a"
+    data.mkdir(parents=True)
+    shutil.copyfile(shared_videos / "test.mp4", data / "clip.mp4")
+    out = tmp_path_factory.mktemp("jpeg112") / "store"
+    build_store(data.parent, out, BuildOptions(size="112x112", codec="jpeg"), progress=False)
+    return out
+
+
+def _rate(store, reqs, threads: int) -> float:
+    def work(k):
+        out = torch.empty((len(reqs[0]), 16, 3, 112, 112), dtype=torch.uint8)
+        for batch in reqs[k::threads]:
+            store.read_batch(batch, out=out)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    t0 = time.perf_counter()
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    return sum(map(len, reqs)) / (time.perf_counter() - t0)
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="thread scaling needs 2 cores")
+def test_jpeg_reads_scale_with_threads(jpeg_112):
+    """Two threads decode about twice the windows of one: the decode, the copies and the
+    per-frame Python work leave the GIL free most of the time. Wall-clock, so only on a quiet
+    machine (another process on the cores takes the second core's share)."""
+    if os.getloadavg()[0] > 0.7:
+        pytest.skip(f"machine busy (load average {os.getloadavg()[0]:.1f}): timing skipped")
+    store = open_store(jpeg_112)
+    rng = np.random.default_rng(0)
+    reqs = [[(0, s + np.arange(16)) for s in rng.integers(0, 284, 4)] for _ in range(24)]
+    _rate(store, reqs, 1)  # warm-up
+    ratios = [_rate(store, reqs, 2) / _rate(store, reqs, 1) for _ in range(3)]
+    assert statistics.median(ratios) >= 1.3, ratios
