@@ -1,14 +1,10 @@
 """The threaded loader's mechanisms: batch buffers reused but never overwritten while held, the
-same batches from any number of worker threads, pending reads cancelled when a loop stops early,
-and (on a quiet machine) reads that scale with threads because nothing holds the GIL for long.
+same batches from any number of worker threads, pending reads cancelled when a loop stops early.
+How reads scale with threads is measured by benchmarks/bench_read.py, not here.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import statistics
-import threading
 import time
 
 import numpy as np
@@ -17,7 +13,7 @@ import torch
 
 from hyperframes.data import HyperframeDataset, loader
 from hyperframes.data._buffers import BatchBuffers
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import BuildOptions, build_store
 
 CODECS = ("raw", "lz4", "zstd", "jpeg")
 
@@ -93,41 +89,3 @@ def test_leaving_a_loop_early_cancels_the_reads_not_started(stores):
         break
     time.sleep(0.3)
     assert len(calls) <= 3  # the first, at most one running, not the 4 queued behind it
-
-
-@pytest.fixture(scope="module")
-def jpeg_112(shared_videos, tmp_path_factory):
-    data = tmp_path_factory.mktemp("clip") / "data" / "a"
-    data.mkdir(parents=True)
-    shutil.copyfile(shared_videos / "test.mp4", data / "clip.mp4")
-    out = tmp_path_factory.mktemp("jpeg112") / "store"
-    build_store(data.parent, out, BuildOptions(size="112x112", codec="jpeg"), progress=False)
-    return out
-
-
-def _rate(store, reqs, threads: int) -> float:
-    def work(k):
-        out = torch.empty((len(reqs[0]), 16, 3, 112, 112), dtype=torch.uint8)
-        for batch in reqs[k::threads]:
-            store.read_batch(batch, out=out)
-
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
-    t0 = time.perf_counter()
-    [t.start() for t in ts]
-    [t.join() for t in ts]
-    return sum(map(len, reqs)) / (time.perf_counter() - t0)
-
-
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="thread scaling needs 2 cores")
-def test_jpeg_reads_scale_with_threads(jpeg_112):
-    """Two threads decode about twice the windows of one: the decode, the copies and the
-    per-frame Python work leave the GIL free most of the time. Wall-clock, so only on a quiet
-    machine (another process on the cores takes the second core's share)."""
-    if os.getloadavg()[0] > 0.7:
-        pytest.skip(f"machine busy (load average {os.getloadavg()[0]:.1f}): timing skipped")
-    store = open_store(jpeg_112)
-    rng = np.random.default_rng(0)
-    reqs = [[(0, s + np.arange(16)) for s in rng.integers(0, 284, 4)] for _ in range(24)]
-    _rate(store, reqs, 1)  # warm-up
-    ratios = [_rate(store, reqs, 2) / _rate(store, reqs, 1) for _ in range(3)]
-    assert statistics.median(ratios) >= 1.3, ratios
