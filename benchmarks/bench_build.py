@@ -18,8 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import make_sources, write_result
+from hyperframes._core._sizes import target_size
 from hyperframes.store import BuildOptions, build_store
-from hyperframes.store._options import target_size
 from hyperframes.store._sources import discover
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, InputError, models
-from hyperframes._contract import InputContract
+from hyperframes._core._contract import InputContract
 from hyperframes.infer import load_inference_model
 from hyperframes.train._checkpoint import (
     load_checkpoint,

@@ -158,7 +158,7 @@ def test_show_says_when_the_video_ends_before_the_window(real_store, tmp_path):
 def test_show_title_is_wrapped_not_cut(tmp_path):
     from PIL import Image, ImageDraw
 
-    from hyperframes._pictures import window_png, wrap_text
+    from hyperframes._core._pictures import window_png, wrap_text
 
     measure = ImageDraw.Draw(Image.new("RGB", (1, 1))).textlength
     title = "/very/long/path/to/a/video/folder/clip_0001.mp4 [label] frames 0..3 stride 1"
@@ -181,7 +181,7 @@ def _subcommands(parser):
 def test_every_command_describes_every_option_with_an_example():
     from hyperframes.cli._parser import build_parser
 
-    sub = _subcommands(build_parser(training=True))
+    sub = _subcommands(build_parser())
     assert len(sub.choices) >= 12
     for name, parser in sub.choices.items():
         for action in parser._actions:
@@ -193,13 +193,18 @@ def test_every_command_describes_every_option_with_an_example():
         assert "example:" in text, name
 
 
-def test_help_lists_train_and_eval_with_their_own_summaries():
+def test_choices_come_from_the_registries():
     from hyperframes.cli._parser import build_parser
+    from hyperframes.decode import list_decoders
+    from hyperframes.store import list_codecs, list_input_formats
 
-    def summaries(parser):
-        return {a.dest: a.help for a in _subcommands(parser)._choices_actions}
-
-    assert summaries(build_parser(training=False)) == summaries(build_parser(training=True))
+    build = _subcommands(build_parser()).choices["build"]
+    options = {a.dest: a for a in build._actions}
+    assert list(options["codec"].choices) == list_codecs()
+    assert list(options["decoder"].choices) == list_decoders(reads="video")
+    assert list(options["input_format"].choices) == list_input_formats()
+    text = " ".join(build.format_help().split())
+    assert ", ".join(list_codecs()) in text and ", ".join(list_decoders(reads="video")) in text
 
 
 # -- 5. a build where every input fails --------------------------------------------------------

@@ -175,12 +175,13 @@ def test_resuming_a_finished_run_says_it_is_complete_and_how_to_train_longer(
     err = capsys.readouterr().err
     assert f"{run} is complete: 1/1 epochs" in err and "nothing to train" in err
     # cosine down to lr 0: continuing is pointless, so the way is a new run from its weights
-    assert f"--set model.pretrained={run / 'best.pt'} --out NEW_RUN_DIR" in err
+    assert f"override model.pretrained={run / 'best.pt'} in a new out folder" in err
     assert (run / "last.pt").read_bytes() == before
     # and asking for more epochs says why not, instead of restarting the schedule
     assert _train(tmp_path, _config(store15), run, "--resume", "--set", "train.epochs=3") == 1
     err = capsys.readouterr().err
-    assert "train.epochs 1 -> 3, but" in err and "has finished its cosine schedule" in err
+    assert "error: --resume: train.epochs 1 -> 3, but" in err
+    assert "has finished its cosine schedule" in err
     assert "jump the rate back to its peak" in err and "model.pretrained=" in err
     assert (run / "last.pt").read_bytes() == before
     # a constant schedule simply continues: the message says how
@@ -189,7 +190,7 @@ def test_resuming_a_finished_run_says_it_is_complete_and_how_to_train_longer(
     capsys.readouterr()
     config = _config(store15, schedule="constant")
     assert _train(tmp_path, config, flat, "--resume") == 0
-    assert "--resume --set train.epochs=2" in capsys.readouterr().err
+    assert "resume with more epochs: override train.epochs=2" in capsys.readouterr().err
     assert _train(tmp_path, config, flat, "--resume", "--set", "train.epochs=2") == 0
     assert load_checkpoint(flat / "last.pt")["epoch"] == 2
 
@@ -307,7 +308,7 @@ def test_top5_is_reported_only_with_more_than_five_classes(run, capsys):
 
 
 def test_curves_mark_whole_epochs_only():
-    from hyperframes.train._plots import _curves_figure
+    from hyperframes._core._plots import _curves_figure
 
     history = [
         {"epoch": e, "train_loss": 1.0 / e, "val_loss": 1.2 / e, "val_top1": 0.3 * e}

@@ -25,7 +25,7 @@ import pytest
 from hyperframes import ConfigError, DecodeError
 from hyperframes.decode import DecodeReport, create_decoder, list_decoders
 
-VIDEO_BACKENDS = [n for n in list_decoders() if n != "frames"]
+VIDEO_BACKENDS = list_decoders(reads="video")
 VIDEOS = [
     "test.mp4",
     "test.avi",

@@ -19,7 +19,7 @@ import pytest
 from hyperframes import ConfigError, DecodeError
 from hyperframes.decode import DecodeReport, create_decoder, list_decoders
 
-VIDEO_BACKENDS = [n for n in list_decoders() if n != "frames"]
+VIDEO_BACKENDS = list_decoders(reads="video")
 NUM_FRAMES = 300  # test.mp4
 BROKEN_PACKET = 150  # a P-frame packet in the middle of test.mp4
 

@@ -17,7 +17,7 @@ import pytest
 from hyperframes import ConfigError, DecodeError, InputError
 from hyperframes.decode import create_decoder, list_decoders
 
-VIDEO_BACKENDS = [n for n in list_decoders() if n != "frames"]
+VIDEO_BACKENDS = list_decoders(reads="video")
 
 
 def get_decoder(name: str):

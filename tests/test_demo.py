@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from PIL import Image
 
 from hyperframes.cli import main
+
+pytestmark = pytest.mark.slow  # the demo end to end
 
 
 def test_quick_demo_end_to_end(tmp_path, capsys):

@@ -33,6 +33,7 @@ SUBSET = [
     "cnn_lstm",
     "keyframe_unet",
     "keyframe_unet_add",
+    "av_channel_resnet18",
 ]
 NAMES = onnx_models() if os.environ.get("HYPERFRAMES_EXPORT_ALL") else SUBSET
 
@@ -53,6 +54,9 @@ def test_export_matches_onnxruntime(tmp_path, name):
     if model.layout == "keyframe":
         assert [i.name for i in inputs] == ["key", "context"]
         assert report.output_shape == ["batch", 3, 32, 32]
+    elif hasattr(model, "n_mels"):  # audio-visual: video and log-mel
+        assert [i.name for i in inputs] == ["input", "audio"]
+        assert report.output_shape == ["batch", 3]
     else:
         assert [i.name for i in inputs] == ["input"]
         assert report.output_shape == ["batch", 3]

@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, DataError, models
-from hyperframes._contract import (
+from hyperframes._core._contract import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     InputContract,
     resolve_contract,
 )
-from hyperframes._layouts import KeyframeWindow, to_layout
+from hyperframes._core._layouts import KeyframeWindow, to_layout
 from hyperframes.demo import make_motion_dataset, make_segmentation_dataset
 from hyperframes.infer import Predictor
 from hyperframes.store import BuildOptions, build_store, open_store

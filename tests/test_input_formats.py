@@ -235,7 +235,9 @@ def test_detection_reads_a_dataset_folder_as_its_format(tmp_path):
 def test_ambiguous_data_asks_for_input_format(tmp_path):
     lists = ucf101(tmp_path)
     (lists / "brush_hair_test_split1.txt").write_text("x.avi 1\n")
-    with pytest.raises(InputError, match=r"could be read as ucf101 or hmdb51; pass --input-format"):
+    with pytest.raises(
+        InputError, match=r"could be read as ucf101 or hmdb51; pass input_format ucf101"
+    ):
         scan_inputs(lists)
     assert scan_inputs(lists, input_format="ucf101", root=tmp_path / "UCF101" / "UCF-101")
 
@@ -376,12 +378,12 @@ def test_ucf101_keeps_classind_ids_and_reads_test_labels_from_folders(tmp_path):
 
 def test_ucf101_without_root_says_where_the_videos_are(tmp_path):
     lists = ucf101(tmp_path)
-    with pytest.raises(InputError, match=r"none of the 6 listed files exists under .*--root"):
+    with pytest.raises(InputError, match=r"none of the 6 listed files exists under .*pass root"):
         scan_inputs(lists)
     try:
         scan_inputs(lists)
     except InputError as e:
-        assert str(e).endswith(f"pass --root {tmp_path / 'UCF101' / 'UCF-101'}")
+        assert str(e).endswith(f"pass root {tmp_path / 'UCF101' / 'UCF-101'}")
 
 
 def test_ucf101_bad_labels_fail_their_rows_never_shift(tmp_path):
@@ -573,7 +575,7 @@ def test_scan_keeps_its_shape_and_sources_their_defaults(tmp_path):
         ("dog", (), None, None),
     ]
     assert skipped == []
-    with pytest.raises(InputError, match=r"--root .*: only annotation files list paths"):
+    with pytest.raises(InputError, match=r"^root .*: only annotation files list paths"):
         scan_inputs(data, root=tmp_path)
     with pytest.raises(InputError, match=r"segment 3..2 s: expected 0 <= start < end"):
         Segment(3, 2)

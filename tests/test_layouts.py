@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, DataError
-from hyperframes._layouts import (
+from hyperframes._core._layouts import (
     KeyframeWindow,
     expand_channel_stats,
     from_layout,

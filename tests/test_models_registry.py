@@ -82,6 +82,9 @@ def test_layout_and_example_input(name):
     assert model.frames == FRAMES and model.num_classes == NUM_CLASSES
     assert model.registry_name == name
     t, c = FRAMES, 3
+    if isinstance(x, M.AudioVisual):  # the layout is the video part's; audio is (B, mels, T*k)
+        assert x.audio.shape == (BATCH, model.n_mels, t * model.columns_per_frame)
+        x = x.video
     if model.layout == "temporal":
         assert x.shape == (BATCH, t, c, SIZE, SIZE)
     elif model.layout == "channel":

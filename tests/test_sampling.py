@@ -301,17 +301,19 @@ def test_duration_options():
         create_sampler("duration", frames=8, seconds=1.0, rate=4.0)
 
 
-def test_keyframes_picks_top_scores_in_temporal_order():
-    scores = np.array([0.0, 5.0, 1.0, 9.0, 2.0, 7.0, 7.0])
-    videos = [VideoMeta(7, 30.0, change_score=scores)]
+def test_keyframes_picks_changes_spread_apart_then_fills():
+    scores = np.full(20, 0.1)  # steady motion
+    scores[[0, 5, 6, 14]] = [9.0, 2.0, 1.5, 1.0]  # frame 0's score is ignored (no predecessor)
+    videos = [VideoMeta(20, 30.0, change_score=scores)]
+    # changes 5 and 14 (6 is within min_gap = 20 // (2 * 4) of 5), then middles of the
+    # longest runs without a pick: 9 (of 6..13), then 2 (of 0..4; ties: the earlier run)
     assert create_sampler("keyframes", frames=4).plan(videos, 0).frame_indices.tolist() == [
-        1,
-        3,
+        2,
         5,
-        6,
+        9,
+        14,
     ]
-    # ties go to the earlier frame
-    assert create_sampler("keyframes", frames=2).plan(videos, 0).frame_indices.tolist() == [3, 5]
+    assert create_sampler("keyframes", frames=2).plan(videos, 0).frame_indices.tolist() == [5, 14]
 
 
 def test_keyframes_without_scores_says_how_to_get_them():
@@ -333,7 +335,7 @@ def test_change_score_finds_the_cut_and_is_chunk_invariant():
     scores = change_score(frames, size=16)
     assert scores.shape == (11,) and scores.dtype == np.float32
     assert np.argmax(scores[1:]) + 1 == 5
-    assert scores[0] == scores[1:].max()
+    assert scores[0] == 0  # no predecessor
     assert scores[2] == 0 and 0 < scores[7] < scores[5]
     np.testing.assert_allclose(change_score(frames, size=16, chunk=3), scores, rtol=1e-6)
     assert change_score(frames[:1]).tolist() == [0.0]
@@ -344,7 +346,7 @@ def test_change_score_feeds_keyframes():
     frames[4:] = 200
     frames[8:] = 50
     meta = VideoMeta(10, 30.0, change_score=change_score(frames))
-    assert create_sampler("keyframes", frames=3).plan([meta], 0).frame_indices.tolist() == [0, 4, 8]
+    assert create_sampler("keyframes", frames=3).plan([meta], 0).frame_indices.tolist() == [1, 4, 8]
 
 
 def test_change_score_wrong_shape():

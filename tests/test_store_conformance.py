@@ -13,7 +13,7 @@ from hyperframes import ConfigError
 from hyperframes.decode import create_decoder, list_decoders
 from hyperframes.store import BuildOptions, build_store, open_store
 
-BACKENDS = [n for n in list_decoders() if n != "frames"]
+BACKENDS = list_decoders(reads="video")
 OFF_BY_ONE = ("test.mp4", "test.avi", "part_0.mp4")
 # what a backend cannot do, said in its failure message (see test_decode_conformance.py)
 CANNOT = {

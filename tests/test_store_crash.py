@@ -19,6 +19,8 @@ from _stores import store_content
 from hyperframes.store import BuildOptions, build_store, open_store, verify_store
 from hyperframes.store._shard import ShardBusy, ShardWriter, recover_all
 
+pytestmark = pytest.mark.slow  # kill -9, full disks and interrupted builds: subprocess builds
+
 CLI = [sys.executable, "-m", "hyperframes"]
 BUILD_ARGS = ["--size", "none", "--codec", "zstd", "--quiet"]
 

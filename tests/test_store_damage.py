@@ -16,6 +16,8 @@ from _media import write_video
 from hyperframes import HyperframeDataset
 from hyperframes.store import BuildOptions, build_store, open_store
 
+pytestmark = pytest.mark.slow  # builds of damaged real clips
+
 CLI = [sys.executable, "-m", "hyperframes"]
 
 

@@ -9,7 +9,7 @@ import av
 import numpy as np
 import pytest
 
-from hyperframes._errors import ConfigError
+from hyperframes._core._errors import ConfigError
 from hyperframes.demo._synthetic import (
     MOTION_CLASSES,
     _segmentation_scene,

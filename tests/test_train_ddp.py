@@ -16,9 +16,11 @@ from hyperframes.train import load_checkpoint
 
 SCRIPT = """
 import sys
-from hyperframes.train import train_main
-sys.exit(train_main(sys.argv[1:]))
+from hyperframes.cli import main
+sys.exit(main(["train", *sys.argv[1:]]))
 """
+
+pytestmark = pytest.mark.slow  # two-process DDP training
 
 
 @pytest.mark.slow

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from hyperframes import models
 from hyperframes.demo import make_motion_dataset
 from hyperframes.demo._train_demo import DEMO_CLASSES, demo_configs, run_training_demo
 from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import load_config, run_training
+
+pytestmark = pytest.mark.slow  # the demo's headline training runs
 
 RUNS = ("hyperframe_t8", "single_frame_t1", "keyframe_segmentation", "single_frame_segmentation")
 

@@ -23,10 +23,13 @@ import pytest
 import torch
 import yaml
 
+from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.store import BuildOptions, build_store
-from hyperframes.train import TrainingInterrupted, load_checkpoint, run_training, train_main
+from hyperframes.train import TrainingInterrupted, load_checkpoint, run_training
 from hyperframes.train._trainer import _Run, _StopRequests
+
+pytestmark = pytest.mark.slow  # signals to real training processes
 
 TIMING = ("samples_per_s", "data_wait_share", "epoch_seconds", "elapsed_seconds")
 
@@ -181,7 +184,7 @@ def test_a_signal_saves_mid_epoch_and_resume_ends_as_if_never_stopped(
         out = resumed.stdout
     else:  # here, by the same command-line function (no second start-up to pay for)
         capsys.readouterr()
-        assert train_main([*cmd[1:], "--resume"]) == 0
+        assert main([*cmd, "--resume"]) == 0
         out = capsys.readouterr().out
     assert f"batch {saved['batches_done']}, step {pause_step}" in out
     a, b = load_checkpoint(uninterrupted / "last.pt"), load_checkpoint(run / "last.pt")

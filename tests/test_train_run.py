@@ -11,17 +11,11 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, DataError, InputError
+from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import load_inference_model
 from hyperframes.store import BuildOptions, build_store
-from hyperframes.train import (
-    eval_main,
-    evaluate,
-    load_checkpoint,
-    run_training,
-    split_videos,
-    train_main,
-)
+from hyperframes.train import evaluate, load_checkpoint, run_training, split_videos
 
 CLASSES = ("left", "right", "up")
 TIMING = ("samples_per_s", "data_wait_share", "epoch_seconds", "elapsed_seconds")
@@ -135,7 +129,10 @@ def test_a_run_writes_logs_plots_and_checkpoints(motion_store, tmp_path):
 def test_a_second_run_in_the_same_folder_needs_resume(motion_store, tmp_path):
     cfg = _config(motion_store, epochs=1)
     run_training(cfg, tmp_path / "run", progress=False)
-    with pytest.raises(ConfigError, match=r"already holds a run.*--resume"):
+    with pytest.raises(
+        ConfigError,
+        match=r"already holds a run \(last\.pt\); resume to continue it, or choose another out",
+    ):
         run_training(cfg, tmp_path / "run", progress=False)
     changed = _config(motion_store, epochs=1, lr=0.1)
     with pytest.raises(ConfigError, match=r"config differs.*train\.lr: 0\.003 -> 0\.1"):
@@ -241,12 +238,12 @@ def test_command_lines(motion_store, tmp_path, capsys):
 
     path.write_text(yaml.safe_dump(_config(motion_store, epochs=3)))
     run = tmp_path / "run"
-    code = train_main([str(path), "--set", "train.epochs=1", "--out", str(run), "--quiet"])
+    code = main(["train", str(path), "--set", "train.epochs=1", "--out", str(run), "--quiet"])
     assert code == 0 and (run / "best.pt").is_file()
     assert "epochs: 1" in (run / "config.yaml").read_text()
-    code = eval_main([str(run / "best.pt"), "--clips", "2", "--crops", "1"])
+    code = main(["eval", str(run / "best.pt"), "--clips", "2", "--crops", "1"])
     assert code == 0 and "top-1" in capsys.readouterr().out
-    code = train_main([str(path), "--set", "train.epocs=1", "--out", str(tmp_path / "x")])
+    code = main(["train", str(path), "--set", "train.epocs=1", "--out", str(tmp_path / "x")])
     assert code == 1 and "did you mean train.epochs" in capsys.readouterr().err
 
 

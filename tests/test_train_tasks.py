@@ -20,6 +20,7 @@ from hyperframes.demo import make_motion_dataset
 from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import (
     ClassificationTask,
+    MultilabelTask,
     SegmentationTask,
     Task,
     classification_metrics,
@@ -50,6 +51,9 @@ def _example(name: str):
     if name == "segmentation":
         masks = torch.randint(0, 2, (B, H, W), generator=g)
         return SegmentationTask(["bg", "fg"]), torch.randn(B, 2, H, W, generator=g), _batch(masks)
+    if name == "multilabel":
+        hot = torch.tensor([[1, 0, 1], [0, 1, 0], [1, 1, 0], [0, 0, 1]], dtype=torch.float32)
+        return MultilabelTask(["a", "b", "c"]), torch.randn(B, C, generator=g), _batch(hot)
     raise AssertionError(f"add an example of the task {name!r} to _example")
 
 
@@ -158,8 +162,10 @@ def test_tasks_refuse_what_they_cannot_honour():
         SegmentationTask(["bg", "fg"], mixup=0.2)
     with pytest.raises(ConfigError, match=r"train\.class_weights: 3 weights for 2 classes \(bg"):
         create_task("segmentation", ["bg", "fg"], class_weights=[1.0, 1.0, 1.0])
-    with pytest.raises(ConfigError, match=r"unknown task 'multilabel'; allowed: classification"):
-        get_task("multilabel")
+    with pytest.raises(
+        ConfigError, match=r"unknown task 'multi_label'; allowed: classification, multilabel"
+    ):
+        get_task("multi_label")
     with pytest.raises(ValueError, match="task 'classification' is already registered"):
         register_task(type("Again", (ClassificationTask,), {}))
     with pytest.raises(TypeError, match="register_task takes a Task subclass"):

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hyperframes import ConfigError, DataError
-from hyperframes._layouts import to_layout
+from hyperframes._core._layouts import to_layout
 from hyperframes.data.transforms import (
     CenterCrop,
     ColorJitter,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 
-from ._errors import (
+from ._core._errors import (
     ConfigError,
     DataError,
     DecodeError,

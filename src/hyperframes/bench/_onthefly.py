@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._errors import DecodeError, HyperframesError
+from .._core._errors import DecodeError, HyperframesError
 
 WindowDecoder = Callable[..., np.ndarray]
 _REGISTRY: dict[str, WindowDecoder] = {}
@@ -142,6 +142,7 @@ def pyav_window(
     with av.open(path) as container:
         st = container.streams.video[stream]
         st.thread_type = "AUTO"
+        assert st.time_base is not None  # set on every demuxed stream
         tb = float(st.time_base)
         half = 0.5 / float(st.average_rate or 25)
         container.seek(max(0, int((want[0] - half) / tb)), stream=st, backward=True)

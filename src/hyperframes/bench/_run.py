@@ -22,9 +22,9 @@ def plan_windows(
     nf = np.asarray(store.videos.num_frames)
     eligible = np.nonzero(nf >= frames)[0]
     if not len(eligible):
-        from .._errors import DataError
+        from .._core._errors import DataError
 
-        raise DataError(f"no video in {store.path} has {frames} frames; lower --frames")
+        raise DataError(f"no video in {store.path} has {frames} frames; ask for fewer frames")
     plan = []
     for _ in range(windows):
         v = int(rng.choice(eligible))
@@ -53,7 +53,7 @@ def time_store(store, plan, *, batch: int, repeats: int = 3) -> float:
     batches = _batches(plan, batch)
     shapes = store.videos.shapes
     buffers: dict[tuple, torch.Tensor] = {}
-    outs = []
+    outs: list[torch.Tensor | None] = []
     for b in batches:
         kinds = {(len(ix), *map(int, shapes[v])) for v, ix in b}
         if len(kinds) == 1:
@@ -113,9 +113,10 @@ def time_onthefly(name: str, store, plan, *, budget_seconds: float = 10.0) -> di
         for v, idx in plan:
             rec = store.videos[v]
             if v not in reasons:
-                reasons[v] = cannot_decode(name, rec)
-                if reasons[v] is not None:
-                    reasons[v] = _with_log(reasons[v], tap.take())
+                reason = cannot_decode(name, rec)
+                if reason is not None:
+                    reason = _with_log(reason, tap.take())
+                reasons[v] = reason
             if reasons[v] is not None:
                 continue
             tap.take()
@@ -158,7 +159,7 @@ def run_bench(
     frames: int = 16,
     batch: int = 32,
     windows: int = 512,
-    codecs: tuple[str, ...] = ("raw", "lz4", "zstd", "jpeg"),
+    codecs: tuple[str, ...] | None = None,
     size: str | None = None,
     decoders: list[str] | None = None,
     budget_seconds: float = 10.0,
@@ -168,14 +169,14 @@ def run_bench(
 ) -> dict:
     """Measure one window plan every way; returns a dict (the same as ``bench --json``).
 
-    Given a store, it is measured as it is; given data, a store per codec is built first (at
-    ``size``; None: build's default, 128) in ``workdir``, which keeps them, or else in a
-    temporary folder removed at the end. On-the-fly decoders produce the same windows: decoded,
-    converted to RGB and resized to the store's frame size.
+    Given a store, it is measured as it is; given data, a store per codec of ``codecs`` (None:
+    every codec) is built first (at ``size``; None: build's default, 128) in ``workdir``, which
+    keeps them, or else in a temporary folder removed at the end. On-the-fly decoders produce
+    the same windows: decoded, converted to RGB and resized to the store's frame size.
     """
-    from ..store import open_store
-    from ..store._format import MANIFEST
+    from ..store import is_store, list_codecs, open_store
 
+    codecs = tuple(list_codecs()) if codecs is None else tuple(codecs)
     how = {
         "frames": frames,
         "batch": batch,
@@ -185,7 +186,7 @@ def run_bench(
         "seed": seed,
     }
     path = Path(data_or_store)
-    if (path / MANIFEST).exists() or path.suffix in (".h5", ".hdf5"):
+    if is_store(path):
         with open_store(path) as s:
             return {**_measure({s.codec_name: s}, kept_in=None, **how), "built": False}
     if workdir is not None:

@@ -6,6 +6,8 @@ Each imports what it needs when it runs, so ``info``, ``verify`` and ``show`` ne
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 
 EXIT_OK, EXIT_FATAL, EXIT_FAILURES = 0, 1, 2
 
@@ -55,11 +57,10 @@ def build(args) -> int:
 
 
 def info(args) -> int:
-    from ..store import open_store
-    from ._info import describe, format_info
+    from ..store import describe_store, format_store_info, open_store
 
-    data = describe(open_store(args.store))
-    print(json.dumps(data, indent=1) if args.json else format_info(data))
+    data = describe_store(open_store(args.store))
+    print(json.dumps(data, indent=1) if args.json else format_store_info(data))
     return EXIT_OK
 
 
@@ -77,7 +78,7 @@ def verify(args) -> int:
 
 
 def show(args) -> int:
-    from .._pictures import show_window
+    from .._core._pictures import show_window
     from ..store import open_store
 
     shown = show_window(
@@ -93,12 +94,12 @@ def show(args) -> int:
 
 
 def convert(args) -> int:
-    from ..store._hdf5 import convert_to_hdf5
+    from ..store import conversion_summary, convert_to_hdf5
 
     out = convert_to_hdf5(
         args.store, args.out, compression=args.compression, progress=not args.quiet
     )
-    print(f"wrote {out}")
+    print(conversion_summary(out))  # what the conversion changed (the codec), and the sizes
     return EXIT_OK
 
 
@@ -111,7 +112,9 @@ def bench(args) -> int:
         batch=args.batch,
         windows=args.windows,
         size=args.size,
-        codecs=tuple(c.strip() for c in args.codecs.split(",") if c.strip()),
+        codecs=None
+        if args.codecs is None
+        else tuple(c.strip() for c in args.codecs.split(",") if c.strip()),
         budget_seconds=args.budget,
         workdir=args.keep,
         progress=not args.json,
@@ -157,6 +160,61 @@ def export(args) -> int:
     from ..infer import export_onnx
 
     print(export_onnx(args.checkpoint, args.onnx).summary())
+    return EXIT_OK
+
+
+def train(args) -> int:
+    """Stopped by Ctrl-C or SIGTERM, training saves ``last.pt`` where it stands; this prints one
+    line saying where and the command that resumes, and exits with 130 (SIGINT) or 143."""
+    from ..train import TrainingInterrupted, run_training
+
+    try:
+        run_training(
+            args.config,
+            args.out,
+            resume=args.resume,
+            overrides=args.overrides,
+            progress=not args.quiet,
+        )
+    except TrainingInterrupted as e:
+        if e.world_size == 1:  # several processes: rank 0 has said it already
+            print(
+                f"hyperframes train: {e.where}; continue with: {_resume_command(args, e.run_dir)}",
+                file=sys.stderr,
+                flush=True,
+            )
+        return e.exit_code
+    except KeyboardInterrupt:  # Ctrl-C twice: stopped at once, nothing new saved
+        print(
+            "hyperframes train: interrupted again; stopped at once without saving "
+            "(last.pt keeps the previous save; continue with --resume)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 130
+    return EXIT_OK
+
+
+def _resume_command(args, run_dir) -> str:
+    sets = [a for kv in args.overrides for a in ("--set", kv)]
+    argv = ["hyperframes", "train", args.config, *sets, "--out", str(run_dir), "--resume"]
+    return shlex.join(argv)
+
+
+def evaluate(args) -> int:
+    from ..train import evaluate as evaluate_checkpoint
+
+    evaluate_checkpoint(
+        args.checkpoint,
+        args.store,
+        split=args.split,
+        clips=args.clips,
+        crops=args.crops,
+        batch_size=args.batch_size,
+        workers=args.workers,
+        device=args.device,
+        out=args.out,
+    )
     return EXIT_OK
 
 

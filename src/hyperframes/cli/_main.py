@@ -2,9 +2,10 @@
 
 Argument parsing and printing only; every command calls a library function (``_commands``).
 
-Exit statuses: 0 done; 1 a fatal error (printed as ``hyperframes COMMAND: error: ...``); 2 done
-with listed failures (build); 130/143 stopped by Ctrl-C/SIGTERM; 141 the reader of the output
-went away (``hyperframes info --json | head``), which ends the command quietly.
+Exit statuses: 0 done; 1 a fatal error (printed as ``hyperframes COMMAND: error: ...``, the
+parameter it names said as the option given: ``_flags``); 2 done with listed failures (build);
+130/143 stopped by Ctrl-C/SIGTERM; 141 the reader of the output went away (``hyperframes info
+--json | head``), which ends the command quietly.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 import os
 import sys
 
-from .._errors import HyperframesError, Interrupted
-from .._signals import exit_status_for_interrupt
+from .._core._errors import HyperframesError, Interrupted
+from .._core._signals import exit_status_for_interrupt
 from ._commands import EXIT_FAILURES, EXIT_FATAL, EXIT_OK
-from ._parser import DEFAULT_MAX_PIXELS, TRAINING_SUMMARIES, build_parser
+from ._flags import as_option
+from ._parser import DEFAULT_MAX_PIXELS, build_parser
 
 __all__ = ["DEFAULT_MAX_PIXELS", "EXIT_FAILURES", "EXIT_FATAL", "EXIT_OK", "main"]
 
@@ -32,9 +34,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str]) -> int:
-    command = next((a for a in argv if not a.startswith("-")), None)
-    # only train/eval import torch to build their options
-    parser = build_parser(training=command in TRAINING_SUMMARIES)
+    parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit:  # --help, --version or a usage error: printed, flush it here
@@ -48,7 +48,8 @@ def _run(argv: list[str]) -> int:
         print(f"hyperframes {args.command}: {e}", file=sys.stderr)
         return exit_status_for_interrupt()
     except HyperframesError as e:
-        print(f"hyperframes {args.command}: error: {e}", file=sys.stderr)
+        said = as_option(str(e), parser, args.command, argv)
+        print(f"hyperframes {args.command}: error: {said}", file=sys.stderr)
         return EXIT_FATAL
     except KeyboardInterrupt:
         print(f"hyperframes {args.command}: interrupted", file=sys.stderr)

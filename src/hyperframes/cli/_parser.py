@@ -1,25 +1,19 @@
 """The argument parser of ``hyperframes``: every command, every option described, an example each.
 
-Building it imports nothing heavy: the handlers (``_commands``) import the library when they run,
-and ``train``/``eval`` take their options from ``hyperframes.train`` (which imports torch) only
-when one of them is the command being run; otherwise they are listed by name and summary.
+Building it imports nothing heavy (no torch, no decoder): the handlers (``_commands``) import the
+library when they run, and the choices that come from a registry (codecs, decoders, input
+formats) are read from it the first time they are needed (``_choices``).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from .._core._sizes import DEFAULT_MAX_PIXELS, DEFAULT_SIZE
 from .._version import __version__
+from ._choices import CODECS, DECODERS, INPUT_FORMATS
 
-DEFAULT_MAX_PIXELS = 8192 * 8192  # as hyperframes.store BuildOptions (not imported: start-up)
 COMPRESSIONS = ["lzf", "blosc", "gzip", "none"]
-
-#: one-line summaries of the training commands, shown by ``hyperframes --help`` without importing
-#: them (a test checks they equal what ``hyperframes.train`` registers)
-TRAINING_SUMMARIES = {
-    "train": "train a model on a store from a YAML config",
-    "eval": "evaluate a checkpoint (multi-clip, multi-crop)",
-}
 
 EXAMPLES = {
     "build": "hyperframes build videos/ --out store --size 128 --codec lz4 --workers 2",
@@ -52,12 +46,13 @@ def _build_options(b) -> None:
         "data", help="folder root/<label>/<video>, annotation file, frame folder or video"
     )
     b.add_argument("--out", required=True, help="store folder (or .h5 file with --format hdf5)")
-    # --input-format / --root: how DATA is read (hyperframes.store._input_formats)
     b.add_argument(
         "--input-format",
         default=None,
-        help="how to read DATA: folder, mmaction, csv, ucf101, hmdb51, kinetics, ssv2, charades "
-        "or activitynet (default: detected from names, headers and JSON shapes)",
+        choices=INPUT_FORMATS,
+        metavar="FORMAT",
+        help="how to read DATA: %(choices)s (default: detected from names, headers and JSON "
+        "shapes)",
     )
     b.add_argument(
         "--root",
@@ -69,15 +64,17 @@ def _build_options(b) -> None:
     )
     b.add_argument(
         "--size",
-        default="128",
-        help="stored frame size: short side (128), HxW (112x112) or none (native); default 128",
+        default=DEFAULT_SIZE,
+        help="stored frame size: short side (128), HxW (112x112) or none (native); default "
+        "%(default)s",
     )
     b.add_argument(
         "--codec",
         default="raw",
-        choices=["raw", "lz4", "zstd", "jpeg"],
-        help="how frames are stored: raw (fastest reads), lz4/zstd (lossless, smaller) or jpeg "
-        "(lossy, smallest); default raw",
+        choices=CODECS,
+        metavar="CODEC",
+        help="how frames are stored: %(choices)s; raw reads fastest, lz4/zstd are lossless and "
+        "smaller, jpeg lossy and smallest (default %(default)s)",
     )
     b.add_argument(
         "--dtype", default="uint8", choices=["uint8", "float16"], help="stored pixel type"
@@ -85,8 +82,9 @@ def _build_options(b) -> None:
     b.add_argument(
         "--decoder",
         default="pyav",
-        choices=["pyav", "torchcodec", "decord", "opencv"],
-        help="library that decodes the sources (default pyav)",
+        choices=DECODERS,
+        metavar="DECODER",
+        help="library that decodes the videos: %(choices)s (default %(default)s)",
     )
     b.add_argument(
         "--stream",
@@ -144,13 +142,14 @@ def _bench_options(n) -> None:
     )
     n.add_argument(
         "--size",
-        default="128",
-        help="stored frame size when building from data, as build --size (default 128)",
+        default=DEFAULT_SIZE,
+        help="stored frame size when building from data, as build --size (default %(default)s)",
     )
     n.add_argument(
         "--codecs",
-        default="raw,lz4,zstd,jpeg",
-        help="codecs to build a store with when given data, comma-separated (default all four)",
+        default=None,
+        help="codecs to build a store with when given data, comma-separated (default: every "
+        "codec, as build --codec lists them)",
     )
     n.add_argument(
         "--budget",
@@ -199,9 +198,58 @@ def _predict_options(pr) -> None:
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def build_parser(*, training: bool = True) -> argparse.ArgumentParser:
-    """The parser of every command. ``training=False`` lists ``train`` and ``eval`` without
-    their options, so that building the parser does not import torch."""
+def _train_options(t) -> None:
+    t.add_argument("config", help="a YAML config (sections data, model, train, eval)")
+    t.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override a config value, e.g. --set train.lr=0.1 (repeatable)",
+    )
+    t.add_argument("--out", default=None, help="run folder (default runs/<model>-<time>)")
+    t.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from RUN_DIR/last.pt (with --set train.epochs=N to train longer: the "
+        "learning-rate schedule continues where it stands); a complete run says so",
+    )
+    t.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+def _eval_options(e) -> None:
+    e.add_argument("checkpoint", help="RUN_DIR/best.pt (or last.pt) written by train")
+    e.add_argument("--store", default=None, help="store to evaluate on (default: the run's)")
+    e.add_argument(
+        "--split",
+        default="val",
+        help="a split the store records, or for a store without any the run's generated "
+        "train/val split; 'all' for every video (default val)",
+    )
+    e.add_argument(
+        "--clips",
+        type=int,
+        default=10,
+        help="windows per video: evenly spaced, or at seeded random times on a store at "
+        "another frame rate than the model's (default 10)",
+    )
+    e.add_argument("--crops", type=int, default=3, choices=[1, 3], help="spatial crops")
+    e.add_argument(
+        "--batch-size", type=int, default=None, help="clips per batch (default: the config's)"
+    )
+    e.add_argument("--workers", type=int, default=0, help="data loader workers (default 0)")
+    e.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    e.add_argument(
+        "--out",
+        default=None,
+        help="metrics JSON to write (default RUN_DIR/eval/<store>/<split>/metrics.json); the "
+        "per-video CSV (path, label, prediction, score) goes beside it",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command (importing no torch and no decoder)."""
     from . import _commands as run
 
     p = argparse.ArgumentParser(
@@ -282,16 +330,13 @@ def build_parser(*, training: bool = True) -> argparse.ArgumentParser:
     ex.add_argument("--onnx", required=True, help="the .onnx file to write")
     ex.set_defaults(func=run.export)
 
-    if training:
-        from ..train._cli import add_eval_parser, add_train_parser
+    t = _command(sub, "train", "train a model on a store from a YAML config")
+    _train_options(t)
+    t.set_defaults(func=run.train)
 
-        for name, add in (("train", add_train_parser), ("eval", add_eval_parser)):
-            t = add(sub)
-            t.epilog = f"example:\n  {EXAMPLES[name]}"
-            t.formatter_class = argparse.RawDescriptionHelpFormatter
-    else:
-        for name, summary in TRAINING_SUMMARIES.items():
-            sub.add_parser(name, help=summary, add_help=False)
+    e = _command(sub, "eval", "evaluate a checkpoint (multi-clip, multi-crop)")
+    _eval_options(e)
+    e.set_defaults(func=run.evaluate)
 
     d = _command(sub, "demo", "the end-to-end showcase on synthetic data")
     d.add_argument("--out", default="demo_out", help="output folder (default demo_out)")

@@ -1,6 +1,12 @@
 """Serving hyperframes: dataset, loader, layouts, collation and augmentation."""
 
-from .._layouts import KeyframeWindow, expand_channel_stats, from_layout, list_layouts, to_layout
+from .._core._layouts import (
+    KeyframeWindow,
+    expand_channel_stats,
+    from_layout,
+    list_layouts,
+    to_layout,
+)
 from . import transforms
 from ._collate import collate_windows
 from ._dataset import HyperframeDataset

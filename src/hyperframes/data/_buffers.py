@@ -23,6 +23,8 @@ import threading
 import numpy as np
 import torch
 
+from .._core._device import torch_dtype
+
 
 def _refs(pool: list, k: int) -> int:
     return sys.getrefcount(pool[k])
@@ -35,7 +37,6 @@ def _idle_refs() -> int:
 
 
 _IDLE = _idle_refs()
-_TORCH = {np.dtype(np.uint8): torch.uint8, np.dtype(np.float16): torch.float16}
 
 
 class BatchBuffers:
@@ -61,7 +62,7 @@ class BatchBuffers:
                     if _refs(pool, k) == _IDLE:
                         return torch.from_numpy(pool[k])
             # allocated by torch, held as a numpy array (whose reference count tells)
-            new = torch.empty(shape, dtype=_TORCH[dtype]).numpy()
+            new = torch.empty(shape, dtype=torch_dtype(dtype)).numpy()
             if len(pool) < self.keep:
                 pool.append(new)
             else:  # replace an idle buffer of another shape, if any (shapes changed)
@@ -75,4 +76,4 @@ class BatchBuffers:
         return {"keep": self.keep}  # buffers and the lock stay in this process
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(state["keep"])
+        BatchBuffers.__init__(self, state["keep"])

@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from .._errors import DataError
-from .._layouts import KeyframeWindow
-from .transforms._base import Window
+from .._core._errors import DataError
+from .._core._layouts import KeyframeWindow
+from .transforms import Window
 
 __all__ = ["collate_targets", "collate_windows"]
 

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from .._errors import ConfigError, DataError
-from .._layouts import list_layouts, to_layout
+from .._core._errors import ConfigError, DataError
+from .._core._layouts import list_layouts, to_layout
 from ..sampling import PerFrame, Plan, VideoTable, change_score, create_sampler
 from ._buffers import BatchBuffers
 from ._record import Hyperframe
+from ._targets import TARGETS, TargetMaker, store_segments
 from .transforms import Window, transform_generator
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
     """Windows of ``frames`` frames from ``store`` (a path or an opened store).
 
     ``sampler`` is a registered name (``random``, ``sliding``, ``segments``, ``uniform``,
-    ``duration``, ``keyframes``) or a sampler object; ``sampler_options`` go to it (``stride``,
+    ``duration``, ``keyframes``, ``per_segment``) or a sampler object; ``sampler_options`` go to it (``stride``,
     ``jitter``, ``clips``, ``short``...). Items are numbered by the sampler; an item may also be
     given as ``(epoch, item)``, which is how :func:`hyperframes.loader` carries the epoch into
     persistent workers. ``memory="ram"`` holds the whole store in RAM; ``memory="cuda"`` (any
@@ -80,6 +81,13 @@ class HyperframeDataset(torch.utils.data.Dataset):
     sampler numbers items over the chosen videos only. ``exclude_damaged=True`` leaves out the
     videos whose decoder reported errors when the store was built (``hyperframes info`` lists
     them under ``damaged``).
+
+    ``targets`` adds a ``target`` to each sample from the store's annotations (labelled
+    segments, multi-label videos): ``"multi_hot"`` (C,) the window's classes, ``"frames"``
+    (T, C) each frame's classes by pts (temporal localisation); None (default) gives labels
+    only. With the ``per_segment`` sampler an item is one labelled segment of a video (its
+    label the segment's first class), and ``meta["segment"]`` is the store's segment row
+    (-1 for other samplers). See :mod:`hyperframes.data._targets`.
     """
 
     def __init__(
@@ -99,8 +107,14 @@ class HyperframeDataset(torch.utils.data.Dataset):
         sampler_options: dict | None = None,
         exclude_damaged: bool = False,
         decode_device: str | None = None,
+        targets: str | None = None,
     ):
         self.store = _open(store)
+        if targets is not None and targets not in TARGETS:
+            raise ConfigError(
+                f"unknown targets={targets!r}; choose None (labels only), "
+                f"{' or '.join(map(repr, TARGETS))}"
+            )
         if layout not in list_layouts():
             raise ConfigError(
                 f"unknown layout {layout!r}; choose one of {', '.join(list_layouts())}"
@@ -140,6 +154,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
                 )
         self.video_ids = ids
         self.table = self._table(videos)
+        self._targets = TargetMaker(videos, ids, self.table.segments, targets)
+        self.targets = targets
         #: what windows are read from: the store, or the store held in RAM / on a GPU
         self.reader: StoreReader = self.store
         if memory not in MEMORY_MODES and not str(memory).startswith("cuda"):
@@ -174,19 +190,21 @@ class HyperframeDataset(torch.utils.data.Dataset):
         nf = np.asarray(videos.num_frames)[ids]
         starts = np.asarray(videos.frame_start)[ids]
         pts = PerFrame(videos.pts_seconds_all, starts, nf, name="pts_seconds", ids=ids)
-        scores = None
+        scores: Sequence[np.ndarray | None] | PerFrame | None = None
         if self.sampler.name == "keyframes":
             column = getattr(videos, "change_score_all", None)
             if column is not None:
                 scores = PerFrame(column, starts, nf, name="change_score", ids=ids)
             else:  # stores built before scores were recorded: computed from the frames now
                 scores = [_change_scores(self.store, int(i), int(nf[k])) for k, i in enumerate(ids)]
+        segments, self._segment_rows = store_segments(videos, ids)
         return VideoTable.from_arrays(
             nf,
             np.asarray(videos.fps)[ids],
             labels=np.asarray(videos.label_ids)[ids],
             pts_seconds=pts,
             change_score=scores,
+            segments=segments,
         )
 
     def __len__(self) -> int:
@@ -218,7 +236,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         ``video`` is the store's video id. Pure index arithmetic: nothing is read."""
         epoch, item = self._key(index)
         p = self.sampler.plan(self.table, item, seed=self.seed, epoch=epoch)
-        return Plan(int(self.video_ids[p.video]), p.frame_indices, p.mask, p.clip)
+        return Plan(int(self.video_ids[p.video]), p.frame_indices, p.mask, p.clip, p.segment)
 
     def __getitems__(self, indices: Sequence) -> list[Hyperframe]:
         keys = [self._key(i) for i in indices]
@@ -279,6 +297,10 @@ class HyperframeDataset(torch.utils.data.Dataset):
             "epoch": epoch,
             "item": item,
             "clip": int(plan.clip),
+            "segment": int(self._segment_rows[plan.segment]) if plan.segment >= 0 else -1,
         }
-        label = int(videos.label_ids[video_id])
-        return Hyperframe(to_layout(frames, self.layout), label, mask, meta)
+        label = self._targets.label(video_id, plan.segment)
+        target = self._targets.target(
+            video_id, plan.segment, meta["pts_seconds"], mask.cpu().numpy()
+        )
+        return Hyperframe(to_layout(frames, self.layout), label, mask, meta, target)

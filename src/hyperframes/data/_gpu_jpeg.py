@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 
 
 class CudaJpegReader:
@@ -33,7 +33,7 @@ class CudaJpegReader:
         if getattr(store, "codec_name", None) != "jpeg":
             raise ConfigError(
                 f"decode_device needs a jpeg store (nvJPEG decodes JPEG); {store.path} uses codec "
-                f"{getattr(store, 'codec_name', None)!r}: build it with --codec jpeg, or leave "
+                f"{getattr(store, 'codec_name', None)!r}: build it with codec jpeg, or leave "
                 "decode_device unset"
             )
         self.store = store

@@ -19,11 +19,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import torch
 import torch.utils.data
 
+from .._core._layouts import KeyframeWindow
 from ._collate import collate_targets, collate_windows
 from ._record import Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
@@ -39,7 +41,7 @@ def _dense(t: torch.Tensor) -> bool:
     return True
 
 
-def _view_of_one_batch(tensors: list[torch.Tensor]) -> torch.Tensor | None:
+def _view_of_one_batch(tensors: Sequence[torch.Tensor | KeyframeWindow]) -> torch.Tensor | None:
     """When the samples are consecutive, equally shaped views of one buffer (as the dataset
     returns them after one batched read), the batch is a view of that buffer: no copy."""
     t0 = tensors[0]
@@ -60,9 +62,9 @@ def _view_of_one_batch(tensors: list[torch.Tensor]) -> torch.Tensor | None:
 
 
 def collate_hyperframes(samples: list[Hyperframe]) -> HyperframeBatch:
-    frames = [s.frames for s in samples]
-    batch = _view_of_one_batch(frames)
-    frames = batch if batch is not None else collate_windows(frames)
+    windows = [s.frames for s in samples]
+    batch = _view_of_one_batch(windows)
+    frames = batch if batch is not None else collate_windows(windows)
     labels = torch.tensor([s.label for s in samples], dtype=torch.int64)
     mask = torch.stack([s.mask for s in samples])
     target = collate_targets([s.target for s in samples])
@@ -83,6 +85,9 @@ class _WithEpoch(torch.utils.data.Sampler):
 
 class HyperframeLoader(torch.utils.data.DataLoader):
     """A DataLoader whose ``set_epoch(e, start=0)`` reshuffles (and can resume mid-epoch)."""
+
+    sampler: _WithEpoch  # as loader() makes it
+    dataset: Any  # a HyperframeDataset, or any dataset with set_epoch(epoch)
 
     def set_epoch(self, epoch: int, start: int = 0) -> None:
         self.sampler.inner.set_epoch(epoch, start)
@@ -172,11 +177,12 @@ def loader(
     ``collate_fn`` turns the list of samples of one batch into the batch (default
     :func:`collate_hyperframes`: a :class:`HyperframeBatch`), for datasets whose samples are
     not :class:`Hyperframe` records; a batch with a ``pin_memory()`` method is pinned."""
-    from .._errors import ConfigError
+    from .._core._errors import ConfigError
 
     if mode not in ("threads", "processes"):
         raise ConfigError(f"unknown loader mode {mode!r}; choose threads or processes")
     seed = dataset.seed if seed is None else seed
+    inner: BalancedSampler | EpochSampler
     if balanced:
         inner = BalancedSampler(dataset.labels, seed=seed, rank=rank, world_size=world_size)
     else:
@@ -204,7 +210,7 @@ def loader(
             pin_memory=pin,
             collate_fn=collate_fn,
         )
-    kw = {}
+    kw: dict[str, Any] = {}  # DataLoader refuses these without worker processes
     if workers > 0:
         kw = {"prefetch_factor": prefetch_factor, "persistent_workers": persistent_workers}
     return HyperframeLoader(

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 
 
 class InMemoryStore:
@@ -106,4 +106,5 @@ class InMemoryStore:
         return got
 
     def close(self) -> None:
-        self._all = self._per_video = None
+        # frees the frames; a read after close then fails on None (there is no closed check)
+        self._all = self._per_video = None  # type: ignore[assignment]

@@ -12,7 +12,7 @@ import dataclasses
 
 import torch
 
-from .._layouts import KeyframeWindow
+from .._core._layouts import KeyframeWindow
 
 
 def _shape(x) -> str:
@@ -26,8 +26,9 @@ class Hyperframe:
     """One sample: ``frames`` in the dataset's layout, its ``label`` (-1 = none), ``mask`` (T,)
     False on padded positions, ``meta``: ``video`` (path), ``video_id``, ``frame_indices``
     (source numbering), ``stored_indices``, ``pts_seconds``, ``fps``, ``frames`` (T), ``seed``,
-    ``epoch``, ``item`` and ``clip``; and ``target``, a tensor target beyond the label (e.g.
-    the key frame's segmentation mask (H, W) int64), or None."""
+    ``epoch``, ``item``, ``clip`` and ``segment`` (the store's segment row of a ``per_segment``
+    item, else -1); and ``target``, a tensor target beyond the label (e.g. the key frame's
+    segmentation mask (H, W) int64, or multi-hot classes (C,) or (T, C)), or None."""
 
     frames: torch.Tensor | KeyframeWindow
     label: int

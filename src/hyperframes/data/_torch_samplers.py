@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 import torch.utils.data
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 from ..sampling import balanced_order, epoch_order, partition
 
 __all__ = ["BalancedSampler", "EpochSampler"]

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._errors import ConfigError, DecodeError, InputError
+from .._core._errors import ConfigError, DecodeError, InputError
 
 __all__ = [
     "DecodeReport",
@@ -111,26 +111,37 @@ class Decoder(Protocol):
 
 _REGISTRY: dict[str, Callable[..., Decoder]] = {}
 _UNAVAILABLE_HINT: dict[str, str] = {}
+_READS: dict[str, str] = {}
+#: what a backend reads: video files, or folders of numbered frames
+READS = ("video", "frames")
 
 
-def register_decoder(name: str, *, install_hint: str = "") -> Callable:
+def register_decoder(name: str, *, install_hint: str = "", reads: str = "video") -> Callable:
     """Class decorator adding a backend to the registry under ``name``.
 
     A backend whose library is missing raises ``ImportError`` from its constructor;
-    ``create_decoder`` turns that into a ``ConfigError`` quoting ``install_hint``.
+    ``create_decoder`` turns that into a ``ConfigError`` quoting ``install_hint``. ``reads``
+    says what it reads (one of :data:`READS`).
     """
+    if reads not in READS:
+        raise ConfigError(f"reads must be one of {', '.join(READS)}, got {reads!r}")
 
     def wrap(factory: Callable[..., Decoder]):
         _REGISTRY[name] = factory
         _UNAVAILABLE_HINT[name] = install_hint
+        _READS[name] = reads
         return factory
 
     return wrap
 
 
-def list_decoders() -> list[str]:
-    """Names of every registered backend (installed or not), default first."""
-    return sorted(_REGISTRY, key=lambda n: (n != "pyav", n))
+def list_decoders(*, reads: str | None = None) -> list[str]:
+    """Names of every registered backend (installed or not), default first; ``reads="video"``
+    only those that decode video files, ``reads="frames"`` those that read frame folders."""
+    if reads is not None and reads not in READS:
+        raise ConfigError(f"reads must be one of {', '.join(READS)} or None, got {reads!r}")
+    names = [n for n in _REGISTRY if reads is None or _READS[n] == reads]
+    return sorted(names, key=lambda n: (n != "pyav", n))
 
 
 def create_decoder(name: str = "pyav", **options: Any) -> Decoder:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .._errors import DecodeError, HyperframesError
+from .._core._errors import DecodeError, HyperframesError
 from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
 from ._pyav import Inspection, inspect
 from ._resize import PIL_BILINEAR, ArrayFrame
@@ -76,8 +76,10 @@ class DecordDecoder:
         timeline = Timeline(info.fps, start=info.start_seconds)
         try:
             n = len(reader)
-            spans = reader.get_frame_timestamp(range(n)).astype(np.float64) if n else None
-            stamps = spans[:, 0] if n else None
+            spans = (
+                reader.get_frame_timestamp(range(n)).astype(np.float64) if n else np.empty((0, 2))
+            )
+            stamps = spans[:, 0]
             usable = bool(n) and np.all(np.abs(stamps) < 1e9) and np.all(np.diff(stamps) > 0)
             for first in range(0, n, _BATCH):
                 batch = reader.get_batch(list(range(first, min(n, first + _BATCH)))).asnumpy()
@@ -87,8 +89,11 @@ class DecordDecoder:
                         f"not the upright {info.width}x{info.height} of v:{info.stream_index}"
                     )
                 for j, rgb in enumerate(batch):
-                    start, end = spans[first + j] if usable else (None, None)
-                    duration = end - start if usable else None
+                    if usable:
+                        start, end = spans[first + j]
+                        duration = end - start
+                    else:
+                        start = duration = None
                     for item, index, pts in timeline.push(rgb, start, duration):
                         yield ArrayFrame(item, index, pts)
         except HyperframesError:

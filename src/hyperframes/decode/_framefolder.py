@@ -18,7 +18,7 @@ import numpy as np
 import PIL
 from PIL import Image
 
-from .._errors import ConfigError, DecodeError, InputError
+from .._core._errors import ConfigError, DecodeError, InputError
 from ._base import DecodeReport, VideoInfo, check_path, register_decoder
 from ._resize import PIL_BILINEAR, resize_rgb
 
@@ -52,7 +52,7 @@ class ImageFrame:
         return resize_rgb(rgb, size)
 
 
-@register_decoder("frames", install_hint="pip install pillow")
+@register_decoder("frames", install_hint="pip install pillow", reads="frames")
 class FrameFolderDecoder:
     """A folder of numbered JPEG/PNG frames; ``fps`` times them, ``prefix`` selects the files."""
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .._errors import DecodeError, HyperframesError
+from .._core._errors import DecodeError, HyperframesError
 from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
 from ._pyav import Inspection, inspect
 from ._resize import PIL_BILINEAR, ArrayFrame

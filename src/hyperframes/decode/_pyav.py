@@ -21,13 +21,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from itertools import islice
 
 import av
 import numpy as np
 
-from .._errors import DecodeError, HyperframesError, InputError
+from .._core._errors import DecodeError, HyperframesError, InputError
 from ._base import DecodeReport, Timeline, VideoInfo, check_path, register_decoder
 from ._pyav_log import LogTap
 from ._resize import check_size
@@ -99,7 +99,9 @@ def inspect(path: str, stream: int | None = None) -> Inspection:
     return Inspection(info, chosen, headers, error)
 
 
-def decoded_frames(container, s, report: DecodeReport | None = None) -> Iterator:
+def decoded_frames(
+    container, s, report: DecodeReport | None = None
+) -> Generator[av.VideoFrame, None, None]:
     """Every frame of stream ``s``, skipping packets the decoder rejects as invalid data.
 
     As FFmpeg's command line does, a damaged packet costs its frames, not the video; if no
@@ -114,13 +116,13 @@ def decoded_frames(container, s, report: DecodeReport | None = None) -> Iterator
     )
     with tap or contextlib.nullcontext():
         for packet in container.demux(s):
-            if tap is not None and packet.is_corrupt:
+            if report is not None and packet.is_corrupt:
                 report.add("corrupt_packets", message=f"packet at dts {packet.dts} is corrupt")
             try:
                 frames = packet.decode()
             except av.error.InvalidDataError as e:
                 first_failure = first_failure or e
-                if tap is not None:
+                if report is not None:
                     why = f"{codec}: packet at dts {packet.dts} failed to decode: {e.strerror}"
                     report.add("failed_packets", message=why)
                 continue
@@ -128,7 +130,7 @@ def decoded_frames(container, s, report: DecodeReport | None = None) -> Iterator
                 tap.drain()
                 for frame in frames:
                     if frame.is_corrupt:
-                        report.add("corrupt_frames")
+                        tap.report.add("corrupt_frames")
             decoded = decoded or bool(frames)
             yield from frames
     if first_failure is not None and not decoded:

@@ -38,7 +38,7 @@ _LOCK = threading.Lock()  # guards _shared and the draining of the shared list
 class _Shared:
     """The one capture every active tap reads, and PyAV's settings to put back."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.users = 0
         self.capture: av.logging.Capture | None = None
         self.lines: list = []
@@ -101,6 +101,7 @@ class LogTap:
         with _LOCK:
             _shared.users -= 1
             if _shared.users == 0:
+                assert _shared.capture is not None  # set by the first tap's __enter__
                 _shared.capture.__exit__(None, None, None)
                 _shared.capture = None
                 av.logging.set_skip_repeated(_shared.skip_repeated)

@@ -25,7 +25,7 @@ import math
 import numbers
 from typing import Any, NamedTuple
 
-from .._errors import ConfigError, InputError
+from .._core._errors import ConfigError, InputError
 
 _EPS = 1e-9  # seconds: timestamps closer than this are equal (ties go to the earlier frame)
 
@@ -60,6 +60,7 @@ class FpsResampler:
         self._next = 0  # the next target index to decide
 
     def _target(self, k: int) -> float:
+        assert self._p0 is not None and self.fps is not None  # only called once both are set
         return self._p0 + k / self.fps
 
     def push(self, frame: Any, pts_seconds: float | None = None) -> list[Resampled]:
@@ -106,6 +107,7 @@ class FpsResampler:
             last_duration = last - self._prev_pts
         else:
             last_duration = 1.0 / (self.native_fps or self.fps)
+        assert self._p0 is not None  # set by the first push when fps is not None
         duration = last - self._p0 + last_duration
         total = math.floor(duration * self.fps + 1e-6)
         if total == 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 
 #: recorded in store manifests for backends that resize with :func:`resize_rgb`
 PIL_BILINEAR = "pil-bilinear"

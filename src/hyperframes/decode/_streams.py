@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .._errors import ConfigError, DecodeError, InputError
+from .._core._errors import ConfigError, DecodeError, InputError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .._pictures import window_png
+from .._core._pictures import window_png
 from ..bench import plan_windows, time_onthefly, time_store
-from ..store import BuildOptions, build_store, open_store
+from ..store import BuildOptions, build_store, describe_store, format_store_info, open_store
 from ._synthetic import make_motion_dataset
 
 
@@ -66,9 +66,7 @@ def run_demo(out: str | os.PathLike = "demo_out", *, quick: bool = False) -> int
     _say(report.summary())
     store = open_store(store_dir)
     _say("[3/6] hyperframes info")
-    from ..cli._info import describe, format_info
-
-    _say(format_info(describe(store)))
+    _say(format_store_info(describe_store(store)))
     _say("[4/6] random 16-frame windows: store reads vs decoding on the fly (PyAV)")
     reads = measure_reads(store, windows=64 if quick else 512, frames=16)
     _say(

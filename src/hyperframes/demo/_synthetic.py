@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hyperframes._errors import ConfigError
+from hyperframes._core._errors import ConfigError
 
 __all__ = [
     "MOTION_CLASSES",
@@ -87,7 +87,8 @@ def _check_size(size: object) -> int:
 
 def _check_fps(fps: object) -> Fraction:
     try:
-        rate = Fraction(fps).limit_denominator(1001)  # type: ignore[arg-type]
+        # any value on purpose: Fraction's TypeError/ValueError becomes the ConfigError below
+        rate = Fraction(fps).limit_denominator(1001)  # type: ignore[call-overload]
     except (TypeError, ValueError):
         raise ConfigError(f"fps must be a positive number, got {fps!r}") from None
     if rate <= 0:

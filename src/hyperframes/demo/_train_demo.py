@@ -228,8 +228,8 @@ def run_training_demo(
     out_dir: str | os.PathLike = "demo_out", quick: bool = False, *, progress: bool = True
 ) -> dict:
     """Train the four runs described in the module docstring; returns the report dict."""
+    from .._core._plots import plot_bars
     from ..train import run_training
-    from ..train._plots import plot_bars
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -256,7 +256,8 @@ def run_training_demo(
     _say("[4/4] results", progress)
     _say(format_report(runs), True)
     plot_bars(
-        {n: r.get("accuracy", r.get("miou")) for n, r in runs.items()},
+        # every run has one of the two (_result)
+        {n: r["accuracy"] if "accuracy" in r else r["miou"] for n, r in runs.items()},
         out / "summary.png",
         title="held-out accuracy (classification) / mIoU (segmentation)",
         ylabel="accuracy / mIoU",

@@ -14,11 +14,17 @@ import os
 from collections import deque
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._errors import InputError
+from .._core._errors import InputError
 from ._prediction import Prediction
+
+if TYPE_CHECKING:
+    from av.container import OutputContainer
+    from av.video.stream import VideoStream
+    from PIL.ImageFont import FreeTypeFont, ImageFont
 
 __all__ = ["VideoAnnotator"]
 
@@ -60,10 +66,10 @@ class VideoAnnotator:
         self.crf = crf
         self._frames: deque[tuple[np.ndarray, float]] = deque()
         self._prev: Prediction | None = None
-        self._container = None
-        self._stream = None
+        self._container: OutputContainer | None = None
+        self._stream: VideoStream | None = None
         self._size: tuple[int, int] | None = None
-        self._font = None
+        self._font: FreeTypeFont | ImageFont | None = None
         self.written = 0
 
     # -- input ------------------------------------------------------------------------------
@@ -88,6 +94,7 @@ class VideoAnnotator:
             self._write(rgb, self._prev)
         if self._container is None:
             raise InputError(f"{self.path}: no frames to annotate")
+        assert self._stream is not None  # opened with the container
         for packet in self._stream.encode(None):
             self._container.mux(packet)
         self._container.close()
@@ -126,6 +133,8 @@ class VideoAnnotator:
             raise InputError(f"{self.path}: frames of {rgb.shape[0]}x{rgb.shape[1]} are too small")
         if self._container is None:
             self._open(h, w)
+        # set by _open
+        assert self._container is not None and self._stream is not None and self._size is not None
         if (h, w) != self._size:  # a size change mid-stream: fit to the first size
             from ..decode import resize_rgb
 
@@ -150,6 +159,7 @@ class VideoAnnotator:
             self._font = ImageFont.load_default(size=max(10, h // 18))
         if pred.mask is not None:
             cov = pred.coverage
+            assert cov is not None  # a mask has a coverage
             parts = [f"{c} {v:.0%}" for c, v in zip(pred.classes, cov) if v > 0][:3]
             text = "  ".join(parts)
         else:

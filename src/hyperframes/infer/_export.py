@@ -2,7 +2,7 @@
 
 ``hyperframes export RUN_DIR --onnx model.onnx`` is :func:`export_onnx` (a run folder means
 its ``best.pt``, else ``last.pt``). The graph takes what the checkpoint's
-:class:`~hyperframes._contract.InputContract` prepares (:meth:`InputContract.prepare`: uint8
+:class:`~hyperframes._core._contract.InputContract` prepares (:meth:`InputContract.prepare`: uint8
 frames resized and cropped, normalised, in the model's layout):
 
 * ``temporal`` ``input`` (B, T, 3, H, W); ``channel`` ``input`` (B, 3T, H, W);
@@ -44,8 +44,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .._contract import InputContract
-from .._errors import ConfigError, HyperframesError
+from .._core._contract import InputContract
+from .._core._errors import ConfigError, HyperframesError
 from ._load import InferenceModel, load_inference_model
 
 __all__ = ["ExportError", "ExportReport", "export_onnx", "onnx_models"]
@@ -108,6 +108,23 @@ def onnx_models(available_only: bool = True) -> list[str]:
     ]
 
 
+class _AudioVisualGraph(nn.Module):
+    """Takes ``input`` (video) and ``audio`` (log-mel) as two graph inputs."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, video: Tensor, audio: Tensor) -> Tensor:
+        from ..models import AudioVisual
+
+        return self.model(AudioVisual(video, audio))
+
+
+def _is_audiovisual(model: nn.Module) -> bool:
+    return hasattr(model, "n_mels") and hasattr(model, "columns_per_frame")
+
+
 class _KeyframeGraph(nn.Module):
     """Takes ``key`` and ``context`` as two graph inputs (instead of one named tuple)."""
 
@@ -143,6 +160,12 @@ def _inputs(
         x = to_layout(torch.randn(batch, t, c, *hw, generator=g), layout)
     if layout == "keyframe":
         return (x.key, x.context), ["key", "context"]
+    if _is_audiovisual(model):
+        n_mels, k = model.n_mels, model.columns_per_frame
+        assert isinstance(n_mels, int) and isinstance(k, int)  # torch types them Tensor | Module
+        shape = (batch, n_mels, contract.frames if contract else t)
+        audio = torch.randn(shape[0], shape[1], shape[2] * k, generator=g)
+        return (x, audio), ["input", "audio"]
     return (x,), ["input"]
 
 
@@ -172,19 +195,29 @@ def export_onnx(
     _require("onnxscript", "torch's ONNX exporter")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ConfigError(f"batch {batch!r}: allowed: an integer >= 1")
-    loaded = None
+    loaded: InferenceModel | None = None
     if isinstance(source, InferenceModel):
         loaded = source
     elif not isinstance(source, nn.Module):
         loaded = load_inference_model(source)
-    model = loaded.model if loaded is not None else source
+    if loaded is not None:
+        model = loaded.model
+    else:
+        assert isinstance(source, nn.Module)  # neither branch above took it
+        model = source
     contract = loaded.contract if loaded is not None else None
     name = getattr(model, "registry_name", None) or type(model).__name__
     layout = contract.layout if contract is not None else getattr(model, "layout", "temporal")
     _check_onnx_flag(name)
     hw = _export_size(size, contract)
     model = model.eval().cpu()
-    graph = _KeyframeGraph(model).eval() if layout == "keyframe" else model
+    graph: nn.Module
+    if layout == "keyframe":
+        graph = _KeyframeGraph(model).eval()
+    elif _is_audiovisual(model):
+        graph = _AudioVisualGraph(model).eval()
+    else:
+        graph = model
     args, names = _inputs(model, layout, batch, hw, seed, contract)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

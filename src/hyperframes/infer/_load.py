@@ -2,7 +2,7 @@
 
 The checkpoint (``hyperframes train``'s ``best.pt`` / ``last.pt``, or a run folder: its
 ``best.pt``, else ``last.pt``; read with ``torch.load(weights_only=True)``: nothing in it is
-unpickled as code) carries the model's :class:`~hyperframes._contract.InputContract`: the
+unpickled as code) carries the model's :class:`~hyperframes._core._contract.InputContract`: the
 window (T, frame stride), the store's frame size and rate, the crop, the normalisation, the
 layout and the classes. Predict and export prepare input with it and nothing else, exactly
 as evaluation does.
@@ -34,8 +34,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .._contract import InputContract
-from ..train._checkpoint import load_checkpoint, rebuild_model
+from .._core._contract import InputContract
+from .._core._device import resolve_device
+from ..train import load_checkpoint, rebuild_model
 
 __all__ = [
     "InferenceModel",
@@ -76,13 +77,15 @@ def load_inference_model(
     fps: Any = None,
     device: str | torch.device = "cpu",
 ) -> InferenceModel:
-    """Rebuild the checkpoint's model (eval mode, on ``device``) and its input contract.
+    """Rebuild the checkpoint's model (eval mode, on ``device``; ``"auto"``: CUDA when there is
+    a GPU) and its input contract.
 
     ``size`` / ``fps`` override the frame size and rate (module doc); errors are
     :class:`InputError` (not a checkpoint, weights that do not fit) or :class:`ConfigError`.
     """
     from .. import models
 
+    device = resolve_device(device)
     state = load_checkpoint(checkpoint)
     model, contract = rebuild_model(state, device=device, size=size, fps=fps)
     name = getattr(model, "registry_name", None) or type(model).__name__
@@ -91,6 +94,6 @@ def load_inference_model(
     if contract.source.startswith("default"):
         notes.append(
             "frame size: the store's size is not recorded in the checkpoint and the store is "
-            "not here; using short side 128 (pass size= / --size to match the store)"
+            "not here; using short side 128 (pass size to match the store)"
         )
     return InferenceModel(model, contract, list(contract.classes), task, name, state["path"], notes)

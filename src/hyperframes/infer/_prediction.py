@@ -27,7 +27,8 @@ class Prediction:
 
     ``logits``: the model's raw output for this window ((K,) or (K, H, W) for
     segmentation); ``smoothed``: after the exponential moving average over windows;
-    ``probs`` (K,): softmax of ``smoothed`` (for segmentation, averaged over pixels);
+    ``probs`` (K,): softmax of ``smoothed`` (for segmentation, averaged over pixels; for a
+    multi-label model, the sigmoid of each class: independent probabilities);
     ``mask``: (H, W) uint8 argmax of ``smoothed`` (segmentation only).
     """
 

@@ -27,7 +27,8 @@ used as they are), then resized and cropped once (:meth:`InputContract.resize_cr
 batch of windows goes through :meth:`InputContract.prepare` (normalisation and layout).
 
 Smoothing: ``s_k = ema * s_{k-1} + (1 - ema) * logits_k`` over windows in order
-(``ema=0``: none); probabilities are the softmax of ``s_k``.
+(``ema=0``: none); probabilities are the softmax of ``s_k`` (a ``multilabel`` model's: the
+sigmoid of each class's, so they need not sum to 1).
 
 Feature reuse (``reuse="auto"``): for models with a per-frame part (:func:`split_model`:
 TSN, CNN+LSTM, the TSM stem) and overlapping windows (S < T), each frame goes through that
@@ -47,8 +48,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .._contract import InputContract
-from .._errors import ConfigError, InputError
+from .._core._contract import InputContract
+from .._core._errors import ConfigError, InputError
 from ._load import load_inference_model
 from ._prediction import Prediction
 from ._reuse import FrameSplit, split_model
@@ -63,7 +64,7 @@ def check_options(stride: Any, ema: Any, batch_size: Any = 1) -> None:
     if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
         raise ConfigError(
             f"stride {stride!r}: allowed: an integer >= 1 (frames between the starts of "
-            "consecutive windows); try --stride 1 for every window or --stride T for "
+            "consecutive windows); try stride 1 for every window or stride T for "
             "non-overlapping ones"
         )
     if (
@@ -74,7 +75,7 @@ def check_options(stride: Any, ema: Any, batch_size: Any = 1) -> None:
     ):
         raise ConfigError(
             f"ema {ema!r}: allowed: a number with 0 <= ema < 1 (the weight of the past in the "
-            "moving average of logits; 0 turns smoothing off), e.g. --ema 0.7"
+            "moving average of logits; 0 turns smoothing off), e.g. ema 0.7"
         )
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ConfigError(f"batch_size {batch_size!r}: allowed: an integer >= 1")
@@ -113,7 +114,9 @@ class Predictor:
         self.contract = contract
         self.frames = contract.frames
         self.span = contract.window_span()
-        self.task = task or getattr(model, "task", "classification")
+        # a name of its own: inside `task or ...` mypy infers the getattr as str | None
+        model_task = getattr(model, "task", "classification")
+        self.task: str = task or model_task
         num_classes = getattr(model, "num_classes", None)
         if classes is None:
             classes = list(contract.classes) or [str(i) for i in range(num_classes or 0)]
@@ -180,7 +183,7 @@ class Predictor:
         self._pushed = 0
         self._last_pts: float | None = None
         self._native: tuple[int, int] | None = None
-        self._cached: tuple[int, np.ndarray] | None = None
+        self._cached: tuple[int, Tensor] | None = None
         self._size: tuple[int, int] | None = None  # model input (H, W) of this stream
         self._n = 0  # frames added (after resampling)
         self._images: dict[int, Tensor] = {}  # uint8 (3, H, W) model-size frames
@@ -267,7 +270,7 @@ class Predictor:
         finally:
             self.reset()
 
-    def _rgb(self, frame: Any, source: int) -> np.ndarray:
+    def _rgb(self, frame: Any, source: int) -> Tensor:
         if self._cached is not None and self._cached[0] == source:
             return self._cached[1]  # a frame the resampler repeats
         if isinstance(frame, np.ndarray):
@@ -292,7 +295,7 @@ class Predictor:
     def _add(self, frame: Any, source: int, pts: float) -> None:
         chw = self._rgb(frame, source)
         if self._size is None:
-            self._size = tuple(chw.shape[-2:])
+            self._size = (chw.shape[-2], chw.shape[-1])
         elif tuple(chw.shape[-2:]) != self._size:
             raise InputError(
                 f"frame {source}: becomes {chw.shape[-2]}x{chw.shape[-1]} model input, earlier "
@@ -339,6 +342,7 @@ class Predictor:
         return self.model(self.contract.prepare(frames[take])).float()
 
     def _run_reuse(self, final: bool) -> list[Prediction]:
+        assert self.split is not None  # _run calls this only with a split
         todo = sorted(self._images)
         chunk = self.frame_batch
         while todo and (final or len(todo) >= chunk):
@@ -350,7 +354,7 @@ class Predictor:
                 self._feats[i] = f
         out: list[Prediction] = []
         while self._pending:
-            ready = []
+            ready: list[tuple[list[int], bool]] = []
             while self._pending and len(ready) < self.batch_size:
                 idx = self._pending[0][0]
                 if not all(i in self._feats for i in idx):
@@ -391,7 +395,8 @@ class Predictor:
         else:
             dt = 1.0 / self.contract.fps if self.contract.fps else 0.0
         key = idx[len(idx) // 2]
-        prob = torch.softmax(s, dim=0)
+        # a multi-label model's classes are independent: each its own sigmoid
+        prob = torch.sigmoid(s) if self.task == "multilabel" else torch.softmax(s, dim=0)
         mask = None
         if s.dim() == 3:  # segmentation: (K, H, W)
             mask = prob.argmax(0).to(torch.uint8).cpu().numpy()

@@ -55,7 +55,7 @@ class FrameSplit:
 
 
 def _tsn(model) -> FrameSplit:
-    from ..models._tsn import consensus
+    from ..models import consensus
 
     def head(f: Tensor) -> Tensor:
         scores = model.head(model.dropout(f))
@@ -90,7 +90,7 @@ def _tsm(model) -> FrameSplit:
     return FrameSplit(stem, head, "stem")
 
 
-def _known() -> list[tuple[type, Callable[[nn.Module], FrameSplit]]]:
+def _known() -> list[tuple[type[nn.Module], Callable[[nn.Module], FrameSplit]]]:
     from ..models import CNNLSTM, TSM, TSN
 
     return [(TSN, _tsn), (CNNLSTM, _lstm), (TSM, _tsm)]

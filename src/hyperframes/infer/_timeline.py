@@ -45,7 +45,8 @@ COLUMNS = {
     "window covers [start_seconds, end_seconds)",
     "key_seconds": "the middle frame's presentation time, in seconds",
     "topN, topN_prob": "the N-th most probable class and its (smoothed) probability",
-    "prob:<class>": "the class's smoothed probability (segmentation: mean over pixels)",
+    "prob:<class>": "the class's smoothed probability (segmentation: mean over pixels; "
+    "multilabel: the class's own sigmoid, classes independent)",
     "coverage:<class>": "segmentation: the fraction of the key frame's pixels given to it",
 }
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._errors import InputError
+from .._core._device import resolve_device
+from .._core._errors import InputError
 from ._prediction import Prediction
 from ._predictor import Predictor, check_options
 
@@ -59,6 +60,8 @@ class PredictReport:
     outputs: list[Path] = field(default_factory=list)
     last: Prediction | None = None
     notes: list[str] = field(default_factory=list)
+    #: the classes (by name) of highest probability averaged over the windows, best first
+    top: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def fps(self) -> float:
@@ -71,6 +74,9 @@ class PredictReport:
             f"{self.seconds:.1f} s ({self.fps:.1f} frames/s"
             f"{', per-frame features reused' if self.reuse else ''})"
         ]
+        if self.top:
+            shown = ", ".join(f"{name} {p:.3f}" for name, p in self.top)
+            lines.append(f"  mean probability over the windows: {shown}")
         lines += [f"  wrote {p}" for p in self.outputs]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -99,11 +105,8 @@ def predict_video(
     ``size``/``fps`` override the checkpoint's frame size / rate (see ``_load``); ``device``
     ``"auto"`` picks CUDA when available; ``progress`` shows a bar on stderr.
     """
-    import torch
-
     check_options(stride, ema, batch_size)
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = resolve_device(device)
     from ..decode import create_decoder
 
     video = Path(video)
@@ -159,14 +162,17 @@ def predict_video(
 
     t0 = time.perf_counter()
     last = None
+    prob_sum = None
     try:
         for pred in iter_predictions(predictor, video, decoder=decoder, on_frame=on_frame):
+            prob_sum = pred.probs if prob_sum is None else prob_sum + pred.probs
             writer.add(pred)
             if annotator is not None:
                 annotator.add_prediction(pred)
             last = pred
         if last is None:
             raise InputError(f"{video}: no frames decoded; nothing to predict")
+        assert prob_sum is not None  # set with last
         frames_seen = predictor.frames_added
         outputs = writer.close(
             {"windows": writer.count, "frames": frames_seen, "decoded_frames": decoded}
@@ -192,4 +198,11 @@ def predict_video(
         outputs=outputs,
         last=last,
         notes=list(predictor.notes),
+        top=_top(predictor.classes, prob_sum / max(writer.count, 1), top_k),
     )
+
+
+def _top(classes: list[str], probs, k: int) -> list[tuple[str, float]]:
+    """The ``k`` classes of highest ``probs``, by name, best first."""
+    order = sorted(range(len(classes)), key=lambda i: -float(probs[i]))[: max(1, k)]
+    return [(classes[i], float(probs[i])) for i in order]

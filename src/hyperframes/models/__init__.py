@@ -22,6 +22,7 @@ hyperframes checkpoint with a ``"model"`` entry); nothing is downloaded.
 from __future__ import annotations
 
 from . import _channel, _cnn3d, _keyframe, _lstm, _transformer, _tsm, _tsn  # noqa: F401 (register)
+from ._audiovisual import AudioVisual, AudioVisualFusion, as_audiovisual  # registers av_*
 from ._base import LAYOUTS, Keyframes, VideoModel, as_keyframes, to_layout
 from ._channel import ChannelFusion, inflate_conv2d
 from ._cnn3d import R2Plus1DTiny, TorchvisionVideo
@@ -38,7 +39,7 @@ from ._registry import (
 )
 from ._transformer import VideoTransformer
 from ._tsm import TSM, TemporalShiftConv2d, temporal_shift
-from ._tsn import TSN
+from ._tsn import TSN, consensus
 from ._weights import LoadReport, inflate_weight, load_pretrained, read_state_dict
 
 #: ``hyperframes.models.list()`` -- the registered names. Kept out of ``__all__`` so that
@@ -51,6 +52,8 @@ __all__ = [
     "TSM",
     "TSN",
     "Aggregator",
+    "AudioVisual",
+    "AudioVisualFusion",
     "ChannelFusion",
     "KeyframeSegmenter",
     "Keyframes",
@@ -63,8 +66,10 @@ __all__ = [
     "UNet",
     "VideoModel",
     "VideoTransformer",
+    "as_audiovisual",
     "as_keyframes",
     "aux_weight",
+    "consensus",
     "create",
     "describe",
     "get_spec",

@@ -12,7 +12,7 @@ from typing import Any
 import torchvision
 from torch import Tensor, nn
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 from ._base import mobilenet_features, resnet_features
 
 __all__ = ["BACKBONES_2D", "Backbone2D", "build_backbone_2d"]

@@ -22,9 +22,9 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from .._errors import ConfigError, DataError
-from .._layouts import LAYOUTS, KeyframeWindow
-from .._layouts import to_layout as _to_layout
+from .._core._errors import ConfigError, DataError
+from .._core._layouts import LAYOUTS, KeyframeWindow
+from .._core._layouts import to_layout as _to_layout
 
 __all__ = [
     "LAYOUTS",
@@ -44,7 +44,7 @@ Keyframes = KeyframeWindow
 
 def as_keyframes(x: Any) -> Keyframes:
     """Accept a :class:`Keyframes`, a ``(key, context)`` pair or a dict with those keys."""
-    if isinstance(x, Keyframes):
+    if isinstance(x, KeyframeWindow):  # Keyframes is this class
         kf = x
     elif isinstance(x, Mapping):
         if "key" not in x or "context" not in x:
@@ -70,7 +70,7 @@ def as_keyframes(x: Any) -> Keyframes:
 
 
 def to_layout(x: Tensor, layout: str) -> Tensor | Keyframes:
-    """Turn a temporal batch (B, T, C, H, W) into ``layout`` (see :mod:`hyperframes._layouts`)."""
+    """Turn a temporal batch (B, T, C, H, W) into ``layout`` (see :mod:`hyperframes._core._layouts`)."""
     if not isinstance(x, Tensor) or x.dim() != 5:
         raise DataError(f"to_layout expects a (B, T, C, H, W) tensor, got {_shape(x)}")
     return _to_layout(x, layout)
@@ -210,16 +210,20 @@ def check_mask(model: VideoModel, mask: Tensor | None, batch: int, frames: int) 
     return mask.bool()
 
 
-def resnet_features(net: nn.Module, x: Tensor, ckpt: Callable[..., Any]) -> Tensor:
-    """Pooled features of a torchvision ResNet; ``ckpt`` wraps the four stages."""
+def resnet_features(net: Any, x: Tensor, ckpt: Callable[..., Any]) -> Tensor:
+    """Pooled features of a torchvision ResNet; ``ckpt`` wraps the four stages.
+
+    ``net`` is Any: its stages are reached by name (torchvision ships no types)."""
     x = net.maxpool(net.relu(net.bn1(net.conv1(x))))
     for layer in (net.layer1, net.layer2, net.layer3, net.layer4):
         x = ckpt(layer, x)
     return torch.flatten(net.avgpool(x), 1)
 
 
-def mobilenet_features(net: nn.Module, x: Tensor, ckpt: Callable[..., Any]) -> Tensor:
-    """Pooled features of a torchvision MobileNetV3; ``ckpt`` wraps each inverted block."""
+def mobilenet_features(net: Any, x: Tensor, ckpt: Callable[..., Any]) -> Tensor:
+    """Pooled features of a torchvision MobileNetV3; ``ckpt`` wraps each inverted block.
+
+    ``net`` is Any: its blocks are reached by name (torchvision ships no types)."""
     feats = net.features
     x = feats[0](x)
     for block in list(feats)[1:]:

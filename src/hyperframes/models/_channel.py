@@ -15,7 +15,7 @@ import torch
 import torchvision
 from torch import Tensor, nn
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 from ._base import VideoModel, _shape, mobilenet_features, resnet_features
 from ._registry import register_model
 from ._weights import inflate_weight
@@ -34,13 +34,14 @@ def inflate_conv2d(conv: nn.Conv2d, frames: int) -> nn.Conv2d:
     """A copy of ``conv`` reading ``frames`` stacked inputs: weight repeated T times / T."""
     if conv.groups != 1:
         raise ConfigError("only an ungrouped first conv can be inflated over frames")
+    # torch types a Conv2d's kernel_size/stride/padding/dilation as tuple[int, ...]: they are pairs
     new = nn.Conv2d(
         conv.in_channels * frames,
         conv.out_channels,
-        conv.kernel_size,
-        stride=conv.stride,
-        padding=conv.padding,
-        dilation=conv.dilation,
+        conv.kernel_size,  # type: ignore[arg-type]
+        stride=conv.stride,  # type: ignore[arg-type]
+        padding=conv.padding,  # type: ignore[arg-type]
+        dilation=conv.dilation,  # type: ignore[arg-type]
         bias=conv.bias is not None,
         padding_mode=conv.padding_mode,
         device=conv.weight.device,
@@ -49,6 +50,7 @@ def inflate_conv2d(conv: nn.Conv2d, frames: int) -> nn.Conv2d:
     with torch.no_grad():
         new.weight.copy_(inflate_weight(conv.weight, frames))
         if conv.bias is not None:
+            assert new.bias is not None  # made with bias=True above
             new.bias.copy_(conv.bias)
     return new
 
@@ -90,6 +92,7 @@ class ChannelFusion(VideoModel):
             head = cfg.get("classifier", "fc")
             head = head[0] if isinstance(head, (list, tuple)) else head
             conv = net.get_submodule(first)
+            assert isinstance(conv.weight, Tensor)  # a conv's weight (nn.Module types it loosely)
             with torch.no_grad():  # same start as an inflated 3-channel conv
                 conv.weight.copy_(inflate_weight(conv.weight[:, :in_channels], frames))
             head_prefix = head + "."
@@ -117,7 +120,11 @@ class ChannelFusion(VideoModel):
 
     def _set_checkpointing(self, enabled: bool) -> None:
         net = getattr(self, "backbone", None)
-        if getattr(self, "is_timm", False) and hasattr(net, "set_grad_checkpointing"):
+        if (
+            getattr(self, "is_timm", False)
+            and net is not None
+            and hasattr(net, "set_grad_checkpointing")
+        ):
             net.set_grad_checkpointing(enabled)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -128,7 +135,7 @@ class ChannelFusion(VideoModel):
                 f"{self._who()} takes the channel layout (B, {self.in_channels}*{self.frames}="
                 f"{want}, H, W); got {_shape(x)}"
             )
-        net = self.backbone
+        net: Any = self.backbone  # heads are reached by name (fc / classifier)
         if self.is_timm:
             return net(x)
         if self.backbone_name.startswith("resnet"):

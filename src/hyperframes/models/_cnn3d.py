@@ -11,7 +11,7 @@ import torch
 import torchvision.models.video as tvv
 from torch import Tensor, nn
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 from ._base import VideoModel, _check_int, _shape
 from ._registry import register_model
 

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 from ._base import Keyframes, VideoModel, _check_int, as_keyframes, check_mask, masked_mean
 from ._registry import register_model
 
@@ -135,8 +135,10 @@ class KeyframeSegmenter(VideoModel):
         _check_int("aggregator_width", aggregator_width)
         self.fusion = fusion
         self.aggregator = Aggregator(3, aggregator_width, hidden_channels)
+        self.to_rgb: nn.Conv2d | None
         if fusion == "add":
             self.to_rgb = nn.Conv2d(hidden_channels, 3, 1)
+            assert self.to_rgb.bias is not None  # bias=True, the default
             nn.init.zeros_(self.to_rgb.weight)
             nn.init.zeros_(self.to_rgb.bias)
             f_in = 3

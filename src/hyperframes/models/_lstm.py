@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 from ._backbones import BACKBONES_2D, Backbone2D, backbone_pretrained_map
 from ._base import VideoModel, _check_int, check_mask
 from ._registry import register_model

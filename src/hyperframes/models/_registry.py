@@ -13,7 +13,7 @@ from typing import Any, NamedTuple, TypeVar
 import torch
 from torch import nn
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 from ._base import LAYOUTS, TASKS
 from ._weights import load_pretrained
 
@@ -179,9 +179,10 @@ def create(
             f"model {name!r} was registered with layout {spec.layout!r} but its module says "
             f"{getattr(model, 'layout', None)!r}"
         )
-    model.registry_name = name
+    # nn.Module.__setattr__ takes any value; torch types it Tensor | Module
+    model.registry_name = name  # type: ignore[assignment]
     if pretrained is not None:
-        model.pretrained_report = load_pretrained(model, pretrained)
+        model.pretrained_report = load_pretrained(model, pretrained)  # type: ignore[assignment]
     return model
 
 

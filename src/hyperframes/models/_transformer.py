@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 from ._base import VideoModel, _check_int, check_mask, masked_mean
 from ._registry import register_model
 

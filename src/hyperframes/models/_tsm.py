@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 from ._backbones import Backbone2D, backbone_pretrained_map
 from ._base import VideoModel, check_mask, masked_mean
 from ._registry import register_model
@@ -40,13 +40,14 @@ class TemporalShiftConv2d(nn.Conv2d):
     """A Conv2d that temporally shifts its input first; same parameters and keys."""
 
     def __init__(self, conv: nn.Conv2d, frames: int, fold_div: int = 8) -> None:
+        # torch types a Conv2d's kernel_size/stride/padding/dilation as tuple[int, ...]: pairs
         super().__init__(
             conv.in_channels,
             conv.out_channels,
-            conv.kernel_size,
-            stride=conv.stride,
-            padding=conv.padding,
-            dilation=conv.dilation,
+            conv.kernel_size,  # type: ignore[arg-type]
+            stride=conv.stride,  # type: ignore[arg-type]
+            padding=conv.padding,  # type: ignore[arg-type]
+            dilation=conv.dilation,  # type: ignore[arg-type]
             groups=conv.groups,
             bias=conv.bias is not None,
             padding_mode=conv.padding_mode,

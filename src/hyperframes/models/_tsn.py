@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 from ._backbones import Backbone2D, backbone_pretrained_map
 from ._base import VideoModel, check_mask, masked_mean
 from ._registry import register_model

@@ -18,15 +18,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import torch
 from torch import Tensor, nn
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 
 __all__ = ["LoadReport", "adapt_state_dict", "inflate_weight", "load_pretrained", "read_state_dict"]
 
 _SHOW = 5  # how many offending keys an error lists
+
+
+@runtime_checkable
+class _MapsPretrained(Protocol):
+    """A model with its own ``map_pretrained`` (``VideoModel`` has one; any module may)."""
+
+    def map_pretrained(self, state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]: ...
 
 
 @dataclass(frozen=True)
@@ -130,7 +138,7 @@ def load_pretrained(model: nn.Module, path: str | Path) -> LoadReport:
     own = model.state_dict()
     if set(sd) == set(own):
         candidate = dict(sd)
-    elif hasattr(model, "map_pretrained"):
+    elif isinstance(model, _MapsPretrained):  # hasattr(model, "map_pretrained")
         candidate = model.map_pretrained(sd)
     else:
         candidate = dict(sd)

@@ -8,19 +8,22 @@ A sampler never reads pixels and never imports torch. Give it per-video metadata
     plan = s.plan(videos, item, seed=0, epoch=3)   # plan.video, plan.frame_indices, plan.mask
 
 Registered samplers: ``sliding``, ``random``, ``segments``, ``uniform``, ``duration``,
-``keyframes``. :func:`epoch_order`, :func:`balanced_order` and :func:`partition` give the order
+``keyframes``, ``per_segment`` (one item per labelled segment of an untrimmed video:
+``VideoTable.segments``, a :class:`SegmentTable`; :func:`frame_labels` gives each frame's
+classes by pts). :func:`epoch_order`, :func:`balanced_order` and :func:`partition` give the order
 of items in an epoch and each rank's share of it.
 """
 
-from . import _duration, _keyframes, _random, _windows  # noqa: F401  (register samplers)
+from .._core._change import ChangeScorer, change_score
+from . import _duration, _keyframes, _random, _segments, _windows  # noqa: F401  (register samplers)
 from ._base import SHORT_POLICIES, Sampler
-from ._change import ChangeScorer, change_score
 from ._duration import DurationSampler
 from ._keyframes import KeyframesSampler
 from ._meta import PerFrame, Plan, VideoMeta, VideoTable, as_video_table
 from ._order import balanced_order, class_weights, epoch_order, partition
 from ._random import RandomSampler, SegmentsSampler
 from ._registry import create_sampler, list_samplers, register_sampler
+from ._segments import PerSegmentSampler, SegmentTable, frame_labels
 from ._windows import SlidingSampler, UniformSampler
 
 __all__ = [
@@ -29,9 +32,11 @@ __all__ = [
     "DurationSampler",
     "KeyframesSampler",
     "PerFrame",
+    "PerSegmentSampler",
     "Plan",
     "RandomSampler",
     "Sampler",
+    "SegmentTable",
     "SegmentsSampler",
     "SlidingSampler",
     "UniformSampler",
@@ -43,6 +48,7 @@ __all__ = [
     "class_weights",
     "create_sampler",
     "epoch_order",
+    "frame_labels",
     "list_samplers",
     "partition",
     "register_sampler",

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 from ._meta import Plan, VideoMeta, VideoTable, as_video_table
 
 __all__ = ["SHORT_POLICIES", "Sampler"]

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from .._errors import ConfigError
-from ._base import Sampler
+from .._core._errors import ConfigError
+from ._base import Sampler, _positive_int
 from ._meta import PerFrame, Plan, VideoTable
 from ._registry import register_sampler
 
@@ -45,8 +45,14 @@ class DurationSampler(Sampler):
     Each target time maps to the nearest stored frame, using the video's ``pts_seconds`` when it
     has them, else frame ``i`` at ``i / fps``; frames repeat when the source rate is below
     ``rate``. The window starts at a random time when ``train=True`` (new every epoch), else it
-    is centred. A video is short when its first-to-last frame time is under
-    ``(frames - 1) / rate``; padded positions are those past the last frame's time.
+    is centred; with ``clips`` > 1, each video gives ``clips`` windows (item ``i`` is clip
+    ``i % clips`` of its video): random ones when training, else evenly spread from the first
+    frame's time to the last window that fits, as ``uniform`` spreads them. The start is then
+    moved to the nearest frame's time (never so late that the window passes the last frame),
+    so target times fall on frames and a 30 fps video sampled at 7.5/s gives steps of exactly
+    4 frames, not a 4, 4, 5 from times halfway between two frames. A video is short when its
+    first-to-last frame time is under ``(frames - 1) / rate``; padded positions are those past
+    the last frame's time.
     """
 
     def __init__(
@@ -56,9 +62,11 @@ class DurationSampler(Sampler):
         seconds: float | None = None,
         rate: float | None = None,
         train: bool = True,
+        clips: int = 1,
         short: str = "error",
     ) -> None:
         super().__init__(frames=frames, short=short)
+        self.clips = _positive_int("clips", clips, self.name)
         if seconds is None and rate is None:
             raise ConfigError(
                 "duration sampler: give seconds= (the window length) or rate= (target frames "
@@ -69,6 +77,7 @@ class DurationSampler(Sampler):
         if rate is not None:
             rate = _positive_float("rate", rate)
         if seconds is None:
+            assert rate is not None  # one of the two is given (checked above)
             seconds = self.frames / rate
         elif rate is None:
             rate = self.frames / seconds
@@ -119,16 +128,22 @@ class DurationSampler(Sampler):
                     length[v] = pts[-1] - pts[0]
         return (table.num_frames == 0) | (length < self._span - _TOL * max(1.0, self._span))
 
+    def _counts(self, table: VideoTable, short: np.ndarray) -> np.ndarray:
+        return np.full(len(table), self.clips, dtype=np.int64)
+
     def _plan(self, table, video, local, is_short, item, seed, epoch) -> Plan:
         first, last = self._range(table, video)
         room = max(last - first - self._span, 0.0)
         if self.train:
             start = first + room * float(self._rng(seed, epoch, item).random())
+        elif self.clips > 1:
+            start = first + room * local / (self.clips - 1)
         else:
             start = first + room / 2
-        times = start + np.arange(self.frames, dtype=np.float64) / self.rate
         num_frames = int(table.num_frames[video])
         pts = None if table.pts_seconds is None else table.pts_seconds[video]
+        start = self._snap(start, first + room, pts, float(table.fps[video]))
+        times = start + np.arange(self.frames, dtype=np.float64) / self.rate
         if pts is not None:
             idx = nearest_frames(pts, times)
         else:
@@ -136,4 +151,18 @@ class DurationSampler(Sampler):
         mask = times <= last + _TOL * max(1.0, abs(last))
         if not mask.all():
             idx = np.where(mask, idx, idx[mask][-1])
-        return Plan(video, idx, mask)
+        return Plan(video, idx, mask, clip=local)
+
+    @staticmethod
+    def _snap(start: float, latest: float, pts: np.ndarray | None, fps: float) -> float:
+        """``start`` moved to the nearest frame's time (``pts``, else the ``1/fps`` grid from 0),
+        or to the frame before it when the nearest is after ``latest`` (the window would then
+        pass the last frame)."""
+        latest += _TOL * max(1.0, abs(latest))
+        if pts is None:
+            k = float(np.rint(start * fps))
+            return k / fps if k / fps <= latest else (k - 1) / fps
+        if pts.shape[0] == 0:
+            return start
+        j = int(nearest_frames(pts, np.array([start]))[0])
+        return float(pts[j - 1] if j > 0 and pts[j] > latest else pts[j])

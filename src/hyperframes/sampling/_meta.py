@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._errors import DataError
+from .._core._errors import DataError
+
+if TYPE_CHECKING:
+    from ._segments import SegmentTable
 
 __all__ = ["PerFrame", "Plan", "VideoMeta", "VideoTable", "as_video_table"]
 
@@ -151,7 +155,7 @@ class VideoTable:
     work keyed on the table object.
     """
 
-    __slots__ = ("change_score", "fps", "labels", "num_frames", "pts_seconds")
+    __slots__ = ("change_score", "fps", "labels", "num_frames", "pts_seconds", "segments")
 
     def __init__(
         self,
@@ -160,12 +164,15 @@ class VideoTable:
         labels: np.ndarray,
         pts_seconds: list[np.ndarray | None] | None,
         change_score: list[np.ndarray | None] | None,
+        segments: SegmentTable | None = None,
     ) -> None:
         self.num_frames = num_frames
         self.fps = fps
         self.labels = labels
         self.pts_seconds = pts_seconds
         self.change_score = change_score
+        #: labelled time ranges of the videos (:class:`SegmentTable`), or None
+        self.segments = segments
 
     def __len__(self) -> int:
         return int(self.num_frames.shape[0])
@@ -196,11 +203,14 @@ class VideoTable:
         labels: Sequence[int] | np.ndarray | None = None,
         pts_seconds: Sequence[np.ndarray | None] | PerFrame | None = None,
         change_score: Sequence[np.ndarray | None] | PerFrame | None = None,
+        segments: SegmentTable | None = None,
     ) -> VideoTable:
         """Build a table from columns (``fps`` may be one number for every video); validates.
 
         ``pts_seconds`` and ``change_score`` are one array per video, or a :class:`PerFrame`
-        column (no object per video; each video's values are checked when first planned)."""
+        column (no object per video; each video's values are checked when first planned);
+        ``segments`` are the videos' labelled time ranges (their ``video`` numbers the
+        table's videos)."""
         nf = np.asarray(num_frames, dtype=np.int64).reshape(-1)
         n = nf.shape[0]
         rates = np.broadcast_to(np.asarray(fps, dtype=np.float64), (n,)).copy()
@@ -214,7 +224,9 @@ class VideoTable:
             raise DataError(f"VideoTable: fps must be finite and > 0, video {bad} has {rates[bad]}")
         pts = cls._column(pts_seconds, nf, _check_pts, "pts_seconds")
         scores = cls._column(change_score, nf, _check_scores, "change_score")
-        return cls(nf, rates, lab, pts, scores)
+        if segments is not None:
+            segments.check_videos(n)
+        return cls(nf, rates, lab, pts, scores, segments)
 
     @staticmethod
     def _column(values, nf, check, name):
@@ -253,12 +265,14 @@ def as_video_table(videos: VideoTable | Sequence[VideoMeta]) -> VideoTable:
 class Plan:
     """Which frames to read for one item: ``frame_indices`` (int64, length T) index the stored
     frames of video ``video``; ``mask`` is False where a position is padding; ``clip`` numbers
-    the clip for multi-clip samplers (0 otherwise)."""
+    the clip for multi-clip samplers (0 otherwise); ``segment`` is the row of the table's
+    :class:`SegmentTable` the window was drawn in (``per_segment``; -1 otherwise)."""
 
     video: int
     frame_indices: np.ndarray
     mask: np.ndarray
     clip: int = 0
+    segment: int = -1
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Plan):
@@ -266,6 +280,7 @@ class Plan:
         return (
             self.video == other.video
             and self.clip == other.clip
+            and self.segment == other.segment
             and np.array_equal(self.frame_indices, other.frame_indices)
             and np.array_equal(self.mask, other.mask)
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 from ._base import _check_seed
 
 __all__ = ["balanced_order", "class_weights", "epoch_order", "partition"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 from ._base import Sampler
 
 __all__ = ["create_sampler", "list_samplers", "register_sampler"]

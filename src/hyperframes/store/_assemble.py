@@ -11,8 +11,9 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from .._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
+from .._core._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
 from .._version import __version__
+from ._annotations import build_annotations, write_annotations
 from ._format import (
     CHANGE_FILE,
     CHECKSUM_ALGORITHM,
@@ -234,6 +235,8 @@ def assemble(
         index_files.append(CHANGE_FILE)
     else:
         (index / CHANGE_FILE).unlink(missing_ok=True)
+    annotations, notes = build_annotations(kept, [live[s.path][1] for s in kept], classes)
+    index_files += write_annotations(index, annotations)
     strings = {
         "paths": [s.path for s in kept],
         "classes": classes,
@@ -300,6 +303,7 @@ def assemble(
         "failed": failed,
         "damaged": damaged,
         "skipped": list(skipped or []),
+        "notes": notes,
     }
     write_json_atomic(store / MANIFEST, manifest)
     _remove_dead_shards(store, set(shards))
@@ -314,6 +318,7 @@ def assemble(
         seconds=time.perf_counter() - started,
         damaged=damaged,
         skipped=list(skipped or []),
+        notes=notes,
     )
 
 

@@ -17,11 +17,12 @@ import shutil
 import signal
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .._atomic import fsync_dir, remove_stale_temps, write_json_atomic
-from .._errors import HyperframesError, Interrupted, StoreError
-from .._progress import Progress
-from .._signals import interrupt_on_terminate, set_parent_death_signal, terminated
+from .._core._atomic import fsync_dir, remove_stale_temps, write_json_atomic
+from .._core._errors import HyperframesError, Interrupted, StoreError
+from .._core._progress import Progress
+from .._core._signals import interrupt_on_terminate, set_parent_death_signal, terminated
 from ._assemble import assemble, live_records
 from ._codecs import create_codec
 from ._format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
@@ -30,6 +31,9 @@ from ._lock import StoreLock
 from ._options import BuildOptions
 from ._shard import Orphaned, OutputError, ShardWriter, output_error, recover_all
 from ._sources import Source, scan_inputs, source_stat
+
+if TYPE_CHECKING:
+    from ..decode import Decoder
 
 __all__ = ["BuildReport", "build_store"]
 
@@ -46,6 +50,8 @@ class BuildReport:
     seconds: float
     damaged: list[dict] = dataclasses.field(default_factory=list)
     skipped: list[dict] = dataclasses.field(default_factory=list)
+    #: segments clamped to their video's end or dropped: ``{"path", "row", "note"}``
+    notes: list[dict] = dataclasses.field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -73,10 +79,13 @@ class BuildReport:
         lines += [f"  {d['path']}: {d['summary']}" for d in self.damaged]
         lines.append(f"skipped (not inputs): {len(self.skipped)}")
         lines += [f"  {d['path']}: {d['reason']}" for d in self.skipped]
+        if self.notes:
+            lines.append(f"segments adjusted: {len(self.notes)}")
+            lines += [f"  {n['path']} (listed at {n['row']}): {n['note']}" for n in self.notes]
         return "\n".join(lines)
 
 
-def _decoder_for(options: BuildOptions, kind: str):
+def _decoder_for(options: BuildOptions, kind: str) -> Decoder:
     from ..decode import create_decoder
 
     if kind == "frames":
@@ -102,7 +111,7 @@ class _Worker:
         self.shards = store / SHARDS_DIR
         self.options = options
         self.codec = _make_codec(options)
-        self.decoders: dict[str, object] = {}
+        self.decoders: dict[str, Decoder] = {}
         self.run, self.worker, self.seq = run, worker, 0
         self.report = report
         self.alive = alive
@@ -200,7 +209,7 @@ def _check_params(store: Path, options: BuildOptions) -> None:
         parts = ", ".join(f"{k}: stored {old.get(k)!r}, asked {new.get(k)!r}" for k in sorted(diff))
         raise StoreError(
             f"store {store} was built with other parameters ({parts}); "
-            "use another --out folder, or the same parameters to resume"
+            "use another out folder, or the same parameters to resume"
         )
 
 
@@ -228,7 +237,7 @@ def build_store(
     inside = str(store.absolute()) + os.sep  # a store built inside its data is not an input
     skipped = [r for r in skipped if not str(Path(r["path"]).absolute()).startswith(inside)]
     if store.exists() and not store.is_dir():
-        raise StoreError(f"--out {store} exists and is not a folder")
+        raise StoreError(f"out {store} exists and is not a folder")
     try:
         (store / SHARDS_DIR).mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -435,7 +444,7 @@ def dry_run(
     root: str | os.PathLike | None = None,
 ) -> dict:
     """Estimate a store's size from the sources' headers, decoding nothing."""
-    from ._options import target_size
+    from .._core._sizes import target_size
 
     options = options or BuildOptions()
     sources = scan_inputs(data, input_format=input_format, root=root).sources

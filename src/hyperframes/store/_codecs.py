@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 
 __all__ = ["Codec", "create_codec", "list_codecs"]
 
@@ -32,7 +32,7 @@ class Codec:
     chunk_frames: int
     params: dict
     encode: Callable[[np.ndarray], bytes]
-    decode_into: Callable[[bytes | memoryview, np.ndarray], None]
+    decode_into: Callable[[bytes | memoryview | np.ndarray, np.ndarray], None]
     lossless: bool = True
     #: optional: decode a list of one-frame chunks into ``out`` (T, C, H, W) in one call
     decode_frames: Callable[[list, np.ndarray], None] | None = None
@@ -127,6 +127,7 @@ def _lz4(chunk_frames: int = 4, **_: object) -> Codec:
         out[...] = np.frombuffer(raw, dtype=out.dtype).reshape(out.shape)
 
     def decode_to_address(src: int, size: int, dst: int, capacity: int) -> int:
+        assert into is not None  # only handed out below when into was found
         return into(src, dst, size, capacity)
 
     params = {"chunk_frames": int(chunk_frames)}

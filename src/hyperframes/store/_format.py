@@ -21,6 +21,18 @@ A store is a folder::
                                  was (``DETAIL_KEYS``: codec, source_size [W, H], rotation,
                                  color_matrix, color_range; null where unknown). For people
                                  and ``info``; readers do not need it
+      index/segments.npy         optional: one row per labelled time range of a video
+                                 (``SEGMENT_DTYPE``), rows of a video together, videos in
+                                 index order; its classes are rows ``label_start ..
+                                 label_start + num_labels`` of segment_labels.npy
+      index/segment_labels.npy   optional: int32 class ids of the segments, back to back
+      index/video_labels.npy     optional: one row per (video, class) of a multi-label video
+                                 (``VIDEO_LABEL_DTYPE``), videos in index order; such a video's
+                                 ``label_id`` is its one label or -1
+      index/signatures.npy       optional: uint64 (num_videos, ``SIGNATURE_FRAMES``): each
+                                 video's perceptual signature, pHashes of stored frames at
+                                 fixed fractions of its duration (0: no hash);
+                                 ``hyperframes._core._signature`` says how
       .NAME.PID.tmp              a file being written atomically (removed on success; stale
                                  ones, of killed processes, are removed by the next writer)
 
@@ -28,7 +40,15 @@ A store is a folder::
 version, codec and its parameters, dtype, layout, normalisation), ``shards`` and ``index``
 (each file's name, bytes and ``checksum_algorithm`` checksum), ``num_videos``,
 ``num_frames``, ``store_bytes``, ``source_bytes``, ``classes``, and the inputs not stored:
-``failed``, ``damaged`` (stored with decoder errors) and ``skipped``.
+``failed``, ``damaged`` (stored with decoder errors) and ``skipped``; and ``notes``
+(optional): ``{"path", "row", "note"}`` for each segment the build clamped to its video's end
+or dropped (it starts after the end).
+
+Segments and video labels come from the annotation (``Source.segments``, ``Source.labels``)
+at assembly, times in the source's own seconds (the stored frames' pts); the optional files
+are written only when some video has any, so a store without them reads as before (and a
+reader that does not know them ignores them: the format version stays 2). A segment holds the
+stored frames whose pts ``t`` satisfy ``start_seconds <= t < end_seconds``.
 
 A row of ``videos.npy`` is built from a :class:`VideoRow` (one typed field per column, packed
 by name with :func:`pack_video_row`), never from a positional tuple.
@@ -72,6 +92,10 @@ CHUNKS_FILE = "chunks.npy"
 STRINGS_FILE = "strings.json"
 CHANGE_FILE = "change_score.npy"
 DETAILS_FILE = "details.jsonl"
+SEGMENTS_FILE = "segments.npy"
+SEGMENT_LABELS_FILE = "segment_labels.npy"
+VIDEO_LABELS_FILE = "video_labels.npy"
+SIGNATURES_FILE = "signatures.npy"
 #: keys of each ``details.jsonl`` line
 DETAIL_KEYS = ("codec", "source_size", "rotation", "color_matrix", "color_range")
 
@@ -120,6 +144,21 @@ ALLOWED_DTYPES = ("uint8", "float16")
 
 FRAME_DTYPE = np.dtype([("pts_seconds", "<f8"), ("source_index", "<i8")])
 
+SEGMENT_DTYPE = np.dtype(
+    [
+        ("video", "<i8"),  # row of videos.npy
+        ("start_seconds", "<f8"),  # the source's seconds (the stored frames' pts)
+        ("end_seconds", "<f8"),  # excluded: frames with start <= pts < end
+        ("label_start", "<i8"),  # first row in segment_labels.npy
+        ("num_labels", "<i8"),
+    ]
+)
+SEGMENT_LABEL_DTYPE = np.dtype("<i4")  # class id (index into the store's classes)
+
+VIDEO_LABEL_DTYPE = np.dtype([("video", "<i8"), ("label_id", "<i4")])
+
+SIGNATURE_DTYPE = np.dtype("<u8")  # signatures.npy: (num_videos, SIGNATURE_FRAMES) of these
+
 CHUNK_DTYPE = np.dtype(
     [
         ("offset", "<i8"),  # absolute byte offset in the shard
@@ -161,12 +200,12 @@ def pack_video_row(row: VideoRow) -> tuple:
     that dtype). Packed by name: a column without a field, or a field without a column, is
     an error here, not a value shifted into its neighbour's column."""
     fields = {f.name for f in dataclasses.fields(row)}
-    if fields != set(VIDEO_DTYPE.names):
+    columns = VIDEO_DTYPE.names or ()  # a structured dtype: never None
+    if fields != set(columns):
         raise ValueError(
-            f"VideoRow fields {sorted(fields ^ set(VIDEO_DTYPE.names))} do not match "
-            "VIDEO_DTYPE's columns"
+            f"VideoRow fields {sorted(fields ^ set(columns))} do not match VIDEO_DTYPE's columns"
         )
-    return tuple(getattr(row, name) for name in VIDEO_DTYPE.names)
+    return tuple(getattr(row, name) for name in columns)
 
 
 def align(offset: int) -> int:

@@ -7,6 +7,9 @@ Layout of ``OUT.h5``::
     /index/frames          per stored frame: pts_seconds, source_index
     /index/change_score    per stored frame: the keyframes sampler's change score (optional)
     /index/strings         JSON: paths, classes, splits
+    /index/segments, /index/segment_labels, /index/video_labels, /index/signatures
+                           the folder store's optional index files of the same names
+                           (``_format``), when it has them
     /index/frames_xxh3_64  per video: xxh3-64 of its frames [F, C, H, W] as stored (C-order
                            bytes); ``verify`` and ``check="video"`` recompute it (absent from
                            files written before it existed: those cannot be verified)
@@ -15,6 +18,23 @@ Layout of ``OUT.h5``::
                            ``chunk_frames`` consecutive frames (default 8), so a window of 16
                            frames is 2 or 3 chunk reads. Files written before chunked one frame
                            per chunk (a window was 16 chunk reads); they stay readable.
+
+**Frames are stored decoded, whatever the store's codec.** Converting a ``jpeg``, ``lz4`` or
+``zstd`` store writes its frames as the reader returns them (uint8 arrays, or float16 for a
+normalised store) under the HDF5 compression asked for; the codec's bytes are not kept. That
+is what the HDF5 form is for: h5py, h5ls and HDFView see each video as an array, with no
+hyperframes codec needed to read it, and an uncompressed file is read through a memory map.
+The price is size: JPEG frames decoded take several times the JPEG bytes (keep the folder
+store when size matters); the JPEG loss is in the frames already and conversion adds none.
+Convert says what it changed, and so does the manifest it writes: the source store's codec
+moves to ``converted_from`` (``codec``, ``store_bytes``, ``shards``, ``note``: "converted
+from codec jpeg: frames stored decoded (uint8) with lzf compression (chunks of 8 frames);
+15.79 MB of jpeg shards -> 126.10 MB of HDF5 frame datasets") and the manifest's own ``codec`` is ``raw``; ``shards`` and ``index`` (folder files) are
+empty. The reader's ``manifest`` has ``store_bytes`` = the file's size, and gives a file
+written before ``converted_from`` existed (whose manifest was the source store's) the same
+shape, so nothing reports the source store's codec or size as the file's.
+:meth:`H5Store.storage` reads what the file holds from the file itself: its size, each
+video dataset's HDF5 filters and chunking, the frames' bytes stored and decoded.
 
 The same reader API (``open_store``) opens it, and checks the index as for a folder store.
 An uncompressed, contiguous video is read like a raw folder store: the file is memory-mapped
@@ -39,8 +59,9 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from .._atomic import fsync_dir, remove_stale_temps, temp_path
-from .._errors import ConfigError, DataError, StoreError
+from .._core._atomic import fsync_dir, remove_stale_temps, temp_path
+from .._core._errors import ConfigError, DataError, StoreError
+from ._annotations import ANNOTATION_FILES, read_annotations
 from ._format import VIDEO_DTYPES
 from ._reader import (
     Check,
@@ -77,6 +98,62 @@ def _filter(compression: str) -> dict:
     raise ConfigError(f"unknown HDF5 compression {compression!r}; use one of {COMPRESSIONS}")
 
 
+def _converted_manifest(src: Store, layout: dict, frames_bytes: int) -> dict:
+    """The manifest of the file converted from folder store ``src`` (module doc): the source's,
+    with its codec, size and files moved to ``converted_from``."""
+    m = src.manifest
+    codec, was = m["codec"]["name"], m.get("store_bytes")
+    if layout["compression"] == "none":
+        how = "no compression (one contiguous block per video)"
+    else:
+        how = f"{layout['compression']} compression (chunks of {layout['chunk_frames']} frames)"
+    note = (
+        f"converted from codec {codec}: frames stored decoded ({m['dtype']}) with {how}; "
+        + (f"{was / 1e6:.2f} MB" if isinstance(was, int) else "? MB")
+        + f" of {codec} shards -> {frames_bytes / 1e6:.2f} MB of HDF5 frame datasets"
+    )
+    source = {"codec": m["codec"], "store_bytes": was, "shards": len(m["shards"]), "note": note}
+    kept = {k: v for k, v in m.items() if k != "store_bytes"}
+    return dict(
+        kept, codec={"name": "raw"}, shards=[], index=[], hdf5=layout, converted_from=source
+    )
+
+
+def _file_manifest(stored: dict, file_bytes: int, where: str) -> dict:
+    """The reader's manifest (module doc): ``store_bytes`` the file's size; a file written
+    before ``converted_from`` existed holds the source store's manifest, moved the same way."""
+    m = dict(stored)
+    source = m.get("converted_from")
+    if source is None:
+        source = {
+            "codec": m["codec"],
+            "store_bytes": m.get("store_bytes"),
+            "shards": len(m["shards"]),
+            "note": f"converted from codec {m['codec']['name']}: frames stored decoded "
+            f"({m['dtype']}) by an older hyperframes, which kept the source store's manifest",
+        }
+        m.update(codec={"name": "raw"}, shards=[], index=[], converted_from=source)
+    elif not (isinstance(source, dict) and isinstance(source.get("codec"), dict)):
+        raise StoreError(
+            f"{where}: 'converted_from' is {source!r}, expected an object with the source "
+            "store's 'codec': the file is damaged or altered"
+        )
+    m["store_bytes"] = file_bytes
+    return m
+
+
+#: HDF5 filter ids by the names ``convert --compression`` takes (others: HDF5's own name)
+_FILTER_NAMES = {1: "gzip", 32000: "lzf", 32001: "blosc", 2: "shuffle", 3: "fletcher32"}
+
+
+def conversion_summary(path: str | os.PathLike) -> str:
+    """One line for ``hyperframes convert``: the file, its size, and what the conversion
+    changed (the manifest's ``converted_from`` note)."""
+    with H5Store(path) as h5:
+        size, note = h5.manifest["store_bytes"], h5.manifest["converted_from"].get("note")
+    return f"wrote {path} ({size / 1e6:.2f} MB): {note}"
+
+
 def convert_to_hdf5(
     store,
     out: str | os.PathLike,
@@ -88,36 +165,38 @@ def convert_to_hdf5(
     """Write ``store`` (a folder store or its path) as one HDF5 file, atomically.
 
     ``compression="none"`` stores each video as one contiguous block (read at memory speed);
-    otherwise each video is chunked ``chunk_frames`` frames at a time."""
+    otherwise each video is chunked ``chunk_frames`` frames at a time. Frames are stored
+    decoded whatever the store's codec; the manifest's ``converted_from`` says so (module
+    doc), and :func:`conversion_summary` puts it in a sentence."""
     import h5py
 
-    from .._progress import Progress
+    from .._core._progress import Progress
 
     if isinstance(chunk_frames, bool) or not isinstance(chunk_frames, int) or chunk_frames < 1:
         raise ConfigError(f"chunk_frames must be an integer >= 1, got {chunk_frames!r}")
     src = store if isinstance(store, Store) else Store(store)
     index = src.index
     # frames copied from a damaged shard would get checksums of damaged frames: verify first
-    verify = "payload_xxh3_64" in index.videos.dtype.names
+    verify = "payload_xxh3_64" in (index.videos.dtype.names or ())
     out = Path(out)
     remove_stale_temps(out.parent, out.name)  # of conversions that were killed
     tmp = temp_path(out)
     filt = _filter(compression)
-    layout = {"compression": compression}
+    layout: dict[str, str | int] = {"compression": compression}
     if compression != "none":
         layout["chunk_frames"] = chunk_frames
-    manifest = dict(src.manifest, hdf5=layout)
     bar = Progress(total=len(src), unit="videos", enabled=progress, desc="convert")
     try:
         with h5py.File(tmp, "w") as h5:
             h5.attrs["format"] = H5_FORMAT
             h5.attrs["format_version"] = H5_VERSION
-            h5.attrs["manifest"] = json.dumps(manifest)
             idx = h5.create_group("index")
             idx.create_dataset("videos", data=np.asarray(index.videos))
             idx.create_dataset("frames", data=np.asarray(index.frames))
             if index.change_score is not None:
                 idx.create_dataset("change_score", data=np.asarray(index.change_score))
+            for name, array in _annotation_arrays(src.videos.annotations).items():
+                idx.create_dataset(name, data=np.asarray(array))
             strings = {
                 "paths": src.videos.paths,
                 "classes": src.videos.classes,
@@ -126,23 +205,27 @@ def convert_to_hdf5(
             idx.create_dataset("strings", data=json.dumps(strings))
             grp = h5.create_group("videos")
             sums = np.zeros(len(src), np.uint64)
+            frames_bytes = 0
             for v in range(len(src)):
                 rec = src.videos[v]
                 problem = src.payload_problem(v) if verify else None
                 if problem is not None:
                     raise StoreError(f"cannot convert to {out}: {problem}")
                 frames = src.read_numpy(v, np.arange(rec.num_frames))
-                sums[v] = xxhash.xxh3_64_intdigest(memoryview(frames))
+                # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
+                sums[v] = xxhash.xxh3_64_intdigest(memoryview(frames))  # type: ignore[arg-type]
                 chunks = None
                 if filt:
                     chunks = (max(1, min(chunk_frames, len(frames))), *frames.shape[1:])
                 ds = grp.create_dataset(f"{v:08d}", data=frames, chunks=chunks, **filt)
+                frames_bytes += ds.id.get_storage_size()
                 ds.attrs["path"] = rec.path
                 ds.attrs["label"] = rec.label or ""
                 ds.attrs["fps"] = rec.fps
                 bar.advance()
                 bar.add_frames(rec.num_frames)
             idx.create_dataset("frames_xxh3_64", data=sums)
+            h5.attrs["manifest"] = json.dumps(_converted_manifest(src, layout, frames_bytes))
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, out)
@@ -191,6 +274,7 @@ class H5Store:
         except (KeyError, TypeError, ValueError) as e:
             raise StoreError(f"{where}: its manifest attribute cannot be read ({e})") from None
         check_manifest(self.manifest, f"{where}: attribute 'manifest'")
+        self.manifest = _file_manifest(self.manifest, self.path.stat().st_size, where)
         self._videos = self._dataset("index/videos")
         self._frames = self._dataset("index/frames")
         try:
@@ -229,7 +313,15 @@ class H5Store:
                     f"{self._sums.shape}, expected uint64, one per video ({n})"
                 )
         self.classes = strings["classes"]
-        self.index = StoreIndex(self._videos, self._frames, strings, self._change)
+        present = {f for f in ANNOTATION_FILES if f.removesuffix(".npy") in h5["index"]}
+        annotations = read_annotations(
+            lambda f: self._dataset(f"index/{f.removesuffix('.npy')}"),
+            present,
+            where=lambda f: f"{where}:/index/{f.removesuffix('.npy')}",
+            paths=strings["paths"],
+            num_classes=len(self.classes),
+        )
+        self.index = StoreIndex(self._videos, self._frames, strings, self._change, annotations)
         self.videos = VideoList(self.index)
         self.codec_name = "hdf5"
         self.dtype = np.dtype(self.manifest["dtype"])
@@ -305,12 +397,15 @@ class H5Store:
         h = xxhash.xxh3_64()
         try:
             for a in range(0, ds.shape[0], _HASH_FRAMES):
-                h.update(memoryview(np.ascontiguousarray(ds[a : a + _HASH_FRAMES])))
+                block = np.ascontiguousarray(ds[a : a + _HASH_FRAMES])
+                # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
+                h.update(memoryview(block))  # type: ignore[arg-type]
         except OSError as e:
             return (
                 f"{self.path}:/videos/{i:08d}: video {i} ({self.videos.paths[i]!r}): cannot be "
                 f"read ({e}); the file is damaged"
             )
+        assert self._sums is not None  # callers check has_checksums (or check="video" did)
         got, want = h.intdigest(), int(self._sums[i])
         if got == want:
             return None
@@ -319,6 +414,39 @@ class H5Store:
             f"have xxh3-64 {got:016x}, the file recorded {want:016x}: the file is damaged; "
             "convert the store again or restore the file"
         )
+
+    def storage(self) -> dict:
+        """What the file holds, read from the file itself, not from the manifest:
+        ``file_bytes``; ``frames`` (their stored form); ``compression``: videos per HDF5 filter
+        chain of their datasets (named as ``convert --compression`` names them: lzf, blosc,
+        gzip, none; another filter by its HDF5 name); ``chunk_frames``: the frames per chunk
+        used (0: one contiguous block); ``frames_stored_bytes`` (the video datasets' bytes in
+        the file) and ``frames_decoded_bytes`` (as read); ``checksums``: what ``verify``
+        checks (None for a file without them)."""
+        compression: dict[str, int] = {}
+        chunk_frames: set[int] = set()
+        stored = decoded = 0
+        for i in range(len(self)):
+            ds = self._video_dataset(i)
+            plist = ds.id.get_create_plist()
+            names = []
+            for k in range(plist.get_nfilters()):
+                code, _, _, name = plist.get_filter(k)
+                names.append(_FILTER_NAMES.get(code, name.decode(errors="replace") or str(code)))
+            chain = "+".join(n for n in names if n != "fletcher32") or "none"
+            compression[chain] = compression.get(chain, 0) + 1
+            chunk_frames.add(int(ds.chunks[0]) if ds.chunks else 0)
+            stored += ds.id.get_storage_size()
+            decoded += ds.size * ds.dtype.itemsize
+        return {
+            "file_bytes": self.path.stat().st_size,
+            "frames": f"decoded {self.dtype} arrays [F, C, H, W], one dataset per video",
+            "compression": compression,
+            "chunk_frames": sorted(chunk_frames),
+            "frames_stored_bytes": int(stored),
+            "frames_decoded_bytes": int(decoded),
+            "checksums": "xxh3_64 of each video's frames" if self.has_checksums else None,
+        }
 
     @property
     def has_checksums(self) -> bool:
@@ -424,6 +552,18 @@ class H5Store:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _annotation_arrays(ann) -> dict[str, np.ndarray]:
+    """The datasets under /index/ of a folder store's optional index files (``_format``)."""
+    out = {}
+    if ann.has_segments:
+        out["segments"], out["segment_labels"] = ann.segments, ann.segment_labels
+    if len(ann.video_labels):
+        out["video_labels"] = ann.video_labels
+    if ann.signatures is not None:
+        out["signatures"] = ann.signatures
+    return out
 
 
 def build_hdf5(data, out, options, *, progress=True):

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .._errors import DecodeError, InputError
-from ..decode import Decoder, DecodeReport
-from ..decode._resample import FpsResampler
-from ..sampling._change import ChangeScorer
+from .._core._change import ChangeScorer
+from .._core._errors import DecodeError, InputError
+from .._core._signature import SignatureBuilder
+from .._core._sizes import target_size
+from ..decode import Decoder, DecodeReport, FpsResampler
 from ._codecs import Codec
-from ._options import BuildOptions, target_size
+from ._options import BuildOptions
 from ._shard import ShardWriter
 from ._sources import Source, source_stat
 
@@ -82,6 +83,7 @@ def ingest(
         std = np.asarray(options.std, np.float32).reshape(3, 1, 1) * 255.0
     sink = writer.begin_video(codec)
     scorer = ChangeScorer()
+    signature = SignatureBuilder()
     pts: list[float] = []
     indices: list[int] = []
     decoded = [0]
@@ -97,6 +99,7 @@ def ingest(
             report=damage,
         ):
             chw = kept.frame.to_rgb(hw).transpose(2, 0, 1)
+            signature.add(chw, kept.pts_seconds)  # of the uint8 frame, before normalising
             if normalise:
                 chw = ((chw.astype(np.float32) - mean) / std).astype(np.float16)
             sink.add(chw)
@@ -114,6 +117,7 @@ def ingest(
         writer.rollback(sink.offset)
         raise
     on_frames(len(pts) % 16)
+    assert sink.shape is not None  # pts is not empty: the sink took a frame
     c, h, w = sink.shape
     record = {
         "path": source.path,
@@ -139,6 +143,7 @@ def ingest(
         "pts_seconds": pts,
         "source_frame_indices": indices,
         "change_score": scorer.scores().tolist(),
+        "signature": [int(h) for h in signature.signature()],
         "chunks": sink.chunks,
         "decode_errors": damage.total,
         "decode_error_counts": damage.counts,

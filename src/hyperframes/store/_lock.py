@@ -9,7 +9,7 @@ import socket
 import time
 from pathlib import Path
 
-from .._errors import StoreError
+from .._core._errors import StoreError
 
 
 class StoreLock:

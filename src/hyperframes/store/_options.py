@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 
-from .._contract import IMAGENET_MEAN, IMAGENET_STD
-from .._errors import ConfigError
+from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
+from .._core._errors import ConfigError
+from .._core._sizes import DEFAULT_MAX_PIXELS, DEFAULT_SIZE, parse_size
 
 DTYPES = ("uint8", "float16")
 FORMATS = ("store", "hdf5")
 ON_DAMAGED = ("keep", "fail")
-#: default decode pixel cap: passes 8K (7680x4320 = 33.2 MP) with room, refuses absurd frames
-DEFAULT_MAX_PIXELS = 8192 * 8192
 
 
 @dataclasses.dataclass(frozen=True)
 class BuildOptions:
     fps: float | None = None  # None: keep every decoded frame
-    size: str = "128"  # "128" short side, "112x112" exact HxW, "none" native
+    size: str = DEFAULT_SIZE  # "128" short side, "112x112" exact HxW, "none" native
     codec: str = "raw"
     dtype: str = "uint8"
     decoder: str = "pyav"
@@ -45,18 +43,18 @@ class BuildOptions:
         parse_size(self.size)
         if self.codec not in list_codecs():
             raise ConfigError(
-                f"--codec must be one of {', '.join(list_codecs())}, got {self.codec!r}"
+                f"codec must be one of {', '.join(list_codecs())}, got {self.codec!r}"
             )
         if self.fps is not None and not self.fps > 0:
-            raise ConfigError(f"--fps must be a positive number, got {self.fps}")
+            raise ConfigError(f"fps must be a positive number, got {self.fps}")
         if self.dtype not in DTYPES:
-            raise ConfigError(f"--dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+            raise ConfigError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if self.dtype == "float16" and self.codec == "jpeg":
-            raise ConfigError("--codec jpeg stores uint8 only; use --dtype uint8 or another codec")
+            raise ConfigError("codec jpeg stores uint8 only; use dtype uint8 or another codec")
         if self.format not in FORMATS:
-            raise ConfigError(f"--format must be one of {', '.join(FORMATS)}, got {self.format!r}")
+            raise ConfigError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
         if self.workers < 1:
-            raise ConfigError(f"--workers must be at least 1, got {self.workers}")
+            raise ConfigError(f"workers must be at least 1, got {self.workers}")
         if self.on_damaged not in ON_DAMAGED:
             raise ConfigError(
                 f"on_damaged must be one of {', '.join(ON_DAMAGED)}, got {self.on_damaged!r}"
@@ -64,7 +62,7 @@ class BuildOptions:
         if self.max_pixels < 1:
             raise ConfigError(f"max_pixels must be at least 1, got {self.max_pixels}")
         if self.chunk_frames < 1:
-            raise ConfigError(f"--chunk-frames must be at least 1, got {self.chunk_frames}")
+            raise ConfigError(f"chunk_frames must be at least 1, got {self.chunk_frames}")
 
     def content(self) -> dict:
         """The options that define the stored content (compared when a build resumes)."""
@@ -80,31 +78,3 @@ class BuildOptions:
         if self.codec not in ("lz4", "zstd"):
             d.pop("chunk_frames")
         return d
-
-
-def parse_size(size, *, where: str = "--size") -> tuple[str, int, int] | None:
-    """``"128"`` → ("short", 128, 128); ``"112x96"`` → ("exact", 112, 96); ``"none"``/None → None."""
-    text = "none" if size is None else str(size).strip().lower()
-    if text in ("none", "native", ""):
-        return None
-    if re.fullmatch(r"\d+", text) and int(text) > 0:
-        return ("short", int(text), int(text))
-    m = re.fullmatch(r"(\d+)x(\d+)", text)
-    if m and int(m[1]) > 0 and int(m[2]) > 0:
-        return ("exact", int(m[1]), int(m[2]))
-    raise ConfigError(
-        f"{where} {size!r} is not understood; use a short side (128), HxW (112x112) or none"
-    )
-
-
-def target_size(height: int, width: int, size: str | None) -> tuple[int, int] | None:
-    """(H, W) of stored frames for a source of ``height`` × ``width``; None = unchanged."""
-    spec = parse_size(size)
-    if spec is None:
-        return None
-    kind, a, b = spec
-    if kind == "exact":
-        return (a, b)
-    if height <= width:
-        return (a, max(1, round(width * a / height)))
-    return (max(1, round(height * a / width)), a)

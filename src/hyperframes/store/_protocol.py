@@ -32,7 +32,8 @@ class StoreReader(Protocol):
     #: class names; ``videos.label_ids`` index into them
     classes: list[str]
     #: every video: ``videos[i]`` is a VideoRecord, and the index as columns
-    #: (``num_frames``, ``fps``, ``label_ids``, ``frame_start``, ``pts_seconds_all``...)
+    #: (``num_frames``, ``fps``, ``label_ids``, ``frame_start``, ``pts_seconds_all``...);
+    #: ``videos.annotations``: labelled segments, multi-label classes, signatures
     videos: VideoList
     #: element type of the stored frames (uint8, or float16 when normalised at build)
     dtype: np.dtype

@@ -21,7 +21,9 @@ from typing import Literal
 import numpy as np
 import xxhash
 
-from .._errors import ConfigError, DataError, StoreError
+from .._core._device import torch_dtype as _torch_dtype  # (also read by _hdf5)
+from .._core._errors import ConfigError, DataError, StoreError
+from ._annotations import read_annotations
 from ._codecs import create_codec, list_codecs
 from ._format import (
     ALLOWED_DTYPES,
@@ -67,6 +69,15 @@ def open_store(path: str | os.PathLike, *, check: Check = None):
 
         return H5Store(p, check=check)
     return Store(p, check=check)
+
+
+def is_store(path: str | os.PathLike) -> bool:
+    """Whether ``path`` looks like a store (a folder with a manifest, or an HDF5 file), without
+    opening it: ``open_store`` still checks everything."""
+    p = Path(path)
+    if p.is_file():
+        return p.suffix.lower() in (".h5", ".hdf5")
+    return (p / MANIFEST).is_file()
 
 
 def check_option(check) -> None:
@@ -306,8 +317,15 @@ class Store:
             self._change = _load_npy(index / CHANGE_FILE)
             check_change_scores(self._change, len(self._frames), index / CHANGE_FILE)
         self.classes: list[str] = strings["classes"]
+        annotations = read_annotations(
+            lambda name: _load_npy(index / name),
+            listed,
+            where=lambda name: str(index / name),
+            paths=strings["paths"],
+            num_classes=len(self.classes),
+        )
         #: the whole index (what ``convert_to_hdf5`` copies); ``videos`` reads it per video
-        self.index = StoreIndex(self._videos, self._frames, strings, self._change)
+        self.index = StoreIndex(self._videos, self._frames, strings, self._change, annotations)
         self.videos = VideoList(self.index)
         self._maps: dict[int, np.ndarray] = {}
         self._geoms: dict[int, tuple[int, ...]] = {}
@@ -315,7 +333,7 @@ class Store:
         self.check = check
         self._verified: set[int] | None = None
         if check == "video":
-            if "payload_xxh3_64" not in self._videos.dtype.names:
+            if "payload_xxh3_64" not in (self._videos.dtype.names or ()):
                 raise StoreError(
                     f"{self.path}: check='video' needs per-video payload checksums, which a "
                     f"store of format version {version} does not record (version 2 does); "
@@ -381,7 +399,9 @@ class Store:
         (format version 2), or None when they match (``verify`` and ``convert`` ask this)."""
         i = self._video_id(video)
         shard, off, nbytes = self._geom(i)[:3]
-        got = xxhash.xxh3_64_intdigest(memoryview(self._shard(shard)[off : off + nbytes]))
+        payload = self._shard(shard)[off : off + nbytes]
+        # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
+        got = xxhash.xxh3_64_intdigest(memoryview(payload))  # type: ignore[arg-type]
         want = int(self._videos["payload_xxh3_64"][i])
         if got == want:
             return None
@@ -397,6 +417,7 @@ class Store:
         problem = self.payload_problem(i)
         if problem is not None:
             raise StoreError(problem)
+        assert self._verified is not None  # only called with check="video"
         self._verified.add(i)
 
     def _geom(self, i: int) -> tuple[int, ...]:
@@ -470,6 +491,7 @@ class Store:
         shard, c0, k = self._geom(i)[0], self._geom(i)[7], self._geom(i)[8]
         buf = self._shard(shard)
         codec = self._codec
+        assert codec is not None  # _read_into reads a raw store itself
         if not len(idx):
             return
         if codec.chunk_frames == 1:  # one frame per chunk (jpeg): chunk j is frame j
@@ -566,7 +588,7 @@ class Store:
             for b in order:
                 self._read_into(reqs[b][0], reqs[b][1], arr[b])
             return out
-        result = [None] * len(reqs)
+        result: list[torch.Tensor | None] = [None] * len(reqs)
         for b in order:
             result[b] = torch.from_numpy(self.read_numpy(*reqs[b]))
         return result
@@ -611,8 +633,11 @@ class Store:
         fb = arr[0, 0].nbytes
         dst = arr.ctypes.data + rs * fb
         frames = arr.reshape(n, *arr.shape[2:])
+        # the callers check both
+        assert self._codec is not None and self._codec.decode_to_address is not None
         decode = self._codec.decode_to_address
-        scratch = scr = None
+        scratch: np.ndarray | None = None
+        scr = 0  # scratch's address, set with it
         for s_, nb, d, mr, w_, ordered, nf, a_, p0 in zip(
             src.tolist(),
             rows["nbytes"].tolist(),
@@ -654,12 +679,6 @@ def _change_slice(change, videos, i: int) -> np.ndarray | None:
         return None
     f0, n = int(videos["frame_start"][i]), int(videos["num_frames"][i])
     return np.array(change[f0 : f0 + n], dtype=np.float32)
-
-
-def _torch_dtype(dtype: np.dtype):
-    import torch
-
-    return {np.dtype(np.uint8): torch.uint8, np.dtype(np.float16): torch.float16}[np.dtype(dtype)]
 
 
 #: the index columns ``Store._geom`` caches per video, in this order

@@ -6,11 +6,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .._errors import StoreError
+from .._core._errors import StoreError
 from ._format import CHUNK_DTYPE, FRAME_DTYPE
+
+if TYPE_CHECKING:
+    from ._annotations import Annotations
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -44,13 +48,16 @@ class VideoRecord:
 class StoreIndex:
     """A store's whole index, as every form of store (folder, HDF5) holds it: ``videos`` one
     row per video (``_format.VIDEO_DTYPES``), ``frames`` one row per stored frame
-    (``FRAME_DTYPE``), ``strings`` the paths, class names and splits, and ``change_score``
-    one float32 per stored frame, or None. Arrays may be memory maps: read-only."""
+    (``FRAME_DTYPE``), ``strings`` the paths, class names and splits, ``change_score``
+    one float32 per stored frame, or None, and ``annotations`` (segments, multi-label
+    classes, signatures: :class:`~hyperframes.store._annotations.Annotations`), or None when
+    the store has none. Arrays may be memory maps: read-only."""
 
     videos: np.ndarray
     frames: np.ndarray
     strings: dict
     change_score: np.ndarray | None = None
+    annotations: Annotations | None = None
 
     def __repr__(self) -> str:
         return (
@@ -69,6 +76,7 @@ class VideoList(Sequence):
         self._v = np.asarray(index.videos)
         self._f = np.asarray(index.frames)
         self._change = None if index.change_score is None else np.asarray(index.change_score)
+        self._annotations = index.annotations
         self._paths = index.strings["paths"]
         self._classes = index.strings["classes"]
         self._splits = index.strings["splits"]
@@ -164,6 +172,16 @@ class VideoList(Sequence):
     def splits(self) -> list[str]:
         """Split names; :attr:`split_ids` index into them."""
         return self._splits
+
+    @property
+    def annotations(self) -> Annotations:
+        """Labelled segments, multi-label classes and signatures of the videos (empty, and
+        ``signatures`` None, for a store without them)."""
+        if self._annotations is None:
+            from ._annotations import Annotations
+
+            self._annotations = Annotations.empty()
+        return self._annotations
 
     @property
     def change_score_all(self) -> np.ndarray | None:
@@ -298,13 +316,13 @@ def check_table(
     )
     for column, names in (("label_id", "classes"), ("split_id", "splits")):
         ids, k = videos[column], len(strings[names])
-        rows.require(
-            (ids >= -1) & (ids < k),
-            files.videos,
-            lambda i, ids=ids, k=k, column=column, names=names: (
-                f"{column} {ids[i]} is not -1 or one of the {k} {names} in {files.strings}"
-            ),
-        )
+
+        def out_of_range(
+            i: int, ids: np.ndarray = ids, k: int = k, column: str = column, names: str = names
+        ) -> str:
+            return f"{column} {ids[i]} is not -1 or one of the {k} {names} in {files.strings}"
+
+        rows.require((ids >= -1) & (ids < k), files.videos, out_of_range)
     fps = videos["fps"]
     rows.require(
         np.isfinite(fps) & (fps >= 0), files.videos, lambda i: f"fps {fps[i]} is not a rate"

@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from .._atomic import fsync_dir, write_bytes_atomic
-from .._errors import StoreError
+from .._core._atomic import fsync_dir, write_bytes_atomic
+from .._core._errors import StoreError
 from ._codecs import Codec
 from ._format import CHECKSUM_ALGORITHM, PART_SUFFIX, RECORDS_SUFFIX, SHARD_SUFFIX, align
 

@@ -42,7 +42,7 @@ import os
 import stat
 from pathlib import Path
 
-from .._errors import InputError
+from .._core._errors import InputError
 
 VIDEO_EXTENSIONS = frozenset(
     [
@@ -78,11 +78,14 @@ _PROBE_OPTIONS = {
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
-    """A time range of a source, in the source's own seconds, with the classes acting in it."""
+    """A time range of a source, in the source's own seconds, with the classes acting in it;
+    ``row`` is where it was listed (``"file:line"``, when the format lists segments on rows of
+    their own; not part of equality)."""
 
     start_seconds: float
     end_seconds: float
     labels: tuple[str, ...] = ()
+    row: str | None = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         s, e = self.start_seconds, self.end_seconds
@@ -149,7 +152,7 @@ def _is_file(entry: os.DirEntry) -> bool:
         return False
 
 
-def _is_frame_dir(path: str | os.PathLike) -> bool:
+def _is_frame_dir(path: str | os.PathLike[str]) -> bool:
     """A folder holding frame images and no videos (a label folder with a cover image in it
     stays a label folder)."""
     images = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._errors import StoreError
+from .._core._errors import StoreError
 from ._format import INDEX_DIR, MANIFEST, SHARDS_DIR
 from ._reader import Store, _load_json, check_manifest, own_file
 from ._shard import checksum_file
@@ -71,7 +71,7 @@ def verify_store(path: str | os.PathLike) -> list[str]:
     except StoreError as e:
         return [*problems, str(e)]
     with opened:
-        if damaged and "payload_xxh3_64" in opened.index.videos.dtype.names:
+        if damaged and "payload_xxh3_64" in (opened.index.videos.dtype.names or ()):
             for name, at in damaged.items():
                 problems[at] += _damaged_videos(opened, opened.shard_names.index(name))
     return problems

@@ -8,13 +8,13 @@
     summary = run_training(cfg, "runs/demo")          # config.yaml, logs, plots, last/best.pt
     metrics = evaluate("runs/demo/best.pt", clips=10, crops=3)
 
-Command lines: ``hyperframes train CONFIG [--set k=v ...] [--out RUN_DIR] [--resume]`` and
-``hyperframes eval RUN_DIR/best.pt [--store STORE] [--split val] [--clips 10 --crops 3]``;
+The command lines (``hyperframes.cli``) call these: ``hyperframes train CONFIG [--set k=v ...]
+[--out RUN_DIR] [--resume]`` runs :func:`run_training`, ``hyperframes eval RUN_DIR/best.pt
+[--store STORE] [--split val] [--clips 10 --crops 3]`` runs :func:`evaluate`;
 ``torchrun --nproc_per_node N -m hyperframes train CONFIG`` trains with DDP.
 """
 
-from ._checkpoint import load_checkpoint, save_checkpoint
-from ._cli import add_eval_parser, add_train_parser, eval_main, train_main
+from ._checkpoint import load_checkpoint, rebuild_model, save_checkpoint
 from ._config import (
     AugmentConfig,
     Config,
@@ -38,6 +38,7 @@ from ._metrics import (
     topk_accuracy,
     video_level,
 )
+from ._multilabel import MultilabelTask, average_precision, multilabel_metrics
 from ._schedule import lr_at, scaled_lr
 from ._segmentation import SegmentationDataset
 from ._setup import build_model
@@ -62,14 +63,14 @@ __all__ = [
     "EvalConfig",
     "LeakageReport",
     "ModelConfig",
+    "MultilabelTask",
     "SegmentationDataset",
     "SegmentationTask",
     "Task",
     "TrainConfig",
     "TrainingInterrupted",
-    "add_eval_parser",
-    "add_train_parser",
     "apply_overrides",
+    "average_precision",
     "build_model",
     "check_leakage",
     "classification_metrics",
@@ -77,7 +78,6 @@ __all__ = [
     "confusion_matrix",
     "content_hash",
     "create_task",
-    "eval_main",
     "evaluate",
     "find_leakage",
     "format_metrics",
@@ -87,7 +87,9 @@ __all__ = [
     "load_checkpoint",
     "load_config",
     "lr_at",
+    "multilabel_metrics",
     "per_class_scores",
+    "rebuild_model",
     "register_task",
     "run_training",
     "save_checkpoint",
@@ -96,6 +98,5 @@ __all__ = [
     "segmentation_metrics",
     "split_videos",
     "topk_accuracy",
-    "train_main",
     "video_level",
 ]

@@ -13,10 +13,10 @@ reads it without unpickling code::
      "best": {"metric": str, "value": float, "epoch": int},
      "metrics": dict, "history": [dict], "epoch_state": dict, "rng": dict}
 
-``contract`` (:class:`~hyperframes._contract.InputContract`) is how input is prepared for
+``contract`` (:class:`~hyperframes._core._contract.InputContract`) is how input is prepared for
 the model; checkpoints written before it have an ``input`` entry (``{"size", "fps"}``) and
 their contract is derived from that and the config
-(:func:`~hyperframes._contract.resolve_contract`).
+(:func:`~hyperframes._core._contract.resolve_contract`).
 ``epoch`` and ``batches_done`` say where training stands: resuming continues epoch ``epoch``
 after its first ``batches_done`` batches (0 = a fresh epoch).
 
@@ -52,12 +52,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._atomic import write_atomic
-from .._contract import InputContract, check_frame_size, resolve_contract
-from .._errors import ConfigError, InputError
+from .._core._atomic import write_atomic
+from .._core._contract import InputContract, check_frame_size, resolve_contract
+from .._core._errors import ConfigError, InputError
+from .._core._limits import MAX_CLASSES, MAX_FPS
 from ._config import (
-    MAX_CLASSES,
-    MAX_FPS,
     DataConfig,
     ModelConfig,
     check_config_values,
@@ -131,8 +130,8 @@ def load_checkpoint(
                 "hyperframes never unpickles code. Give a best.pt/last.pt written by "
                 "`hyperframes train`"
             ) from None
-        why = re.search(r"WeightsUnpickler error:\s*(.+)", text)
-        why = why[1].strip() if why else " ".join(text.split())[:200]
+        said = re.search(r"WeightsUnpickler error:\s*(.+)", text)
+        why = said[1].strip() if said else " ".join(text.split())[:200]
         raise InputError(
             f"checkpoint {p}: not a hyperframes checkpoint: torch.load cannot read it "
             f"({type(e).__name__}: {why}); the file is damaged or is not a checkpoint written "
@@ -278,7 +277,7 @@ def rebuild_model(
 ) -> tuple[nn.Module, InputContract]:
     """The model of a checkpoint read by :func:`load_checkpoint` (its weights, eval mode, on
     ``device``) and its :class:`InputContract` (``overrides``: see
-    :func:`~hyperframes._contract.resolve_contract`; the contract's classes are the model's).
+    :func:`~hyperframes._core._contract.resolve_contract`; the contract's classes are the model's).
     :class:`InputError` when the config does not build a model the weights fit."""
     from .. import models
 
@@ -349,6 +348,7 @@ def _shape_mismatch(
 def get_rng_state() -> dict:
     """Python, numpy and torch (CPU and CUDA) generator states, as tensors and ints."""
     np_state = np.random.get_state()
+    assert isinstance(np_state, tuple)  # legacy=True (the default) on the global MT19937
     py_state = random.getstate()
     state = {
         "torch": torch.get_rng_state(),

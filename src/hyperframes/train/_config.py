@@ -43,8 +43,9 @@ from pathlib import Path
 
 import yaml
 
-from .._contract import IMAGENET_MEAN, IMAGENET_STD
-from .._errors import ConfigError
+from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
+from .._core._errors import ConfigError
+from .._core._limits import MAX_CLASSES, MAX_FRAMES, MAX_SIDE
 
 __all__ = [
     "AugmentConfig",
@@ -64,15 +65,11 @@ __all__ = [
 MAX_CONFIG_BYTES = 1 << 20  # a config file; real ones are a few hundred bytes
 MAX_CONFIG_DEPTH = 32  # nesting levels (real configs: 4)
 MAX_CONFIG_VALUES = 10_000  # values after alias expansion (real configs: ~100)
-MAX_FRAMES = 4096  # data.frames
-MAX_SIDE = 8192  # pixels, any crop / resize side
 MAX_BATCH = 65_536  # data.batch_size, data.val_batch_size
 MAX_BATCH_BYTES = 64 << 30  # one batch of uint8 frames
-MAX_CLASSES = 100_000  # model.num_classes
 MAX_WORKERS = 256  # data.workers
 MAX_EPOCHS = 100_000  # train.epochs
 MAX_CLIPS = 1024  # eval.clips, the samplers' clips
-MAX_FPS = 1000.0  # frame rates a checkpoint or store asks inference to resample to
 MAX_SEED = 2**63 - 1
 
 
@@ -146,6 +143,13 @@ class ModelConfig:
 
 @dataclasses.dataclass
 class TrainConfig:
+    task: str | None = field(
+        default=None,
+        metadata=_m(
+            help="null: the model's task; multilabel: any number of classes per window on a "
+            "classification model (BCE-with-logits, sigmoid, mAP)"
+        ),
+    )
     optimizer: str = field(default="sgd", metadata=_m(choices=("sgd", "adamw")))
     lr: float = field(default=0.01, metadata=_m(gt=0.0))
     base_batch_size: int | None = field(
@@ -375,7 +379,9 @@ def config_from_dict(raw: dict, *, base: str | os.PathLike | None = None) -> Con
     _cross_checks(cfg)
     size = cfg.data.augmentation.size
     _check_batch_bytes(
-        cfg.data.frames, _batch_sizes(cfg.data), size and (size, size, "data.augmentation.size")
+        cfg.data.frames,
+        _batch_sizes(cfg.data),
+        (size, size, "data.augmentation.size") if size else None,
     )
     _resolve_paths(cfg, base)
     return cfg
@@ -500,6 +506,8 @@ def _cross_checks(cfg: Config) -> None:
             raise ConfigError(f"{key}: {e}") from None
         except TypeError as e:
             raise ConfigError(f"{key}_options: {e}") from None
+    if cfg.train.task is not None:
+        _check_task(cfg, spec)
     seg = spec.task == "segmentation"
     if seg and (cfg.train.mixup or cfg.train.cutmix):
         raise ConfigError(
@@ -536,6 +544,37 @@ def _cross_checks(cfg: Config) -> None:
         )
 
 
+def _check_task(cfg: Config, spec) -> None:
+    """``train.task``: a registered task that the model's outputs fit (a classification
+    model's logits serve ``multilabel`` too), with only the options it honours."""
+    from ._tasks import get_task, list_tasks
+
+    name = cfg.train.task
+    if name not in list_tasks():
+        raise ConfigError(
+            f"train.task: unknown task {name!r}; allowed: null (the model's task, {spec.task}) "
+            f"or one of {', '.join(list_tasks())}"
+        )
+    fits = {"classification": ("classification", "multilabel")}.get(spec.task, (spec.task,))
+    if name not in fits:
+        raise ConfigError(
+            f"train.task: {name!r} does not fit model {cfg.model.name!r}, whose outputs are "
+            f"for {spec.task}; allowed: null or {', '.join(fits)}"
+        )
+    supports = get_task(name).supports
+    for key in ("label_smoothing", "mixup", "cutmix"):
+        value = getattr(cfg.train, key)
+        if value and key not in supports:
+            raise ConfigError(
+                f"train.{key}: {value} but train.task {name} does not use it; allowed: 0"
+            )
+    if cfg.train.balanced and name == "multilabel":
+        raise ConfigError(
+            "train.balanced: class-balanced sampling draws items by their one class; allowed "
+            "with train.task multilabel: false"
+        )
+
+
 def _resolve_paths(cfg: Config, base) -> None:
     root = Path(base) if base is not None else Path.cwd()
     if not cfg.data.store:
@@ -559,21 +598,21 @@ def apply_overrides(raw: dict, overrides: list[str] | None) -> dict:
     for item in overrides or []:
         if not isinstance(item, str) or "=" not in item:
             raise ConfigError(
-                f"--set {item!r}: expected KEY=VALUE such as train.lr=0.1 or data.frames=8"
+                f"override {item!r}: expected KEY=VALUE such as train.lr=0.1 or data.frames=8"
             )
         key, text = item.split("=", 1)
         parts = [p for p in key.strip().split(".") if p]
         if len(parts) < 2:
             raise ConfigError(
-                f"--set {item!r}: the key needs a section, e.g. train.{key.strip() or 'lr'}; "
+                f"override {item!r}: the key needs a section, e.g. train.{key.strip() or 'lr'}; "
                 "allowed sections: data, model, train, eval"
             )
         try:
             value = _load_yaml(text) if text.strip() else None
         except _Refused as e:
-            raise ConfigError(f"--set {item!r}: the value is refused: {e}") from None
+            raise ConfigError(f"override {item!r}: the value is refused: {e}") from None
         except yaml.YAMLError as e:
-            raise ConfigError(f"--set {item!r}: the value is not valid YAML ({e})") from None
+            raise ConfigError(f"override {item!r}: the value is not valid YAML ({e})") from None
         node = out
         for i, p in enumerate(parts[:-1]):
             child = node.get(p)
@@ -581,7 +620,7 @@ def apply_overrides(raw: dict, overrides: list[str] | None) -> dict:
                 child = node[p] = {}
             if not isinstance(child, dict):
                 raise ConfigError(
-                    f"--set {item!r}: {'.'.join(parts[: i + 1])} is a value, not a section"
+                    f"override {item!r}: {'.'.join(parts[: i + 1])} is a value, not a section"
                 )
             node = child
         node[parts[-1]] = value
@@ -752,7 +791,7 @@ def load_config(
 
 def save_config(cfg: Config, path: str | os.PathLike) -> Path:
     """Write the resolved config (every key, defaults included) as YAML, atomically."""
-    from .._atomic import write_text_atomic
+    from .._core._atomic import write_text_atomic
 
     text = yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None)
     return write_text_atomic(Path(path), text)

@@ -1,18 +1,20 @@
 """From a config to datasets: split, sampler, augmentation, and the run's input contract.
 
 Frames travel as uint8, in the temporal layout (B, T, C, H, W), from the store to the model's
-device; there the run's :class:`~hyperframes._contract.InputContract` (``DataBundle.contract``)
-turns a batch into the model's input (:meth:`~hyperframes._contract.InputContract.prepare`:
+device; there the run's :class:`~hyperframes._core._contract.InputContract` (``DataBundle.contract``)
+turns a batch into the model's input (:meth:`~hyperframes._core._contract.InputContract.prepare`:
 float, normalised, in the model's layout), as eval, predict and export do.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any, Literal
 
 import numpy as np
 
-from .._contract import InputContract, resolve_contract
+from .._core._contract import ContractCrop, InputContract, resolve_contract
 from ..data import HyperframeDataset
 from ..data.transforms import (
     ColorJitter,
@@ -54,9 +56,9 @@ def train_transform(aug) -> Transform | None:
     return Compose(steps) if steps else None
 
 
-def eval_transform(aug) -> Transform | None:
+def eval_transform(aug) -> ContractCrop | None:
     """The evaluation transform for crops of ``aug.size``: the input contract's geometry
-    (:meth:`~hyperframes._contract.InputContract.resize_crop`, the one implementation)."""
+    (:meth:`~hyperframes._core._contract.InputContract.resize_crop`, the one implementation)."""
     if aug.size is None:
         return None
     return InputContract(frames=1, layout="temporal", size=None, crop=aug.size).transform()
@@ -69,9 +71,10 @@ def model_layout(cfg) -> str:
 
 
 def model_task(cfg) -> str:
+    """The run's task: ``train.task``, else the model's."""
     from ..models import get_spec
 
-    return get_spec(cfg.model.name).task
+    return cfg.train.task or get_spec(cfg.model.name).task
 
 
 def make_dataset(
@@ -82,7 +85,7 @@ def make_dataset(
     train: bool,
     sampler: str | None = None,
     sampler_options: dict | None = None,
-    transform: Transform | str | None = "auto",
+    transform: Callable[..., Any] | Literal["auto"] | None = "auto",
 ):
     """The dataset of ``video_ids`` for training (``train=True``) or evaluation; windows come
     in the temporal layout (the contract applies the model's at the model boundary), and the
@@ -107,6 +110,8 @@ def make_dataset(
         return SegmentationDataset(store, video_ids, hflip=hflip, **kwargs)
     if transform == "auto":
         transform = train_transform(d.augmentation) if train else eval_transform(d.augmentation)
+    if task == "multilabel":
+        kwargs["targets"] = "multi_hot"
     return HyperframeDataset(store, video_ids=video_ids, transform=transform, **kwargs)
 
 
@@ -115,10 +120,13 @@ def build_data(cfg, store) -> DataBundle:
     task = model_task(cfg)
     train_ids, how = resolve_split(store, cfg.data.train_split, cfg.data, role="train")
     val_ids, _ = resolve_split(store, cfg.data.val_split, cfg.data, role="val")
+    # a per_segment item takes its segment's class, not its video's: no video label needed
+    labelled = {
+        "training": train_ids if cfg.data.sampler != "per_segment" else train_ids[:0],
+        "validation": val_ids if cfg.data.val_sampler != "per_segment" else val_ids[:0],
+    }
     classes = get_task(task).resolve_classes(
-        store,
-        num_classes=cfg.model.num_classes,
-        video_ids={"training": train_ids, "validation": val_ids},
+        store, num_classes=cfg.model.num_classes, video_ids=labelled
     )
     num_classes = len(classes)
     return DataBundle(

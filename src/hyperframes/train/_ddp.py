@@ -14,7 +14,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 
 __all__ = ["Dist", "all_gather_objects", "barrier", "broadcast_object", "setup", "teardown"]
 

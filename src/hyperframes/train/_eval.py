@@ -3,7 +3,7 @@
 Classification: every video gives ``clips`` evenly spaced windows (the ``uniform`` sampler,
 with the stride and short-video policy of the run's samplers; a run trained with the
 ``segments`` sampler gets ``clips`` segment samplings instead) times ``crops`` spatial views
-(1: the model's own input, :meth:`~hyperframes._contract.InputContract.prepare`; 3: the
+(1: the model's own input, :meth:`~hyperframes._core._contract.InputContract.prepare`; 3: the
 contract's crop at the start, centre and end of the longer side -- top, centre, bottom for
 portrait frames -- or, for a model of whole frames, the square of the short side there); the
 video's prediction averages the softmax of all its views. Reported: top-1/top-5, mean class
@@ -20,11 +20,12 @@ split, as training made it); ``"all"`` is every video. Any other name is a
 **Frame rate.** The contract's ``fps`` is the rate the model was trained at. When the store's
 videos are at another rate, eval says so (on stderr, and under ``notes``) and plans windows
 at the model's rate by the frames' timestamps: the ``duration`` sampler, ``frames`` frames
-``frame_stride / fps`` seconds apart (one centred window for one clip; with more, ``clips``
-windows at seeded random times, as the sampler has no evenly spaced clips). Runs sampled by
-``segments`` cover the whole video whatever its rate and are sampled as they were.
+``frame_stride / fps`` seconds apart, in one pass of ``clips`` windows per video evenly
+spread over its frame times (one clip: the centred window), as ``uniform`` spreads them over
+its frames. Runs sampled by ``segments`` cover the whole video whatever its rate and are
+sampled as they were.
 
-Input is prepared by the checkpoint's :class:`~hyperframes._contract.InputContract` only
+Input is prepared by the checkpoint's :class:`~hyperframes._core._contract.InputContract` only
 (the same object predict and export use), the model rebuilt by
 :func:`~hyperframes.train._checkpoint.rebuild_model`. The metrics are printed as a table and
 written per store and split, to ``RUN_DIR/eval/<store name>/<split>/metrics.json`` (a store
@@ -44,10 +45,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from .._contract import InputContract
-from .._errors import ConfigError
+from .._core._contract import InputContract
+from .._core._device import resolve_device
+from .._core._errors import ConfigError
 from ._checkpoint import load_checkpoint, rebuild_model
 from ._config import config_from_dict
 from ._data import make_dataset
@@ -71,18 +72,23 @@ def _passes(
 
     Window samplers (the usual case): one pass of ``uniform`` with ``clips`` clips, the
     contract's ``frame_stride`` and the short-video policy of the run's samplers; with
-    ``resample`` (the store is at another rate than the model), ``duration`` passes at the
-    model's rate (module doc). A run sampled by ``segments`` (TSN/TSM) is tested as it was
-    validated: one pass of centre frames, or ``clips`` passes of random frames within each
-    segment. Random passes are epochs 0..clips-1, so the views are reproducible.
+    ``resample`` (the store is at another rate than the model), one pass of ``duration`` at the
+    model's rate with ``clips`` evenly spread windows (module doc). A run sampled by
+    ``segments`` (TSN/TSM) is tested as it was validated: one pass of centre frames, or
+    ``clips`` passes of random frames within each segment. Random passes are epochs
+    0..clips-1, so the views are reproducible.
     """
     short = cfg.data.val_sampler_options.get("short", cfg.data.sampler_options.get("short"))
     policy = {"short": short} if short else {}
     if _segmented(cfg):
         return [("segments", {"train": clips > 1, **policy}, k) for k in range(clips)]
+    if "per_segment" in (cfg.data.val_sampler, cfg.data.sampler):  # a view per labelled segment
+        options = {"stride": contract.frame_stride, "train": clips > 1, **policy}
+        return [("per_segment", options, k) for k in range(clips)]
     if resample:
+        assert contract.fps is not None  # _rate_note resamples only to a contract's rate
         rate = contract.fps / contract.frame_stride
-        return [("duration", {"rate": rate, "train": clips > 1, **policy}, k) for k in range(clips)]
+        return [("duration", {"rate": rate, "clips": clips, "train": False, **policy}, 0)]
     return [("uniform", {"clips": clips, "stride": contract.frame_stride, **policy}, 0)]
 
 
@@ -104,7 +110,7 @@ def _check_split(st, split: str, cfg) -> None:
     known, where = _known_splits(st, cfg)
     if split not in known:
         raise ConfigError(
-            f"--split {split!r} is not a split of {st.path}; allowed: {', '.join(known)} "
+            f"split {split!r} is not a split of {st.path}; allowed: {', '.join(known)} "
             f"({where}), or all for every video"
         )
 
@@ -158,12 +164,6 @@ def _write_predictions(path: Path, rows: list[dict], paths: list[str]) -> None:
             w.writerow([paths[r["video_id"]], r["label"], r["prediction"], f"{r['score']:.6f}"])
 
 
-def _device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
-
-
 def evaluate(
     checkpoint: str | Path,
     store: str | Path | None = None,
@@ -181,13 +181,13 @@ def evaluate(
     ``store`` (default: the run's store), split ``split`` (``None`` or ``"all"``: every
     video); metrics to ``out`` (default: per store and split, see the module doc). Returns
     the metrics dict."""
-    from ..data._loader import loader
+    from ..data import loader
     from ..store import open_store
 
     if clips < 1:
-        raise ConfigError(f"--clips must be >= 1, got {clips}")
+        raise ConfigError(f"clips must be >= 1, got {clips}")
     if crops not in POSITIONS:
-        raise ConfigError(f"--crops must be 1 or 3, got {crops}")
+        raise ConfigError(f"crops must be 1 or 3, got {crops}")
     ck = load_checkpoint(checkpoint)
     raw = ck["config"]
     if store is not None:
@@ -198,8 +198,8 @@ def evaluate(
     if crops not in task_kind.eval_crops:
         how = "is evaluated on whole frames" if task_kind.eval_crops == (1,) else "takes"
         allowed = " or ".join(map(str, task_kind.eval_crops))
-        raise ConfigError(f"--crops: {task} {how}; allowed: {allowed}, got {crops}")
-    dev = _device(device)
+        raise ConfigError(f"crops: {task} {how}; allowed: {allowed}, got {crops}")
+    dev = resolve_device(device)
     model, contract = rebuild_model(ck, device=dev)
     st = open_store(cfg.data.store)
     if split in (None, "all"):
@@ -296,7 +296,9 @@ def format_metrics(r: dict) -> str:
         ("top1", "top-1"),
         ("top5", "top-5"),  # with more than 5 classes only
         ("mean_class_accuracy", "mean class accuracy"),
+        ("map", "mAP"),  # multilabel
         ("macro_f1", "macro F1"),
+        ("sample_f1", "sample F1"),  # multilabel
     ):
         if key in c and key in v:
             lines.append(f"  {label:<22}{c[key]:>8.4f}{v[key]:>8.4f}")

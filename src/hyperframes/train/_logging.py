@@ -18,7 +18,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from .._atomic import write_text_atomic
+from .._core._atomic import write_text_atomic
 
 __all__ = ["EpochProgress", "RunLogger", "format_duration"]
 

@@ -1,8 +1,8 @@
 """One pass of a model over a loader, gathered over ranks: scores or pixel counts per item.
 
 Used by validation during training and by ``hyperframes eval``. Batches arrive as uint8 in
-the temporal layout; the model's :class:`~hyperframes._contract.InputContract` prepares them
-(:meth:`~hyperframes._contract.InputContract.prepare`), as predict and export do. Under DDP
+the temporal layout; the model's :class:`~hyperframes._core._contract.InputContract` prepares them
+(:meth:`~hyperframes._core._contract.InputContract.prepare`), as predict and export do. Under DDP
 every rank predicts its share of the items (the shares are padded to equal length by
 repeating items); the results are gathered and de-duplicated by item number, so metrics count
 each item once.
@@ -15,7 +15,7 @@ import contextlib
 import numpy as np
 import torch
 
-from .._contract import InputContract
+from .._core._contract import InputContract
 from ._ddp import Dist, all_gather_objects
 from ._tasks import Task, create_task
 
@@ -46,7 +46,8 @@ def predict(
     dist: Dist | None = None,
     progress=None,
 ) -> dict:
-    """``items``, ``video_ids`` and the task's per-item predictions
+    """``items``, ``video_ids``, ``segments`` (the store's segment row of a ``per_segment``
+    item, else -1) and the task's per-item predictions
     (:meth:`~hyperframes.train.Task.predictions`; classification: ``scores (N, C), labels,
     losses``; segmentation: ``confusion (N, C, C), losses``). Numpy arrays, sorted by item.
     ``task``: a :class:`~hyperframes.train.Task`, or a task name (``num_classes`` classes)."""
@@ -56,6 +57,7 @@ def predict(
     model.eval()
     items: list[int] = []
     video_ids: list[int] = []
+    segments: list[int] = []
     parts: list[dict[str, np.ndarray]] = []
     try:
         for batch in loader:
@@ -66,6 +68,7 @@ def predict(
             parts.append(task.predictions(out.float(), target))
             items.extend(int(m["item"]) for m in batch.meta)
             video_ids.extend(int(m["video_id"]) for m in batch.meta)
+            segments.extend(int(m.get("segment", -1)) for m in batch.meta)
             if progress is not None:
                 progress(len(batch))
     finally:
@@ -73,6 +76,7 @@ def predict(
     local = {
         "items": np.asarray(items, dtype=np.int64),
         "video_ids": np.asarray(video_ids, dtype=np.int64),
+        "segments": np.asarray(segments, dtype=np.int64),
         **(
             {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
             if parts

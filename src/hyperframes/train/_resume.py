@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
-from .._errors import ConfigError
+from .._core._errors import ConfigError
 from ._config import Config
 from ._schedule import lr_at
 
@@ -52,8 +52,8 @@ def _decayed_to_zero(ck: Mapping, cfg: Config) -> bool:
 
 def _new_run_hint(run_dir: Path) -> str:
     return (
-        "To train longer, start a new run from its weights: --set "
-        f"model.pretrained={run_dir / 'best.pt'} --out NEW_RUN_DIR"
+        "To train longer, start a new run from its weights: override "
+        f"model.pretrained={run_dir / 'best.pt'} in a new out folder"
     )
 
 
@@ -65,12 +65,12 @@ def check_epochs(ck: Mapping, cfg: Config, run_dir: Path) -> bool:
     if epochs < done + partial:
         trained = f"{done} epochs" + (" and part of the next" if partial else "")
         raise ConfigError(
-            f"--resume: train.epochs={epochs} but {run_dir} has trained {trained}; "
+            f"resume: train.epochs={epochs} but {run_dir} has trained {trained}; "
             f"allowed: {done + partial} or more"
         )
     if epochs > done and epochs != planned and _decayed_to_zero(ck, cfg):
         raise ConfigError(
-            f"--resume: train.epochs {planned} -> {epochs}, but {run_dir} has finished its "
+            f"resume: train.epochs {planned} -> {epochs}, but {run_dir} has finished its "
             f"cosine schedule (step {int(ck['step'])}, lr 0 = train.min_lr): continuing it "
             "would train at lr 0, and restarting it would jump the rate back to its peak (a "
             f"warm restart, not a longer run). {_new_run_hint(run_dir)}"
@@ -87,7 +87,9 @@ def check_epochs(ck: Mapping, cfg: Config, run_dir: Path) -> bool:
 def complete_message(ck: Mapping, cfg: Config, run_dir: Path) -> str:
     """What resuming the complete run ``run_dir`` says: where it stands, and how to train it
     longer (more epochs, or a new run from its weights once its cosine is at lr 0)."""
-    best = ck.get("best") if isinstance(ck.get("best"), Mapping) else {}
+    best = ck.get("best")
+    if not isinstance(best, Mapping):
+        best = {}
     said = f"{run_dir} is complete: {int(ck['epoch'])}/{cfg.train.epochs} epochs"
     value = best.get("value")
     if isinstance(value, int | float) and math.isfinite(value):
@@ -97,7 +99,7 @@ def complete_message(ck: Mapping, cfg: Config, run_dir: Path) -> str:
         return said + f"Its cosine schedule has decayed to lr 0. {_new_run_hint(run_dir)}"
     more = cfg.train.epochs + max(cfg.train.epochs // 2, 1)
     return said + (
-        f"To train it longer, resume with more epochs: --resume --set train.epochs={more} "
+        f"To train it longer, resume with more epochs: override train.epochs={more} "
         "(the learning rate continues from where it stands)"
     )
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .._errors import DataError
+from .._core._errors import DataError
 from ..data import HyperframeDataset
 from ..data.transforms import transform_generator
 

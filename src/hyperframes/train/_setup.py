@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .._errors import ConfigError, DataError
+from .._core._device import resolve_device as core_resolve_device
+from .._core._errors import ConfigError, DataError
 from ._config import Config
 from ._ddp import Dist, broadcast_object
 from ._leakage import check_leakage
@@ -54,12 +55,7 @@ class WithAux(nn.Module):
 
 
 def resolve_device(cfg: Config) -> torch.device:
-    want = cfg.train.device
-    if want == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("train.device: 'cuda' but no CUDA GPU is available; allowed: auto, cpu")
-    if want == "auto":
-        want = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(want)
+    return core_resolve_device(cfg.train.device, where="train.device")
 
 
 def resolve_amp(cfg: Config, device: torch.device) -> tuple[bool, torch.dtype | None]:
@@ -94,12 +90,14 @@ def build_model(cfg: Config, num_classes: int) -> nn.Module:
                 f"train.checkpointing: model {cfg.model.name!r} has no gradient checkpointing; "
                 "allowed: false"
             )
-        model.checkpointing = True
+        # the model has it (checked above); torch types Module attributes as Tensor | Module
+        model.checkpointing = True  # type: ignore[assignment]
     return model
 
 
 def build_optimizer(cfg: Config, model: nn.Module, lr: float) -> torch.optim.Optimizer:
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for p in model.parameters():
         if p.requires_grad:
             (decay if p.ndim > 1 else no_decay).append(p)
@@ -136,9 +134,9 @@ def check_resume_config(saved: dict, cfg: Config) -> None:
     if diff:
         shown = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diff[:6])
         raise ConfigError(
-            f"--resume: the config differs from the checkpoint's in {shown}; resume with the "
+            f"resume: the config differs from the checkpoint's in {shown}; resume with the "
             f"same config (allowed changes: {', '.join(RESUMABLE_CHANGES)}) or start a new run "
-            "in another --out folder"
+            "in another out folder"
         )
 
 
@@ -164,7 +162,7 @@ def check_leakage_of_split(cfg: Config, store, bundle, d: Dist, run_dir: Path) -
     message = broadcast_object(message, d)
     if message is not None:
         raise DataError(message)
-    if d.main and report is not None and report.duplicates:
+    if d.main and report is not None and (report.duplicates or report.similar):
         (run_dir / "leakage.json").write_text(json.dumps(report.to_dict(), indent=1) + "\n")
         if report.leaks:
             print(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import DataError
+from .._core._errors import DataError
 
 __all__ = ["GENERATED", "resolve_split", "split_videos"]
 

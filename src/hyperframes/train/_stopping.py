@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from .._errors import Interrupted
+from .._core._errors import Interrupted
 
 __all__ = ["TrainingInterrupted"]
 
@@ -30,7 +30,7 @@ class TrainingInterrupted(Interrupted):
     ) -> None:
         self.where, self.signum, self.run_dir = where, signum, run_dir
         self.step, self.rank, self.world_size = step, rank, world_size
-        super().__init__(f"{where}; continue with --resume, the same config and {run_dir}")
+        super().__init__(f"{where}; resume to continue, with the same config and out {run_dir}")
 
     @property
     def exit_code(self) -> int:

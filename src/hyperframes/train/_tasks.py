@@ -17,8 +17,9 @@ Tasks are registered by name (the ``task`` of a registered model)::
     task = create_task("classification", classes=["left", "right"], label_smoothing=0.1)
 
 Each class also resolves its class names from a store (:meth:`Task.resolve_classes`), so adding
-a task (multilabel: BCE-with-logits, sigmoid, mAP) is one class here, plus the dataset that
-gives its samples a ``target``.
+a task is one class plus the dataset that gives its samples a ``target``: ``multilabel``
+(BCE-with-logits, sigmoid, mAP; :mod:`hyperframes.train._multilabel`, registered at the end
+of this module) is one.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 from ._metrics import (
     classification_metrics,
     confusion_matrix,
@@ -239,7 +240,7 @@ class ClassificationTask(Task):
     supports = ("label_smoothing", "mixup", "cutmix")
     best_key = "val_top1"
     train_metric = "train_accuracy"
-    val_metrics = ("loss", "top1", "top5", "mean_class_accuracy", "macro_f1")
+    val_metrics: tuple[str, ...] = ("loss", "top1", "top5", "mean_class_accuracy", "macro_f1")
     headline = ("accuracy", "top1")
     shown = (("train_accuracy", "acc"), ("val_top1", "val top1"))
     curves = (("train_accuracy", "train top-1"), ("val_top1", "val top-1"))
@@ -329,8 +330,8 @@ class ClassificationTask(Task):
     def evaluate_views(self, views):
         scores = np.concatenate([v["scores"] for v in views])
         labels = np.concatenate([v["labels"] for v in views])
-        vids = np.concatenate([v["video_ids"] for v in views])
-        prob, video_labels, _ = video_level(scores, labels, vids)
+        groups, _, _ = view_groups(views)
+        prob, video_labels, _ = video_level(scores, labels, groups)
         per_video = classification_metrics(np.log(prob + 1e-12), video_labels, self.classes)
         return {
             "views": len(scores),
@@ -340,23 +341,38 @@ class ClassificationTask(Task):
         }
 
     def video_predictions(self, views):
-        """Per video: its class (``label``), the class of the highest mean softmax over its
-        views (``prediction``) and that probability (``score``)."""
+        """Per video (per segment, for ``per_segment`` views): its class (``label``), the
+        class of the highest mean softmax over its views (``prediction``) and that
+        probability (``score``); ``segment`` is the store's segment row (-1: the video)."""
         scores = np.concatenate([v["scores"] for v in views])
         labels = np.concatenate([v["labels"] for v in views])
-        vids = np.concatenate([v["video_ids"] for v in views])
-        prob, video_labels, uniq = video_level(scores, labels, vids)
+        groups, group_video, group_segment = view_groups(views)
+        prob, video_labels, uniq = video_level(scores, labels, groups)
         best = prob.argmax(axis=1) if len(prob) else np.zeros(0, np.int64)
         names = self.classes
         return [
             {
-                "video_id": int(v),
+                "video_id": int(group_video[g]),
+                "segment": int(group_segment[g]),
                 "label": names[int(t)] if 0 <= t < len(names) else "",
                 "prediction": names[int(b)],
                 "score": float(prob[i, b]),
             }
-            for i, (v, t, b) in enumerate(zip(uniq, video_labels, best))
+            for i, (g, t, b) in enumerate(zip(uniq, video_labels, best))
         ]
+
+
+def view_groups(views: Sequence[Mapping[str, np.ndarray]]):
+    """``(group of each view, video of each group, segment of each group)``: the views of one
+    video form a group, those of one segment (``per_segment`` items: ``segments`` >= 0) one
+    of their own; groups are numbered 0..G-1."""
+    vids = np.concatenate([np.asarray(v["video_ids"], np.int64) for v in views])
+    segs = np.concatenate(
+        [np.asarray(v.get("segments", np.full(len(v["video_ids"]), -1)), np.int64) for v in views]
+    )
+    keys = np.stack([vids, segs], axis=1)
+    uniq, groups = np.unique(keys, axis=0, return_inverse=True)
+    return groups.reshape(-1), uniq[:, 0], uniq[:, 1]
 
 
 @register_task
@@ -424,3 +440,6 @@ class SegmentationTask(Task):
             "windows": sum(len(v["items"]) for v in views),
             **segmentation_metrics(conf, self.classes),
         }
+
+
+from . import _multilabel  # noqa: E402, F401  (registers "multilabel": BCE, sigmoid, mAP)

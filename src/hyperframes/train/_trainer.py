@@ -57,12 +57,14 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from .._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
+from .._core._plots import plot_confusion, plot_curves
 from ..models import aux_weight
 from ._checkpoint import (
     get_rng_state,
@@ -75,7 +77,6 @@ from ._config import Config, load_config, save_config
 from ._data import build_data
 from ._ddp import Dist, barrier, broadcast_object, setup, teardown
 from ._logging import EpochProgress, RunLogger, _clean, format_duration
-from ._plots import plot_confusion, plot_curves
 from ._predict import autocast, forward, predict
 from ._resume import check_epochs, complete_message, continued_schedule, read_resumed_at
 from ._schedule import lr_at, scaled_lr
@@ -140,6 +141,8 @@ class _Run:
     state) and :meth:`_setup` (everything built from them, and the training state); the
     other methods update them."""
 
+    resumed_at: tuple[int, float] | None  # set in _setup (declared here: used above it)
+
     def __init__(
         self, cfg: Config, out, resume: bool, progress: bool, device, d: Dist, stop_at=None
     ) -> None:
@@ -156,11 +159,11 @@ class _Run:
             check_resume_config(self.ckpt["config"], cfg)
             self.complete = check_epochs(self.ckpt, cfg, self.run_dir)
         elif resume:
-            _say(f"--resume: no {last} yet; starting a new run", self.show)
+            _say(f"resume: no {last} yet; starting a new run", self.show)
         elif last.exists():
             raise ConfigError(
-                f"{self.run_dir} already holds a run (last.pt); add --resume to continue it or "
-                "choose another --out folder"
+                f"{self.run_dir} already holds a run (last.pt); resume to continue it, or "
+                "choose another out folder"
             )
         barrier(d)
         if d.main:
@@ -172,6 +175,7 @@ class _Run:
     # -- resuming (_resume) -----------------------------------------------------------------
     def _already_complete(self) -> dict:
         """Say that the resumed run is complete, and how to train it longer; its summary."""
+        assert self.ckpt is not None  # complete is only set from a loaded checkpoint
         said = complete_message(self.ckpt, self.cfg, self.run_dir)
         if self.d.main:
             print(said, file=sys.stderr, flush=True)
@@ -192,6 +196,7 @@ class _Run:
             resumed_at=before,
         )
         if self.resumed_at != before:
+            assert self.resumed_at is not None  # changed: a new (step, rate)
             planned, rate = ck["config"]["train"]["epochs"], self.resumed_at[1]
             _say(
                 f"train.epochs {planned} -> {self.cfg.train.epochs}: the cosine schedule "
@@ -259,13 +264,17 @@ class _Run:
         # the training state (what last.pt holds)
         self.epoch, self.batches_done, self.step, self.samples = 0, 0, 0, 0
         self.history: list[dict] = []
-        self.best = {"metric": self.task.best_key, "value": self.task.worst, "epoch": 0}
+        self.best: dict[str, Any] = {
+            "metric": self.task.best_key,
+            "value": self.task.worst,
+            "epoch": 0,
+        }
         self.best_metrics: dict = {}
         self.elapsed = 0.0
         self.totals = {"wait": 0.0, "compute": 0.0}
         self.epoch_state = self._fresh_epoch_state()
         self._saved_at: tuple[int, int] | None = None
-        self.resumed_at: tuple[int, float] | None = None  # the schedule's re-planning point
+        self.resumed_at = None  # the schedule's re-planning point
         if self.ckpt is not None:
             self._restore(self.ckpt)
             self._continue_schedule(self.ckpt)
@@ -290,7 +299,7 @@ class _Run:
         )
 
     def _loader(self, dataset, *, train: bool):
-        from ..data._loader import loader
+        from ..data import loader
 
         cfg, d = self.cfg, self.d
         return loader(
@@ -479,7 +488,10 @@ class _Run:
                 group = min(acc, n - group_start)
                 last_in_group = i + 1 == group_start + group
                 sync = d.active and not last_in_group
-                ctx = self.net.no_sync() if sync else contextlib.nullcontext()
+                ctx: contextlib.AbstractContextManager = contextlib.nullcontext()
+                if sync:  # d.active: self.net is the DistributedDataParallel wrapper
+                    assert isinstance(self.net, nn.parallel.DistributedDataParallel)
+                    ctx = self.net.no_sync()
                 torch.manual_seed(_step_seed(cfg.train.seed, d.rank, self.epoch, i))
                 with ctx:
                     loss, correct, count = self._loss(x, batch, target)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from .._errors import InputError
+from .._core._errors import InputError
 
 __all__ = ["pca_image"]
 

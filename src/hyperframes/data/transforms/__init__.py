@@ -8,7 +8,7 @@ draw every random parameter from the ``generator`` given (one set per window by 
     batch_out = aug.batch(batch_frames, generators=[...])   # (B, T, C, H, W), per-sample params
 """
 
-from ._base import Compose, Transform, Window, apply_batch, transform_generator
+from ._base import Compose, Transform, Window, apply_batch, as_window, transform_generator
 from ._color import ColorJitter
 from ._normalize import Normalize, ToFloat, normalize, to_float
 from ._spatial import (
@@ -39,6 +39,7 @@ __all__ = [
     "Transform",
     "Window",
     "apply_batch",
+    "as_window",
     "normalize",
     "to_float",
     "transform_generator",

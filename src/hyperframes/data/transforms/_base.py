@@ -19,7 +19,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 import torch
 
-from ..._errors import ConfigError, DataError
+from ..._core._errors import ConfigError, DataError
 
 __all__ = ["Compose", "Transform", "Window", "apply_batch", "transform_generator"]
 

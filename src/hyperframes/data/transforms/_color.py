@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torchvision.transforms.v2.functional as F
 
-from ..._errors import ConfigError
+from ..._core._errors import ConfigError
 from . import _random as R
 from ._base import Transform, Window
 

@@ -1,9 +1,9 @@
 """Conversion to float and per-channel normalisation, for any layout.
 
 uint8 input is first scaled to [0, 1] (divided by 255), so ``mean``/``std`` are given on the
-[0, 1] scale (e.g. ImageNet's, :data:`hyperframes._contract.IMAGENET_MEAN` / ``IMAGENET_STD``).
+[0, 1] scale (e.g. ImageNet's, :data:`hyperframes._core._contract.IMAGENET_MEAN` / ``IMAGENET_STD``).
 
-A model's input is prepared by its :class:`~hyperframes._contract.InputContract`, which
+A model's input is prepared by its :class:`~hyperframes._core._contract.InputContract`, which
 normalises temporal windows (C channels per frame) and applies the layout afterwards;
 ``layout=`` here is for callers holding frames already in another layout.
 """
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import torch
 
-from ..._errors import ConfigError, DataError
-from ..._layouts import _check_name, expand_channel_stats
+from ..._core._errors import ConfigError, DataError
+from ..._core._layouts import _check_name, expand_channel_stats
 from ._base import Transform, Window
 
 __all__ = ["Normalize", "ToFloat", "normalize", "to_float"]
@@ -72,8 +72,9 @@ def normalize(
             f"{c} values"
         )
     x = to_float(x, dtype)
-    kw = {"frames": frames, "dtype": dtype, "device": x.device}
-    return (x - expand_channel_stats(m, layout, **kw)) / expand_channel_stats(s, layout, **kw)
+    mean_t = expand_channel_stats(m, layout, frames=frames, dtype=dtype, device=x.device)
+    std_t = expand_channel_stats(s, layout, frames=frames, dtype=dtype, device=x.device)
+    return (x - mean_t) / std_t
 
 
 class ToFloat(Transform):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..._errors import ConfigError
+from ..._core._errors import ConfigError
 
 
 def uniform(g: torch.Generator, lo: float, hi: float, n: int | None = None):

@@ -13,7 +13,7 @@ import torch
 import torchvision.transforms.v2.functional as F
 from torchvision.transforms import InterpolationMode
 
-from ..._errors import ConfigError, DataError
+from ..._core._errors import ConfigError, DataError
 from . import _random as R
 from ._base import Transform, Window
 

@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from ..._errors import InputError
+from ..._core._errors import InputError
 from .._sources import Inputs
 from ._registry import SPECIFIC, Probe, register_input_format
 from ._rows import RowError, Rows, find_by_name, json_file, pick, read_text, segment
@@ -52,7 +52,7 @@ def read_activitynet(data: Path, root: Path | None) -> Inputs:
     path = files[0]
     doc = json_file(path)
     database = doc.get("database") if isinstance(doc, dict) else None
-    if not isinstance(database, dict):
+    if not isinstance(doc, dict) or not isinstance(database, dict):
         raise InputError(f'{path}: expected {{"database": {{"<id>": {{...}}}}}}')
     classes = _leaves(doc.get("taxonomy"), path)
     base = root or path.parent

@@ -19,7 +19,7 @@ import os
 import re
 from pathlib import Path
 
-from ..._errors import InputError
+from ..._core._errors import InputError
 from .._sources import Inputs
 from ._registry import SPECIFIC, Probe, register_input_format
 from ._rows import (
@@ -111,6 +111,6 @@ def _class_list(folder: Path) -> list[str] | None:
 
 
 def _numbered(codes: set[str]) -> list[str]:
-    top = max((int(_CODE.fullmatch(c)[1]) for c in codes), default=-1)
+    top = max((int(c[1:]) for c in codes), default=-1)  # every code fullmatches _CODE: c<digits>
     width = max((len(c) - 1 for c in codes), default=3)
     return [f"c{i:0{width}d}" for i in range(top + 1)]

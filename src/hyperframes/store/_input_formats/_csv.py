@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..._errors import InputError
-from .._sources import ANNOTATION_EXTENSIONS, Inputs
+from ..._core._errors import InputError
+from .._sources import ANNOTATION_EXTENSIONS, Inputs, Segment
 from ._registry import GENERIC, SPECIFIC, Probe, register_input_format
 from ._rows import RowError, Rows, csv_rows, segment
 
@@ -43,10 +43,10 @@ def read_csv(data: Path, root: Path | None) -> Inputs:
             raise InputError(f"{where}: empty path")
         path = rows.path(listed)
         label = row.get("label") or None
-        segments = ()
+        segments: tuple[Segment, ...] = ()
         if timed and (row.get("start") or row.get("end")):
             try:
-                segments = (segment(row.get("start"), row.get("end"), _own(label)),)
+                segments = (segment(row.get("start"), row.get("end"), _own(label), where),)
             except RowError as e:
                 rows.fail(path, where, str(e))
                 continue

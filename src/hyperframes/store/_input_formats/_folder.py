@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..._errors import InputError
+from ..._core._errors import InputError
 from .._sources import ANNOTATION_EXTENSIONS, Inputs, class_names, scan_folder
 from ._registry import GENERIC, Probe, register_input_format
 
@@ -26,7 +26,7 @@ def _detect(probe: Probe) -> int:
 def read_folder(data: Path, root: Path | None) -> Inputs:
     if root is not None:
         raise InputError(
-            f"--root {root}: only annotation files list paths relative to a folder; {data} is "
+            f"root {root}: only annotation files list paths relative to a folder; {data} is "
             "read as a folder or a video"
         )
     sources, skipped = scan_folder(data)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..._errors import InputError
+from ..._core._errors import InputError
 from .._sources import Inputs
 from ._registry import SPECIFIC, Probe, register_input_format
 from ._rows import Rows, text_lines
@@ -37,7 +37,7 @@ def _detect(probe: Probe) -> int:
 def read_hmdb51(data: Path, root: Path | None) -> Inputs:
     folder = data if data.is_dir() else data.parent
     m = _SPLIT_FILE.fullmatch(data.name)
-    files = {}
+    files: dict[int, dict[str, Path]] = {}
     for p in sorted(folder.iterdir()):
         f = _SPLIT_FILE.fullmatch(p.name)
         if f:

@@ -14,10 +14,11 @@ The same youtube_id and time range listed twice is an error.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
-from ..._errors import InputError
+from ..._core._errors import InputError
 from .._sources import Inputs, Segment
 from ._registry import SPECIFIC, Probe, register_input_format
 from ._rows import RowError, Rows, csv_rows, find_by_name, pick, segment
@@ -58,6 +59,7 @@ def read_kinetics(data: Path, root: Path | None) -> Inputs:
         parsed += [(path, lineno, row) for lineno, row in lines]
     base = root or (data if data.is_dir() else data.parent)
     segments: list[Segment | RowError] = []  # each row's time range, parsed once
+    seg: Segment | RowError
     wanted = set()
     for _, _, row in parsed:
         wanted.add(row["youtube_id"])
@@ -95,7 +97,12 @@ def read_kinetics(data: Path, root: Path | None) -> Inputs:
             rows.add(trimmed[0], where, label=label, split=split, kind=trimmed[1])
         elif untrimmed is not None:
             rows.add(
-                untrimmed[0], where, label=label, split=split, segments=(seg,), kind=untrimmed[1]
+                untrimmed[0],
+                where,
+                label=label,
+                split=split,
+                segments=(dataclasses.replace(seg, row=where),),
+                kind=untrimmed[1],
             )
         else:  # not found: a source the build fails, naming the row
             rows.add(os.path.join(base, f"{name}.mp4"), where, label=label, split=split)

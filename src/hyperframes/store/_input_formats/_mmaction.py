@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from ..._errors import InputError
+from ..._core._errors import InputError
 from .._sources import Inputs
 from ._registry import GENERIC, Probe, register_input_format
 from ._rows import Rows, text_lines

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..._errors import ConfigError, InputError
+from ..._core._errors import ConfigError, InputError
 from .._sources import Inputs
 
 GENERIC, SPECIFIC = 1, 2
@@ -130,11 +130,11 @@ def detect_input_format(data: str | os.PathLike) -> str:
     if best == 0:
         raise InputError(
             f"{path}: cannot tell its input format from its name or content; pass "
-            f"--input-format, one of: {', '.join(_FORMATS)}"
+            f"input_format, one of: {', '.join(_FORMATS)}"
         )
     if len(found) > 1:
         raise InputError(
-            f"{path}: could be read as {' or '.join(found)}; pass --input-format "
+            f"{path}: could be read as {' or '.join(found)}; pass input_format "
             f"{found[0]} (or {', '.join(found[1:])})"
         )
     return found[0]
@@ -153,7 +153,7 @@ def read_inputs(
     if not path.exists():
         raise InputError(f"{path}: no such file or folder (expected videos, a folder or a list)")
     if root is not None and not Path(root).is_dir():
-        raise InputError(f"--root {root}: no such folder (the folder the listed paths are in)")
+        raise InputError(f"root {root}: no such folder (the folder the listed paths are in)")
     fmt = fmt or _FORMATS[detect_input_format(path)]
     inputs = fmt.read(path, None if root is None else Path(os.path.abspath(root)))
     return dataclasses.replace(inputs, input_format=fmt.name)

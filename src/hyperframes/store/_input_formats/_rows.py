@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..._errors import InputError
+from ..._core._errors import InputError
 from .._sources import (
     IMAGE_EXTENSIONS,
     VIDEO_EXTENSIONS,
@@ -64,14 +64,21 @@ def csv_rows(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]
 _WS = re.compile(r"\s*")
 
 
+def _skip_ws(text: str, i: int = 0) -> int:
+    """The index of the first non-whitespace character of ``text`` at or after ``i``."""
+    m = _WS.match(text, i)
+    assert m is not None  # \s* matches the empty string
+    return m.end()
+
+
 def json_list(path: Path) -> Iterator[tuple[int, object]]:
     """``(line number, item)`` of a JSON file holding one list."""
     text = read_text(path)
     decoder = json.JSONDecoder()
-    i = _WS.match(text).end()
+    i = _skip_ws(text)
     if text[i : i + 1] != "[":
         raise InputError(f"{path}: expected a JSON list [{{...}}, ...]")
-    i = _WS.match(text, i + 1).end()
+    i = _skip_ws(text, i + 1)
     line, counted = 1, 0
     if text[i : i + 1] == "]":
         return
@@ -83,13 +90,13 @@ def json_list(path: Path) -> Iterator[tuple[int, object]]:
         except json.JSONDecodeError as e:
             raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
         yield line, item
-        i = _WS.match(text, i).end()
+        i = _skip_ws(text, i)
         if text[i : i + 1] == "]":
             return
         if text[i : i + 1] != ",":
             line += text.count("\n", counted, i)
             raise InputError(f"{path}:{line}: not valid JSON (expected ',' or ']')")
-        i = _WS.match(text, i + 1).end()
+        i = _skip_ws(text, i + 1)
 
 
 def json_file(path: Path) -> object:
@@ -132,11 +139,11 @@ def parse_seconds(text: object, what: str = "time") -> float:
     return value
 
 
-def segment(start: object, end: object, labels: tuple[str, ...]) -> Segment:
+def segment(start: object, end: object, labels: tuple[str, ...], row: str | None = None) -> Segment:
     s, e = parse_seconds(start, "start time"), parse_seconds(end, "end time")
     if e <= s:
         raise RowError(f"segment end {e:g} s <= start {s:g} s")
-    return Segment(s, e, labels)
+    return Segment(s, e, labels, row)
 
 
 def split_from_name(path: Path) -> str:
@@ -237,9 +244,9 @@ class Rows:
         )
         hint = _root_hint(self.data, listed)
         if hint is not None:
-            return f"{msg}; they are under {hint}: pass --root {hint}"
+            return f"{msg}; they are under {hint}: pass root {hint}"
         return (
-            f"{msg}; pass --root DIR, the folder the listed paths are relative to (or the "
+            f"{msg}; pass root DIR, the folder the listed paths are relative to (or the "
             "videos are under)"
         )
 
@@ -335,7 +342,7 @@ def pick(found: dict[str, list[tuple[str, str]]], names: list[str]) -> tuple[str
             if len(paths) > 1:
                 where = ", ".join(p for p, _ in paths[:3])
                 raise RowError(
-                    f"{name} found {len(paths)} times ({where}): keep one, or point --root at "
+                    f"{name} found {len(paths)} times ({where}): keep one, or point root at "
                     "the one to use"
                 )
             return paths[0]

@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from ..._errors import InputError
+from ..._core._errors import InputError
 from .._sources import Inputs
 from ._registry import SPECIFIC, Probe, register_input_format
 from ._rows import RowError, Rows, find_by_name, json_file, json_list, pick, split_from_name

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..._errors import InputError
+from ..._core._errors import InputError
 from .._sources import Inputs
 from ._registry import SPECIFIC, Probe, register_input_format
 from ._rows import Rows, text_lines
@@ -49,7 +49,9 @@ def read_ucf101(data: Path, root: Path | None) -> Inputs:
         lists = [_find(folder, f"{kind}list01.txt", data) for kind in ("train", "test")]
     rows = Rows(data, root or folder)
     for lst in lists:
-        _read_list(lst, _LIST.fullmatch(lst.name)[1].lower(), classes, rows)
+        kind = _LIST.fullmatch(lst.name)
+        assert kind is not None  # data matched _LIST, or _find found a {kind}list01.txt
+        _read_list(lst, kind[1].lower(), classes, rows)
     return rows.inputs(classes)
 
 

@@ -21,7 +21,7 @@ One home for the layouts of both :mod:`hyperframes.data` (which can make them) a
 :mod:`hyperframes.models` (which eat them; ``models.Keyframes`` is :class:`KeyframeWindow`).
 Training, eval, predict and export keep windows temporal up to the model and apply the
 model's layout once per batch, at the model boundary, after normalisation
-(:meth:`hyperframes._contract.InputContract.prepare`).
+(:meth:`hyperframes._core._contract.InputContract.prepare`).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _check_name(name: str) -> None:
         )
 
 
-def _batched(x: torch.Tensor, what: str) -> bool:
+def _batched(x: object, what: str) -> bool:
     if not isinstance(x, torch.Tensor):
         raise DataError(f"{what} needs a torch.Tensor window, got {type(x).__name__}")
     if x.ndim not in (4, 5):
@@ -102,9 +102,11 @@ def from_layout(
     """
     _check_name(name)
     if name == "keyframe":
-        return y.context
+        # a Tensor here raises AttributeError, not DataError (kept as it is)
+        return y.context  # type: ignore[union-attr]
     if name == "temporal":
         _batched(y, "from_layout")
+        assert isinstance(y, torch.Tensor)  # _batched raised DataError otherwise
         return y
     if not isinstance(y, torch.Tensor) or y.ndim not in (3, 4, 5):
         raise DataError(f"from_layout({name!r}) got {type(y).__name__} of unexpected shape")

@@ -1,12 +1,23 @@
-"""What ``hyperframes info`` prints."""
+"""What a store holds: a dict (:func:`describe_store`) and its text (:func:`format_store_info`),
+which ``hyperframes info`` prints and the demo shows.
+
+An HDF5 store is described from the file itself: its size (``store_bytes``), what its video
+datasets hold and how HDF5 compresses them (``hdf5``, from :meth:`H5Store.storage`), and the
+folder store it was converted from (``converted_from``: that store's codec and size), never
+that store's codec or size as if they were the file's."""
 
 from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["describe_store", "format_store_info"]
 
-def describe(store) -> dict:
+
+def describe_store(store) -> dict:
+    from ._hdf5 import H5Store
+
     m = store.manifest
+    hdf5 = store.storage() if isinstance(store, H5Store) else None
     v = store.videos
     nf = v.num_frames
     videos = []
@@ -29,6 +40,7 @@ def describe(store) -> dict:
     streams = v.streams
     return {
         "store": str(store.path),
+        "form": "folder" if hdf5 is None else "hdf5",
         "format_version": m.get("format_version"),
         "hyperframes_version": m.get("hyperframes_version"),
         "git_commit": m.get("git_commit"),
@@ -51,10 +63,12 @@ def describe(store) -> dict:
             "videos_not_first_stream": int((streams != 0).sum()) if len(v) else 0,
         },
         "classes": store.classes,
-        "store_bytes": m.get("store_bytes"),
+        "store_bytes": m.get("store_bytes") if hdf5 is None else hdf5["file_bytes"],
         "source_bytes": m.get("source_bytes"),
         "shards": m.get("shards"),
-        "checksum_algorithm": m.get("checksum_algorithm"),
+        "checksum_algorithm": m.get("checksum_algorithm") if hdf5 is None else hdf5["checksums"],
+        "hdf5": hdf5,
+        "converted_from": m.get("converted_from"),
         "failed": m.get("failed", []),
         "damaged": m.get("damaged", []),
         "skipped": m.get("skipped", []),
@@ -62,25 +76,27 @@ def describe(store) -> dict:
     }
 
 
-def format_info(d: dict) -> str:
+def format_store_info(d: dict) -> str:
     ratio = d["store_bytes"] / d["source_bytes"] if d.get("source_bytes") else float("nan")
     fpv = d["frames_per_video"]
     lines = [
         f"store          {d['store']}",
-        f"format         v{d['format_version']}, hyperframes {d['hyperframes_version']}"
+        f"format         v{d['format_version']}"
+        + (" (HDF5 form)" if d["hdf5"] is not None else "")
+        + f", hyperframes {d['hyperframes_version']}"
         f" (commit {str(d['git_commit'])[:10]}), created {d['created']}",
         f"build          {d['build']}",
         f"decoder        {d['decoder']['name']} {d['decoder']['version']}, resize "
         f"{d['decoder']['resize_algorithm']}",
-        f"codec          {d['codec']}, dtype {d['dtype']}"
-        + (f", normalize {d['normalize']}" if d["normalize"] else ""),
+        *_codec_lines(d),
         f"videos         {d['num_videos']} ({d['num_frames']} frames; per video min "
         f"{fpv['min']}, median {fpv['median']:g}, max {fpv['max']})",
         _streams_line(d["streams"]),
         f"classes        {len(d['classes'])}: {', '.join(d['classes'][:12])}"
         + (" ..." if len(d["classes"]) > 12 else ""),
-        f"size           {d['store_bytes'] / 1e6:.2f} MB in {len(d['shards'] or [])} shard(s), "
-        f"{ratio:.2f}x the source's {d['source_bytes'] / 1e6:.2f} MB",
+        f"size           {d['store_bytes'] / 1e6:.2f} MB "
+        + (f"in {len(d['shards'] or [])} shard(s)" if d["hdf5"] is None else "(the file)")
+        + f", {ratio:.2f}x the source's {d['source_bytes'] / 1e6:.2f} MB",
         f"checksums      {d['checksum_algorithm']}",
         f"failed         {len(d['failed'])}",
     ]
@@ -102,6 +118,37 @@ def format_info(d: dict) -> str:
             + f") [{r['label']}] {r['path']}"
         )
     return "\n".join(lines)
+
+
+def _codec_lines(d: dict) -> list[str]:
+    norm = f", normalize {d['normalize']}" if d["normalize"] else ""
+    h = d["hdf5"]
+    if h is None:
+        return [f"codec          {d['codec']}, dtype {d['dtype']}{norm}"]
+    compression = ", ".join(f"{k} ({n} videos)" for k, n in h["compression"].items())
+    chunks = " or ".join(
+        "one contiguous block" if c == 0 else f"chunks of {c} frame{'s' if c > 1 else ''}"
+        for c in h["chunk_frames"]
+    )
+    decoded = h["frames_decoded_bytes"]
+    lines = [
+        f"codec          raw, no frame codec (HDF5 form): {h['frames']}{norm}",
+        f"hdf5           compression {compression or 'none'}; {chunks or 'no videos'}; frames "
+        f"{h['frames_stored_bytes'] / 1e6:.2f} MB in the file, {decoded / 1e6:.2f} MB decoded",
+    ]
+    src = d["converted_from"]
+    if src:
+        codec = dict(src["codec"])
+        name = codec.pop("name", "?")
+        params = ", ".join(f"{k}={v}" for k, v in codec.items())
+        was = src.get("store_bytes")
+        lines.append(
+            f"converted from a {name} store"
+            + (f" ({params})" if params else "")
+            + (f" of {was / 1e6:.2f} MB" if isinstance(was, int) else "")
+            + f" in {src.get('shards', '?')} shard(s)"
+        )
+    return lines
 
 
 def _streams_line(s: dict) -> str:

@@ -23,7 +23,7 @@ def _figure(width: float, height: float):
     return fig
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")

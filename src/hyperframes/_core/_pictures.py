@@ -51,20 +51,20 @@ def show_window(
     if not 0 <= video < n:
         last = f"0..{n - 1}" if n else "none: it is empty"
         raise ConfigError(
-            f"--video {video} is out of range: {store.path} holds {n} videos ({last}); "
+            f"video {video} is out of range: {store.path} holds {n} videos ({last}); "
             "hyperframes info lists them"
         )
     for name, value, low in (
-        ("--start", start, 0),
-        ("--frames", frames, 1),
-        ("--stride", stride, 1),
+        ("start", start, 0),
+        ("frames", frames, 1),
+        ("stride", stride, 1),
     ):
         if value < low:
             raise ConfigError(f"{name} must be at least {low}, got {value}")
     rec = store.videos[video]
     if start >= rec.num_frames:
         raise DataError(
-            f"--start {start} is past the end of video {video}: it has {rec.num_frames} frames "
+            f"start {start} is past the end of video {video}: it has {rec.num_frames} frames "
             f"(0..{rec.num_frames - 1})"
         )
     idx = start + stride * np.arange(frames)

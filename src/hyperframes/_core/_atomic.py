@@ -46,7 +46,7 @@ def remove_stale_temps(folder: str | os.PathLike, name: str | None = None) -> li
     """Delete temporary files in ``folder`` (of the file ``name`` only, when given) left by
     writers that were killed: their pid is gone. A live writer's temp file is left alone.
     Returns what was removed."""
-    removed = []
+    removed: list[Path] = []
     prefix = f".{name}." if name else "."
     try:
         entries = list(Path(folder).iterdir())

@@ -15,7 +15,7 @@ cannot disagree. From a source frame to the model, in order:
    extra views take the square at the start or end of the longer side instead);
 4. **values** -- uint8 to float32 in [0, 1], then ``(x - mean) / std`` per channel
    (a ``dtype="float16"`` store holds frames normalised at build time: only cast);
-5. **layout** -- the batch rearranged for the model (:mod:`hyperframes._layouts`), once per
+5. **layout** -- the batch rearranged for the model (:mod:`hyperframes._core._layouts`), once per
    batch, at the model boundary.
 
 Steps 3-5 are :meth:`InputContract.prepare`, the one function every path calls on a uint8
@@ -41,6 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import ConfigError, DataError
+from ._limits import MAX_CLASSES, MAX_FPS, MAX_FRAMES, MAX_SIDE
+from ._sizes import DEFAULT_SIZE, parse_size, target_size
 
 __all__ = [
     "IMAGENET_MEAN",
@@ -54,8 +56,6 @@ __all__ = [
 #: ImageNet statistics on the [0, 1] scale: the one definition (config, store and infer use it)
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-#: the store's default frame size (``hyperframes build --size``)
-DEFAULT_SIZE = "128"
 #: where a crop sits along the longer side of a frame
 POSITIONS = ("start", "centre", "end")
 #: what the frames arriving from a store hold
@@ -75,30 +75,21 @@ _FIELDS = (
 )
 
 
-def _bounds():
-    from .train._config import MAX_CLASSES, MAX_FPS, MAX_FRAMES, MAX_SIDE
-
-    return MAX_FRAMES, MAX_SIDE, MAX_FPS, MAX_CLASSES
-
-
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
 def check_frame_size(size: Any, key: str) -> tuple[int, int, str] | None:
     """``size`` as the store reads it (``"128"``, ``"112x96"``, ``"none"``) with each side at
-    most :data:`~hyperframes.train._config.MAX_SIDE`; (H, W, ``key``), None for native."""
-    from .store._options import parse_size
-
+    most :data:`~hyperframes._core._limits.MAX_SIDE`; (H, W, ``key``), None for native."""
     spec = parse_size(size, where=key)
     if spec is None:
         return None
     _, height, width = spec
-    max_side = _bounds()[1]
-    if max(height, width) > max_side:
+    if max(height, width) > MAX_SIDE:
         raise ConfigError(
             f"{key}: {size!r} asks for frames of {height} x {width} pixels; allowed: sides of at "
-            f"most {max_side} (a short side 128, HxW 112x112, or none)"
+            f"most {MAX_SIDE} (a short side 128, HxW 112x112, or none)"
         )
     return (height, width, key)
 
@@ -141,14 +132,13 @@ class InputContract:
     source: str = dataclasses.field(default="defaults", compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        max_frames, max_side, max_fps, max_classes = _bounds()
         if not _is_int(self.frames):
             raise ConfigError(f"frames must be an integer, got {self.frames!r:.80}")
-        if not 1 <= self.frames <= max_frames:
-            raise ConfigError(f"frames: out of range: {self.frames}; allowed: 1 to {max_frames}")
-        if not _is_int(self.frame_stride) or not 1 <= self.frame_stride <= max_frames:
+        if not 1 <= self.frames <= MAX_FRAMES:
+            raise ConfigError(f"frames: out of range: {self.frames}; allowed: 1 to {MAX_FRAMES}")
+        if not _is_int(self.frame_stride) or not 1 <= self.frame_stride <= MAX_FRAMES:
             raise ConfigError(
-                f"frame_stride must be an integer from 1 to {max_frames}, got "
+                f"frame_stride must be an integer from 1 to {MAX_FRAMES}, got "
                 f"{self.frame_stride!r:.80}"
             )
         from ._layouts import LAYOUTS
@@ -162,17 +152,17 @@ class InputContract:
                 f"size must be a string ('128', '112x96') or None, got {self.size!r:.80}"
             )
         check_frame_size(self.size, "size")
-        if self.crop is not None and (not _is_int(self.crop) or not 1 <= self.crop <= max_side):
+        if self.crop is not None and (not _is_int(self.crop) or not 1 <= self.crop <= MAX_SIDE):
             raise ConfigError(
-                f"crop must be an integer from 1 to {max_side} or None, got {self.crop!r:.80}"
+                f"crop must be an integer from 1 to {MAX_SIDE} or None, got {self.crop!r:.80}"
             )
         if self.fps is not None and (
             isinstance(self.fps, bool)
             or not isinstance(self.fps, int | float)
-            or not (math.isfinite(self.fps) and 0 < self.fps <= max_fps)
+            or not (math.isfinite(self.fps) and 0 < self.fps <= MAX_FPS)
         ):
             raise ConfigError(
-                f"fps must be a positive number up to {max_fps:g} or None, got {self.fps!r:.80}"
+                f"fps must be a positive number up to {MAX_FPS:g} or None, got {self.fps!r:.80}"
             )
         object.__setattr__(self, "mean", _stats(self.mean, "mean"))
         object.__setattr__(self, "std", _stats(self.std, "std"))
@@ -181,9 +171,9 @@ class InputContract:
         classes = self.classes
         if isinstance(classes, str) or not isinstance(classes, list | tuple):
             raise ConfigError(f"classes: expected a list of class names, got {classes!r:.80}")
-        if len(classes) > max_classes or not all(isinstance(c, str) for c in classes):
+        if len(classes) > MAX_CLASSES or not all(isinstance(c, str) for c in classes):
             raise ConfigError(
-                f"classes: expected at most {max_classes} class names (strings), got "
+                f"classes: expected at most {MAX_CLASSES} class names (strings), got "
                 f"{len(classes)} items"
             )
         object.__setattr__(self, "classes", tuple(classes))
@@ -228,8 +218,6 @@ class InputContract:
     # -- sizes -------------------------------------------------------------------------------
     def store_size(self, height: int, width: int) -> tuple[int, int]:
         """(H, W) the store makes of a ``height`` x ``width`` source frame."""
-        from .store._options import target_size
-
         return target_size(height, width, self.size) or (height, width)
 
     def input_size(self, height: int, width: int) -> tuple[int, int]:
@@ -240,8 +228,6 @@ class InputContract:
     def example_size(self) -> tuple[int, int]:
         """A representative input size when no source frame is known (export): the crop, the
         exact size, or a square of the short side (64 for native-size stores)."""
-        from .store._options import parse_size
-
         if self.crop is not None:
             return (self.crop, self.crop)
         spec = parse_size(self.size)
@@ -287,7 +273,7 @@ class InputContract:
         them), except that a ``float16`` contract's float frames are already normalised."""
         import torch
 
-        from .data.transforms._normalize import normalize
+        from ..data.transforms import normalize
 
         if device is not None:
             frames = frames.to(device, non_blocking=True)
@@ -302,7 +288,7 @@ class InputContract:
 
     def prepare(self, frames, *, device=None, position: str = "centre"):
         """Steps 3-5 on a uint8 window (T, C, H, W) or batch (B, T, C, H, W): the model's
-        input (a tensor, or a :class:`~hyperframes._layouts.KeyframeWindow`)."""
+        input (a tensor, or a :class:`~hyperframes._core._layouts.KeyframeWindow`)."""
         from ._layouts import to_layout
 
         if getattr(frames, "ndim", 0) not in (4, 5):
@@ -339,7 +325,7 @@ class ContractCrop:
         self.contract, self.position = contract, position
 
     def __call__(self, frames, indices=None, mask=None, *, generator=None):
-        from .data.transforms._base import Window, as_window
+        from ..data.transforms import Window, as_window
 
         w = as_window(frames, indices, mask)
         return Window(self.contract.resize_crop(w.frames, position=self.position), *w[1:])
@@ -383,8 +369,6 @@ def _override(base: InputContract, overrides: dict) -> InputContract:
         raise ConfigError(f"resolve_contract: unknown fields {unknown}; allowed: {_FIELDS}")
     sources = []
     if "size" in overrides:
-        from .store._options import parse_size
-
         size = overrides["size"]
         check_frame_size(size, "frame size")
         overrides["size"] = None if parse_size(size) is None else str(size).strip().lower()
@@ -401,8 +385,6 @@ def _names_field(source: str, overrides: dict) -> bool:
 
 
 def _fps(value: Any, where: str) -> float | None:
-    from .train._config import MAX_FPS
-
     if value is None:
         return None
     if (
@@ -437,7 +419,7 @@ def _manifest(store: Any) -> dict:
         if p.is_dir():  # a store folder: its manifest, nothing else
             manifest = json.loads((p / "manifest.json").read_text())
         elif p.is_file():  # an HDF5 store keeps the manifest in its attributes
-            from .store import open_store
+            from ..store import open_store
 
             with open_store(p) as h5:
                 manifest = h5.manifest
@@ -458,7 +440,7 @@ def _store_entry(manifest: Mapping) -> tuple[dict, dict]:
 
 
 def _from_config(cfg: Any, store: Any) -> InputContract:
-    from .models import get_spec
+    from ..models import get_spec
 
     d = cfg.data
     spec = get_spec(cfg.model.name)
@@ -485,8 +467,6 @@ def _from_config(cfg: Any, store: Any) -> InputContract:
 
 
 def _make(*, frames, layout, task, crop, stride, size, fps, mean, std, dtype, classes, source):
-    from .store._options import parse_size
-
     check_frame_size(size, "frame size")
     return InputContract(
         frames=frames,
@@ -520,9 +500,11 @@ def _section(config: Mapping, name: str) -> Mapping:
 def _from_old_checkpoint(state: Mapping) -> InputContract:
     """Checkpoints written before the contract: their config and ``input`` entry
     (``{"size", "fps"}``), else the store at ``config.data.store`` if it is there."""
-    from .models import get_spec
+    from ..models import get_spec
 
-    config = state.get("config") if isinstance(state.get("config"), Mapping) else {}
+    config = state.get("config")
+    if not isinstance(config, Mapping):
+        config = {}
     data, model = _section(config, "data"), _section(config, "model")
     name = model.get("name") or state.get("model_name")
     try:

@@ -1,0 +1,24 @@
+"""The private core: what several packages share, below all of them (torchcodec's ``_core``).
+
+No package imports another package's ``_private`` module; what two packages both need lives
+here, and the packages import it from here (``tests/test_layers.py`` checks both)::
+
+    _errors     the exception tree (re-exported by ``hyperframes``)
+    _atomic     crash-safe file writes
+    _signals    SIGTERM handled like Ctrl-C; exit statuses
+    _progress   progress bars on stderr
+    _sizes      frame sizes: ``"128"`` / ``"112x96"`` / ``"none"`` and the size they give
+    _limits     upper bounds on what a config, checkpoint or store may ask for
+    _layouts    how a window is arranged for a model (temporal, channel, conv3d, keyframe)
+    _contract   the input contract: raw frames to a model's input, saved with the model
+    _change     per-frame visual change scores (the store computes, samplers read)
+    _signature  perceptual video signatures (the store computes, the leakage check compares)
+    _device     device and dtype resolution
+    _pictures   a window of frames as a PNG
+    _plots      run plots (curves, confusion, bars)
+
+Importing a core module imports nothing from the packages above it; the few functions that
+need them (the contract asks the store and the model registry) import their public
+``__init__`` when called. Modules that need torch import it themselves (``_layouts``), so
+``import hyperframes`` stays light.
+"""

@@ -1,0 +1,50 @@
+"""Device and dtype resolution, one rule for training, evaluation, inference and reading.
+
+``resolve_device("auto")`` is CUDA when a GPU is available, else the CPU; ``"cpu"``, ``"cuda"``,
+``"cuda:N"`` or a ``torch.device`` are taken as given, and asking for CUDA where there is none
+is a :class:`ConfigError` naming the parameter (``where``), not an error deep inside torch.
+:func:`torch_dtype` maps the pixel types a store holds (numpy) to torch's. torch is imported
+when these are called.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._errors import ConfigError
+
+__all__ = ["resolve_device", "torch_dtype"]
+
+#: pixel types a store holds (numpy names) and the torch dtypes they read into
+_TORCH_DTYPES = {"uint8": "uint8", "float16": "float16", "float32": "float32"}
+
+
+def resolve_device(device: Any, *, where: str = "device"):
+    """The ``torch.device`` ``device`` names (``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``,
+    or a ``torch.device``); ``where`` is the parameter named by the error."""
+    import torch
+
+    if isinstance(device, str) and device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = device if isinstance(device, torch.device) else torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ConfigError(
+            f"{where} {device!r:.80} is not a device; allowed: auto, cpu, cuda or cuda:N"
+        ) from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"{where}: {device!r} but no CUDA GPU is available; allowed: auto, cpu")
+    return resolved
+
+
+def torch_dtype(dtype: Any):
+    """The torch dtype of a store's numpy pixel type (``uint8``, ``float16``, ``float32``)."""
+    import numpy as np
+    import torch
+
+    name = np.dtype(dtype).name
+    if name not in _TORCH_DTYPES:
+        raise ConfigError(
+            f"dtype {name!r} is not a pixel type; allowed: {', '.join(_TORCH_DTYPES)}"
+        )
+    return getattr(torch, _TORCH_DTYPES[name])

@@ -1,0 +1,299 @@
+"""A store's annotations beyond one label per video: the labelled segments of untrimmed
+videos, the classes of multi-label videos and each video's perceptual signature.
+
+Built at assembly (:func:`build_annotations`) from the annotation (``Source.segments``,
+``Source.labels``: the annotation as it is now, so a corrected annotation needs no decoding
+again) and the journal (each record's pts and ``signature``); written as the optional index
+files ``_format`` describes (:func:`write_annotations`); read and checked at open like the
+rest of the index (:func:`check_annotations`, vectorised). A store without them reads as
+one whose videos have no segments, one label each and no signature.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from .._core._atomic import save_npy_atomic
+from .._core._errors import StoreError
+from .._core._signature import SIGNATURE_FRAMES
+from ._format import (
+    SEGMENT_DTYPE,
+    SEGMENT_LABEL_DTYPE,
+    SEGMENT_LABELS_FILE,
+    SEGMENTS_FILE,
+    SIGNATURE_DTYPE,
+    SIGNATURES_FILE,
+    VIDEO_LABEL_DTYPE,
+    VIDEO_LABELS_FILE,
+)
+from ._records import ALTERED, _Rows
+from ._sources import Source
+
+__all__ = [
+    "ANNOTATION_FILES",
+    "Annotations",
+    "build_annotations",
+    "check_annotations",
+    "read_annotations",
+    "write_annotations",
+]
+
+#: the optional index files, in the order they are listed
+ANNOTATION_FILES = (SEGMENTS_FILE, SEGMENT_LABELS_FILE, VIDEO_LABELS_FILE, SIGNATURES_FILE)
+
+#: seconds a segment may end past its video's end before it counts as clamped
+_TOLERANCE = 1e-6
+
+
+@dataclasses.dataclass(frozen=True, repr=False)
+class Annotations:
+    """``segments`` (``SEGMENT_DTYPE`` rows, a video's together, in video order) and their
+    ``segment_labels`` (int32 class ids); ``video_labels`` (``VIDEO_LABEL_DTYPE``: the classes
+    of multi-label videos); ``signatures`` ((num_videos, SIGNATURE_FRAMES) uint64) or None.
+    Arrays may be memory maps: read-only."""
+
+    segments: np.ndarray
+    segment_labels: np.ndarray
+    video_labels: np.ndarray
+    signatures: np.ndarray | None = None
+
+    @classmethod
+    def empty(cls) -> Annotations:
+        return cls(
+            np.zeros(0, SEGMENT_DTYPE),
+            np.zeros(0, SEGMENT_LABEL_DTYPE),
+            np.zeros(0, VIDEO_LABEL_DTYPE),
+        )
+
+    def __repr__(self) -> str:
+        sig = "yes" if self.signatures is not None else "no"
+        return (
+            f"Annotations(segments={len(self.segments)}, video_labels={len(self.video_labels)}, "
+            f"signatures={sig})"
+        )
+
+    @property
+    def has_segments(self) -> bool:
+        return len(self.segments) > 0
+
+    def segment_rows(self, video: int) -> np.ndarray:
+        """The rows of ``segments`` of store video ``video`` (int64, in time order)."""
+        v = self.segments["video"]
+        lo, hi = np.searchsorted(v, video, side="left"), np.searchsorted(v, video, side="right")
+        return np.arange(lo, hi, dtype=np.int64)
+
+    def segment_label_ids(self, row: int) -> np.ndarray:
+        """The class ids of segment row ``row``."""
+        s = self.segments[row]
+        a = int(s["label_start"])
+        return np.asarray(self.segment_labels[a : a + int(s["num_labels"])], np.int64)
+
+    def video_label_ids(self, video: int) -> np.ndarray:
+        """The classes a multi-label video's source listed (empty for other videos)."""
+        v = self.video_labels["video"]
+        lo, hi = np.searchsorted(v, video, side="left"), np.searchsorted(v, video, side="right")
+        return np.asarray(self.video_labels["label_id"][lo:hi], np.int64)
+
+
+# -- building ----------------------------------------------------------------------------
+
+
+def _video_end(record: dict) -> tuple[float, float]:
+    """(first pts, end): the end is the last frame's pts plus one frame interval."""
+    pts = record["pts_seconds"]
+    fps = float(record.get("fps") or 0.0)
+    if len(pts) > 1:
+        step = pts[-1] - pts[-2]
+    else:
+        step = 1.0 / fps if fps > 0 else 0.0
+    return float(pts[0]), float(pts[-1]) + max(step, 0.0)
+
+
+def build_annotations(
+    kept: list[Source], records: list[dict], classes: list[str]
+) -> tuple[Annotations, list[dict]]:
+    """The annotations of the stored videos ``kept`` (index order) with their journal
+    ``records``, and the notes about segments clamped to their video's end or dropped
+    (``{"path", "row", "note"}``). A segment's labels must be among ``classes`` (the
+    annotation readers make sure of it)."""
+    label_id = {c: i for i, c in enumerate(classes)}
+    seg_rows: list[tuple] = []
+    seg_labels: list[int] = []
+    video_labels: list[tuple[int, int]] = []
+    notes: list[dict] = []
+    for v, (source, record) in enumerate(zip(kept, records)):
+        if source.labels:
+            ids = sorted({label_id[lbl] for lbl in source.labels})
+            video_labels += [(v, i) for i in ids]
+        if not source.segments:
+            continue
+        _, end = _video_end(record)
+        for seg in sorted(source.segments, key=lambda s: (s.start_seconds, s.end_seconds)):
+            s, e = seg.start_seconds, seg.end_seconds
+            if s >= end:
+                notes.append(
+                    _note(
+                        source,
+                        seg,
+                        f"segment {s:g}..{e:g} s starts at or after the "
+                        f"video's end ({end:g} s); dropped",
+                    )
+                )
+                continue
+            if e > end + _TOLERANCE:
+                notes.append(
+                    _note(
+                        source,
+                        seg,
+                        f"segment {s:g}..{e:g} s ends after the video's end "
+                        f"({end:g} s); clamped to {end:g} s",
+                    )
+                )
+                e = end
+            ids = sorted({label_id[lbl] for lbl in seg.labels})
+            seg_rows.append((v, s, e, len(seg_labels), len(ids)))
+            seg_labels += ids
+    with_sigs = bool(records) and all("signature" in r for r in records)
+    signatures = None
+    if with_sigs:
+        signatures = np.array([r["signature"] for r in records], dtype=SIGNATURE_DTYPE)
+        signatures = signatures.reshape(len(records), SIGNATURE_FRAMES)
+    ann = Annotations(
+        np.array(seg_rows, SEGMENT_DTYPE),
+        np.array(seg_labels, SEGMENT_LABEL_DTYPE),
+        np.array(video_labels, VIDEO_LABEL_DTYPE),
+        signatures,
+    )
+    return ann, notes
+
+
+def _note(source: Source, segment, note: str) -> dict:
+    return {"path": source.path, "row": segment.row or source.row, "note": note}
+
+
+def write_annotations(index: Path, ann: Annotations) -> list[str]:
+    """Write the optional files ``ann`` has content for into ``index`` (removing those it has
+    none for, left by an earlier assembly); returns the names written."""
+    arrays = {}
+    if ann.has_segments:
+        arrays[SEGMENTS_FILE] = ann.segments
+        arrays[SEGMENT_LABELS_FILE] = ann.segment_labels
+    if len(ann.video_labels):
+        arrays[VIDEO_LABELS_FILE] = ann.video_labels
+    if ann.signatures is not None:
+        arrays[SIGNATURES_FILE] = ann.signatures
+    for name in ANNOTATION_FILES:
+        if name in arrays:
+            save_npy_atomic(index / name, arrays[name])
+        else:
+            (index / name).unlink(missing_ok=True)
+    return list(arrays)
+
+
+# -- reading -----------------------------------------------------------------------------
+
+
+def read_annotations(
+    load: Callable[[str], np.ndarray],
+    present: set[str],
+    *,
+    where: Callable[[str], str],
+    paths: list[str],
+    num_classes: int,
+) -> Annotations | None:
+    """The annotations of an opened store, checked (:func:`check_annotations`): ``load(name)``
+    reads the optional file ``name`` (one of ``present``); ``where(name)`` names it in
+    messages. None when the store has none of them."""
+    if not present & set(ANNOTATION_FILES):
+        return None
+    if (SEGMENTS_FILE in present) != (SEGMENT_LABELS_FILE in present):
+        have, lack = (
+            (SEGMENTS_FILE, SEGMENT_LABELS_FILE)
+            if SEGMENTS_FILE in present
+            else (SEGMENT_LABELS_FILE, SEGMENTS_FILE)
+        )
+        raise StoreError(f"{where(have)}: present without {where(lack)}, its pair; {ALTERED}")
+    empty = Annotations.empty()
+    ann = Annotations(
+        load(SEGMENTS_FILE) if SEGMENTS_FILE in present else empty.segments,
+        load(SEGMENT_LABELS_FILE) if SEGMENT_LABELS_FILE in present else empty.segment_labels,
+        load(VIDEO_LABELS_FILE) if VIDEO_LABELS_FILE in present else empty.video_labels,
+        load(SIGNATURES_FILE) if SIGNATURES_FILE in present else None,
+    )
+    check_annotations(ann, paths=paths, num_classes=num_classes, where=where)
+    return ann
+
+
+def _table(arr: np.ndarray, dtype: np.dtype, file: str, what: str) -> None:
+    if arr.ndim != 1 or arr.dtype != dtype:
+        cols = f"columns ({', '.join(dtype.names)})" if dtype.names else f"dtype {dtype}"
+        raise StoreError(
+            f"{file}: holds {arr.dtype} in {arr.ndim} dimension(s); expected one row per "
+            f"{what} with {cols}; {ALTERED}"
+        )
+
+
+def _first_bad(ok: np.ndarray) -> int | None:
+    return None if ok.all() else int(np.argmin(ok))
+
+
+def check_annotations(
+    ann: Annotations, *, paths: list[str], num_classes: int, where: Callable[[str], str]
+) -> None:
+    """Every row names a video of the store (rows of a video together, videos in order),
+    segments run forward in finite seconds (0 <= start < end), their label rows lie inside
+    segment_labels.npy, every class id is one of the store's ``num_classes``, and there is one
+    signature row per video. Vectorised; the first violation is a StoreError naming the file,
+    the row and the video."""
+    n = len(paths)
+    rows = _Rows(paths)
+    seg, lab, vl = ann.segments, ann.segment_labels, ann.video_labels
+    f_seg, f_lab, f_vl = where(SEGMENTS_FILE), where(SEGMENT_LABELS_FILE), where(VIDEO_LABELS_FILE)
+    _table(seg, SEGMENT_DTYPE, f_seg, "segment")
+    _table(lab, SEGMENT_LABEL_DTYPE, f_lab, "segment class")
+    _table(vl, VIDEO_LABEL_DTYPE, f_vl, "(video, class) pair")
+    for arr, file in ((seg, f_seg), (vl, f_vl)):
+        v = arr["video"]
+        bad = _first_bad((v >= 0) & (v < n))
+        if bad is not None:
+            raise StoreError(
+                f"{file}: row {bad} names video {v[bad]}; the store holds {n} videos; {ALTERED}"
+            )
+        bad = _first_bad(np.diff(v) >= 0)
+        if bad is not None:
+            raise StoreError(
+                f"{file}: row {bad + 1} ({rows.who(int(v[bad + 1]))}) comes after a row of "
+                f"video {v[bad]}: rows are in video order; {ALTERED}"
+            )
+    s, e = seg["start_seconds"], seg["end_seconds"]
+    bad = _first_bad(np.isfinite(s) & np.isfinite(e) & (s >= 0) & (e > s))
+    if bad is not None:
+        raise StoreError(
+            f"{f_seg}: row {bad} of {rows.who(int(seg['video'][bad]))}: {s[bad]:g}..{e[bad]:g} "
+            f"s is not a time range (0 <= start_seconds < end_seconds); {ALTERED}"
+        )
+    a, k, m = seg["label_start"], seg["num_labels"], len(lab)
+    bad = _first_bad((a >= 0) & (a <= m) & (k >= 0) & (k <= m - a))
+    if bad is not None:
+        raise StoreError(
+            f"{f_seg}: row {bad} of {rows.who(int(seg['video'][bad]))}: classes at rows "
+            f"{a[bad]}..{int(a[bad]) + int(k[bad])} (label_start, num_labels) lie outside the "
+            f"{m} rows of {f_lab}; {ALTERED}"
+        )
+    for ids, file in ((lab, f_lab), (vl["label_id"], f_vl)):
+        bad = _first_bad((ids >= 0) & (ids < num_classes))
+        if bad is not None:
+            raise StoreError(
+                f"{file}: row {bad}: class id {ids[bad]} is not one of the store's "
+                f"{num_classes} classes; {ALTERED}"
+            )
+    sig = ann.signatures
+    if sig is not None and (sig.dtype != SIGNATURE_DTYPE or sig.shape != (n, SIGNATURE_FRAMES)):
+        raise StoreError(
+            f"{where(SIGNATURES_FILE)}: holds {sig.dtype} of shape {sig.shape}; expected "
+            f"uint64 of shape ({n}, {SIGNATURE_FRAMES}), one signature per video; {ALTERED}"
+        )

@@ -1,0 +1,188 @@
+"""Imports show the layers (STYLE.md, "The house we mean to build").
+
+Read from the source with ``ast`` (every import, at module level or deferred inside a function):
+
+1. no module imports another package's ``_private`` module: what several packages share lives
+   in ``hyperframes._core``; everything else goes through a package's public ``__init__``;
+2. data flows one way: each package imports only the packages below it in the table.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = ROOT / "hyperframes"
+
+#: top-level private modules: the shared core, and the version (pyproject reads it there)
+TOP_LEVEL_PRIVATE = {"_core", "_version"}
+
+#: package -> packages it never imports (directly or deferred); "cli" is imported by no one
+NEVER = {
+    "_core": {"decode", "sampling", "train", "infer", "cli", "demo", "bench", "viz"},
+    "decode": {"store", "sampling", "data", "models", "train", "infer", "cli", "demo", "bench"},
+    "store": {"sampling", "data", "models", "train", "infer", "cli", "demo", "bench", "viz"},
+    "sampling": {"decode", "store", "data", "models", "train", "infer", "cli", "demo", "bench"},
+    "data": {"models", "train", "infer", "cli", "demo", "bench", "viz"},
+    "models": {"decode", "sampling", "data", "store", "train", "infer", "cli", "demo", "bench"},
+    "train": {"infer", "cli", "demo", "bench"},
+    "infer": {"cli", "demo", "bench"},
+    "bench": {"models", "train", "infer", "cli", "demo"},
+    "viz": {"train", "infer", "cli", "demo", "bench"},
+    "demo": {"cli"},
+}
+#: the only third-party library sampling may import ("nothing heavier than numpy")
+SAMPLING_THIRD_PARTY = {"numpy"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(dotted: str) -> bool:
+    p = ROOT.joinpath(*dotted.split("."))
+    return p.with_suffix(".py").is_file() or (p / "__init__.py").is_file()
+
+
+def _imports(path: Path) -> list[tuple[str, int, bool]]:
+    """(imported module, line, at module level) for every import in ``path``; ``from X import
+    y`` names X.y when y is a module."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    tree = ast.parse(path.read_text(), str(path))
+    top = {id(n) for n in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno, id(node) in top) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = {
+                f"{module}.{a.name}"
+                if module.startswith("hyperframes") and _is_module(f"{module}.{a.name}")
+                else module
+                for a in node.names
+            }
+            found += [(t, node.lineno, id(node) in top) for t in sorted(targets)]
+    return found
+
+
+def _all_imports() -> list[tuple[str, str, int, bool]]:
+    return [
+        (_module_name(p), target, line, top)
+        for p in sorted(PACKAGE.rglob("*.py"))
+        for target, line, top in _imports(p)
+    ]
+
+
+IMPORTS = _all_imports()
+
+
+def _package(module: str) -> str:
+    """``hyperframes.store._build`` -> ``store``; ``hyperframes._core._sizes`` -> ``_core``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _private_owner(module: str) -> str | None:
+    """The package whose private module ``module`` is (``hyperframes.data.transforms`` for
+    ``hyperframes.data.transforms._base``), or None when ``module`` is public."""
+    parts = module.split(".")
+    for i, part in enumerate(parts[1:], 1):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+def test_the_measurement_sees_imports():
+    # the scan finds deferred imports, relative ones and `from . import _module`
+    pairs = {(m, t) for m, t, _, _ in IMPORTS}
+    assert ("hyperframes.cli._commands", "hyperframes.store") in pairs  # deferred, relative
+    assert ("hyperframes.decode", "hyperframes.decode._pyav") in pairs  # from . import _pyav
+    assert len(IMPORTS) > 300
+
+
+def test_top_level_private_modules_are_the_core_and_the_version():
+    private = {p.stem for p in PACKAGE.glob("_*.py") if not p.stem.startswith("__")}
+    private |= {p.name for p in PACKAGE.glob("_*") if (p / "__init__.py").is_file()}
+    assert private == TOP_LEVEL_PRIVATE
+
+
+def test_no_module_imports_another_packages_private_module():
+    bad = []
+    for module, target, line, _ in IMPORTS:
+        if not target.startswith("hyperframes."):
+            continue
+        owner = _private_owner(target)
+        if owner is None:  # a public module
+            continue
+        if owner == "hyperframes":  # a top-level private module: the core or the version only
+            if target.split(".")[1] not in TOP_LEVEL_PRIVATE:
+                bad.append(f"{module}:{line} imports {target}")
+            continue
+        if module != owner and not module.startswith(owner + "."):
+            bad.append(f"{module}:{line} imports {target}")
+    assert not bad, "import these through the package's __init__ or _core:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("package", sorted(NEVER))
+def test_layers_import_downwards(package):
+    bad = [
+        f"{module}:{line} imports {target}"
+        for module, target, line, _ in IMPORTS
+        if _package(module) == package
+        and target.startswith("hyperframes.")
+        and _package(target) in NEVER[package]
+    ]
+    assert not bad, f"{package} never imports {sorted(NEVER[package])}:\n" + "\n".join(bad)
+
+
+def test_nothing_imports_the_cli():
+    bad = [
+        f"{module}:{line} imports {target}"
+        for module, target, line, _ in IMPORTS
+        if _package(target) == "cli"
+        and _package(module) != "cli"
+        and module != "hyperframes.__main__"
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_core_depends_on_nothing_above_it_at_import_time():
+    # the input contract asks the store and the model registry lazily, through their __init__
+    bad = [
+        f"{module}:{line} imports {target}"
+        for module, target, line, top in IMPORTS
+        if _package(module) == "_core"
+        and top
+        and target.startswith("hyperframes.")
+        and _package(target) not in TOP_LEVEL_PRIVATE
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_sampling_imports_nothing_heavier_than_numpy():
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    third = {
+        target.split(".")[0]
+        for module, target, _, _ in IMPORTS
+        if _package(module) == "sampling" and not target.startswith("hyperframes")
+    } - stdlib
+    assert third <= SAMPLING_THIRD_PARTY, third
+
+
+def test_the_core_lists_its_modules():
+    import hyperframes._core as core
+
+    modules = sorted(p.stem for p in (PACKAGE / "_core").glob("_*.py") if p.stem != "__init__")
+    missing = [m for m in modules if f"    {m} " not in (core.__doc__ or "")]
+    assert not missing, f"hyperframes/_core/__init__.py does not describe {missing}"

@@ -1,0 +1,192 @@
+"""Leakage by content: a perceptual signature per stored video (pHashes of frames at fixed
+fractions of its duration, computed at build and kept in the index) finds a re-encoded,
+resized copy across labels or splits; unrelated clips are not caught."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyperframes import DataError
+from hyperframes._core._signature import (
+    SIMILAR_BITS,
+    SignatureBuilder,
+    frame_hash,
+    grey_thumbnail,
+    pairwise_distances,
+    signature_frames,
+    similar_pairs,
+)
+from hyperframes.cli import main
+from hyperframes.demo import make_motion_dataset
+from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store._annotations import Annotations
+from hyperframes.train import find_leakage, run_training
+from hyperframes.train._similar import video_signatures
+
+CLASSES = ("left", "right", "up")
+
+
+def reencode(src: Path, dst: Path, *, size: int, bitrate: int) -> Path:
+    """``src`` decoded and encoded again (H.264) at ``size`` x ``size`` and ``bitrate``: other
+    bytes, another size, the same clip."""
+    import av
+
+    with av.open(str(src)) as inp, av.open(str(dst), "w") as out:
+        rate = inp.streams.video[0].average_rate or Fraction(25)
+        s = out.add_stream("libx264", rate=rate)
+        s.width = s.height = size
+        s.pix_fmt = "yuv420p"
+        s.bit_rate = bitrate
+        s.options = {"preset": "ultrafast"}
+        for i, frame in enumerate(inp.decode(video=0)):
+            f = frame.reformat(width=size, height=size, format="yuv420p")
+            f.pts, f.time_base = i, Fraction(1) / rate
+            for pkt in s.encode(f):
+                out.mux(pkt)
+        for pkt in s.encode():
+            out.mux(pkt)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def leaky(tmp_path_factory):
+    """The motion clips, plus left_000 re-encoded at 48x48 and 60 kb/s filed under ``right``."""
+    root = tmp_path_factory.mktemp("leak") / "data"
+    make_motion_dataset(root, classes=CLASSES, videos_per_class=3, frames=12, size=32, seed=1)
+    reencode(
+        root / "left" / "left_000.mp4", root / "right" / "right_copy.mp4", size=48, bitrate=60_000
+    )
+    store = root.parent / "store"
+    build_store(root, store, BuildOptions(size="32"), progress=False)  # the copy: resized back
+    return root, store
+
+
+def test_a_reencoded_copy_is_found_and_unrelated_clips_are_not(leaky):
+    root, store = leaky
+    s = open_store(store)
+    roles = {i: "train" for i in range(len(s))}
+    report = find_leakage(s, roles)
+    assert not report.cross_label  # other bytes: the byte check cannot see it
+    (pair,) = report.similar
+    names = {Path(pair["a"]["path"]).name, Path(pair["b"]["path"]).name}
+    assert names == {"left_000.mp4", "right_copy.mp4"} and pair["across"] == ["label"]
+    assert pair["similarity"] >= 1 - SIMILAR_BITS / 64 and pair["frames_compared"] == 4
+    assert report.leaks
+    # the distances themselves: the copy a few bits away, every unrelated pair far
+    sig = s.videos.annotations.signatures
+    d, _ = pairwise_distances(sig, sig)
+    a, b = (
+        s.videos.paths.index(str(root / p)) for p in ("left/left_000.mp4", "right/right_copy.mp4")
+    )
+    unrelated = [d[i, j] for i in range(len(s)) for j in range(i + 1, len(s)) if {i, j} != {a, b}]
+    print(
+        f"\nre-encode: {d[a, b]:.2f} bits; unrelated: min {min(unrelated):.2f}, mean "
+        f"{np.mean(unrelated):.2f} of 64"
+    )
+    assert d[a, b] <= 4 and min(unrelated) > SIMILAR_BITS + 4
+
+
+def test_the_report_names_both_files_and_the_similarity_across_splits(leaky):
+    root, store = leaky
+    s = open_store(store)
+    a, b = (
+        s.videos.paths.index(str(root / p)) for p in ("left/left_000.mp4", "right/right_copy.mp4")
+    )
+    report = find_leakage(s, {a: "train", b: "val"})
+    text = report.describe()
+    assert "same content in two splits and two labels (similarity 0.9" in text
+    assert f"{root / 'left' / 'left_000.mp4'} (split train, label left) ~ " in text
+    assert f"{root / 'right' / 'right_copy.mp4'} (split val, label right)" in text
+
+
+def test_training_refuses_the_copy_unless_allowed(leaky, tmp_path, capsys):
+    import yaml
+
+    _, store = leaky
+    cfg = {
+        "data": {"store": str(store), "frames": 2, "batch_size": 2},
+        "model": {"name": "r2plus1d_tiny", "options": {"base_width": 4}},
+        "train": {"epochs": 1, "optimizer": "adamw"},
+    }
+    with pytest.raises(
+        DataError,
+        match=r"(?s)1 pair\(s\) of videos show the same content.*left_000\.mp4.*~.*"
+        r"right_copy\.mp4",
+    ):
+        run_training(cfg, tmp_path / "run", progress=False)
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    code = main(["train", str(tmp_path / "cfg.yaml"), "--out", str(tmp_path / "cli"), "--quiet"])
+    assert code == 1 and "same content in two labels (similarity" in capsys.readouterr().err
+    cfg["data"]["allow_leakage"] = True
+    run_training(cfg, tmp_path / "allowed", progress=False)
+    report = json.loads((tmp_path / "allowed" / "leakage.json").read_text())
+    assert len(report["similar"]) == 1 and report["similar"][0]["across"] == ["label"]
+
+
+def test_a_store_without_signatures_gets_them_from_its_frames(leaky):
+    _, store = leaky
+    s = open_store(store)
+    recorded = np.asarray(s.videos.annotations.signatures)
+    s.videos._annotations = Annotations.empty()  # as a store built before signatures
+    assert np.array_equal(video_signatures(s, np.arange(len(s))), recorded)
+
+
+# -- the signature itself (no store) ---------------------------------------------------------
+def test_flat_frames_have_no_hash_and_textured_ones_do():
+    flat = np.full((3, 40, 50), 17, np.uint8)
+    assert frame_hash(grey_thumbnail(flat)) == 0
+    rng = np.random.default_rng(0)
+    tex = rng.integers(0, 255, (3, 40, 50), dtype=np.uint8)
+    h = frame_hash(grey_thumbnail(tex))
+    assert h != 0 and bin(h).count("1") == 32  # above the median: half the bits
+
+
+def test_the_build_and_a_later_read_choose_the_same_frames():
+    pts = np.cumsum(np.random.default_rng(1).uniform(0.01, 0.09, 700))  # VFR, ~28 s
+    frames = {i: np.full((1, 8, 8), i % 256, np.uint8) for i in range(len(pts))}
+    chosen = signature_frames(pts)
+    b = SignatureBuilder()
+    seen = []
+    real = grey_thumbnail
+
+    def spy(frame):
+        seen.append(int(frame[0, 0, 0]))
+        return real(frame)
+
+    import hyperframes._core._signature as sig_module
+
+    sig_module.grey_thumbnail = spy
+    try:
+        for i, t in enumerate(pts):
+            b.add(frames[i], t)
+    finally:
+        sig_module.grey_thumbnail = real
+    assert len(chosen) == 4 and len(seen) <= 2 * 256 + 4  # thumbnails of candidates only
+    assert np.all(np.diff(chosen) > 0)
+    span = pts[-1] + (pts[-1] - pts[-2]) - pts[0]
+    for k, f in enumerate((0.125, 0.375, 0.625, 0.875)):
+        assert abs(pts[chosen[k]] - (pts[0] + f * span)) < span / 64  # near its fraction
+
+
+def test_similar_pairs_is_all_pairs_compared():
+    rng = np.random.default_rng(0)
+    sig = rng.integers(1, 2**63, (300, 4), dtype=np.uint64)
+    sig[7] = sig[3]
+    sig[7, 0] ^= np.uint64(0b1011)  # 3 bits on one frame: 0.75 on average
+    sig[11] = sig[9]
+    sig[11, 1] = 0  # one frame without a hash: compared over 3
+    sig[12, :3] = 0  # one hash only: never compared
+    i, j, d, c = similar_pairs(sig, block=1000)  # small blocks: many passes
+    assert list(zip(i.tolist(), j.tolist(), d.tolist(), c.tolist())) == [
+        (3, 7, 0.75, 4),
+        (9, 11, 0.0, 3),
+    ]
+    i, j, _, _ = similar_pairs(sig, max_bits=28, block=5000)
+    full, compared = pairwise_distances(sig, sig)
+    ok = np.triu((compared >= 2) & (full <= 28), 1)
+    assert set(zip(i.tolist(), j.tolist())) == set(zip(*np.nonzero(ok)))
