@@ -48,6 +48,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_open.py
 	$(BIN)/python benchmarks/bench_predict.py
 	$(BIN)/python benchmarks/bench_train_wait.py
+	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/readme_table.py
 
 # System libraries the optional decoders need (torchcodec loads FFmpeg's shared libraries).

@@ -56,3 +56,14 @@ def write_result(name: str, result: dict) -> Path:
     path.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
     return path
+
+
+def tiny_store(root: Path) -> str:
+    """A 2-video store (short side 64) for benchmarks that time commands rather than reads."""
+    from hyperframes.store import BuildOptions, build_store
+
+    data = root / "data"
+    make_sources(data, copies=2)
+    out = root / "store"
+    build_store(data, out, BuildOptions(size="64"), progress=False)
+    return str(out)

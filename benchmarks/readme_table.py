@@ -31,6 +31,7 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 | training data-wait share, channel ResNet-18 T=16 112² batch 32 (`bench_train_wait.py`): raw store, jpeg store, on the fly | WAIT | < 2% (stores) |
 | build time / decode-only time, same decoder and 2 workers (`bench_build.py`) | BUILD | ≤ 1.25x |
 | store size / source bytes: raw, lz4, zstd, jpeg | SIZES | reported |
+| start-up of `--help`, `info`, `verify`, `show` (fresh process; `bench_startup.py`; importing torch alone: TORCH_S) | STARTUP | < 0.5 s each |
 | open a 300k-video, 100M-frame store, every index check included (`bench_open.py`) | OPEN | about 1 s |
 | `HyperframeDataset` over it: create / plan one item (random, sliding, duration) | DATASET | < 1 s / < 100 µs |
 | predict, TSN-ResNet18, per-frame feature reuse vs full windows (`bench_predict.py`) | PRED | speed-up shown |
@@ -58,6 +59,7 @@ def _met(target: dict, fmt: str) -> str:
 def main() -> None:
     read, build, opened, pred = load("read"), load("build"), load("open"), load("predict")
     wait = load("train_wait")
+    startup = load("startup")
     rows, t = read["rows"], read["targets"]
     sizes = build["store_size_by_codec"]
     tsn = {r["mode"]: r for r in pred["rows"] if r["model"] == "tsn_resnet18"}
@@ -75,6 +77,11 @@ def main() -> None:
             f"{wait['runs'][k]['data_wait_share']:.1%} ({wait['runs'][k]['steps_per_s']:.2f} steps/s)"
             for k in wait["runs"]
         ),
+        "STARTUP": ", ".join(
+            _met(startup["targets"][f"{c}_seconds_at_most"], "{:.2f} s")
+            for c in ("--help", "info", "verify", "show")
+        ),
+        "TORCH_S": "{:.1f} s".format(startup["seconds"]["python -c 'import torch'"]),
         "DATASET": f"{opened['dataset']['random']['create_seconds_median']:.2f} s / "
         + ", ".join(
             f"{opened['dataset'][n]['plan_microseconds']:.0f} µs"
