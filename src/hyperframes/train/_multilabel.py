@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core._errors import DataError
-from ._tasks import Task, register_task, view_groups
+from ._tasks import Task, register_task, view_groups, with_num_classes
 
 __all__ = ["MultilabelTask", "average_precision", "multilabel_metrics"]
 
@@ -128,13 +128,7 @@ class MultilabelTask(Task):
                 "from an annotation with labels (a label per video, several, or labelled "
                 "segments)"
             )
-        num_classes = num_classes or len(classes)
-        if num_classes < len(classes):
-            raise DataError(
-                f"model.num_classes={num_classes} but the store has {len(classes)} classes "
-                f"({', '.join(classes[:10])}...); allowed: null or >= {len(classes)}"
-            )
-        return classes + [f"class_{i}" for i in range(len(classes), num_classes)]
+        return with_num_classes(classes, num_classes)
 
     def targets(self, batch) -> torch.Tensor:
         target = getattr(batch, "target", None)

@@ -198,6 +198,18 @@ class Task(abc.ABC):
         return {key: float(best_metrics.get(metric, float("nan")))}
 
 
+def with_num_classes(classes: list[str], num_classes: int | None) -> list[str]:
+    """The store's class names, padded with ``class_K`` up to ``model.num_classes`` (a model may
+    have more outputs than the store has classes, never fewer)."""
+    num_classes = num_classes or len(classes)
+    if num_classes < len(classes):
+        raise DataError(
+            f"model.num_classes={num_classes} but the store has {len(classes)} classes "
+            f"({', '.join(classes[:10])}...); allowed: null or >= {len(classes)}"
+        )
+    return classes + [f"class_{i}" for i in range(len(classes), num_classes)]
+
+
 def register_task(cls: type[Task]) -> type[Task]:
     """Class decorator: make ``cls`` available to :func:`create_task` as ``cls.name``."""
     if not (isinstance(cls, type) and issubclass(cls, Task)):
@@ -271,13 +283,7 @@ class ClassificationTask(Task):
                     f"{store.videos[unlabelled[0]].path}); label them or leave them out of "
                     "the split"
                 )
-        num_classes = num_classes or len(classes)
-        if num_classes < len(classes):
-            raise DataError(
-                f"model.num_classes={num_classes} but the store has {len(classes)} classes "
-                f"({', '.join(classes[:10])}...); allowed: null or >= {len(classes)}"
-            )
-        return classes + [f"class_{i}" for i in range(len(classes), num_classes)]
+        return with_num_classes(classes, num_classes)
 
     def targets(self, batch) -> torch.Tensor:
         return batch.labels
