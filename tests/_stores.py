@@ -22,3 +22,19 @@ def store_content(store) -> dict:
         }
     finally:
         s.close()
+
+
+def tiny_train_config(store, **train) -> dict:
+    """A config dict for a quick run on ``store``: r2plus1d_tiny (width 8), T=4 at stride 2,
+    batch 2, AdamW, two epochs; ``train`` overrides entries of its ``train`` section."""
+    return {
+        "data": {
+            "store": str(store),
+            "frames": 4,
+            "batch_size": 2,
+            "sampler_options": {"stride": 2},
+            "val_sampler_options": {"clips": 1, "stride": 2},
+        },
+        "model": {"name": "r2plus1d_tiny", "options": {"base_width": 8}},
+        "train": {"epochs": 2, "optimizer": "adamw", "lr": 0.003, "log_every": 1, **train},
+    }

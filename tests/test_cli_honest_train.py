@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
+from _stores import tiny_train_config
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset, make_motion_frames, write_h264
 from hyperframes.store import BuildOptions, build_store, open_store
@@ -54,17 +55,7 @@ def store30(tmp_path_factory):
 
 
 def _config(store, **train) -> dict:
-    return {
-        "data": {
-            "store": str(store),
-            "frames": 4,
-            "batch_size": 2,
-            "sampler_options": {"stride": 2},
-            "val_sampler_options": {"clips": 1, "stride": 2},
-        },
-        "model": {"name": "r2plus1d_tiny", "options": {"base_width": 8}},
-        "train": {"epochs": 1, "optimizer": "adamw", "lr": 0.003, "log_every": 1, **train},
-    }
+    return tiny_train_config(store, **{"epochs": 1, **train})
 
 
 def _train(tmp_path, config: dict, run, *extra) -> int:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from _stores import tiny_train_config
 from hyperframes import ConfigError
 from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import Predictor, predict_video
@@ -69,24 +70,7 @@ def multilabel_store(tmp_path_factory):
 
 
 def _config(store, **train) -> dict:
-    return {
-        "data": {
-            "store": str(store),
-            "frames": 4,
-            "batch_size": 2,
-            "sampler_options": {"stride": 2},
-            "val_sampler_options": {"clips": 1, "stride": 2},
-        },
-        "model": {"name": "r2plus1d_tiny", "options": {"base_width": 8}},
-        "train": {
-            "task": "multilabel",
-            "epochs": 2,
-            "optimizer": "adamw",
-            "lr": 0.003,
-            "log_every": 1,
-            **train,
-        },
-    }
+    return tiny_train_config(store, **{"task": "multilabel", **train})
 
 
 def test_a_store_of_multi_label_videos(multilabel_store):

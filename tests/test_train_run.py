@@ -10,6 +10,7 @@ import shutil
 import pytest
 import torch
 
+from _stores import tiny_train_config
 from hyperframes import ConfigError, DataError, InputError
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
@@ -36,17 +37,7 @@ def motion_store(motion_data, tmp_path_factory):
 
 
 def _config(store, **train) -> dict:
-    return {
-        "data": {
-            "store": str(store),
-            "frames": 4,
-            "batch_size": 2,
-            "sampler_options": {"stride": 2},
-            "val_sampler_options": {"clips": 1, "stride": 2},
-        },
-        "model": {"name": "r2plus1d_tiny", "options": {"base_width": 8}},
-        "train": {"epochs": 2, "optimizer": "adamw", "lr": 0.003, "log_every": 1, **train},
-    }
+    return tiny_train_config(store, **train)
 
 
 def _metrics(history: list[dict]) -> list[dict]:

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .._core._errors import ConfigError, DataError
+from .._core._errors import ConfigError
+from ._memory import numpy_out
 
 
 class CudaJpegReader:
@@ -60,13 +61,7 @@ class CudaJpegReader:
         return torch.stack(self._decode(self.store.encoded_frames(video, frame_indices)))
 
     def read_numpy(self, video, frame_indices, *, out: np.ndarray | None = None) -> np.ndarray:
-        got = self.read(video, frame_indices).cpu().numpy()
-        if out is None:
-            return got
-        if out.shape != got.shape or out.dtype != got.dtype:
-            raise DataError(f"out has shape {out.shape} {out.dtype}; needs {got.shape} {got.dtype}")
-        out[...] = got
-        return out
+        return numpy_out(self.read(video, frame_indices), out)
 
     def read_batch(self, requests: Sequence[tuple], *, out=None):
         """All frames of all windows decoded in one batched nvJPEG call."""

@@ -81,13 +81,7 @@ class InMemoryStore:
         return self._per_video[v].index_select(0, idx)
 
     def read_numpy(self, video, frame_indices, *, out: np.ndarray | None = None) -> np.ndarray:
-        got = self.read(video, frame_indices).cpu().numpy()
-        if out is None:
-            return got
-        if out.shape != got.shape or out.dtype != got.dtype:
-            raise DataError(f"out has shape {out.shape} {out.dtype}; needs {got.shape} {got.dtype}")
-        out[...] = got
-        return out
+        return numpy_out(self.read(video, frame_indices), out)
 
     def read_batch(self, requests: Sequence[tuple], *, out=None):
         reqs = [(self._video(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
@@ -108,3 +102,15 @@ class InMemoryStore:
     def close(self) -> None:
         # frees the frames; a read after close then fails on None (there is no closed check)
         self._all = self._per_video = None  # type: ignore[assignment]
+
+
+def numpy_out(frames: torch.Tensor, out: np.ndarray | None) -> np.ndarray:
+    """``read_numpy`` for readers that read tensors (possibly on a GPU): a host array, copied
+    into ``out`` when given (same shape and dtype, else ``DataError``)."""
+    got = frames.cpu().numpy()
+    if out is None:
+        return got
+    if out.shape != got.shape or out.dtype != got.dtype:
+        raise DataError(f"out has shape {out.shape} {out.dtype}; needs {got.shape} {got.dtype}")
+    out[...] = got
+    return out
