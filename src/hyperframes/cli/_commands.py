@@ -51,6 +51,8 @@ def build(args) -> int:
         progress=not args.quiet,
         input_format=args.input_format,
         root=args.root,
+        engine=args.engine,
+        ray_address=args.ray_address,
     )
     print(report.summary())
     return report.exit_code

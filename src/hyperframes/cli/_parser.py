@@ -113,7 +113,27 @@ def _build_options(b) -> None:
         choices=COMPRESSIONS,
         help="with --format hdf5: dataset compression (default lzf)",
     )
-    b.add_argument("--workers", type=int, default=1, help="decoding processes (default 1)")
+    b.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="decoding processes, or with --engine ray decoding actors (at most one per CPU of "
+        "the cluster); default 1",
+    )
+    b.add_argument(
+        "--engine",
+        default="local",
+        choices=["local", "ray"],
+        help="where videos are decoded: local processes (default) or a Ray cluster, whose "
+        "actors write their shards straight into --out (a folder every node sees)",
+    )
+    b.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDRESS",
+        help="with --engine ray: the cluster to join, HOST:PORT of its head (default: "
+        "RAY_ADDRESS, else a Ray instance started on this machine for the build)",
+    )
     b.add_argument(
         "--on-damaged",
         default="keep",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import multiprocessing as mp
 import os
 import queue
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._core._atomic import fsync_dir, remove_stale_temps, write_json_atomic
-from .._core._errors import HyperframesError, Interrupted, StoreError
+from .._core._errors import ConfigError, HyperframesError, Interrupted, StoreError
 from .._core._progress import Progress
 from .._core._signals import interrupt_on_terminate, set_parent_death_signal, terminated
 from ._assemble import assemble, live_records
@@ -35,7 +36,10 @@ from ._sources import Source, scan_inputs, source_stat
 if TYPE_CHECKING:
     from ..decode import Decoder
 
-__all__ = ["BuildReport", "build_store"]
+__all__ = ["ENGINES", "BuildReport", "build_store"]
+
+#: where the videos are decoded: ``local`` worker processes, or a Ray cluster (``_ray``)
+ENGINES = ("local", "ray")
 
 
 @dataclasses.dataclass
@@ -221,11 +225,16 @@ def build_store(
     progress: bool = True,
     input_format: str | None = None,
     root: str | os.PathLike | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> BuildReport:
     """Build (or resume) the store ``out`` from ``data``; see the module docstring.
     ``input_format`` / ``root``: how to read ``data`` and the folder its listed paths are
-    relative to (see :func:`hyperframes.store._sources.scan_inputs`)."""
+    relative to (see :func:`hyperframes.store._sources.scan_inputs`). ``engine``: ``local``
+    (``options.workers`` processes here) or ``ray`` (``options.workers`` actors on the Ray
+    cluster at ``ray_address``, a new one on this machine when None; see ``_ray``)."""
     options = options or BuildOptions()
+    dispatch = _dispatcher(engine, ray_address, options)
     if options.format == "hdf5":
         from ._hdf5 import build_hdf5
 
@@ -247,14 +256,40 @@ def build_store(
     with StoreLock(store / LOCK), interrupt_on_terminate():
         try:
             return _build_locked(
-                store, options, sources, skipped, classes, t0, progress, inputs.failed_rows
+                store,
+                options,
+                sources,
+                skipped,
+                classes,
+                t0,
+                progress,
+                inputs.failed_rows,
+                dispatch=dispatch,
             )
         except OSError as e:
             raise output_error(e, store) from None
 
 
+def _dispatcher(engine: str, ray_address: str | None, options: BuildOptions):
+    """None for the local engine; else a function that decodes ``todo`` elsewhere, with the
+    signature ``(store, options, run, sources, todo, handle)``."""
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == "local":
+        if ray_address is not None:
+            raise ConfigError("ray_address is for engine 'ray'; the local engine takes none")
+        return None
+    if options.format == "hdf5":
+        raise ConfigError(
+            "engine 'ray' builds store folders; build one, then convert it to HDF5"
+        )
+    from ._ray import run_on_ray
+
+    return functools.partial(run_on_ray, address=ray_address)
+
+
 def _build_locked(
-    store, options, sources, skipped, classes, t0, progress, failed_rows=()
+    store, options, sources, skipped, classes, t0, progress, failed_rows=(), *, dispatch=None
 ) -> BuildReport:
     for folder in (store, store / SHARDS_DIR, store / INDEX_DIR):
         remove_stale_temps(folder)  # of killed builds
@@ -268,7 +303,9 @@ def _build_locked(
         fsync_dir(store)
     run = _next_run(store)
     failures = {r["path"]: r["error"] for r in failed_rows}  # rows unusable before decoding
-    failures.update(_run(store, options, sources, todo, run=run, progress=progress))
+    failures.update(
+        _run(store, options, sources, todo, run=run, progress=progress, dispatch=dispatch)
+    )
     this_run = frozenset(
         p.name[: -len(SHARD_SUFFIX)]
         for p in (store / SHARDS_DIR).glob(f"r{run:03d}-*{SHARD_SUFFIX}")
@@ -291,8 +328,9 @@ def _next_run(store: Path) -> int:
     return max(runs, default=-1) + 1
 
 
-def _run(store, options, sources, todo, *, run, progress) -> dict[str, str]:
-    """Decode ``todo`` sources; returns {path: error} of those that failed."""
+def _run(store, options, sources, todo, *, run, progress, dispatch=None) -> dict[str, str]:
+    """Decode ``todo`` sources (here, or by ``dispatch``: see ``_dispatcher``); returns
+    {path: error} of those that failed."""
     failures: dict[str, str] = {}
     if not todo:
         return failures
@@ -310,7 +348,9 @@ def _run(store, options, sources, todo, *, run, progress) -> dict[str, str]:
 
     try:
         workers = min(options.workers, len(todo))
-        if workers <= 1:
+        if dispatch is not None:
+            dispatch(store, options, run, sources, todo, handle)
+        elif workers <= 1:
             w = _Worker(store, options, run, 0, handle, lambda: True)
             try:
                 for i in todo:

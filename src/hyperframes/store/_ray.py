@@ -1,0 +1,340 @@
+"""The Ray engine of ``build_store`` (``engine="ray"``): videos decoded by a pool of Ray actors
+spread over a cluster, the store committed by the driver exactly as a local build commits it.
+
+What travels, and what does not. The driver sends each actor one *path* at a time (a ``Source``:
+a path, its label and split) and gets back a few small messages (frames decoded, bytes stored or
+the error). Frames never go through Ray's object store: the actor decodes the video and streams
+its frames straight into its own shard files in the store folder, with the very code a local
+build worker runs (``_build._Worker``: ``ingest`` into a ``ShardWriter``). The shard journals are
+then what the driver's ``assemble`` reads, as after a local build: the global index and the
+manifest (written last, atomically) come from the same function, so a Ray build and a local one
+of the same data hold the same frames, timestamps and labels; only the shard names differ.
+
+Why plain Ray actors rather than Ray Data's ``map_batches``. The unit of work is a path and
+the result is a row of a few numbers, so Ray Data's streaming of blocks through the object
+store and its backpressure buy nothing here; what a build needs is control over each actor's
+life, which Ray Data keeps to itself:
+
+* deterministic shard names: actor number ``rank`` of build run ``run`` writes
+  ``r{run:03d}-w{rank:03d}-{seq:05d}``, the local build's own names, so a store can be resumed
+  by either engine and ``_next_run`` numbers runs across both;
+* an end to each shard: the driver calls ``close`` on every actor once the work is done,
+  which finishes its shard (a Ray Data UDF has no teardown hook to do it in);
+* exact retries. Ray's own task retries are at-least-once: a video whose actor died after
+  committing it (journal line written) but before replying would be stored a second time,
+  leaving dead bytes in a shard the index references. So the actors are created with
+  ``max_restarts=0`` and the driver decides instead, from the disk: when an actor dies it
+  finishes that actor's shards (``_shard.finalize``: the journal keeps every video whose line
+  is complete) and looks there first. A video found is done and never decoded again; one not
+  found is given to a fresh actor (a new rank, hence new files: nothing is ever overwritten),
+  at most ``RETRIES`` more times, after which it is failed with the reason, as a local build
+  fails the video of a worker that died. An actor that cannot even start (``hyperframes``
+  missing on a node, say) stops the build with Ray's message instead of failing every video.
+
+Each actor has one video in flight at a time: the pool balances itself (whoever is free takes
+the next path) and nothing queues behind a slow video. At most one actor per CPU of the
+cluster is started (``options.workers`` asks for how many): an actor Ray cannot place would
+wait forever.
+
+Crashes. A build killed outright (kill -9 of the driver) leaves its shards' ``.part`` files;
+Ray stops the actors of a driver that is gone, and each actor also stops by itself before its
+next video or commit once the store's lock file no longer names the build that started it
+(``StoreLock`` writes its holder into the file), so rerunning the same command recovers every
+committed video, decodes only the rest, and yields the same content as an uninterrupted build.
+
+Where the shards go. Actors write into ``STORE/shards`` directly, so the store folder must be
+one every node sees (a shared filesystem); an actor that does not find the build's lock file
+there says so and stops the build. A store on object storage fits the same shape (not wired
+here): an actor would write into a node-local staging folder and upload each shard once
+``ShardWriter.close`` has finished it, and the driver would assemble from the uploaded
+journals; a dead actor's staged shard is then simply never published, and its videos redone.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._core._errors import ConfigError, HyperframesError, StoreError
+from ._build import _error_text, _Worker
+from ._format import LOCK, PART_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
+from ._options import BuildOptions
+from ._shard import Orphaned, ShardBusy, finalize, load_shard
+from ._sources import Source
+
+__all__ = ["RETRIES", "run_on_ray"]
+
+#: how many more times a video is tried after the actor decoding it died
+RETRIES = 2
+
+#: how long the driver waits for a dead actor's shard lock to go before giving up on it
+_LOCK_WAIT_SECONDS = 10.0
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "engine 'ray' needs Ray, which is not installed: pip install 'hyperframes[ray]'"
+        ) from None
+    return ray
+
+
+def _lock_token(store: Path) -> str | None:
+    """What the store's lock file says about the build holding it (None: no such file)."""
+    try:
+        return (store / LOCK).read_text()
+    except OSError:
+        return None
+
+
+def shard_prefix(run: int, rank: int) -> str:
+    """The names of the shards actor ``rank`` of build run ``run`` writes start with this."""
+    return f"r{run:03d}-w{rank:03d}-"
+
+
+class DecodeActor:
+    """One build worker on a Ray node (made a Ray actor by ``run_on_ray``).
+
+    ``process`` decodes one source into this actor's shards and returns the build messages
+    (``("frames", n)``, ``("done", ...)`` / ``("failed", ...)`` as a local worker reports them,
+    or ``("fatal", text)`` when the build must stop); ``close`` finishes the last shard.
+    """
+
+    def __init__(self, store: str, options: BuildOptions, run: int, rank: int, token: str):
+        self.store = Path(store)
+        self.token = token
+        self.problem: str | None = None
+        if _lock_token(self.store) != token:
+            self.problem = (
+                f"the store folder {store} is not shared with the Ray node "
+                f"{socket.gethostname()} (its lock file there is missing or another build's): "
+                "build onto a filesystem every node mounts at the same path"
+            )
+        self.messages: list[tuple] = []
+        self.worker = _Worker(self.store, options, run, rank, self.messages.append, self._alive)
+
+    def _alive(self) -> bool:
+        """The build that started this actor still holds the store (checked before each
+        video and each commit)."""
+        return _lock_token(self.store) == self.token
+
+    def where(self) -> tuple[str, int]:
+        return socket.gethostname(), os.getpid()
+
+    def process(self, i: int, source: Source) -> list[tuple]:
+        if self.problem is not None:
+            return [("fatal", self.problem)]
+        self.messages.clear()
+        try:
+            self.worker.process(i, source)
+        except Orphaned:
+            self.worker.abandon()
+            return [("fatal", f"the build of {self.store} lost its lock file; stopped")]
+        except StoreError as e:
+            self.worker.abandon()
+            return [("fatal", str(e))]
+        except Exception as e:  # a bug, not the input: stop the build, as a local worker does
+            self.worker.abandon()
+            return [("fatal", _error_text(e))]
+        frames = sum(m[1] for m in self.messages if m[0] == "frames")
+        rest = [m for m in self.messages if m[0] in ("done", "failed")]
+        return [("frames", frames), *rest]
+
+    def close(self) -> list[tuple]:
+        try:
+            self.worker.close()
+        except Orphaned:
+            return [("fatal", f"the build of {self.store} lost its lock file; stopped")]
+        except StoreError as e:
+            return [("fatal", str(e))]
+        return []
+
+
+def committed(store: Path, run: int, rank: int) -> dict[str, dict]:
+    """{source path: record} of the videos a dead actor had committed: its unfinished shards
+    are finished first (``finalize`` keeps every complete journal line). A shard still locked
+    after ``_LOCK_WAIT_SECONDS`` (its writer not dead after all) is left out: its videos are
+    redone, and the end of the build recovers or names it."""
+    shards = store / SHARDS_DIR
+    names = {p.name.split(".")[0] for p in shards.glob(f"{shard_prefix(run, rank)}*")}
+    found: dict[str, dict] = {}
+    for name in sorted(names):
+        deadline = time.monotonic() + _LOCK_WAIT_SECONDS
+        while True:
+            try:
+                done = finalize(shards, name)
+                break
+            except ShardBusy:
+                if time.monotonic() > deadline:
+                    done = None
+                    break
+                time.sleep(0.05)
+        if done is None:
+            continue
+        records, _ = load_shard(shards, name)
+        found.update({r["path"]: r for r in records})
+    return found
+
+
+def _connect(ray, address: str | None) -> bool:
+    """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a Ray instance on this
+    machine; True when this call started or joined it (and so must shut it down)."""
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no report home from a build
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    try:
+        if address:
+            ray.init(address=address, logging_level=logging.WARNING)
+        else:
+            ray.init(address="local", include_dashboard=False, logging_level=logging.WARNING)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = f"at {address}" if address else "on this machine"
+        raise ConfigError(f"ray_address: cannot start or join a Ray cluster {where}: {e}") from None
+    return True
+
+
+def _death_reason(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+class _Pool:
+    """The driver's side: hands paths to free actors, replaces dead ones, and reports every
+    video exactly once to ``handle`` (the local build's progress and failure bookkeeping)."""
+
+    def __init__(self, ray, store: Path, options, run, sources, todo, handle, token):
+        self.ray, self.store, self.options, self.run = ray, store, options, run
+        self.sources, self.handle, self.token = sources, handle, token
+        self.pending: collections.deque[int] = collections.deque(todo)
+        self.tries: collections.Counter[int] = collections.Counter()
+        self.actors: dict[int, Any] = {}
+        self.idle: list[int] = []
+        self.running: dict[Any, tuple[int, int]] = {}  # reply -> (rank, video)
+        self.next_rank = 0
+        self.remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(DecodeActor)
+
+    def spawn(self) -> None:
+        rank = self.next_rank
+        self.next_rank += 1
+        self.actors[rank] = self.remote.remote(
+            str(self.store), self.options, self.run, rank, self.token
+        )
+        self.idle.append(rank)
+
+    def size(self, want: int) -> int:
+        cpus = int(self.ray.cluster_resources().get("CPU", 1))
+        return max(1, min(want, len(self.pending), cpus))
+
+    def go(self) -> None:
+        for _ in range(self.size(self.options.workers)):
+            self.spawn()
+        while self.pending or self.running:
+            while self.idle and self.pending:
+                rank, i = self.idle.pop(), self.pending.popleft()
+                reply = self.actors[rank].process.remote(i, self.sources[i])
+                self.running[reply] = (rank, i)
+            ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=0.5)
+            for reply in ready:
+                rank, i = self.running.pop(reply)
+                try:
+                    messages = self.ray.get(reply)
+                except self.ray.exceptions.RayActorError as e:
+                    self.lost(rank, i, e)
+                    continue
+                self.report(messages)
+                self.idle.append(rank)
+        self.close()
+
+    def report(self, messages: list[tuple]) -> None:
+        for m in messages:
+            if m[0] == "fatal":
+                raise StoreError(m[1])
+            self.handle(m)
+
+    def lost(self, rank: int, i: int, e: BaseException) -> None:
+        """Actor ``rank`` died while it had video ``i``: keep what it committed, retry the
+        rest on a fresh actor."""
+        if getattr(e, "actor_init_failed", False):
+            raise StoreError(f"a Ray build actor could not start: {e}")
+        self._kill(self.actors.pop(rank))
+        path = self.sources[i].path
+        record = committed(self.store, self.run, rank).get(path)
+        if record is not None:  # stored before the actor died: do not store it twice
+            self.handle(("frames", record["num_frames"]))
+            self.handle(("done", rank, i, record["num_frames"], record["nbytes"]))
+        else:
+            self.tries[i] += 1
+            if self.tries[i] > RETRIES:
+                self.handle(
+                    (
+                        "failed",
+                        rank,
+                        i,
+                        f"the Ray actor decoding it died {self.tries[i]} times (last: "
+                        f"{_death_reason(e)}); rerun to retry it",
+                    )
+                )
+            else:
+                self.pending.appendleft(i)
+        if self.pending and len(self.actors) < self.size(self.options.workers):
+            self.spawn()
+
+    def close(self) -> None:
+        replies = {self.actors[r].close.remote(): r for r in self.actors}
+        for reply, rank in replies.items():
+            try:
+                self.report(self.ray.get(reply))
+            except self.ray.exceptions.RayActorError:
+                pass  # its journal keeps what it committed: finished by the driver's recovery
+
+    def _kill(self, actor) -> None:
+        try:
+            self.ray.kill(actor, no_restart=True)
+        except Exception:  # noqa: BLE001 - gone already
+            pass
+
+    def stop(self) -> None:
+        for actor in self.actors.values():
+            self._kill(actor)
+        self.actors.clear()
+
+
+def run_on_ray(
+    store: Path,
+    options: BuildOptions,
+    run: int,
+    sources: list[Source],
+    todo: list[int],
+    handle: Callable[[tuple], None],
+    *,
+    address: str | None = None,
+) -> None:
+    """Decode the sources ``todo`` on Ray, reporting each to ``handle`` as a local worker
+    would; the caller (``_build._run``) owns progress, interruption and recovery."""
+    ray = _import_ray()
+    token = _lock_token(store)
+    if token is None:
+        raise StoreError(f"store {store}: its lock file is missing; is the build still running?")
+    joined = _connect(ray, address)
+    pool = None
+    try:
+        pool = _Pool(ray, store, options, run, sources, todo, handle, token)
+        pool.go()
+    except HyperframesError:
+        raise
+    except ray.exceptions.RayError as e:
+        raise StoreError(f"the Ray build of {store} failed: {e}") from None
+    finally:
+        if pool is not None:
+            pool.stop()
+        if joined:
+            ray.shutdown()

@@ -1,0 +1,288 @@
+"""The Ray build engine on a real Ray instance started on this machine (2 CPUs, 127.0.0.1) for
+this module and shut down after: same content as a local build, failures listed as a local build
+lists them, a killed actor or a killed driver loses nothing finished and stores nothing twice."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _media import make_class_folder, write_video
+from _stores import store_content
+from hyperframes._core._errors import ConfigError
+from hyperframes.store import BuildOptions, build_store, verify_store
+
+CLI = [sys.executable, "-m", "hyperframes"]
+OPTIONS = {"size": "none", "codec": "zstd", "chunk_frames": 3}
+CLI_OPTIONS = ["--size", "none", "--codec", "zstd", "--chunk-frames", "3"]
+
+
+@pytest.fixture(scope="module")
+def ray_address():
+    """A Ray instance for this module; its GCS address is what ``--ray-address`` takes."""
+    import ray
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        object_store_memory=80 << 20,
+        logging_level=logging.WARNING,
+    )
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    """Two classes of three small videos each, and one file that is no video."""
+    root = make_class_folder(
+        tmp_path_factory.mktemp("raydata") / "data", classes=("a", "b"), per_class=3, frames=12
+    )
+    (root / "b" / "broken.mp4").write_bytes(b"\x00not a video\x00" * 64)
+    return root
+
+
+@pytest.fixture(scope="module")
+def local(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("raylocal") / "store"
+    report = build_store(data, out, BuildOptions(**OPTIONS), progress=False)
+    return out, report
+
+
+def _journal_records(store: Path) -> list[dict]:
+    """Every video record of every finished shard journal of ``store``."""
+    records = []
+    for p in sorted((store / "shards").glob("*.jsonl")):
+        lines = [json.loads(x) for x in p.read_text().splitlines()]
+        records += [r for r in lines if "path" in r]
+    return records
+
+
+def _index(store: Path) -> dict:
+    """The index tables without what depends on shard naming: a video's shard and offset
+    (its chunks' offsets are compared relative to their video's)."""
+    videos = np.load(store / "index" / "videos.npy")
+    keep = [n for n in videos.dtype.names if n not in ("shard", "offset")]
+    chunks = np.load(store / "index" / "chunks.npy")
+    for v in videos:
+        chunks["offset"][v["chunk_start"] : v["chunk_start"] + v["num_chunks"]] -= v["offset"]
+    strings = json.loads((store / "index" / "strings.json").read_text())
+    strings.pop("shards")
+    return {
+        "videos": videos[keep].tolist(),
+        "frames": np.load(store / "index" / "frames.npy").tolist(),
+        "chunks": chunks.tolist(),
+        "change": np.load(store / "index" / "change_score.npy").tolist(),
+        "strings": strings,
+        "details": (store / "index" / "details.jsonl").read_text(),
+    }
+
+
+def test_a_ray_build_holds_what_a_local_build_holds(ray_address, data, local, tmp_path):
+    ref, ref_report = local
+    out = tmp_path / "store"
+    report = build_store(
+        data, out, BuildOptions(**OPTIONS, workers=2), progress=False, engine="ray"
+    )
+    assert store_content(out) == store_content(ref)
+    assert _index(out) == _index(ref)
+    assert verify_store(out) == []
+    # failures listed as a local build lists them, with the same exit status
+    assert report.failed == ref_report.failed and len(report.failed) == 1
+    assert report.failed[0]["path"].endswith("broken.mp4")
+    assert (report.videos, report.frames, report.exit_code) == (6, ref_report.frames, 2)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["failed"] == json.loads((ref / "manifest.json").read_text())["failed"]
+    # two actors, each with its own deterministically named shard; each video stored once
+    names = sorted(p.name for p in (out / "shards").glob("*.bin"))
+    assert names == ["r000-w000-00000.bin", "r000-w001-00000.bin"]
+    paths = [r["path"] for r in _journal_records(out)]
+    assert sorted(paths) == sorted(v.path for v in _videos(ref))
+
+
+def _videos(store):
+    from hyperframes.store import open_store
+
+    s = open_store(store)
+    try:
+        return list(s.videos)
+    finally:
+        s.close()
+
+
+def test_a_rerun_keeps_everything_and_decodes_only_the_failed(ray_address, data, tmp_path):
+    out = tmp_path / "store"
+    first = build_store(data, out, BuildOptions(**OPTIONS, workers=2), progress=False, engine="ray")
+    again = build_store(data, out, BuildOptions(**OPTIONS, workers=2), progress=False, engine="ray")
+    assert (first.reused, again.reused, again.videos) == (0, 6, 6)
+    assert again.failed == first.failed  # tried again, failed again: listed again
+    assert len(_journal_records(out)) == 6
+
+
+def _actor_pids() -> set[int]:
+    """Processes of the build's Ray actors (Ray titles them ``ray::DecodeActor...``)."""
+    pids = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmd.startswith(b"ray::DecodeActor"):
+                pids.add(int(d.name))
+    return pids
+
+
+def _journal_lines(store: Path) -> int:
+    n = 0
+    for p in (store / "shards").glob("*.jsonl*"):
+        try:
+            n += p.read_bytes().count(b"\n")
+        except FileNotFoundError:
+            pass
+    return n
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory) -> Path:
+    """Sixteen videos of 60 frames: long enough a build to kill something in the middle of."""
+    root = tmp_path_factory.mktemp("raymany") / "data"
+    for i in range(16):
+        write_video(root / "ab"[i % 2] / f"v{i:02d}.mp4", frames=60, width=96, height=64)
+    return root
+
+
+@pytest.fixture(scope="module")
+def many_local(many, tmp_path_factory):
+    out = tmp_path_factory.mktemp("raymanylocal") / "store"
+    build_store(many, out, BuildOptions(**OPTIONS), progress=False)
+    return store_content(out)
+
+
+def test_a_killed_actor_is_replaced_and_every_video_stored_once(
+    ray_address, many, many_local, tmp_path
+):
+    out = tmp_path / "store"
+    killed: list[int] = []
+
+    def kill_one_actor_mid_build() -> None:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            pids = _actor_pids()
+            if pids and (out / "shards").exists() and _journal_lines(out) >= 1:
+                victim = min(pids)
+                os.kill(victim, signal.SIGKILL)
+                killed.append(victim)
+                return
+            time.sleep(0.002)
+
+    killer = threading.Thread(target=kill_one_actor_mid_build)
+    killer.start()
+    report = build_store(many, out, BuildOptions(**OPTIONS, workers=2), progress=False, engine="ray")
+    killer.join()
+    assert killed, "no actor was found to kill"
+    assert report.failed == [] and report.videos == 16
+    assert store_content(out) == many_local
+    assert verify_store(out) == []
+    # the dead actor was replaced by a third one (new rank: new files, nothing overwritten)
+    assert any(p.name.startswith("r000-w002-") for p in (out / "shards").iterdir())
+    paths = [r["path"] for r in _journal_records(out)]
+    assert len(paths) == len(set(paths)) == 16, "a video was stored twice"
+
+
+def test_a_video_its_dead_actor_had_committed_is_not_decoded_again(ray_address, data, tmp_path):
+    """The at-least-once case: the actor stored the video, then died before saying so."""
+    import ray
+
+    from hyperframes.store._lock import StoreLock
+    from hyperframes.store._ray import DecodeActor, _Pool
+    from hyperframes.store._sources import scan_inputs
+
+    sources = [s for s in scan_inputs(data).sources if "broken" not in s.path]
+    store = tmp_path / "store"
+    (store / "shards").mkdir(parents=True)
+    options = BuildOptions(**OPTIONS)
+    with StoreLock(store / ".lock"):
+        token = (store / ".lock").read_text()
+        seen: list[tuple] = []
+        # video 0 is in flight (as the pool's loop would have it), video 1 waits
+        pool = _Pool(ray, store, options, 0, sources, [1], seen.append, token)
+        pool.spawn()
+        actor = pool.actors[0]
+        messages = ray.get(actor.process.remote(0, sources[0]))
+        assert messages[-1][0] == "done"  # committed; the reply is "lost" below
+        ray.kill(actor, no_restart=True)
+        with pytest.raises(ray.exceptions.RayActorError) as died:
+            ray.get(actor.process.remote(1, sources[1]))
+        pool.lost(0, 0, died.value)
+        assert ("done", 0, 0, messages[0][1], messages[-1][4]) in seen
+        assert list(pool.pending) == [1] and pool.tries[0] == 0  # 0 is not redone
+        assert list(pool.actors) == [1]  # a fresh actor (rank 1) for what is left
+        assert list((store / "shards").glob("*.part")) == []  # the dead shard was finished
+        assert [r["path"] for r in _journal_records(store)] == [sources[0].path]
+        pool.stop()
+        assert DecodeActor.__name__ in repr(pool.remote)
+
+
+def test_engine_options_are_checked_before_anything_runs(data, tmp_path):
+    with pytest.raises(ConfigError, match="engine must be one of local, ray"):
+        build_store(data, tmp_path / "s", engine="spark")
+    with pytest.raises(ConfigError, match="ray_address is for engine 'ray'"):
+        build_store(data, tmp_path / "s", ray_address="127.0.0.1:6379")
+    with pytest.raises(ConfigError, match="build one, then convert it to HDF5"):
+        build_store(data, tmp_path / "s.h5", BuildOptions(format="hdf5"), engine="ray")
+    assert not (tmp_path / "s").exists() and not (tmp_path / "s.h5").exists()
+
+
+def _cli_build(data, out, address, *extra, quiet=True):
+    cmd = [*CLI, "build", str(data), "--out", str(out), *CLI_OPTIONS, "--workers", "2"]
+    cmd += ["--engine", "ray", "--ray-address", address, *extra]
+    if quiet:
+        cmd.append("--quiet")
+    env = {k: v for k, v in os.environ.items() if k != "TQDM_DISABLE"}  # the bar is tested
+    return cmd, {**env, "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+@pytest.mark.slow
+def test_cli_kill_9_of_the_driver_then_rerun_keeps_what_was_finished(
+    ray_address, many, many_local, tmp_path
+):
+    out = tmp_path / "store"
+    cmd, env = _cli_build(many, out, ray_address)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if (out / "shards").exists() and _journal_lines(out) >= 3:
+            break
+        time.sleep(0.002)
+    assert proc.poll() is None, "the build finished before the kill point; use more videos"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    stored = _journal_lines(out)  # journal lines: videos committed (no summary lines yet)
+    assert 3 <= stored < 16
+    cmd, env = _cli_build(many, out, ray_address, quiet=False)
+    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    kept = int(rerun.stdout.split(" kept from an earlier run")[0].rsplit(", ", 1)[1])
+    assert kept >= stored  # what was finished was not decoded again
+    if kept < 16:
+        assert f"{16 - kept}/{16 - kept}" in rerun.stderr  # the progress bar counted the rest
+    assert store_content(out) == many_local
+    assert verify_store(out) == []
+    paths = [r["path"] for r in _journal_records(out)]
+    assert len(paths) == len(set(paths)) == 16, "a video was stored twice"
