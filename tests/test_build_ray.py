@@ -4,6 +4,7 @@ lists them, a killed actor or a killed driver loses nothing finished and stores 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -151,10 +152,8 @@ def _actor_pids() -> set[int]:
 def _journal_lines(store: Path) -> int:
     n = 0
     for p in (store / "shards").glob("*.jsonl*"):
-        try:
+        with contextlib.suppress(FileNotFoundError):
             n += p.read_bytes().count(b"\n")
-        except FileNotFoundError:
-            pass
     return n
 
 
@@ -193,7 +192,9 @@ def test_a_killed_actor_is_replaced_and_every_video_stored_once(
 
     killer = threading.Thread(target=kill_one_actor_mid_build)
     killer.start()
-    report = build_store(many, out, BuildOptions(**OPTIONS, workers=2), progress=False, engine="ray")
+    report = build_store(
+        many, out, BuildOptions(**OPTIONS, workers=2), progress=False, engine="ray"
+    )
     killer.join()
     assert killed, "no actor was found to kill"
     assert report.failed == [] and report.videos == 16
@@ -284,5 +285,52 @@ def test_cli_kill_9_of_the_driver_then_rerun_keeps_what_was_finished(
         assert f"{16 - kept}/{16 - kept}" in rerun.stderr  # the progress bar counted the rest
     assert store_content(out) == many_local
     assert verify_store(out) == []
+    paths = [r["path"] for r in _journal_records(out)]
+    assert len(paths) == len(set(paths)) == 16, "a video was stored twice"
+
+
+def test_an_actor_that_does_not_see_the_build_stops_it(ray_address, data, tmp_path):
+    """An actor on a node where the store folder is another (not shared) stops the build."""
+    import ray
+
+    from hyperframes._core._errors import StoreError
+    from hyperframes.store._ray import _Pool
+    from hyperframes.store._sources import scan_inputs
+
+    sources = scan_inputs(data).sources
+    store = tmp_path / "store"
+    (store / "shards").mkdir(parents=True)
+    (store / ".lock").write_text('{"pid": 1, "host": "elsewhere", "since": 0}')
+    pool = _Pool(ray, store, BuildOptions(**OPTIONS), 0, sources, [0, 1], print, "our build")
+    try:
+        with pytest.raises(StoreError, match="is not shared with the Ray node"):
+            pool.go()
+    finally:
+        pool.stop()
+    assert list((store / "shards").iterdir()) == []  # nothing written
+
+
+@pytest.mark.slow
+def test_cli_sigterm_stops_the_build_cleanly_and_a_rerun_finishes_it(
+    ray_address, many, many_local, tmp_path
+):
+    out = tmp_path / "store"
+    cmd, env = _cli_build(many, out, ray_address)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if (out / "shards").exists() and _journal_lines(out) >= 2:
+            break
+        time.sleep(0.002)
+    assert proc.poll() is None, "the build finished before the signal; use more videos"
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 143, stderr
+    assert b"stopped by SIGTERM; finished videos are kept" in stderr
+    assert list((out / "shards").glob("*.part")) == []  # the stopped actors' shards finished
+    rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert " 0 kept from an earlier run" not in rerun.stdout
+    assert store_content(out) == many_local
     paths = [r["path"] for r in _journal_records(out)]
     assert len(paths) == len(set(paths)) == 16, "a video was stored twice"

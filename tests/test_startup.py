@@ -11,7 +11,7 @@ import pytest
 
 from hyperframes.store import BuildOptions, build_store
 
-HEAVY = ("torch", "torchvision", "hyperframes.train", "hyperframes.models")
+HEAVY = ("torch", "torchvision", "hyperframes.train", "hyperframes.models", "ray")
 
 RUN = """
 import json, sys

@@ -280,9 +280,7 @@ def _dispatcher(engine: str, ray_address: str | None, options: BuildOptions):
             raise ConfigError("ray_address is for engine 'ray'; the local engine takes none")
         return None
     if options.format == "hdf5":
-        raise ConfigError(
-            "engine 'ray' builds store folders; build one, then convert it to HDF5"
-        )
+        raise ConfigError("engine 'ray' builds store folders; build one, then convert it to HDF5")
     from ._ray import run_on_ray
 
     return functools.partial(run_on_ray, address=ray_address)

@@ -32,9 +32,10 @@ life, which Ray Data keeps to itself:
   missing on a node, say) stops the build with Ray's message instead of failing every video.
 
 Each actor has one video in flight at a time: the pool balances itself (whoever is free takes
-the next path) and nothing queues behind a slow video. At most one actor per CPU of the
-cluster is started (``options.workers`` asks for how many): an actor Ray cannot place would
-wait forever.
+the next path) and nothing queues behind a slow video. ``options.workers`` actors of one CPU each
+are asked for; an actor gets its first video only once it has started, so actors Ray cannot
+place yet (a busy cluster, or one that is scaling up) hold nothing back, and are dropped when the
+work is done.
 
 Crashes. A build killed outright (kill -9 of the driver) leaves its shards' ``.part`` files;
 Ray stops the actors of a driver that is gone, and each actor also stops by itself before its
@@ -53,9 +54,12 @@ journals; a dead actor's staged shard is then simply never published, and its vi
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
+import signal
 import socket
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -63,7 +67,7 @@ from typing import Any
 
 from .._core._errors import ConfigError, HyperframesError, StoreError
 from ._build import _error_text, _Worker
-from ._format import LOCK, PART_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
+from ._format import LOCK, SHARDS_DIR
 from ._options import BuildOptions
 from ._shard import Orphaned, ShardBusy, finalize, load_shard
 from ._sources import Source
@@ -191,6 +195,9 @@ def _connect(ray, address: str | None) -> bool:
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no report home from a build
     address = address or os.environ.get("RAY_ADDRESS") or None
+    # Ray's core installs its own SIGTERM handler (log and exit); the build's own, which stops
+    # it like Ctrl-C (finished videos kept, exit status 143), must stay in charge
+    handlers = _signal_handlers()
     try:
         if address:
             ray.init(address=address, logging_level=logging.WARNING)
@@ -199,7 +206,21 @@ def _connect(ray, address: str | None) -> bool:
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"at {address}" if address else "on this machine"
         raise ConfigError(f"ray_address: cannot start or join a Ray cluster {where}: {e}") from None
+    finally:
+        _restore(handlers)
     return True
+
+
+def _signal_handlers() -> dict:
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+
+def _restore(handlers: dict) -> None:
+    for sig, handler in handlers.items():
+        if handler is not None:
+            signal.signal(sig, handler)
 
 
 def _death_reason(e: BaseException) -> str:
@@ -217,33 +238,39 @@ class _Pool:
         self.pending: collections.deque[int] = collections.deque(todo)
         self.tries: collections.Counter[int] = collections.Counter()
         self.actors: dict[int, Any] = {}
-        self.idle: list[int] = []
+        self.idle: list[int] = []  # started, no video
+        self.starting: dict[Any, int] = {}  # reply of ``where`` -> rank
+        self.stillborn = 0  # actors that died before they started
         self.running: dict[Any, tuple[int, int]] = {}  # reply -> (rank, video)
         self.next_rank = 0
         self.remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(DecodeActor)
 
     def spawn(self) -> None:
+        """Ask Ray for one more actor; it takes videos once it has started (``ready``)."""
         rank = self.next_rank
         self.next_rank += 1
-        self.actors[rank] = self.remote.remote(
-            str(self.store), self.options, self.run, rank, self.token
-        )
-        self.idle.append(rank)
+        actor = self.remote.remote(str(self.store), self.options, self.run, rank, self.token)
+        self.actors[rank] = actor
+        self.starting[actor.where.remote()] = rank
 
-    def size(self, want: int) -> int:
-        cpus = int(self.ray.cluster_resources().get("CPU", 1))
-        return max(1, min(want, len(self.pending), cpus))
+    def size(self) -> int:
+        """Actors wanted: ``workers``, never more than the videos left."""
+        return max(1, min(self.options.workers, len(self.pending) + len(self.running)))
 
     def go(self) -> None:
-        for _ in range(self.size(self.options.workers)):
+        for _ in range(self.size()):
             self.spawn()
         while self.pending or self.running:
             while self.idle and self.pending:
                 rank, i = self.idle.pop(), self.pending.popleft()
                 reply = self.actors[rank].process.remote(i, self.sources[i])
                 self.running[reply] = (rank, i)
-            ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=0.5)
+            waiting = [*self.running, *self.starting]
+            ready, _ = self.ray.wait(waiting, num_returns=1, timeout=0.5)
             for reply in ready:
+                if reply in self.starting:
+                    self.ready(self.starting.pop(reply), reply)
+                    continue
                 rank, i = self.running.pop(reply)
                 try:
                     messages = self.ray.get(reply)
@@ -254,6 +281,24 @@ class _Pool:
                 self.idle.append(rank)
         self.close()
 
+    def ready(self, rank: int, reply) -> None:
+        """Actor ``rank`` has started (Ray placed it and its constructor ran), or failed to."""
+        try:
+            self.ray.get(reply)
+        except self.ray.exceptions.RayActorError as e:
+            if getattr(e, "actor_init_failed", False):
+                raise StoreError(f"a Ray build actor could not start: {e}") from None
+            self._kill(self.actors.pop(rank))
+            self.stillborn += 1
+            if self.stillborn > 3 * max(1, self.options.workers):
+                raise StoreError(
+                    f"Ray build actors keep dying before they start (last: {_death_reason(e)})"
+                ) from None
+            if self.pending and len(self.actors) < self.size():
+                self.spawn()
+            return
+        self.idle.append(rank)
+
     def report(self, messages: list[tuple]) -> None:
         for m in messages:
             if m[0] == "fatal":
@@ -263,8 +308,6 @@ class _Pool:
     def lost(self, rank: int, i: int, e: BaseException) -> None:
         """Actor ``rank`` died while it had video ``i``: keep what it committed, retry the
         rest on a fresh actor."""
-        if getattr(e, "actor_init_failed", False):
-            raise StoreError(f"a Ray build actor could not start: {e}")
         self._kill(self.actors.pop(rank))
         path = self.sources[i].path
         record = committed(self.store, self.run, rank).get(path)
@@ -285,22 +328,21 @@ class _Pool:
                 )
             else:
                 self.pending.appendleft(i)
-        if self.pending and len(self.actors) < self.size(self.options.workers):
+        if self.pending and len(self.actors) < self.size():
             self.spawn()
 
     def close(self) -> None:
-        replies = {self.actors[r].close.remote(): r for r in self.actors}
-        for reply, rank in replies.items():
-            try:
+        """Finish every actor's last shard. One that died meanwhile leaves its journal, which
+        keeps what it committed: the recovery at the end of ``_build._run`` finishes it."""
+        started = [r for r in self.actors if r not in self.starting.values()]
+        replies = [self.actors[r].close.remote() for r in started]
+        for reply in replies:
+            with contextlib.suppress(self.ray.exceptions.RayActorError):
                 self.report(self.ray.get(reply))
-            except self.ray.exceptions.RayActorError:
-                pass  # its journal keeps what it committed: finished by the driver's recovery
 
     def _kill(self, actor) -> None:
-        try:
+        with contextlib.suppress(Exception):  # gone already
             self.ray.kill(actor, no_restart=True)
-        except Exception:  # noqa: BLE001 - gone already
-            pass
 
     def stop(self) -> None:
         for actor in self.actors.values():
@@ -327,7 +369,7 @@ def run_on_ray(
     joined = _connect(ray, address)
     pool = None
     try:
-        pool = _Pool(ray, store, options, run, sources, todo, handle, token)
+        pool = _Pool(ray, store.absolute(), options, run, sources, todo, handle, token)
         pool.go()
     except HyperframesError:
         raise
