@@ -117,8 +117,7 @@ def _build_options(b) -> None:
         "--workers",
         type=int,
         default=1,
-        help="decoding processes, or with --engine ray decoding actors (at most one per CPU of "
-        "the cluster); default 1",
+        help="decoding processes, or with --engine ray decoding actors of one CPU each (default 1)",
     )
     b.add_argument(
         "--engine",
