@@ -261,7 +261,8 @@ def _cli_build(data, out, address, *extra, quiet=True):
     if quiet:
         cmd.append("--quiet")
     env = {k: v for k, v in os.environ.items() if k != "TQDM_DISABLE"}  # the bar is tested
-    return cmd, {**env, "RAY_USAGE_STATS_ENABLED": "0"}
+    # a driver joining by address authenticates only when told to (the token is this user's)
+    return cmd, {**env, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
 
 
 @pytest.mark.slow

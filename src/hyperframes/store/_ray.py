@@ -190,7 +190,8 @@ def committed(store: Path, run: int, rank: int) -> dict[str, dict]:
 
 def _connect(ray, address: str | None) -> bool:
     """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a Ray instance on this
-    machine; True when this call started or joined it (and so must shut it down)."""
+    machine; True when this call started or joined it (and so must shut it down). A process
+    already connected (its own ``ray.init``) keeps its connection, whatever ``address`` says."""
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no report home from a build
@@ -205,7 +206,18 @@ def _connect(ray, address: str | None) -> bool:
             ray.init(address="local", include_dashboard=False, logging_level=logging.WARNING)
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"at {address}" if address else "on this machine"
-        raise ConfigError(f"ray_address: cannot start or join a Ray cluster {where}: {e}") from None
+        hint = ""
+        if address and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+            # Ray turns token authentication on for the clusters it starts, but never for a
+            # driver joining one by its address: that takes RAY_AUTH_MODE=token and the token
+            hint = (
+                "; if the cluster uses token authentication (Ray's default), set "
+                "RAY_AUTH_MODE=token and give this machine the head's token "
+                "(~/.ray/auth_token, or RAY_AUTH_TOKEN)"
+            )
+        raise ConfigError(
+            f"ray_address: cannot start or join a Ray cluster {where}: {e}{hint}"
+        ) from None
     finally:
         _restore(handlers)
     return True
