@@ -28,8 +28,11 @@ life, which Ray Data keeps to itself:
   is complete) and looks there first. A video found is done and never decoded again; one not
   found is given to a fresh actor (a new rank, hence new files: nothing is ever overwritten),
   at most ``RETRIES`` more times, after which it is failed with the reason, as a local build
-  fails the video of a worker that died. An actor that cannot even start (``hyperframes``
-  missing on a node, say) stops the build with Ray's message instead of failing every video.
+  fails the video of a worker that died. An actor whose constructor fails stops the build with
+  Ray's message instead of failing every video. The one gap: a dead actor's shard whose lock
+  is not released within ``_LOCK_WAIT_SECONDS`` (a node lost while it held a lock on a network
+  filesystem) cannot be read, so its videos are redone and may then be stored twice; the
+  recovery at the end of the build names that shard, and the rerun keeps one copy of each.
 
 Each actor has one video in flight at a time: the pool balances itself (whoever is free takes
 the next path) and nothing queues behind a slow video. ``options.workers`` actors of one CPU each
