@@ -50,8 +50,11 @@ Where the shards go. Actors write into ``STORE/shards`` directly, so the store f
 one every node sees (a shared filesystem); an actor that does not find the build's lock file
 there says so and stops the build. A store on object storage fits the same shape (not wired
 here): an actor would write into a node-local staging folder and upload each shard once
-``ShardWriter.close`` has finished it, and the driver would assemble from the uploaded
-journals; a dead actor's staged shard is then simply never published, and its videos redone.
+``ShardWriter.close`` has finished it (payload first, journal last: the journal is what marks
+a shard as there), and the driver would assemble from the uploaded journals. A dead actor's
+staged shard is then never published and ``committed`` finds nothing of it, so its videos are
+redone; the one change is that the driver must hold back an actor's "done" until the shard
+holding the video is published, and give that actor's unpublished videos out again if it dies.
 """
 
 from __future__ import annotations
