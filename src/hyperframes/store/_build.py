@@ -31,6 +31,7 @@ from ._lock import StoreLock
 from ._options import BuildOptions
 from ._shard import Orphaned, OutputError, ShardWriter, output_error, recover_all
 from ._sources import Source, scan_inputs, source_stat
+from ._tracks import track_keys
 
 if TYPE_CHECKING:
     from ..decode import Decoder
@@ -231,6 +232,10 @@ def build_store(
 
         return build_hdf5(data, out, options, progress=progress)
     t0 = time.perf_counter()
+    if options.flow:
+        from ._flow import require_opencv
+
+        require_opencv()  # before any video is decoded
     store = Path(out)
     inputs = scan_inputs(data, input_format=input_format, root=root)
     sources, skipped, classes = inputs.sources, inputs.skipped, inputs.classes
@@ -261,7 +266,7 @@ def _build_locked(
     _check_params(store, options)
     write_json_atomic(store / BUILD_PARAMS, {"content": options.content()})
     recover_all(store / SHARDS_DIR)
-    done = live_records(store, sources)
+    done = live_records(store, sources, need=track_keys(options))
     todo = [i for i, s in enumerate(sources) if s.path not in done]
     if (store / MANIFEST).exists() and todo:
         (store / MANIFEST).unlink()  # the store is incomplete until assembled again
