@@ -212,7 +212,7 @@ def follow_geometry(transform, window: Window, flow: torch.Tensor, generator) ->
                 f"flow=True: transform {who} reorders or drops frames, which breaks the flow "
                 "between consecutive frames; leave it out"
             )
-        geometric = isinstance(step, _GEOMETRIC | ContractCrop)
+        geometric = isinstance(step, (*_GEOMETRIC, ContractCrop))
         state = generator.get_state() if geometric and generator is not None else None
         if hasattr(step, "apply"):
             out = step.apply(window, generator)

@@ -72,17 +72,19 @@ def resolve_amp(cfg: Config, device: torch.device) -> tuple[bool, torch.dtype | 
     return True, getattr(torch, name)
 
 
-def build_model(cfg: Config, num_classes: int) -> nn.Module:
-    """The registered model of ``cfg.model``, initialised from ``train.seed``."""
+def build_model(cfg: Config, num_classes: int, contract=None) -> nn.Module:
+    """The registered model of ``cfg.model``, initialised from ``train.seed``; with the run's
+    input ``contract``, the options its tracks imply (flow planes, log-mel size)."""
     from ..models import create
 
     torch.manual_seed(cfg.train.seed)
+    implied = contract.model_options() if contract is not None else {}
     model = create(
         cfg.model.name,
         num_classes=num_classes,
         frames=cfg.data.frames,
         pretrained=cfg.model.pretrained,
-        **cfg.model.options,
+        **{**implied, **cfg.model.options},
     )
     if cfg.train.checkpointing:
         if not hasattr(model, "checkpointing"):
