@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _media import make_translating_video
 
+from _media import make_translating_video
 from hyperframes import models
 from hyperframes._core._contract import InputContract
 from hyperframes._core._errors import ConfigError, DataError
@@ -128,7 +128,6 @@ def test_channel_layout_appends_flow_and_a_channel_model_takes_it(moving_store):
 
 def test_flow_needs_a_store_with_flow(tmp_path):
     from _media import write_video
-
     from hyperframes.store import BuildOptions, build_store
 
     write_video(tmp_path / "src" / "a.mp4", frames=6)
