@@ -30,9 +30,7 @@ def data(tmp_path_factory) -> Path:
     frame durations, PCM at 48 kHz), b/silent.mp4 (no audio stream)."""
     root = tmp_path_factory.mktemp("audio") / "data"
     make_beep_video(root / "a" / "beep.mkv", beeps=BEEPS)
-    make_beep_video(
-        root / "a" / "beep_aac.mp4", beeps=BEEPS, sample_rate=44100, audio_codec="aac"
-    )
+    make_beep_video(root / "a" / "beep_aac.mp4", beeps=BEEPS, sample_rate=44100, audio_codec="aac")
     make_vfr_beep_video(root / "b" / "vfr.mkv", beeps=BEEPS)
     write_video(root / "b" / "silent.mp4", frames=10)
     return root
@@ -71,7 +69,9 @@ def test_the_beep_is_where_it_was_and_silence_elsewhere(store, name):
         v = _video(s, name)
         info = s.audio_info(v)
         assert info["rate"] == RATE and info["channels"] == 1
-        assert abs(info["start_seconds"]) < 1e-3 and abs(info["num_samples"] - 2 * RATE) < 0.05 * RATE  # AAC pads its last frame
+        assert (
+            abs(info["start_seconds"]) < 1e-3 and abs(info["num_samples"] - 2 * RATE) < 0.05 * RATE
+        )  # AAC pads its last frame
         samples, rate, first = s.read_audio(v, 0.0, 2.0)
         assert samples.shape == (1, 2 * RATE) and samples.dtype == np.float32
         assert rate == RATE and first == 0.0
@@ -95,6 +95,7 @@ def test_a_window_is_read_by_time_with_zeros_outside_the_audio(store):
         whole, _, _ = s.read_audio(v, 0.0, 2.0)
         x, rate, first = s.read_audio(v, 0.45, 0.65)
         assert x.shape == (1, round(0.2 * RATE)) and first == pytest.approx(0.45)
+        assert rate == RATE
         np.testing.assert_array_equal(x, whole[:, int(0.45 * RATE) : int(0.65 * RATE)])
         (a, b), *_ = _edges(_loud(x), first)
         assert abs(a - 0.50) <= 0.010 and abs(b - 0.60) <= 0.010

@@ -472,6 +472,12 @@ def dry_run(
         hw = target_size(info.height, info.width, options.size) or (info.height, info.width)
         est_frames += n
         est_bytes += int(n * 3 * hw[0] * hw[1] * itemsize * ratio)
+        if options.audio:  # float32 samples (as if every video had audio)
+            est_bytes += int((dur or 0) * options.audio_rate * options.audio_channels * 4)
+        if options.flow:  # per pair: 2 components at the flow size, and a 3x3 float32
+            fh, fw = target_size(*hw, options.flow_size) or hw
+            per = 2 * fh * fw * (1 if options.flow_dtype == "int8" else 2) + 36
+            est_bytes += max(n - 1, 0) * per
     return {
         "videos": len(sources),
         "estimated_frames": est_frames,
