@@ -216,6 +216,15 @@ def test_hdf5_carries_the_audio(store, tmp_path):
             else:
                 np.testing.assert_array_equal(ra[0], rb[0])
                 assert ra[1:] == rb[1:]
+        v = _video(a, "beep.mkv")
+    import h5py
+
+    with h5py.File(h5, "r") as f:
+        at = f[f"audio/{v:08d}"].id.get_offset()  # an uncompressed, contiguous dataset
+    _flip(h5, at + 1000)
+    problems = verify_store(h5)
+    assert len(problems) == 1 and f"/audio/{v:08d}: video {v}" in problems[0]
+    assert "its audio" in problems[0]
 
 
 def test_an_interrupted_build_keeps_the_audio_it_committed(data, store, tmp_path):

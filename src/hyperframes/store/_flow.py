@@ -18,12 +18,10 @@ a time (RGB, ``(H, W, C)`` uint8, as the build stores them) and gives, per conse
   points, a degenerate or non-finite result).
 
 ``quantise`` stores flow as float16, or int8 with one scale per video (value = int8 * scale,
-scale = the largest |component| / 127, so nothing is clipped).
+scale = the largest |component| / 127, so nothing is clipped: :func:`flow_scale`).
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 
@@ -33,9 +31,9 @@ __all__ = [
     "FLOW_DTYPES",
     "FLOW_METHODS",
     "FlowEstimator",
-    "FlowTrack",
     "dequantise",
     "flow_homography",
+    "flow_scale",
     "quantise",
     "require_opencv",
 ]
@@ -57,21 +55,9 @@ def require_opencv():
     return cv2
 
 
-@dataclasses.dataclass(frozen=True, repr=False)
-class FlowTrack:
-    """A video's flow (``(F-1, 2, h, w)`` float32) and homographies (``(F-1, 3, 3)``
-    float32)."""
-
-    flow: np.ndarray
-    homographies: np.ndarray
-
-    def __repr__(self) -> str:
-        return f"FlowTrack(flow={self.flow.shape}, homographies={self.homographies.shape})"
-
-
 class FlowEstimator:
-    """Flow and homographies of consecutive frames, computed as the frames arrive: the previous
-    frame is held, and each pair's flow as float16 until ``result``.
+    """Flow and homography of each pair of consecutive frames, computed as the frames arrive
+    (only the previous frame is held): :meth:`add` returns the pair it completes.
 
     ``size``: (h, w) of the flow; None = each frame's own size."""
 
@@ -89,8 +75,6 @@ class FlowEstimator:
         )
         self._prev: np.ndarray | None = None
         self._frame_size: tuple[int, int] | None = None
-        self._flows: list[np.ndarray] = []
-        self._homographies: list[np.ndarray] = []
 
     def _grey(self, rgb: np.ndarray) -> np.ndarray:
         cv2 = self._cv2
@@ -103,23 +87,23 @@ class FlowEstimator:
             grey = cv2.resize(grey, (w, h), interpolation=cv2.INTER_AREA)
         return grey
 
-    def add(self, rgb: np.ndarray) -> None:
-        """The next frame, ``(H, W, C)`` uint8 (C = 3 RGB, or 1)."""
+    def add(self, rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The next frame, ``(H, W, C)`` uint8 (C = 3 RGB, or 1): the flow ``(2, h, w)``
+        float32 and the homography (3x3 float32) of the previous frame -> this one, or None for
+        the first frame."""
         size = (int(rgb.shape[0]), int(rgb.shape[1]))
         if self._frame_size is None:
             self._frame_size = size
         grey = self._grey(rgb)
-        if self._prev is not None:
-            if self._dis is not None:
-                hw2 = self._dis.calc(self._prev, grey, None)
-            else:
-                hw2 = self._cv2.calcOpticalFlowFarneback(
-                    self._prev, grey, None, 0.5, 3, 15, 3, 5, 1.2, 0
-                )
-            flow = np.ascontiguousarray(hw2.transpose(2, 0, 1), dtype=np.float32)
-            self._homographies.append(flow_homography(flow, self._frame_size))
-            self._flows.append(flow.astype(np.float16))
-        self._prev = grey
+        prev, self._prev = self._prev, grey
+        if prev is None:
+            return None
+        if self._dis is not None:
+            hw2 = self._dis.calc(prev, grey, None)
+        else:
+            hw2 = self._cv2.calcOpticalFlowFarneback(prev, grey, None, 0.5, 3, 15, 3, 5, 1.2, 0)
+        flow = np.ascontiguousarray(hw2.transpose(2, 0, 1), dtype=np.float32)
+        return flow, flow_homography(flow, self._frame_size)
 
     @property
     def flow_size(self) -> tuple[int, int] | None:
@@ -127,18 +111,6 @@ class FlowEstimator:
         if self.size is not None:
             return (int(self.size[0]), int(self.size[1]))
         return self._frame_size
-
-    def result(self) -> FlowTrack:
-        """Every pair's flow (held as float16 while frames arrive: a float16 store's values)
-        and homography."""
-        h, w = self.flow_size or (0, 0)
-        if self._flows:
-            flow = np.stack(self._flows).astype(np.float32)
-            hom = np.stack(self._homographies).astype(np.float32)
-        else:
-            flow = np.zeros((0, 2, h, w), np.float32)
-            hom = np.zeros((0, 3, 3), np.float32)
-        return FlowTrack(flow, hom)
 
 
 def flow_homography(flow: np.ndarray, frame_size: tuple[int, int]) -> np.ndarray:
@@ -171,17 +143,23 @@ def flow_homography(flow: np.ndarray, frame_size: tuple[int, int]) -> np.ndarray
     return out.astype(np.float32)
 
 
-def quantise(flow: np.ndarray, dtype: str) -> tuple[np.ndarray, float]:
-    """``flow`` as stored: (array of ``dtype``, scale); value = stored * scale (scale 1.0 for
-    float16)."""
+def flow_scale(peak: float, dtype: str) -> float:
+    """The scale of a video's stored flow whose largest |component| is ``peak``: 1.0 for
+    float16; for int8 ``peak / 127`` (as float32; 1/127 for a still video)."""
     if dtype == "float16":
-        return np.ascontiguousarray(flow, dtype=np.float16), 1.0
+        return 1.0
     if dtype == "int8":
-        peak = float(np.abs(flow).max()) if flow.size else 0.0
-        scale = float(np.float32(peak / 127.0 if peak > 0 and np.isfinite(peak) else 1 / 127))
-        q = np.clip(np.rint(flow / scale), -127, 127).astype(np.int8)
-        return np.ascontiguousarray(q), scale
+        return float(np.float32(peak / 127.0 if peak > 0 and np.isfinite(peak) else 1 / 127))
     raise ConfigError(f"flow_dtype must be one of {', '.join(FLOW_DTYPES)}, got {dtype!r}")
+
+
+def quantise(flow: np.ndarray, dtype: str, scale: float) -> np.ndarray:
+    """``flow`` (any shape) as stored with ``scale`` (:func:`flow_scale`): value = stored *
+    scale."""
+    if dtype == "float16":
+        return np.ascontiguousarray(flow, dtype=np.float16)
+    q = np.clip(np.rint(np.asarray(flow, np.float32) / np.float32(scale)), -127, 127)
+    return np.ascontiguousarray(q.astype(np.int8))
 
 
 def dequantise(stored: np.ndarray, scale: float) -> np.ndarray:

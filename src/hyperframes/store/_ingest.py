@@ -12,12 +12,12 @@ from .._core._change import ChangeScorer
 from .._core._errors import DecodeError, InputError
 from .._core._signature import SignatureBuilder
 from .._core._sizes import target_size
-from ..decode import Decoder, DecodeReport, FpsResampler, decode_audio
+from ..decode import Decoder, DecodeReport, FpsResampler
 from ._codecs import Codec
-from ._flow import FlowEstimator, quantise
 from ._options import BuildOptions
 from ._shard import ShardWriter
 from ._sources import Source, source_stat
+from ._track_writer import FlowSpill, write_tracks
 
 
 def check_source(source: Source) -> None:
@@ -85,7 +85,7 @@ def ingest(
     flow = None
     if options.flow:
         flow_hw = hw if hw is not None else (info.height, info.width)
-        flow = FlowEstimator(options.flow, target_size(*flow_hw, options.flow_size))
+        flow = FlowSpill(options.flow, target_size(*flow_hw, options.flow_size), writer.directory)
     sink = writer.begin_video(codec)
     scorer = ChangeScorer()
     signature = SignatureBuilder()
@@ -121,10 +121,13 @@ def ingest(
             raise DecodeError(f"{source.path}: no frames could be decoded")
         if damage.total and options.on_damaged == "fail":
             raise DecodeError(f"{source.path}: damaged: the decoder reported {damage}")
-        tracks = _write_tracks(source, options, writer, flow)
+        tracks = write_tracks(source, options, writer, flow)
     except BaseException:
         writer.rollback(sink.offset)
         raise
+    finally:
+        if flow is not None:
+            flow.close()
     on_frames(len(pts) % 16)
     assert sink.shape is not None  # pts is not empty: the sink took a frame
     c, h, w = sink.shape
@@ -161,52 +164,6 @@ def ingest(
     }
     writer.commit(record)
     return record
-
-
-def _write_tracks(
-    source: Source, options: BuildOptions, writer: ShardWriter, flow: FlowEstimator | None
-) -> dict:
-    """Append the video's tracks after its frames; their journal entries (``_format``)."""
-    out: dict = {}
-    if options.audio:
-        audio = None
-        if source.kind == "video":
-            audio = decode_audio(
-                source.path, rate=options.audio_rate, channels=options.audio_channels
-            )
-        if audio is None:
-            out["audio"] = None  # no audio stream (a frame folder has none)
-        else:
-            off, nb, digest = writer.append(audio.samples)
-            out["audio"] = {
-                "offset": off,
-                "nbytes": nb,
-                "xxh3_64": digest,
-                "num_samples": audio.num_samples,
-                "sample_rate": audio.sample_rate,
-                "channels": audio.channels,
-                "start_seconds": audio.start_seconds,
-            }
-    if flow is not None:
-        track = flow.result()
-        stored, scale = quantise(track.flow, options.flow_dtype)
-        off, nb, digest = writer.append(stored)
-        h_off, h_nb, h_digest = writer.append(np.ascontiguousarray(track.homographies))
-        _, _, h, w = stored.shape
-        out["flow"] = {
-            "offset": off,
-            "nbytes": nb,
-            "xxh3_64": digest,
-            "num_pairs": len(stored),
-            "height": h,
-            "width": w,
-            "dtype": options.flow_dtype,
-            "scale": scale,
-            "homography_offset": h_off,
-            "homography_nbytes": h_nb,
-            "homography_xxh3_64": h_digest,
-        }
-    return out
 
 
 def _native_fps(pts: list[float], header_fps: float | None) -> float:

@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -203,16 +203,19 @@ class ShardWriter:
     def begin_video(self, codec: Codec) -> VideoSink:
         return VideoSink(self, codec)
 
-    def append(self, data) -> tuple[int, int, int]:
-        """Append one more payload of the video being written (a track, after its frames) at
-        an aligned offset: (offset, nbytes, xxh3-64). ``rollback`` to the video's offset
-        removes it with the frames."""
+    def append(self, blocks: Iterable) -> tuple[int, int, int]:
+        """Append one more payload of the video being written (a track, after its frames),
+        given as buffers written back to back, at an aligned offset: (offset, nbytes, xxh3-64).
+        ``rollback`` to the video's offset removes it with the frames."""
         start = align(self._size)
         if start != self._size:
             self._write(bytes(start - self._size))
-        view = memoryview(data).cast("B")
-        offset = self._write(view)
-        return offset, len(view), xxhash.xxh3_64_intdigest(view)
+        h = xxhash.xxh3_64()
+        for block in blocks:
+            view = memoryview(block).cast("B")
+            h.update(view)
+            self._write(view)
+        return start, self._size - start, h.intdigest()
 
     def rollback(self, offset: int) -> None:
         """Forget a video that failed half-way: cut the payload back to ``offset``.
