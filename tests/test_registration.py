@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _media import make_translating_video, smooth_texture
 
+from _media import make_translating_video, smooth_texture
 from hyperframes.data import (
     HyperframeDataset,
     compose_homography,

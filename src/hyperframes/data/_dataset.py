@@ -302,7 +302,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
             path = self.store.videos.paths[video_id]
             frames = tracks.registered(frames.cpu(), video_id, path, stored_idx, k)
         if tracks.flow:
-            flow = tracks.window_flow(video_id, stored_idx, tuple(frames.shape[-2:]))
+            size = (int(frames.shape[-2]), int(frames.shape[-1]))
+            flow = tracks.window_flow(video_id, stored_idx, size)
         if self.transform is not None and flow is not None:
             g = transform_generator(self.seed, epoch, item)
             (frames, idx, mask), flow = follow_geometry(

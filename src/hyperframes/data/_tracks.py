@@ -19,6 +19,7 @@ of the unregistered frames.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import torch
@@ -52,7 +53,15 @@ _GEOMETRIC = (CenterCrop, RandomAffine, RandomCrop, RandomHorizontalFlip, Random
 class Tracks:
     """The audio / flow / register options of a dataset over ``store``, checked once."""
 
-    def __init__(self, store, *, audio=None, audio_missing="zeros", flow=False, register=None):
+    def __init__(
+        self,
+        store: Any,
+        *,
+        audio: Any = None,
+        audio_missing: str = "zeros",
+        flow: bool = False,
+        register: str | None = None,
+    ) -> None:
         self.store = store
         self.audio: LogMelOptions | None = resolve_audio(audio)
         if audio_missing not in AUDIO_MISSING:

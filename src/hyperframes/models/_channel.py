@@ -168,7 +168,7 @@ class ChannelFusion(VideoModel):
         """Channels of the input: ``in_channels * frames + extra_channels``."""
         return self.in_channels * self.frames + self.extra_channels
 
-    def example_input(  # type: ignore[override]  # always a tensor here
+    def example_input(
         self, batch: int = 2, size: int = 64, *, generator: torch.Generator | None = None
     ) -> Tensor:
         x = super().example_input(batch, size, generator=generator)
