@@ -232,3 +232,20 @@ def test_batches_carry_audio_alike_in_every_worker_mode(beep_store, mode):
         torch.cat([b.audio_mask for b in got]), torch.stack([s.audio_mask for s in ref])
     )
     assert "audio=(2, 64, 24)" in repr(got[0])
+
+
+def test_an_hdf5_copy_serves_the_same_audio(beep_store, tmp_path):
+    from hyperframes.store import convert_to_hdf5
+
+    h5 = tmp_path / "beep.h5"
+    convert_to_hdf5(beep_store, h5, progress=False)
+    a = HyperframeDataset(beep_store, "uniform", frames=6, audio="logmel")
+    b = HyperframeDataset(h5, "uniform", frames=6, audio="logmel")
+    assert len(a) == len(b)
+    for i in range(len(a)):
+        sa, sb = a[i], b[i]
+        assert torch.equal(sa.audio, sb.audio) and torch.equal(sa.audio_mask, sb.audio_mask)
+    got = list(loader(b, batch_size=2, shuffle=False, workers=2, mode="processes"))
+    assert torch.equal(
+        torch.cat([x.audio for x in got]), torch.stack([a[i].audio for i in range(len(a))])
+    )

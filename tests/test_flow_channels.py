@@ -150,3 +150,18 @@ def test_flow_is_the_same_in_every_worker_mode(moving_store, mode):
     assert torch.equal(flow, torch.stack([s.flow for s in ref]))
     assert torch.equal(torch.cat([b.frames for b in got]), torch.stack([s.frames for s in ref]))
     assert all(m["registered"] == "flow" for b in got for m in b.meta)
+
+
+def test_an_hdf5_copy_serves_the_same_flow(moving_store, tmp_path):
+    from hyperframes.store import convert_to_hdf5
+
+    h5 = tmp_path / "move.h5"
+    convert_to_hdf5(moving_store, h5, progress=False)
+    kw = {"frames": T, "flow": True, "register": "homography"}
+    a = HyperframeDataset(moving_store, "sliding", **kw)
+    b = HyperframeDataset(h5, "sliding", **kw)
+    ref = torch.stack([a[i].flow for i in range(len(a))])
+    got = list(loader(b, batch_size=2, shuffle=False, workers=2, mode="processes"))
+    assert torch.equal(torch.cat([x.flow for x in got]), ref)
+    frames = torch.stack([a[i].frames for i in range(len(a))])
+    assert torch.equal(torch.cat([x.frames for x in got]), frames)

@@ -42,6 +42,7 @@ def _config(store, model: str, **data) -> dict:
     return cfg
 
 
+@pytest.mark.slow
 def test_the_audio_visual_model_trains_on_store_audio(av_store, tmp_path):
     cfg = _config(
         av_store,
@@ -62,6 +63,7 @@ def test_the_audio_visual_model_trains_on_store_audio(av_store, tmp_path):
         Predictor(torch.nn.Identity(), contract)
 
 
+@pytest.mark.slow
 def test_a_channel_model_trains_on_flow_planes_and_evaluates(av_store, tmp_path):
     cfg = _config(av_store, "channel_resnet18", flow=True, register="homography")
     run = tmp_path / "run"
@@ -100,3 +102,16 @@ def test_track_options_are_checked_against_the_model(av_store, tmp_path, model, 
 
     with pytest.raises(ConfigError, match=match):
         config_from_dict(_config(av_store, model, **data))
+
+
+def test_a_checkpoint_from_before_the_track_keys_resumes():
+    from hyperframes.train import config_from_dict
+    from hyperframes.train._setup import check_resume_config
+
+    cfg = config_from_dict({"data": {"store": "s"}})
+    saved = cfg.to_dict()
+    for key in ("audio", "audio_options", "audio_missing", "flow", "register"):
+        del saved["data"][key]
+    check_resume_config(saved, cfg)  # the new keys at their defaults: the same run
+    with pytest.raises(ConfigError, match=r"data\.flow: False -> True"):
+        check_resume_config(saved, config_from_dict({"data": {"store": "s", "flow": True}}))

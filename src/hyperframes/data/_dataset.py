@@ -300,7 +300,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
         if tracks.register is not None:
             k = frames.shape[0] // 2 if self.layout == "keyframe" else 0
             path = self.store.videos.paths[video_id]
-            frames = tracks.registered(frames.cpu(), video_id, path, stored_idx, k)
+            device = frames.device
+            frames = tracks.registered(frames.cpu(), video_id, path, stored_idx, k).to(device)
         if tracks.flow:
             size = (int(frames.shape[-2]), int(frames.shape[-1]))
             flow = tracks.window_flow(video_id, stored_idx, size)
@@ -358,5 +359,6 @@ class HyperframeDataset(torch.utils.data.Dataset):
             assert isinstance(window, torch.Tensor)  # the channel layout is a tensor
             if not window.is_floating_point():
                 window = window.to(torch.float32).div_(255.0)
-            window = torch.cat([window, flow.flatten(0, 1).to(window.dtype)])
+            planes = flow.flatten(0, 1).to(device=window.device, dtype=window.dtype)
+            window = torch.cat([window, planes])
         return Hyperframe(window, label, mask, meta, target, audio, audio_mask, flow)
