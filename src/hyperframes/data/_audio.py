@@ -24,6 +24,7 @@ Samples are float in [-1, 1].
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -144,6 +145,11 @@ def mel_filterbank(
     n_mels: int, n_fft: int, rate: int, fmin: float = 0.0, fmax: float | None = None
 ) -> torch.Tensor:
     """(n_fft // 2 + 1, n_mels) triangular filters on the HTK mel scale, each peaking at 1."""
+    return _filterbank(int(n_mels), int(n_fft), int(rate), float(fmin), fmax).clone()
+
+
+@functools.lru_cache(maxsize=16)
+def _filterbank(n_mels: int, n_fft: int, rate: int, fmin: float, fmax: float | None):
     fmax = rate / 2.0 if fmax is None else min(float(fmax), rate / 2.0)
 
     def mel(f):
@@ -189,5 +195,5 @@ def logmel_columns(
     index = torch.from_numpy(start - lo)[:, None] + torch.arange(win)[None, :]
     frames = span[index] * torch.hann_window(win, periodic=True)
     power = torch.fft.rfft(frames, n=n_fft).abs().square()  # (M, n_fft//2+1)
-    fb = mel_filterbank(options.n_mels, n_fft, rate, options.fmin, options.fmax)
+    fb = _filterbank(options.n_mels, n_fft, int(rate), float(options.fmin), options.fmax)
     return torch.log(power @ fb + options.eps).T.contiguous()

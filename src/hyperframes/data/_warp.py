@@ -71,6 +71,8 @@ def compose_flow(pair_flows: torch.Tensor, first: int, i: int, j: int) -> torch.
     if j < i:
         return -compose_flow(pair_flows, first, j, i)
     total = pair_flows[j - 1 - first].float().clone()
+    if j - i == 1:
+        return total
     base = _base_grid(h, w)
     for k in range(j - 2, i - 1, -1):  # F_kj = F_k + F_(k+1)j(p + F_k)
         step = pair_flows[k - first].float()
