@@ -96,3 +96,149 @@ def make_class_folder(root: Path, *, classes=("a", "b", "c"), per_class=2, frame
                 **kw,
             )
     return root
+
+
+# -- videos with an audio track, and moving textures (issue 12: audio and flow tracks) --------
+
+
+def beep_samples(
+    seconds: float,
+    sample_rate: int,
+    beeps=((0.50, 0.60), (1.30, 1.40)),
+    *,
+    freq: float = 1000.0,
+    amplitude: float = 0.5,
+) -> np.ndarray:
+    """Mono float32 samples: a ``freq`` Hz sine during each ``(start, end)`` of ``beeps`` (in
+    seconds from the first sample), silence elsewhere."""
+    t = np.arange(round(seconds * sample_rate)) / sample_rate
+    on = np.zeros(len(t), bool)
+    for a, b in beeps:
+        on |= (t >= a) & (t < b)
+    return np.where(on, amplitude * np.sin(2 * np.pi * freq * t), 0.0).astype(np.float32)
+
+
+def make_beep_video(
+    path: Path,
+    *,
+    seconds: float = 2.0,
+    fps: int = 25,
+    width: int = 64,
+    height: int = 48,
+    sample_rate: int = 48000,
+    beeps=((0.50, 0.60), (1.30, 1.40)),
+    freq: float = 1000.0,
+    audio_codec: str = "pcm_s16le",
+    pts_seconds: list[float] | None = None,
+) -> Path:
+    """A video (H.264, frames painted as :func:`write_video` paints them) with one mono audio
+    stream: a ``freq`` Hz beep during each of ``beeps`` (seconds), silence elsewhere, at
+    ``sample_rate``. Video and audio both start at time 0. ``pts_seconds``: explicit (e.g.
+    variable-rate) frame times instead of ``seconds * fps`` frames at ``fps``. Use .mkv for
+    pcm_s16le (exact timing); aac in .mp4 works too (the encoder's priming delay is in its
+    timestamps)."""
+    import av
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n_frames = len(pts_seconds) if pts_seconds is not None else round(seconds * fps)
+    tb = Fraction(1, 1000) if pts_seconds is not None else Fraction(1, fps)
+    samples = beep_samples(seconds, sample_rate, beeps, freq=freq)
+    with av.open(str(path), "w") as out:
+        vs = out.add_stream("libx264", rate=fps)
+        vs.width, vs.height, vs.pix_fmt = width, height, "yuv420p"
+        vs.time_base = tb
+        vs.codec_context.time_base = tb
+        vs.options = {"crf": "12", "preset": "ultrafast", "g": "8", "bf": "0"}
+        aus = out.add_stream(audio_codec, rate=sample_rate, layout="mono")
+        fmt = "s16" if audio_codec == "pcm_s16le" else "fltp"
+        block = aus.codec_context.frame_size or 1024
+        packets = []
+        for i in range(n_frames):
+            img = np.empty((height, width, 3), np.uint8)
+            img[:, : width // 2] = level(i)
+            img[:, width // 2 :] = (200, 30, 30)
+            f = av.VideoFrame.from_ndarray(img, format="rgb24")
+            f.pts = round(pts_seconds[i] / tb) if pts_seconds is not None else i
+            f.time_base = tb
+            packets += vs.encode(f)
+        packets += vs.encode()
+        for start in range(0, len(samples), block):
+            chunk = samples[start : start + block]
+            data = (chunk * 32767).astype(np.int16)[None] if fmt == "s16" else chunk[None]
+            af = av.AudioFrame.from_ndarray(data, format=fmt, layout="mono")
+            af.sample_rate = sample_rate
+            af.pts = start
+            af.time_base = Fraction(1, sample_rate)
+            packets += aus.encode(af)
+        packets += aus.encode()
+        # interleave by time, as a muxer expects
+        packets.sort(key=lambda p: float((p.dts if p.dts is not None else 0) * p.time_base))
+        for p in packets:
+            out.mux(p)
+    return path
+
+
+def make_vfr_beep_video(path: Path, *, seconds: float = 2.0, **kw) -> Path:
+    """:func:`make_beep_video` with variable frame durations: frames 40 ms apart, then 80 ms,
+    then 20 ms, repeating, over ``seconds``."""
+    pts, t, steps, k = [], 0.0, (0.04, 0.08, 0.02), 0
+    while t < seconds - 1e-9:
+        pts.append(round(t, 3))
+        t += steps[k % 3]
+        k += 1
+    return make_beep_video(path, seconds=seconds, pts_seconds=pts, **kw)
+
+
+def smooth_texture(height: int, width: int, *, seed: int = 0, blur: float = 3.0) -> np.ndarray:
+    """A uint8 grey texture of Gaussian-blurred noise, scaled to 0..255 (flow has corners and
+    gradients everywhere to follow)."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    noise = rng.random((height, width)).astype(np.float32)
+    tex = cv2.GaussianBlur(noise, (0, 0), blur)
+    tex = (tex - tex.min()) / max(float(tex.max() - tex.min()), 1e-6)
+    return (tex * 255).astype(np.uint8)
+
+
+def make_translating_video(
+    path: Path,
+    dx: float,
+    dy: float,
+    *,
+    frames: int = 6,
+    size: int = 64,
+    fps: int = 25,
+    seed: int = 0,
+) -> Path:
+    """A ``size`` x ``size`` grey texture moving by (``dx``, ``dy``) pixels per frame (content at
+    x in frame k is at x + dx in frame k+1), subpixel shifts included: each frame is the
+    texture of a larger canvas sampled at a shifted grid (bilinear). Encoded losslessly (FFV1,
+    .mkv)."""
+    import av
+    import cv2
+
+    pad = int(np.ceil(max(abs(dx), abs(dy)) * frames)) + 8
+    canvas = smooth_texture(size + 2 * pad, size + 2 * pad, seed=seed).astype(np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w") as out:
+        s = out.add_stream("ffv1", rate=fps)
+        s.width, s.height, s.pix_fmt = size, size, "yuv444p"
+        for k in range(frames):
+            # frame k shows canvas at (x - k*dx, y - k*dy): content moves by +dx, +dy per frame
+            m = np.float32([[1, 0, pad - k * dx], [0, 1, pad - k * dy]])
+            grey = cv2.warpAffine(
+                canvas,
+                m,
+                (size, size),
+                flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                borderMode=cv2.BORDER_REFLECT,
+            )
+            img = np.repeat(np.clip(grey + 0.5, 0, 255).astype(np.uint8)[:, :, None], 3, 2)
+            f = av.VideoFrame.from_ndarray(img, format="rgb24")
+            f.pts = k
+            for pkt in s.encode(f):
+                out.mux(pkt)
+        for pkt in s.encode():
+            out.mux(pkt)
+    return path

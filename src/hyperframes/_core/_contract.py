@@ -17,6 +17,12 @@ cannot disagree. From a source frame to the model, in order:
    (a ``dtype="float16"`` store holds frames normalised at build time: only cast);
 5. **layout** -- the batch rearranged for the model (:mod:`hyperframes._core._layouts`), once per
    batch, at the model boundary.
+6. **tracks** -- with ``flow`` the window's optical flow (B, T-1, 2, H, W), in pixels, is
+   appended after the channel layout's frames (B, C*T + 2*(T-1), H, W); with ``audio`` (the
+   log-mel parameters the model was trained with) the input is ``(video, audio)``, the
+   batch's log-mel (B, n_mels, T*k) beside the video. ``register`` records the registration
+   the windows had (``"homography"``/``"flow"``). These come from a store's tracks: eval and
+   training prepare them; a raw video cannot (the predictor refuses such a contract).
 
 Steps 3-5 are :meth:`InputContract.prepare`, the one function every path calls on a uint8
 batch (B, T, C, H, W). Geometry is idempotent (a frame already s x s is left as it is), so
@@ -72,7 +78,15 @@ _FIELDS = (
     "dtype",
     "layout",
     "classes",
+    "flow",
+    "audio",
+    "register",
 )
+#: fields written by ``to_dict`` only when they differ from their default (older readers and
+#: checkpoints without them stay readable)
+_OPTIONAL = {"flow": False, "audio": None, "register": None}
+REGISTER_MODES = ("homography", "flow")
+_AUDIO_KEYS = ("n_mels", "window_ms", "columns_per_frame")
 
 
 def _is_int(v: Any) -> bool:
@@ -129,6 +143,9 @@ class InputContract:
     std: tuple[float, float, float] = IMAGENET_STD
     dtype: str = "uint8"
     classes: tuple[str, ...] = ()
+    flow: bool = False
+    audio: dict | None = None
+    register: str | None = None
     source: str = dataclasses.field(default="defaults", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -177,17 +194,61 @@ class InputContract:
                 f"{len(classes)} items"
             )
         object.__setattr__(self, "classes", tuple(classes))
+        self._check_tracks()
+
+    def _check_tracks(self) -> None:
+        if not isinstance(self.flow, bool):
+            raise ConfigError(f"flow must be true or false, got {self.flow!r:.80}")
+        if self.flow and self.layout != "channel":
+            raise ConfigError(
+                f"flow: the flow planes are appended in the channel layout; layout "
+                f"{self.layout!r} takes frames only (use a channel model, or flow: false)"
+            )
+        if self.register not in (None, *REGISTER_MODES):
+            raise ConfigError(
+                f"register {self.register!r:.80} is not allowed; allowed: null, "
+                f"{', '.join(REGISTER_MODES)}"
+            )
+        a = self.audio
+        if a is None:
+            return
+        if not isinstance(a, Mapping) or sorted(a) != sorted(_AUDIO_KEYS):
+            raise ConfigError(
+                f"audio: expected a mapping with {', '.join(_AUDIO_KEYS)}, got {a!r:.120}"
+            )
+        for k in ("n_mels", "columns_per_frame"):
+            if not _is_int(a[k]) or not 1 <= a[k] <= 1024:
+                raise ConfigError(
+                    f"audio.{k}: expected an integer from 1 to 1024, got {a[k]!r:.40}"
+                )
+        w = a["window_ms"]
+        if isinstance(w, bool) or not isinstance(w, int | float) or not 1 <= w <= 1000:
+            raise ConfigError(f"audio.window_ms: expected a number from 1 to 1000, got {w!r:.40}")
+        object.__setattr__(self, "audio", {k: a[k] for k in _AUDIO_KEYS})
+
+    def __hash__(self) -> int:  # audio is a dict: hash what identifies the contract
+        return hash((self.frames, self.layout, self.frame_stride, self.size, self.classes))
 
     def __repr__(self) -> str:
-        shown = {k: getattr(self, k) for k in _FIELDS if k != "classes"}
+        shown = {
+            k: getattr(self, k)
+            for k in _FIELDS
+            if k != "classes" and (k not in _OPTIONAL or getattr(self, k) != _OPTIONAL[k])
+        }
         args = ", ".join(f"{k}={v!r}" for k, v in shown.items())
         return f"InputContract({args}, classes=<{len(self.classes)} names>)"
 
     # -- (de)serialisation -------------------------------------------------------------------
     def to_dict(self) -> dict:
         """Plain values (``torch.load(weights_only=True)`` and JSON read them back)."""
-        d = {k: getattr(self, k) for k in _FIELDS}
+        d = {
+            k: getattr(self, k)
+            for k in _FIELDS
+            if k not in _OPTIONAL or getattr(self, k) != _OPTIONAL[k]
+        }
         d.update(mean=list(self.mean), std=list(self.std), classes=list(self.classes))
+        if self.audio is not None:
+            d["audio"] = dict(self.audio)
         return {"version": VERSION, **d}
 
     @classmethod
@@ -232,6 +293,17 @@ class InputContract:
             return (self.crop, self.crop)
         spec = parse_size(self.size)
         return (64, 64) if spec is None else (spec[1], spec[2])
+
+    def model_options(self) -> dict:
+        """Model options the tracks imply: ``extra_channels`` 2*(T-1) with flow (the channel
+        family's first conv reads them), ``n_mels``/``columns_per_frame`` with audio."""
+        out: dict = {}
+        if self.flow:
+            out["extra_channels"] = 2 * (self.frames - 1)
+        if self.audio is not None:
+            out["n_mels"] = self.audio["n_mels"]
+            out["columns_per_frame"] = self.audio["columns_per_frame"]
+        return out
 
     def window_span(self) -> int:
         """Stored frames a window covers: ``(frames - 1) * frame_stride + 1``."""
@@ -286,9 +358,12 @@ class InputContract:
             )
         return normalize(frames, self.mean, self.std)
 
-    def prepare(self, frames, *, device=None, position: str = "centre"):
-        """Steps 3-5 on a uint8 window (T, C, H, W) or batch (B, T, C, H, W): the model's
-        input (a tensor, or a :class:`~hyperframes._core._layouts.KeyframeWindow`)."""
+    def prepare(self, frames, *, device=None, position: str = "centre", flow=None, audio=None):
+        """Steps 3-6 on a uint8 window (T, C, H, W) or batch (B, T, C, H, W): the model's
+        input (a tensor, a :class:`~hyperframes._core._layouts.KeyframeWindow`, or with
+        ``audio`` a ``models.AudioVisual(video, audio)``). ``flow`` (…, T-1, 2, H, W) and
+        ``audio`` (…, n_mels, T*k): the window's tracks, required when the contract has
+        them (step 6), ignored otherwise."""
         from ._layouts import to_layout
 
         if getattr(frames, "ndim", 0) not in (4, 5):
@@ -303,7 +378,43 @@ class InputContract:
                 f"{frames.shape[-4]} (shape {tuple(frames.shape)})"
             )
         x = self.resize_crop(frames, position=position)
-        return to_layout(self.normalize(x, device=device), self.layout)
+        out = to_layout(self.normalize(x, device=device), self.layout)
+        if self.flow:
+            out = self._with_flow(out, flow, frames.shape[-4], device)
+        if self.audio is not None:
+            out = self._with_audio(out, audio, device)
+        return out
+
+    def _with_flow(self, video, flow, t: int, device):
+        import torch
+
+        want = (t - 1, 2, *video.shape[-2:])
+        if not isinstance(flow, torch.Tensor) or tuple(flow.shape[-4:]) != want:
+            got = tuple(flow.shape) if isinstance(flow, torch.Tensor) else type(flow).__name__
+            raise DataError(
+                f"prepare: this contract appends optical flow (…, {want[0]}, 2, {want[2]}, "
+                f"{want[3]}) to the frames (the model was trained with flow channels); got "
+                f"{got}. Flow comes from a store built with --flow and a dataset with flow=True"
+            )
+        flow = flow.to(device=video.device, dtype=video.dtype, non_blocking=True)
+        return torch.cat([video, flow.flatten(-4, -3)], -3)
+
+    def _with_audio(self, video, audio, device):
+        import torch
+
+        from ..models import AudioVisual
+
+        assert self.audio is not None
+        k = self.audio["columns_per_frame"]
+        want = (self.audio["n_mels"], self.frames * k)
+        if not isinstance(audio, torch.Tensor) or tuple(audio.shape[-2:]) != want:
+            got = tuple(audio.shape) if isinstance(audio, torch.Tensor) else type(audio).__name__
+            raise DataError(
+                f"prepare: the model takes audio beside the video, a log-mel (…, {want[0]}, "
+                f"{want[1]}); got {got}. Audio comes from a store built with --audio and a "
+                f"dataset with audio={self.audio!r}"
+            )
+        return AudioVisual(video, audio.to(device=video.device, dtype=torch.float32))
 
     def transform(self, position: str = "centre") -> ContractCrop | None:
         """Step 3 as a dataset transform (per window, before collation), or None when it does
@@ -451,6 +562,7 @@ def _from_config(cfg: Any, store: Any) -> InputContract:
         dtype = "float16"
         mean, std = norm.get("mean", mean), norm.get("std", std)
     return _make(
+        tracks=_tracks_of(cfg, spec),
         frames=d.frames,
         layout=spec.layout if d.layout == "auto" else d.layout,
         task=spec.task,
@@ -466,9 +578,49 @@ def _from_config(cfg: Any, store: Any) -> InputContract:
     )
 
 
-def _make(*, frames, layout, task, crop, stride, size, fps, mean, std, dtype, classes, source):
+def model_takes_audio(spec: Any) -> bool:
+    """Whether a registered model takes a log-mel beside the video (its options name
+    ``n_mels``: the audio-visual family)."""
+    return "n_mels" in spec.options()
+
+
+def _tracks_of(cfg: Any, spec: Any) -> dict:
+    """The contract's tracks from a training config: ``flow``, ``register`` and (for a model
+    that takes audio) the log-mel parameters of ``data.audio_options``."""
+    d = cfg.data
+    audio = None
+    if model_takes_audio(spec) and getattr(d, "audio", None) is not None:
+        from ..data import resolve_audio
+
+        opts = resolve_audio(dict(getattr(d, "audio_options", {}) or {}))
+        assert opts is not None
+        audio = opts.to_dict()
+    return {
+        "flow": bool(getattr(d, "flow", False)),
+        "register": getattr(d, "register", None),
+        "audio": audio,
+    }
+
+
+def _make(
+    *,
+    frames,
+    layout,
+    task,
+    crop,
+    stride,
+    size,
+    fps,
+    mean,
+    std,
+    dtype,
+    classes,
+    source,
+    tracks=None,
+):
     check_frame_size(size, "frame size")
     return InputContract(
+        **(tracks or {}),
         frames=frames,
         layout=layout,
         frame_stride=stride,

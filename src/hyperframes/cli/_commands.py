@@ -30,6 +30,12 @@ def build(args) -> int:
         workers=args.workers,
         on_damaged=args.on_damaged,
         max_pixels=args.max_pixels,
+        audio=args.audio,
+        audio_rate=args.audio_rate,
+        audio_channels=args.audio_channels,
+        flow=args.flow,
+        flow_size=args.flow_size,
+        flow_dtype=args.flow_dtype,
     )
     if args.dry_run:
         est = dry_run(args.data, options, input_format=args.input_format, root=args.root)

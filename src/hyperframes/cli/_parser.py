@@ -147,6 +147,41 @@ def _build_options(b) -> None:
         help=f"refuse videos whose frames exceed this many pixels (default {DEFAULT_MAX_PIXELS}, "
         "passes 8K)",
     )
+    b.add_argument(
+        "--audio",
+        action="store_true",
+        help="also store each video's first audio stream, decoded once (videos without one "
+        "are stored without audio)",
+    )
+    b.add_argument(
+        "--audio-rate", type=int, default=16000, help="with --audio: sample rate in Hz (16000)"
+    )
+    b.add_argument(
+        "--audio-channels",
+        type=int,
+        default=1,
+        choices=[1, 2],
+        help="with --audio: 1 mono (default) or 2 stereo",
+    )
+    b.add_argument(
+        "--flow",
+        default=None,
+        choices=["dis", "farneback"],
+        help="also store OpenCV optical flow between consecutive stored frames, and one "
+        "homography per pair (needs opencv)",
+    )
+    b.add_argument(
+        "--flow-size",
+        default=None,
+        help="with --flow: flow size as --size takes it, a short side (64) or HxW (48x64) "
+        "(default: the stored frame size)",
+    )
+    b.add_argument(
+        "--flow-dtype",
+        default="float16",
+        choices=["float16", "int8"],
+        help="with --flow: stored as float16 (default) or int8 with a scale per video",
+    )
     b.add_argument("--dry-run", action="store_true", help="estimate the store's size only")
     b.add_argument("--json", action="store_true", help="with --dry-run: print JSON")
     b.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -8,12 +8,14 @@ from .._core._layouts import (
     to_layout,
 )
 from . import transforms
+from ._audio import LogMelOptions, column_times, logmel_columns, mel_filterbank, resolve_audio
 from ._collate import collate_windows
 from ._dataset import HyperframeDataset
 from ._loader import HyperframeLoader, collate_hyperframes, loader
 from ._memory import InMemoryStore
 from ._record import Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
+from ._warp import compose_flow, compose_homography, resize_flow, warp_by_flow, warp_by_homography
 
 __all__ = [
     "BalancedSampler",
@@ -24,12 +26,22 @@ __all__ = [
     "HyperframeLoader",
     "InMemoryStore",
     "KeyframeWindow",
+    "LogMelOptions",
     "collate_hyperframes",
     "collate_windows",
+    "column_times",
+    "compose_flow",
+    "compose_homography",
     "expand_channel_stats",
     "from_layout",
     "list_layouts",
     "loader",
+    "logmel_columns",
+    "mel_filterbank",
+    "resize_flow",
+    "resolve_audio",
     "to_layout",
     "transforms",
+    "warp_by_flow",
+    "warp_by_homography",
 ]

@@ -26,7 +26,7 @@ from .._core._errors import DataError
 from .._core._layouts import KeyframeWindow
 from .transforms import Window
 
-__all__ = ["collate_targets", "collate_windows"]
+__all__ = ["collate_targets", "collate_track", "collate_windows"]
 
 _HINT = (
     "add a fixed-size spatial transform (RandomResizedCrop(size), Resize((h, w)) or "
@@ -96,6 +96,18 @@ def collate_targets(targets: Sequence) -> torch.Tensor | None:
             "give every sample of a dataset a target, or none"
         )
     return _stack([_as_tensor(t) for t in targets], "targets")
+
+
+def collate_track(values: Sequence, name: str) -> torch.Tensor | None:
+    """Stack the samples' ``name`` track (audio, audio_mask, flow); None when none has one."""
+    if all(v is None for v in values):
+        return None
+    if any(v is None for v in values):
+        raise DataError(
+            f"cannot batch {name}: some samples have it and others not; give every sample of a "
+            "dataset the same tracks"
+        )
+    return _stack([_as_tensor(v) for v in values], name)
 
 
 def collate_windows(samples: Sequence):

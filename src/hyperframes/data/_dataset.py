@@ -16,6 +16,7 @@ from ..sampling import PerFrame, Plan, VideoTable, change_score, create_sampler
 from ._buffers import BatchBuffers
 from ._record import Hyperframe
 from ._targets import TARGETS, TargetMaker, store_segments
+from ._tracks import Tracks, follow_geometry
 from .transforms import Window, transform_generator
 
 if TYPE_CHECKING:
@@ -88,6 +89,22 @@ class HyperframeDataset(torch.utils.data.Dataset):
     only. With the ``per_segment`` sampler an item is one labelled segment of a video (its
     label the segment's first class), and ``meta["segment"]`` is the store's segment row
     (-1 for other samplers). See :mod:`hyperframes.data._targets`.
+
+    Aligned tracks (the store must hold them: ``hyperframes build --audio --flow dis``):
+
+    * ``audio="logmel"`` (or a dict ``n_mels`` 64, ``window_ms`` 25, ``columns_per_frame``
+      k 4) gives each sample ``audio`` (n_mels, T*k) float32, k columns per frame at the
+      frame's own times by pts (any sampler, stride or frame rate; see
+      :mod:`hyperframes.data._audio`), and ``audio_mask`` (T,); a video without audio gets
+      zeros and mask False, or with ``audio_missing="error"`` a :class:`DataError`.
+    * ``flow=True`` gives ``flow`` (T-1, 2, H, W) float32 pixels, frame j to frame j+1 of the
+      window (stored pair flows chained across a stride or gap), following the transform's
+      geometry; in the ``channel`` layout it is appended to the frames: (C*T + 2*(T-1), H, W),
+      float (uint8 frames are scaled to [0, 1] there); ``in_channels`` says how many.
+    * ``register="homography"`` or ``"flow"`` warps frames onto the window's key frame (frame
+      0; T//2 in the keyframe layout) before the transform; ``meta["registered"]`` says which
+      was applied (None without).
+    See :mod:`hyperframes.data._tracks`.
     """
 
     def __init__(
@@ -108,8 +125,15 @@ class HyperframeDataset(torch.utils.data.Dataset):
         exclude_damaged: bool = False,
         decode_device: str | None = None,
         targets: str | None = None,
+        audio=None,
+        audio_missing: str = "zeros",
+        flow: bool = False,
+        register: str | None = None,
     ):
         self.store = _open(store)
+        self.tracks = Tracks(
+            self.store, audio=audio, audio_missing=audio_missing, flow=flow, register=register
+        )
         if targets is not None and targets not in TARGETS:
             raise ConfigError(
                 f"unknown targets={targets!r}; choose None (labels only), "
@@ -175,6 +199,12 @@ class HyperframeDataset(torch.utils.data.Dataset):
             self.reader = CudaJpegReader(self.store, device=decode_device)
         self._buffers = BatchBuffers()
         self._len = self.sampler.num_items(self.table)
+
+    @property
+    def in_channels(self) -> int:
+        """Channels of a sample's frames in the channel layout: C*T, plus 2*(T-1) with flow."""
+        c = int(self.store.videos.shapes[0][0]) if len(self.store.videos) else 3
+        return c * self.frames + (2 * (self.frames - 1) if self.tracks.flow else 0)
 
     @property
     def device(self) -> torch.device:
@@ -265,7 +295,22 @@ class HyperframeDataset(torch.utils.data.Dataset):
         epoch, item = key
         idx = torch.from_numpy(np.asarray(plan.frame_indices, np.int64))
         mask = torch.from_numpy(np.asarray(plan.mask, bool))
-        if self.transform is not None:
+        tracks, flow = self.tracks, None
+        stored_idx = idx.numpy()
+        if tracks.register is not None:
+            k = frames.shape[0] // 2 if self.layout == "keyframe" else 0
+            path = self.store.videos.paths[video_id]
+            device = frames.device
+            frames = tracks.registered(frames.cpu(), video_id, path, stored_idx, k).to(device)
+        if tracks.flow:
+            size = (int(frames.shape[-2]), int(frames.shape[-1]))
+            flow = tracks.window_flow(video_id, stored_idx, size)
+        if self.transform is not None and flow is not None:
+            g = transform_generator(self.seed, epoch, item)
+            (frames, idx, mask), flow = follow_geometry(
+                self.transform, Window(frames, idx, mask), flow, g
+            )
+        elif self.transform is not None:
             g = transform_generator(self.seed, epoch, item)
             out = self.transform(frames, idx, mask, generator=g)
             if not isinstance(out, Window):
@@ -298,9 +343,22 @@ class HyperframeDataset(torch.utils.data.Dataset):
             "item": item,
             "clip": int(plan.clip),
             "segment": int(self._segment_rows[plan.segment]) if plan.segment >= 0 else -1,
+            "registered": tracks.register,
         }
+        audio = audio_mask = None
+        if tracks.audio is not None:
+            audio, audio_mask = tracks.read_audio(
+                video_id, meta["video"], meta["pts_seconds"], meta["fps"], mask.cpu().numpy()
+            )
         label = self._targets.label(video_id, plan.segment)
         target = self._targets.target(
             video_id, plan.segment, meta["pts_seconds"], mask.cpu().numpy()
         )
-        return Hyperframe(to_layout(frames, self.layout), label, mask, meta, target)
+        window = to_layout(frames, self.layout)
+        if flow is not None and self.layout == "channel":
+            assert isinstance(window, torch.Tensor)  # the channel layout is a tensor
+            if not window.is_floating_point():
+                window = window.to(torch.float32).div_(255.0)
+            planes = flow.flatten(0, 1).to(device=window.device, dtype=window.dtype)
+            window = torch.cat([window, planes])
+        return Hyperframe(window, label, mask, meta, target, audio, audio_mask, flow)

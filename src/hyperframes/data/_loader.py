@@ -26,7 +26,7 @@ import torch
 import torch.utils.data
 
 from .._core._layouts import KeyframeWindow
-from ._collate import collate_targets, collate_windows
+from ._collate import collate_targets, collate_track, collate_windows
 from ._record import Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
 
@@ -68,7 +68,16 @@ def collate_hyperframes(samples: list[Hyperframe]) -> HyperframeBatch:
     labels = torch.tensor([s.label for s in samples], dtype=torch.int64)
     mask = torch.stack([s.mask for s in samples])
     target = collate_targets([s.target for s in samples])
-    return HyperframeBatch(frames, labels, mask, [s.meta for s in samples], target)
+    return HyperframeBatch(
+        frames,
+        labels,
+        mask,
+        [s.meta for s in samples],
+        target,
+        collate_track([s.audio for s in samples], "audio"),
+        collate_track([s.audio_mask for s in samples], "audio_mask"),
+        collate_track([s.flow for s in samples], "flow"),
+    )
 
 
 class _WithEpoch(torch.utils.data.Sampler):

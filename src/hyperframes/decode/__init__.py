@@ -1,11 +1,13 @@
 """Decoder backends behind one interface (PyAV default; torchcodec, decord, OpenCV optional).
 
 ``create_decoder(name)`` gives a backend; ``frames(path)`` streams a video's decoded frames in
-order, each with its index and presentation time; ``FpsResampler`` picks frames for a target
-frame rate as they stream by. Importing this package never imports the optional libraries.
+order, each with its index and presentation time; ``decode_audio(path)`` gives the first audio
+stream resampled, with its start time on the frames' clock; ``FpsResampler`` picks frames for a
+target frame rate as they stream by. Importing this package never imports the optional libraries.
 """
 
 from . import _decord, _framefolder, _opencv, _pyav, _torchcodec  # noqa: F401  (registration)
+from ._audio import AUDIO_LAYOUTS, DecodedAudio, decode_audio
 from ._base import (
     DecodedFrame,
     Decoder,
@@ -19,13 +21,16 @@ from ._resample import FpsResampler, Resampled
 from ._resize import resize_rgb
 
 __all__ = [
+    "AUDIO_LAYOUTS",
     "DecodeReport",
+    "DecodedAudio",
     "DecodedFrame",
     "Decoder",
     "FpsResampler",
     "Resampled",
     "VideoInfo",
     "create_decoder",
+    "decode_audio",
     "list_decoders",
     "register_decoder",
     "resize_rgb",

@@ -155,7 +155,19 @@ def _inputs(
     c = getattr(model, "in_channels", 3)
     if contract is not None:
         frames = torch.randint(0, 256, (batch, contract.frames, c, *hw), generator=g)
-        x = contract.prepare(frames.to(torch.uint8))
+        tracks: dict[str, Tensor] = {}
+        if contract.flow:  # the flow planes are part of the one video input
+            tracks["flow"] = torch.randn(batch, contract.frames - 1, 2, *hw, generator=g)
+        if contract.audio is not None:  # the graph's second input, made below
+            a = contract.audio
+            tracks["audio"] = torch.zeros(
+                batch, a["n_mels"], contract.frames * a["columns_per_frame"]
+            )
+        x = contract.prepare(
+            frames.to(torch.uint8), flow=tracks.get("flow"), audio=tracks.get("audio")
+        )
+        if contract.audio is not None:
+            x = x[0]  # AudioVisual(video, audio): the video
     else:
         x = to_layout(torch.randn(batch, t, c, *hw, generator=g), layout)
     if layout == "keyframe":

@@ -107,6 +107,16 @@ class Predictor:
             raise ConfigError(f"reuse {reuse!r}: allowed: 'auto', True or False")
         if not isinstance(contract, InputContract):
             raise ConfigError(f"contract must be an InputContract, got {type(contract).__name__}")
+        tracks = [n for n, on in (("optical flow", contract.flow), ("audio", contract.audio)) if on]
+        if contract.register is not None:
+            tracks.append(f"{contract.register} registration")
+        if tracks:
+            raise ConfigError(
+                f"Predictor reads raw video frames; this model was trained with "
+                f"{' and '.join(tracks)} from a store, which the predictor cannot compute. "
+                "Build a store of the videos (hyperframes build --audio/--flow) and evaluate "
+                "there (hyperframes eval)"
+            )
         self.model = model.eval()
         if device is not None:
             self.model.to(device)

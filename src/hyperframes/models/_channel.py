@@ -5,6 +5,11 @@ channels; it is initialised from the 3-channel conv repeated T times and divided
 (:func:`inflate_conv2d`), so on a clip of T identical frames the network answers as the
 2D network does on one frame. Cheapest family: one 2D forward per clip; temporal order is
 only seen by the first layer.
+
+``extra_channels`` E: planes appended after the T*C frame channels (the dataset's optical
+flow, 2*(T-1) planes with ``flow=True``; ``HyperframeDataset.in_channels`` is T*C + E). The
+first conv then reads T*C + E channels; each extra plane starts with the mean of the colour
+kernels divided by T (:func:`widen_conv2d`), as a grey frame would.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from ._base import VideoModel, _shape, mobilenet_features, resnet_features
 from ._registry import register_model
 from ._weights import inflate_weight
 
-__all__ = ["ChannelFusion", "inflate_conv2d"]
+__all__ = ["ChannelFusion", "inflate_conv2d", "widen_conv2d"]
 
 _TORCHVISION = {
     # name: (first conv path, classifier head prefix)
@@ -55,8 +60,39 @@ def inflate_conv2d(conv: nn.Conv2d, frames: int) -> nn.Conv2d:
     return new
 
 
+def extra_weight(weight: Tensor, frames: int, extra: int) -> Tensor:
+    """(O, extra, k, k): each extra plane's kernel, the mean of the 2D ``weight``'s input
+    kernels divided by T."""
+    return weight.mean(1, keepdim=True).repeat(1, extra, 1, 1) / frames
+
+
+def widen_conv2d(conv: nn.Conv2d, source: Tensor, frames: int, extra: int) -> nn.Conv2d:
+    """``conv`` (reading T*C channels) with ``extra`` more input planes after them, their
+    kernels from the 2D weight ``source`` (:func:`extra_weight`)."""
+    if extra == 0:
+        return conv
+    new = nn.Conv2d(
+        conv.in_channels + extra,
+        conv.out_channels,
+        conv.kernel_size,  # type: ignore[arg-type]
+        stride=conv.stride,  # type: ignore[arg-type]
+        padding=conv.padding,  # type: ignore[arg-type]
+        dilation=conv.dilation,  # type: ignore[arg-type]
+        bias=conv.bias is not None,
+        padding_mode=conv.padding_mode,
+        device=conv.weight.device,
+        dtype=conv.weight.dtype,
+    )
+    with torch.no_grad():
+        new.weight.copy_(torch.cat([conv.weight, extra_weight(source, frames, extra)], 1))
+        if conv.bias is not None:
+            assert new.bias is not None  # made with bias=True above
+            new.bias.copy_(conv.bias)
+    return new
+
+
 class ChannelFusion(VideoModel):
-    """A 2D classifier whose first conv takes ``in_channels * frames`` channels."""
+    """A 2D classifier whose first conv takes ``in_channels * frames + extra_channels``."""
 
     layout = "channel"
 
@@ -68,9 +104,15 @@ class ChannelFusion(VideoModel):
         in_channels: int = 3,
         checkpointing: bool = False,
         timm: bool = False,
+        extra_channels: int = 0,
         **timm_kwargs: Any,
     ) -> None:
         super().__init__(num_classes, frames, in_channels, checkpointing)
+        if isinstance(extra_channels, bool) or not isinstance(extra_channels, int):
+            raise ConfigError(f"extra_channels must be an integer >= 0, got {extra_channels!r}")
+        if extra_channels < 0:
+            raise ConfigError(f"extra_channels must be an integer >= 0, got {extra_channels}")
+        self.extra_channels = extra_channels
         self.backbone_name = backbone
         self.is_timm = timm
         if timm:
@@ -81,7 +123,7 @@ class ChannelFusion(VideoModel):
                     backbone,
                     pretrained=False,
                     num_classes=num_classes,
-                    in_chans=in_channels * frames,
+                    in_chans=in_channels * frames + extra_channels,
                     **timm_kwargs,
                 )
             except (RuntimeError, TypeError, ValueError) as e:
@@ -94,7 +136,11 @@ class ChannelFusion(VideoModel):
             conv = net.get_submodule(first)
             assert isinstance(conv.weight, Tensor)  # a conv's weight (nn.Module types it loosely)
             with torch.no_grad():  # same start as an inflated 3-channel conv
-                conv.weight.copy_(inflate_weight(conv.weight[:, :in_channels], frames))
+                two_d = conv.weight[:, :in_channels]
+                start = inflate_weight(two_d, frames)
+                if extra_channels:
+                    start = torch.cat([start, extra_weight(two_d, frames, extra_channels)], 1)
+                conv.weight.copy_(start)
             head_prefix = head + "."
         else:
             if backbone not in _TORCHVISION:
@@ -108,15 +154,47 @@ class ChannelFusion(VideoModel):
             if in_channels != conv.in_channels:
                 raise ConfigError(f"{backbone} takes 3-channel frames, not {in_channels}")
             parent, _, leaf = first.rpartition(".")
-            setattr(
-                net.get_submodule(parent) if parent else net, leaf, inflate_conv2d(conv, frames)
-            )
+            wide = widen_conv2d(inflate_conv2d(conv, frames), conv.weight, frames, extra_channels)
+            setattr(net.get_submodule(parent) if parent else net, leaf, wide)
         self.backbone = net
         self.checkpointing = checkpointing  # reaches timm's own switch now
         self.first_conv = first
         self.pretrained_prefix = "backbone."
         self.pretrained_inflate = (f"backbone.{first}.weight",)
         self.pretrained_optional = (f"backbone.{head_prefix}",)
+
+    @property
+    def input_channels(self) -> int:
+        """Channels of the input: ``in_channels * frames + extra_channels``."""
+        return self.in_channels * self.frames + self.extra_channels
+
+    def example_input(
+        self, batch: int = 2, size: int = 64, *, generator: torch.Generator | None = None
+    ) -> Tensor:
+        x = super().example_input(batch, size, generator=generator)
+        assert isinstance(x, Tensor)  # the channel layout
+        if not self.extra_channels:
+            return x
+        extra = torch.randn(batch, self.extra_channels, size, size, generator=generator)
+        return torch.cat([x, extra.to(x.device)], 1)
+
+    def map_pretrained(self, state_dict):
+        """As the base's; the first conv's 2D weight is inflated over the frames and widened
+        by the extra planes."""
+        out = super().map_pretrained(state_dict)
+        key = f"backbone.{self.first_conv}.weight"
+        w = out.get(key)
+        if (
+            self.extra_channels
+            and w is not None
+            and w.dim() == 4
+            and w.shape[1] == self.in_channels
+        ):
+            out[key] = torch.cat(
+                [inflate_weight(w, self.frames), extra_weight(w, self.frames, self.extra_channels)],
+                1,
+            )
+        return out
 
     def _set_checkpointing(self, enabled: bool) -> None:
         net = getattr(self, "backbone", None)
@@ -128,12 +206,13 @@ class ChannelFusion(VideoModel):
             net.set_grad_checkpointing(enabled)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """``x``: (B, C*T, H, W). ``mask`` is ignored (pad clips by repeating frames)."""
-        want = self.in_channels * self.frames
+        """``x``: (B, C*T [+ E], H, W). ``mask`` is ignored (pad clips by repeating frames)."""
+        want = self.input_channels
         if not isinstance(x, Tensor) or x.dim() != 4 or x.shape[1] != want:
+            extra = f" + {self.extra_channels} extra" if self.extra_channels else ""
             raise DataError(
-                f"{self._who()} takes the channel layout (B, {self.in_channels}*{self.frames}="
-                f"{want}, H, W); got {_shape(x)}"
+                f"{self._who()} takes the channel layout (B, {self.in_channels}*{self.frames}"
+                f"{extra}={want}, H, W); got {_shape(x)}"
             )
         net: Any = self.backbone  # heads are reached by name (fc / classifier)
         if self.is_timm:
@@ -144,23 +223,37 @@ class ChannelFusion(VideoModel):
 
 
 @register_model("channel_resnet18", layout="channel", family="channel")
-def channel_resnet18(num_classes: int, frames: int, checkpointing: bool = False) -> ChannelFusion:
+def channel_resnet18(
+    num_classes: int, frames: int, checkpointing: bool = False, extra_channels: int = 0
+) -> ChannelFusion:
     """Early fusion: torchvision ResNet-18 with a 3T-channel first conv."""
-    return ChannelFusion("resnet18", num_classes, frames, checkpointing=checkpointing)
+    return ChannelFusion(
+        "resnet18", num_classes, frames, checkpointing=checkpointing, extra_channels=extra_channels
+    )
 
 
 @register_model("channel_resnet50", layout="channel", family="channel")
-def channel_resnet50(num_classes: int, frames: int, checkpointing: bool = False) -> ChannelFusion:
+def channel_resnet50(
+    num_classes: int, frames: int, checkpointing: bool = False, extra_channels: int = 0
+) -> ChannelFusion:
     """Early fusion: torchvision ResNet-50 with a 3T-channel first conv."""
-    return ChannelFusion("resnet50", num_classes, frames, checkpointing=checkpointing)
+    return ChannelFusion(
+        "resnet50", num_classes, frames, checkpointing=checkpointing, extra_channels=extra_channels
+    )
 
 
 @register_model("channel_mobilenet_v3_small", layout="channel", family="channel")
 def channel_mobilenet_v3_small(
-    num_classes: int, frames: int, checkpointing: bool = False
+    num_classes: int, frames: int, checkpointing: bool = False, extra_channels: int = 0
 ) -> ChannelFusion:
     """Early fusion: torchvision MobileNetV3-Small with a 3T-channel first conv."""
-    return ChannelFusion("mobilenet_v3_small", num_classes, frames, checkpointing=checkpointing)
+    return ChannelFusion(
+        "mobilenet_v3_small",
+        num_classes,
+        frames,
+        checkpointing=checkpointing,
+        extra_channels=extra_channels,
+    )
 
 
 @register_model("channel_timm", layout="channel", family="channel", requires=("timm",))
@@ -169,9 +262,16 @@ def channel_timm(
     frames: int,
     backbone: str = "resnet18",
     checkpointing: bool = False,
+    extra_channels: int = 0,
     **timm_kwargs: Any,
 ) -> ChannelFusion:
     """Early fusion: any timm 2D backbone built with in_chans=3*T (needs timm)."""
     return ChannelFusion(
-        backbone, num_classes, frames, checkpointing=checkpointing, timm=True, **timm_kwargs
+        backbone,
+        num_classes,
+        frames,
+        checkpointing=checkpointing,
+        timm=True,
+        extra_channels=extra_channels,
+        **timm_kwargs,
     )

@@ -15,12 +15,14 @@ from .._core._atomic import save_npy_atomic, write_bytes_atomic, write_json_atom
 from .._version import __version__
 from ._annotations import build_annotations, write_annotations
 from ._format import (
+    AUDIO_FILE,
     CHANGE_FILE,
     CHECKSUM_ALGORITHM,
     CHUNK_DTYPE,
     CHUNKS_FILE,
     DETAIL_KEYS,
     DETAILS_FILE,
+    FLOW_FILE,
     FORMAT_NAME,
     FORMAT_VERSION,
     FRAME_DTYPE,
@@ -39,6 +41,7 @@ from ._format import (
 from ._options import BuildOptions
 from ._shard import checksum_file, load_shard
 from ._sources import Source, source_stat
+from ._tracks import payload_ranges, track_keys, track_tables
 
 
 def _finished_shards(store: Path) -> dict[str, tuple[list[dict], dict]]:
@@ -55,6 +58,7 @@ def live_records(
     *,
     trusted: frozenset[str] = frozenset(),
     suspect: set[str] | None = None,
+    need: tuple[str, ...] = (),
 ) -> dict[str, tuple[str, dict]]:
     """{source path: (shard, record)} for sources stored already, unchanged since, and whose
     payload is on disk intact.
@@ -64,7 +68,9 @@ def live_records(
     that fails (shard missing, truncated or damaged; a record without a checksum, from an older
     build) is not kept, so its video is decoded again. Shards in ``trusted`` (written by this
     very run) skip the checksum, not the size check. Shards holding a record that failed are
-    added to ``suspect``.
+    added to ``suspect``. The same holds for each track payload the record lists (audio, flow,
+    homographies: a damaged track decodes the video again), and a record lacking one of the
+    record keys ``need`` (the tracks this build asks for) is not kept.
     """
     wanted = {s.path: s for s in sources}
     stats: dict[str, tuple[int, int] | None] = {}
@@ -82,6 +88,8 @@ def live_records(
                     except OSError:
                         stats[s.path] = None
                 if stats[s.path] != (rec["source_bytes"], rec["source_mtime_ns"]):
+                    continue
+                if any(key not in rec for key in need):
                     continue
                 if payload.holds(rec):
                     live[s.path] = (shard, rec)  # later shards win (sorted names: later runs)
@@ -104,12 +112,18 @@ class _Payload:
             self.size = -1
 
     def holds(self, rec: dict) -> bool:
-        off, n = int(rec["offset"]), int(rec["nbytes"])
+        """Every payload the record lists (frames, tracks) is in the file, intact."""
+        try:
+            ranges = payload_ranges(rec)
+        except (KeyError, TypeError, ValueError):
+            return False
+        return all(self._holds(off, n, want) for _, off, n, want in ranges)
+
+    def _holds(self, off: int, n: int, want: int | None) -> bool:
         if off < 0 or n < 0 or off + n > self.size:
             return False
         if self.trusted:
             return True
-        want = rec.get("payload_xxh3_64")
         if want is None:
             return False
         if n == 0:
@@ -157,7 +171,7 @@ def assemble(
     from ._build import BuildReport
 
     suspect: set[str] = set()
-    live = live_records(store, sources, trusted=trusted, suspect=suspect)
+    live = live_records(store, sources, trusted=trusted, suspect=suspect, need=track_keys(options))
     # the disk decides: a video stored after all is not failed; one neither stored nor failed
     # (its worker died before saying) is failed, never silently missing
     failures = {p: e for p, e in failures.items() if p not in live}
@@ -235,6 +249,15 @@ def assemble(
         index_files.append(CHANGE_FILE)
     else:
         (index / CHANGE_FILE).unlink(missing_ok=True)
+    audio, flow = track_tables(
+        [live[s.path][1] for s in kept], [shard_id[live[s.path][0]] for s in kept], options
+    )
+    for name, table in ((AUDIO_FILE, audio), (FLOW_FILE, flow)):
+        if table is not None:
+            save_npy_atomic(index / name, table)
+            index_files.append(name)
+        else:
+            (index / name).unlink(missing_ok=True)
     annotations, notes = build_annotations(kept, [live[s.path][1] for s in kept], classes)
     index_files += write_annotations(index, annotations)
     strings = {

@@ -32,6 +32,7 @@ from ._lock import StoreLock
 from ._options import BuildOptions
 from ._shard import Orphaned, OutputError, ShardWriter, output_error, recover_all
 from ._sources import Source, scan_inputs, source_stat
+from ._tracks import track_keys
 
 if TYPE_CHECKING:
     from ..decode import Decoder
@@ -240,6 +241,10 @@ def build_store(
 
         return build_hdf5(data, out, options, progress=progress)
     t0 = time.perf_counter()
+    if options.flow:
+        from ._flow import require_opencv
+
+        require_opencv()  # before any video is decoded
     store = Path(out)
     inputs = scan_inputs(data, input_format=input_format, root=root)
     sources, skipped, classes = inputs.sources, inputs.skipped, inputs.classes
@@ -294,7 +299,7 @@ def _build_locked(
     _check_params(store, options)
     write_json_atomic(store / BUILD_PARAMS, {"content": options.content()})
     recover_all(store / SHARDS_DIR)
-    done = live_records(store, sources)
+    done = live_records(store, sources, need=track_keys(options))
     todo = [i for i, s in enumerate(sources) if s.path not in done]
     if (store / MANIFEST).exists() and todo:
         (store / MANIFEST).unlink()  # the store is incomplete until assembled again
@@ -505,6 +510,12 @@ def dry_run(
         hw = target_size(info.height, info.width, options.size) or (info.height, info.width)
         est_frames += n
         est_bytes += int(n * 3 * hw[0] * hw[1] * itemsize * ratio)
+        if options.audio:  # float32 samples (as if every video had audio)
+            est_bytes += int((dur or 0) * options.audio_rate * options.audio_channels * 4)
+        if options.flow:  # per pair: 2 components at the flow size, and a 3x3 float32
+            fh, fw = target_size(*hw, options.flow_size) or hw
+            per = 2 * fh * fw * (1 if options.flow_dtype == "int8" else 2) + 36
+            est_bytes += max(n - 1, 0) * per
     return {
         "videos": len(sources),
         "estimated_frames": est_frames,

@@ -72,8 +72,41 @@ def describe_store(store) -> dict:
         "failed": m.get("failed", []),
         "damaged": m.get("damaged", []),
         "skipped": m.get("skipped", []),
+        "tracks": _tracks(store),
         "videos_shown": videos,
     }
+
+
+def _tracks(store) -> dict:
+    """``{"audio": ..., "flow": ...}``: each None when the store was built without it."""
+    tracks = getattr(store, "_tracks", None)
+    out: dict = {"audio": None, "flow": None}
+    if tracks is None:
+        return out
+    paths = store.videos.paths
+    if tracks.audio is not None:
+        a = tracks.audio
+        has = a["has_audio"] == 1
+        build = tracks.build
+        out["audio"] = {
+            "sample_rate": build.get("audio_rate"),
+            "channels": build.get("audio_channels"),
+            "videos_with_audio": int(has.sum()),
+            "videos_without_audio": [paths[i] for i in np.flatnonzero(~has).tolist()],
+            "samples": int(a["num_samples"].sum()),
+            "bytes": int(a["nbytes"].sum()),
+        }
+    if tracks.flow is not None:
+        f = tracks.flow
+        sizes = sorted({(int(h), int(w)) for h, w in zip(f["height"], f["width"])})
+        out["flow"] = {
+            **(tracks.flow_info() or {}),
+            "flow_sizes": [list(hw) for hw in sizes],
+            "pairs": int(f["num_pairs"].sum()),
+            "bytes": int(f["nbytes"].sum() + f["homography_nbytes"].sum()),
+            "homographies": "one 3x3 per pair: frame k+1 -> frame k, stored frame pixels",
+        }
+    return out
 
 
 def format_store_info(d: dict) -> str:
@@ -107,6 +140,7 @@ def format_store_info(d: dict) -> str:
     lines += [f"  {x['path']}: {x['reason']}" for x in d["skipped"][:50]]
     if len(d["skipped"]) > 50:
         lines.append(f"  ... {len(d['skipped']) - 50} more (info --json lists all)")
+    lines += _track_lines(d.get("tracks") or {})
     lines.append("videos (first 20):")
     for r in d["videos_shown"]:
         c, h, w = r["shape"]
@@ -118,6 +152,34 @@ def format_store_info(d: dict) -> str:
             + f") [{r['label']}] {r['path']}"
         )
     return "\n".join(lines)
+
+
+def _track_lines(t: dict) -> list[str]:
+    a, f = t.get("audio"), t.get("flow")
+    if a is None:
+        lines = ["audio          none (built without --audio)"]
+    else:
+        layout = {1: "mono", 2: "stereo"}.get(a["channels"], f"{a['channels']} channels")
+        without = a["videos_without_audio"]
+        n = a["videos_with_audio"] + len(without)
+        lines = [
+            f"audio          {a['sample_rate']} Hz {layout} float32: {a['videos_with_audio']} of "
+            f"{n} videos have audio ({a['bytes'] / 1e6:.2f} MB); {len(without)} without"
+            + (":" if without else "")
+        ]
+        lines += [f"  {p}" for p in without[:20]]
+        if len(without) > 20:
+            lines.append(f"  ... {len(without) - 20} more (info --json lists all)")
+    if f is None:
+        lines.append("flow           none (built without --flow)")
+    else:
+        sizes = ", ".join(f"{h}x{w}" for h, w in f["flow_sizes"])
+        lines.append(
+            f"flow           {f['method']}, {f['dtype']}, size {f['size'] or 'as stored'} "
+            f"({sizes or 'no videos'}): {f['pairs']} frame pairs with a homography each "
+            f"({f['bytes'] / 1e6:.2f} MB)"
+        )
+    return lines
 
 
 def _codec_lines(d: dict) -> list[str]:

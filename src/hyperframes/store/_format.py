@@ -33,6 +33,10 @@ A store is a folder::
                                  video's perceptual signature, pHashes of stored frames at
                                  fixed fractions of its duration (0: no hash);
                                  ``hyperframes._core._signature`` says how
+      index/audio.npy            optional (build --audio): one row per video (``AUDIO_DTYPE``):
+                                 where its audio lies in its shard, or has_audio 0
+      index/flow.npy             optional (build --flow): one row per video (``FLOW_DTYPE``):
+                                 where its flow and homographies lie in its shard
       .NAME.PID.tmp              a file being written atomically (removed on success; stale
                                  ones, of killed processes, are removed by the next writer)
 
@@ -65,6 +69,26 @@ Version 2 adds per video ``payload_xxh3_64`` (checksum of its payload bytes, use
 what a resumed build keeps and by ``open_store(..., check="video")``) and ``decode_errors``
 (error signals the decoder reported: a damaged source). Version 1 stores stay readable.
 
+Tracks (optional, format version 2 still: a reader that does not know them ignores them).
+A video's track payloads follow its frames in the same shard, each at a 4096-byte aligned
+offset with its own xxh3-64 (of exactly its bytes), and its journal record lists them
+(``"audio"`` / ``"flow"`` objects with offset, nbytes, xxh3_64 and the parameters below), so
+a resumed build keeps them or decodes the video again exactly as it does its frames. The
+manifest's ``build`` records the parameters (``audio``, ``audio_rate``, ``audio_channels``;
+``flow``, ``flow_size``, ``flow_dtype``); a build resumed with others is refused.
+
+- audio (``build --audio``): the source's first audio stream, decoded once and resampled
+  (``hyperframes.decode.decode_audio``) to ``sample_rate`` and ``channels`` (1 mono, 2
+  stereo): float32 ``[C, N]``, C-order (planar). Sample n is at ``start_seconds + n /
+  sample_rate`` in the source's seconds (the clock of ``frames.npy``'s pts_seconds). A video
+  without an audio stream has the row ``has_audio = 0`` (offset, nbytes, counts 0).
+- flow (``build --flow dis|farneback``, ``_flow`` says how it is computed): per pair of
+  consecutive stored frames (k -> k+1), ``[F-1, 2, h, w]`` of float16 (dtype code 0), or
+  int8 (code 1) with the video's ``scale`` (value = int8 * scale); component 0 = dx, 1 = dy,
+  in pixels of the flow size h x w. Then its homographies, float32 ``[F-1, 3, 3]``: H_k maps
+  a pixel (x, y, 1) of stored frame k+1 to frame k (stored frame pixels, pixel centres at
+  integers).
+
 The reader refuses a ``format_version`` it does not know.
 """
 
@@ -96,6 +120,8 @@ SEGMENTS_FILE = "segments.npy"
 SEGMENT_LABELS_FILE = "segment_labels.npy"
 VIDEO_LABELS_FILE = "video_labels.npy"
 SIGNATURES_FILE = "signatures.npy"
+AUDIO_FILE = "audio.npy"
+FLOW_FILE = "flow.npy"
 #: keys of each ``details.jsonl`` line
 DETAIL_KEYS = ("codec", "source_size", "rotation", "color_matrix", "color_range")
 
@@ -158,6 +184,39 @@ SEGMENT_LABEL_DTYPE = np.dtype("<i4")  # class id (index into the store's classe
 VIDEO_LABEL_DTYPE = np.dtype([("video", "<i8"), ("label_id", "<i4")])
 
 SIGNATURE_DTYPE = np.dtype("<u8")  # signatures.npy: (num_videos, SIGNATURE_FRAMES) of these
+
+AUDIO_DTYPE = np.dtype(
+    [
+        ("has_audio", "u1"),  # 0: the source has no audio stream (the other columns are 0)
+        ("shard", "<i4"),  # the video's own shard
+        ("offset", "<i8"),
+        ("nbytes", "<i8"),  # channels * num_samples * 4
+        ("num_samples", "<i8"),
+        ("sample_rate", "<i4"),
+        ("channels", "<i4"),
+        ("start_seconds", "<f8"),  # time of sample 0 in the source's seconds
+        ("xxh3_64", "<u8"),
+    ]
+)
+
+FLOW_DTYPE = np.dtype(
+    [
+        ("shard", "<i4"),  # the video's own shard
+        ("offset", "<i8"),
+        ("nbytes", "<i8"),  # num_pairs * 2 * height * width * itemsize
+        ("num_pairs", "<i8"),  # num_frames - 1 (0 for a one-frame video)
+        ("height", "<i4"),  # flow size
+        ("width", "<i4"),
+        ("dtype", "<i4"),  # FLOW_DTYPE_CODES
+        ("scale", "<f4"),  # value = stored * scale (1 for float16)
+        ("xxh3_64", "<u8"),
+        ("homography_offset", "<i8"),
+        ("homography_nbytes", "<i8"),  # num_pairs * 9 * 4
+        ("homography_xxh3_64", "<u8"),
+    ]
+)
+#: stored flow element type by its code in ``FLOW_DTYPE``'s dtype column
+FLOW_DTYPE_CODES = {"float16": 0, "int8": 1}
 
 CHUNK_DTYPE = np.dtype(
     [

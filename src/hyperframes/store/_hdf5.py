@@ -10,6 +10,13 @@ Layout of ``OUT.h5``::
     /index/segments, /index/segment_labels, /index/video_labels, /index/signatures
                            the folder store's optional index files of the same names
                            (``_format``), when it has them
+    /index/audio, /index/flow  the folder store's track tables (``_format``), when it has
+                           them; their shard and offset columns are 0 here
+    /audio/NNNNNNNN        a video's audio [C, N] float32 (videos with audio only)
+    /flow/NNNNNNNN         a video's flow [F-1, 2, h, w] as stored (float16, or int8 x scale)
+    /homography/NNNNNNNN   its homographies [F-1, 3, 3] float32; each track dataset is
+                           uncompressed and keeps the folder store's xxh3-64 (in the tables),
+                           which ``verify`` and ``check="video"`` recompute
     /index/frames_xxh3_64  per video: xxh3-64 of its frames [F, C, H, W] as stored (C-order
                            bytes); ``verify`` and ``check="video"`` recompute it (absent from
                            files written before it existed: those cannot be verified)
@@ -74,6 +81,7 @@ from ._reader import (
     check_option,
 )
 from ._records import IndexFiles, StoreIndex, VideoList, VideoRecord, check_table
+from ._tracks import TrackMethods, Tracks, check_track_tables
 
 H5_FORMAT = "hyperframes-hdf5"
 H5_VERSION = 1
@@ -225,6 +233,7 @@ def convert_to_hdf5(
                 bar.advance()
                 bar.add_frames(rec.num_frames)
             idx.create_dataset("frames_xxh3_64", data=sums)
+            _write_tracks(h5, src, out)
             h5.attrs["manifest"] = json.dumps(_converted_manifest(src, layout, frames_bytes))
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
@@ -236,9 +245,9 @@ def convert_to_hdf5(
     return out
 
 
-class H5Store:
+class H5Store(TrackMethods):
     """Reads the HDF5 form with the same API as ``Store`` (``check="video"`` included): a
-    :class:`~hyperframes.store.StoreReader`."""
+    :class:`~hyperframes.store.StoreReader`, with the same track reads."""
 
     def __init__(self, path: str | os.PathLike, *, check: Check = None):
         import h5py
@@ -323,6 +332,26 @@ class H5Store:
         )
         self.index = StoreIndex(self._videos, self._frames, strings, self._change, annotations)
         self.videos = VideoList(self.index)
+        index_group = h5["index"]
+        audio = self._dataset("index/audio") if "audio" in index_group else None
+        flow = self._dataset("index/flow") if "flow" in index_group else None
+        check_track_tables(
+            audio,
+            flow,
+            self._videos,
+            strings["paths"],
+            files={"audio": f"{where}:/index/audio", "flow": f"{where}:/index/flow"},
+        )
+        build = self.manifest.get("build")
+        self._tracks = Tracks(
+            audio,
+            flow,
+            build if isinstance(build, dict) else {},
+            strings["paths"],
+            self._track_bytes,
+            lambda kind, i: f"{where}:/{kind}/{i:08d}",
+            check=check == "video",
+        )
         self.codec_name = "hdf5"
         self.dtype = np.dtype(self.manifest["dtype"])
         self.check = check
@@ -343,6 +372,43 @@ class H5Store:
             return self._h5[name][()]
         except (KeyError, OSError, ValueError) as e:
             raise StoreError(f"{self.path}:/{name}: cannot be read ({e})") from None
+
+    def _track_bytes(self, kind: str, i: int) -> np.ndarray:
+        """The bytes of video ``i``'s track payload ``kind``: its dataset, whose shape and
+        dtype must be what the index says; read through the memory map when contiguous."""
+        name = f"{kind}/{i:08d}"
+        ds = self._h5.get(name)
+        shape, dtype = self._tracks.spec(kind, i)
+        got_shape, got_dtype = getattr(ds, "shape", None), getattr(ds, "dtype", None)
+        if got_shape != shape or got_dtype != dtype:
+            raise StoreError(
+                f"{self.path}:/{name}: video {i} ({self.videos.paths[i]!r}): holds {got_dtype} "
+                f"of shape {got_shape}, the index says {dtype} of shape {shape}; the file is "
+                "damaged or altered"
+            )
+        nbytes = int(np.prod(shape)) * dtype.itemsize
+        if nbytes == 0:
+            return np.zeros(0, np.uint8)
+        plist = ds.id.get_create_plist()
+        offset = ds.id.get_offset() if ds.chunks is None and plist.get_nfilters() == 0 else None
+        if offset is None:
+            return np.ascontiguousarray(ds[()]).reshape(-1).view(np.uint8)
+        mapped = self._mapped()
+        if not 0 <= offset <= len(mapped) - nbytes:
+            raise StoreError(
+                f"{self.path}:/{name}: video {i} ({self.videos.paths[i]!r}): bytes "
+                f"{offset}..{offset + nbytes} lie outside the file ({len(mapped)} bytes); the "
+                "file is truncated or altered"
+            )
+        return mapped[offset : offset + nbytes]
+
+    def _mapped(self) -> np.ndarray:
+        if self._map is None:
+            with open(self.path, "rb") as f:
+                self._map = np.frombuffer(
+                    mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8
+                )
+        return self._map
 
     def _video_dataset(self, i: int):
         """Video ``i``'s dataset, whose shape and dtype must be what the index says."""
@@ -552,6 +618,29 @@ class H5Store:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _write_tracks(h5, src: Store, out: Path) -> None:
+    """The folder store's tracks (module doc): the tables under /index/ (their shard and
+    offset columns zeroed: the payloads are datasets here), each payload as one uncompressed
+    dataset, its checksum unchanged. A damaged track is refused, as damaged frames are."""
+    tracks = src._tracks
+    for name, table in (("audio", tracks.audio), ("flow", tracks.flow)):
+        if table is None:
+            continue
+        copy = np.array(table)
+        for col in ("shard", "offset", "homography_offset"):
+            if col in (copy.dtype.names or ()):
+                copy[col] = 0
+        h5["index"].create_dataset(name, data=copy)
+    for i in range(len(src)):
+        for kind in tracks.kinds(i):
+            problem = tracks.problem(kind, i)
+            if problem is not None:
+                raise StoreError(f"cannot convert to {out}: {problem}")
+            shape, dtype = tracks.spec(kind, i)
+            data = src._track_bytes(kind, i).view(dtype).reshape(shape)
+            h5.create_dataset(f"{kind}/{i:08d}", data=data)
 
 
 def _annotation_arrays(ann) -> dict[str, np.ndarray]:

@@ -17,6 +17,7 @@ from ._codecs import Codec
 from ._options import BuildOptions
 from ._shard import ShardWriter
 from ._sources import Source, source_stat
+from ._track_writer import FlowSpill, write_tracks
 
 
 def check_source(source: Source) -> None:
@@ -81,6 +82,10 @@ def ingest(
     if normalise:
         mean = np.asarray(options.mean, np.float32).reshape(3, 1, 1) * 255.0
         std = np.asarray(options.std, np.float32).reshape(3, 1, 1) * 255.0
+    flow = None
+    if options.flow:
+        flow_hw = hw if hw is not None else (info.height, info.width)
+        flow = FlowSpill(options.flow, target_size(*flow_hw, options.flow_size), writer.directory)
     sink = writer.begin_video(codec)
     scorer = ChangeScorer()
     signature = SignatureBuilder()
@@ -98,7 +103,10 @@ def ingest(
             native_fps=info.fps,
             report=damage,
         ):
-            chw = kept.frame.to_rgb(hw).transpose(2, 0, 1)
+            rgb = kept.frame.to_rgb(hw)
+            if flow is not None:
+                flow.add(rgb)
+            chw = rgb.transpose(2, 0, 1)
             signature.add(chw, kept.pts_seconds)  # of the uint8 frame, before normalising
             if normalise:
                 chw = ((chw.astype(np.float32) - mean) / std).astype(np.float16)
@@ -113,9 +121,13 @@ def ingest(
             raise DecodeError(f"{source.path}: no frames could be decoded")
         if damage.total and options.on_damaged == "fail":
             raise DecodeError(f"{source.path}: damaged: the decoder reported {damage}")
+        tracks = write_tracks(source, options, writer, flow)
     except BaseException:
         writer.rollback(sink.offset)
         raise
+    finally:
+        if flow is not None:
+            flow.close()
     on_frames(len(pts) % 16)
     assert sink.shape is not None  # pts is not empty: the sink took a frame
     c, h, w = sink.shape
@@ -148,6 +160,7 @@ def ingest(
         "decode_errors": damage.total,
         "decode_error_counts": damage.counts,
         "decode_error_messages": damage.messages,
+        **tracks,
     }
     writer.commit(record)
     return record

@@ -7,10 +7,12 @@ import dataclasses
 from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
 from .._core._errors import ConfigError
 from .._core._sizes import DEFAULT_MAX_PIXELS, DEFAULT_SIZE, parse_size
+from ._flow import FLOW_DTYPES, FLOW_METHODS
 
 DTYPES = ("uint8", "float16")
 FORMATS = ("store", "hdf5")
 ON_DAMAGED = ("keep", "fail")
+AUDIO_CHANNELS = (1, 2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +31,13 @@ class BuildOptions:
     format: str = "store"
     hdf5_compression: str = "lzf"
     on_damaged: str = "keep"  # a video the decoder reported errors for: keep (listed) or fail
+    # tracks (``_format``): audio decoded once, optical flow between stored frames
+    audio: bool = False
+    audio_rate: int = 16000  # Hz
+    audio_channels: int = 1  # 1 mono, 2 stereo
+    flow: str | None = None  # None, "dis" or "farneback"
+    flow_size: str | None = None  # as ``size``; None = the stored frame size
+    flow_dtype: str = "float16"  # or "int8" (with a scale per video)
     # not part of the content:
     max_pixels: int = DEFAULT_MAX_PIXELS  # frames larger than this are refused before decoding
     workers: int = 1
@@ -63,6 +72,29 @@ class BuildOptions:
             raise ConfigError(f"max_pixels must be at least 1, got {self.max_pixels}")
         if self.chunk_frames < 1:
             raise ConfigError(f"chunk_frames must be at least 1, got {self.chunk_frames}")
+        self._check_tracks()
+
+    def _check_tracks(self) -> None:
+        if not isinstance(self.audio, bool):
+            raise ConfigError(f"audio must be True or False, got {self.audio!r}")
+        rate = self.audio_rate
+        if isinstance(rate, bool) or not isinstance(rate, int) or not 1000 <= rate <= 384000:
+            raise ConfigError(f"audio_rate must be an integer of Hz in 1000..384000, got {rate!r}")
+        if self.audio_channels not in AUDIO_CHANNELS or isinstance(self.audio_channels, bool):
+            raise ConfigError(
+                f"audio_channels must be 1 (mono) or 2 (stereo), got {self.audio_channels!r}"
+            )
+        if self.flow is not None and self.flow not in FLOW_METHODS:
+            raise ConfigError(
+                f"flow must be one of {', '.join(FLOW_METHODS)} (or None: no flow), got "
+                f"{self.flow!r}"
+            )
+        if self.flow_size is not None:
+            parse_size(self.flow_size, where="flow_size")
+        if self.flow_dtype not in FLOW_DTYPES:
+            raise ConfigError(
+                f"flow_dtype must be one of {', '.join(FLOW_DTYPES)}, got {self.flow_dtype!r}"
+            )
 
     def content(self) -> dict:
         """The options that define the stored content (compared when a build resumes)."""
@@ -77,4 +109,11 @@ class BuildOptions:
             d.pop("jpeg_quality")
         if self.codec not in ("lz4", "zstd"):
             d.pop("chunk_frames")
+        # tracks are recorded when asked for (a store without them reads as before)
+        if not self.audio:
+            for k in ("audio", "audio_rate", "audio_channels"):
+                d.pop(k)
+        if self.flow is None:
+            for k in ("flow", "flow_size", "flow_dtype"):
+                d.pop(k)
         return d

@@ -6,6 +6,11 @@ Three classes implement it: :class:`~hyperframes.store.Store` (a folder store),
 loader, ``convert`` and the benchmarks use these names only, never a reader's private fields,
 so a new form of store is one class with these members.
 
+Tracks (audio, optical flow, homographies: ``has_audio``, ``audio_info``, ``read_audio``,
+``has_flow``, ``flow_info``, ``flow_shape``, ``read_flow``, ``homographies``) are not part of
+the protocol: ``Store`` and ``H5Store`` serve them (``_tracks.TrackMethods``), a reader without
+them (an in-memory store) lacks them, so code asks ``getattr(store, "has_audio", False)``.
+
 Reads return the frames as stored: ``(n, C, H, W)`` of ``dtype`` per video, in the order of
 ``frame_indices`` (repeats allowed); an index outside the video is a DataError naming it.
 """

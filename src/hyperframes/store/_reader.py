@@ -27,9 +27,11 @@ from ._annotations import read_annotations
 from ._codecs import create_codec, list_codecs
 from ._format import (
     ALLOWED_DTYPES,
+    AUDIO_FILE,
     BUILD_PARAMS,
     CHANGE_FILE,
     CHUNKS_FILE,
+    FLOW_FILE,
     FORMAT_NAME,
     FRAMES_FILE,
     INDEX_DIR,
@@ -49,6 +51,7 @@ from ._records import (
     check_payload,
     check_table,
 )
+from ._tracks import TRACK_KINDS, TrackMethods, Tracks, check_track_payload, check_track_tables
 
 __all__ = ["Store", "open_store"]
 
@@ -213,12 +216,16 @@ def check_change_scores(change: np.ndarray, n_frames: int, where) -> None:
         )
 
 
-class Store:
+class Store(TrackMethods):
     """A built store. ``videos`` describes every video; ``read`` returns frames.
 
     ``check="video"``: each video's payload is verified against its checksum (recorded at
     build, format version 2) the first time it is read. Version-1 stores record none, and
     refuse the option: ``hyperframes verify`` checks them shard by shard.
+
+    Tracks (a store built with ``--audio`` / ``--flow``): ``has_audio``, ``audio_info``,
+    ``read_audio``, ``has_flow``, ``flow_info``, ``read_flow``, ``homographies``
+    (:class:`~hyperframes.store._tracks.TrackMethods`).
     """
 
     def __init__(self, path: str | os.PathLike, *, check: Check = None):
@@ -324,6 +331,33 @@ class Store:
             paths=strings["paths"],
             num_classes=len(self.classes),
         )
+        audio = _load_npy(index / AUDIO_FILE) if AUDIO_FILE in listed else None
+        flow = _load_npy(index / FLOW_FILE) if FLOW_FILE in listed else None
+        track_files = {
+            "videos": files.videos,
+            "audio": str(index / AUDIO_FILE),
+            "flow": str(index / FLOW_FILE),
+        }
+        check_track_tables(audio, flow, self._videos, strings["paths"], files=track_files)
+        check_track_payload(
+            audio,
+            flow,
+            self._videos,
+            strings["paths"],
+            shard_files=[str(shards / n) for n in self._shard_names],
+            shard_bytes=shard_bytes,
+            files=track_files,
+        )
+        build = m.get("build")
+        self._tracks = Tracks(
+            audio,
+            flow,
+            build if isinstance(build, dict) else {},
+            strings["paths"],
+            self._track_bytes,
+            lambda kind, i: str(self._shard_file(int(self._videos["shard"][i]))),
+            check=check == "video",
+        )
         #: the whole index (what ``convert_to_hdf5`` copies); ``videos`` reads it per video
         self.index = StoreIndex(self._videos, self._frames, strings, self._change, annotations)
         self.videos = VideoList(self.index)
@@ -378,6 +412,15 @@ class Store:
         return i
 
     # -- raw access -----------------------------------------------------------------------
+    def _track_bytes(self, kind: str, i: int) -> np.ndarray:
+        """The bytes of video ``i``'s track payload ``kind`` (checked at open to lie in its
+        shard)."""
+        key, off, nb, _ = TRACK_KINDS[kind]
+        table = self._tracks.audio if key == "audio" else self._tracks.flow
+        assert table is not None
+        o, n = int(table[off][i]), int(table[nb][i])
+        return self._shard(int(self._videos["shard"][i]))[o : o + n]
+
     def _shard_file(self, k: int) -> Path:
         return self.path / SHARDS_DIR / self._shard_names[k]
 

@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,7 @@ from .._core._atomic import fsync_dir, write_bytes_atomic
 from .._core._errors import StoreError
 from ._codecs import Codec
 from ._format import CHECKSUM_ALGORITHM, PART_SUFFIX, RECORDS_SUFFIX, SHARD_SUFFIX, align
+from ._tracks import payload_ranges
 
 
 def checksum_file(path: Path, *, block: int = 8 << 20) -> str:
@@ -202,6 +203,20 @@ class ShardWriter:
     def begin_video(self, codec: Codec) -> VideoSink:
         return VideoSink(self, codec)
 
+    def append(self, blocks: Iterable) -> tuple[int, int, int]:
+        """Append one more payload of the video being written (a track, after its frames),
+        given as buffers written back to back, at an aligned offset: (offset, nbytes, xxh3-64).
+        ``rollback`` to the video's offset removes it with the frames."""
+        start = align(self._size)
+        if start != self._size:
+            self._write(bytes(start - self._size))
+        h = xxhash.xxh3_64()
+        for block in blocks:
+            view = memoryview(block).cast("B")
+            h.update(view)
+            self._write(view)
+        return start, self._size - start, h.intdigest()
+
     def rollback(self, offset: int) -> None:
         """Forget a video that failed half-way: cut the payload back to ``offset``.
 
@@ -308,7 +323,7 @@ def _finalize(directory: Path, name: str, payload: Path) -> Path | None:
         for p in (bin_part, bin_final, rec_part):
             p.unlink(missing_ok=True)
         return None
-    end = max(r["offset"] + r["nbytes"] for r in records)
+    end = max(off + n for r in records for _, off, n, _ in payload_ranges(r))
     with open(payload, "r+b") as f:
         f.truncate(end)
         os.fsync(f.fileno())

@@ -2,8 +2,9 @@
 
 A folder store: every file the manifest lists against its size and xxh3-128, then the index
 checks of opening the store; a damaged shard of a version-2 store also names the videos whose
-payload no longer matches their xxh3-64. An HDF5 store (``.h5``): the index checks of opening
-it, then every video's frames against the xxh3-64 ``convert`` recorded.
+payload (frames, audio, flow, homographies) no longer matches its xxh3-64. An HDF5 store (``.h5``): the index checks of opening
+it, then every video's frames against the xxh3-64 ``convert`` recorded, and its tracks
+against theirs.
 """
 
 from __future__ import annotations
@@ -81,12 +82,26 @@ def _damaged_videos(store: Store, shard: int) -> str:
     """``"; damaged videos: 3 ('a.mp4'), ..."`` for the shard's videos whose payload does not
     match (empty when every video's payload does: the damage is in padding)."""
     ids = [int(i) for i in (store.index.videos["shard"] == shard).nonzero()[0]]
-    bad = [i for i in ids if store.payload_problem(i) is not None]
+    what = {}
+    for i in ids:
+        parts = ["frames"] if store.payload_problem(i) is not None else []
+        parts += store.damaged_tracks(i)
+        if parts:
+            what[i] = parts
+    bad = list(what)
     if not bad:
         return "; every video's payload in it still matches (the damage is between videos)"
-    named = ", ".join(f"{i} ({store.videos.paths[i]!r})" for i in bad[:10])
+    named = ", ".join(_named(store, i, what[i]) for i in bad[:10])
     more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
     return f"; damaged videos: {named}{more}"
+
+
+def _named(store: Store, i: int, parts: list[str]) -> str:
+    """``3 ('a.mp4')`` when its frames are damaged; ``3 ('a.mp4': audio)`` names the damaged
+    payloads when a track is among them."""
+    if parts == ["frames"]:
+        return f"{i} ({store.videos.paths[i]!r})"
+    return f"{i} ({store.videos.paths[i]!r}: {', '.join(parts)})"
 
 
 def _verify_hdf5(path: Path) -> list[str]:
@@ -111,4 +126,5 @@ def _verify_hdf5(path: Path) -> list[str]:
                 problem = str(e)
             if problem is not None:
                 problems.append(problem)
+            problems += store.track_problems(i)
     return problems

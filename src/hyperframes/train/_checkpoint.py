@@ -289,6 +289,7 @@ def rebuild_model(
             raise
         raise ConfigError(f"checkpoint {path}: {e}") from None
     name, num_classes, options, classes = _model_entry(state, contract)
+    options = {**contract.model_options(), **options}  # flow planes, log-mel size
     weights = strip_wrappers(state["model"])
     unfit = _shape_mismatch(name, num_classes, contract.frames, options, weights, path)
     if unfit:

@@ -126,6 +126,29 @@ class DataConfig:
         default_factory=lambda: list(IMAGENET_STD), metadata=_m(length=3, gt=0.0)
     )
     augmentation: AugmentConfig = field(default_factory=AugmentConfig)
+    audio: str | None = field(
+        default=None,
+        metadata=_m(
+            choices=("logmel",),
+            help="logmel: each window's log-mel spectrogram (the store needs --audio)",
+        ),
+    )
+    audio_options: dict = field(
+        default_factory=dict,
+        metadata=_m(help="n_mels (64), window_ms (25), columns_per_frame (4)"),
+    )
+    audio_missing: str = field(default="zeros", metadata=_m(choices=("zeros", "error")))
+    flow: bool = field(
+        default=False,
+        metadata=_m(help="optical flow planes after the frames (the store needs --flow)"),
+    )
+    register: str | None = field(
+        default=None,
+        metadata=_m(
+            choices=("homography", "flow"),
+            help="warp each window onto its first frame (the store needs --flow)",
+        ),
+    )
     check_leakage: bool = True
     allow_leakage: bool = False
 
@@ -473,6 +496,53 @@ def _check_clips(key: str, options: Mapping) -> None:
         )
 
 
+def _check_tracks(cfg: Config, spec) -> None:
+    """data.audio / data.flow / data.register against the model."""
+    from .._core._contract import model_takes_audio
+
+    d, name = cfg.data, cfg.model.name
+    options = spec.options()
+    if d.flow and "extra_channels" not in options:
+        raise ConfigError(
+            f"data.flow: model {name!r} cannot take flow planes; the channel models can "
+            "(channel_resnet18, channel_resnet50, channel_mobilenet_v3_small, channel_timm); "
+            "allowed for this model: false"
+        )
+    if d.flow and "extra_channels" in cfg.model.options:
+        raise ConfigError(
+            "model.options.extra_channels: set by data.flow (2*(frames-1) flow planes); leave "
+            "it out"
+        )
+    if d.audio is None and d.audio_options:
+        raise ConfigError("data.audio_options: given without data.audio; set data.audio: logmel")
+    if model_takes_audio(spec):
+        if d.audio is None:
+            raise ConfigError(
+                f"data.audio: model {name!r} takes a log-mel spectrogram beside the frames; "
+                "set data.audio: logmel (the store needs `hyperframes build --audio`)"
+            )
+        if cfg.train.mixup or cfg.train.cutmix:
+            raise ConfigError(
+                f"train.mixup / train.cutmix: not supported for the audio-visual model {name!r}; "
+                "allowed: 0"
+            )
+        for key, default in (("n_mels", 64), ("columns_per_frame", 4)):
+            want = d.audio_options.get(key, default)
+            if key in cfg.model.options and cfg.model.options[key] != want:
+                raise ConfigError(
+                    f"model.options.{key}: {cfg.model.options[key]!r} differs from the audio the "
+                    f"data gives (data.audio_options.{key}: {want!r}); leave it out (the data's "
+                    "is used)"
+                )
+    if d.audio is not None:
+        from ..data import resolve_audio
+
+        try:
+            resolve_audio(dict(d.audio_options))
+        except ConfigError as e:
+            raise ConfigError(f"data.audio_options: {e}") from None
+
+
 def _cross_checks(cfg: Config) -> None:
     from ..models import get_spec
     from ..sampling import create_sampler
@@ -508,6 +578,7 @@ def _cross_checks(cfg: Config) -> None:
             raise ConfigError(f"{key}_options: {e}") from None
     if cfg.train.task is not None:
         _check_task(cfg, spec)
+    _check_tracks(cfg, spec)
     seg = spec.task == "segmentation"
     if seg and (cfg.train.mixup or cfg.train.cutmix):
         raise ConfigError(

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from .._core._contract import ContractCrop, InputContract, resolve_contract
+from .._core._errors import ConfigError
 from ..data import HyperframeDataset
 from ..data.transforms import (
     ColorJitter,
@@ -77,6 +78,26 @@ def model_task(cfg) -> str:
     return cfg.train.task or get_spec(cfg.model.name).task
 
 
+def track_options(cfg) -> dict:
+    """The dataset's track options from ``cfg.data`` (only those that are set)."""
+    d = cfg.data
+    out: dict[str, Any] = {}
+    if d.audio is not None:
+        from ..data import resolve_audio
+
+        try:
+            resolve_audio(dict(d.audio_options))
+        except ConfigError as e:
+            raise ConfigError(f"data.audio_options: {e}") from None
+        out["audio"] = dict(d.audio_options)
+        out["audio_missing"] = d.audio_missing
+    if d.flow:
+        out["flow"] = True
+    if d.register is not None:
+        out["register"] = d.register
+    return out
+
+
 def make_dataset(
     cfg,
     store,
@@ -103,6 +124,7 @@ def make_dataset(
         "memory": d.memory,
         "sampler_options": dict(sampler_options or {}),
     }
+    kwargs.update(track_options(cfg))
     if task == "segmentation":
         from ._segmentation import SegmentationDataset
 

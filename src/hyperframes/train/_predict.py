@@ -61,7 +61,12 @@ def predict(
     parts: list[dict[str, np.ndarray]] = []
     try:
         for batch in loader:
-            x = contract.prepare(batch.frames, device=device)
+            x = contract.prepare(
+                batch.frames,
+                device=device,
+                flow=getattr(batch, "flow", None),
+                audio=getattr(batch, "audio", None),
+            )
             target = task.targets(batch).to(device)
             with autocast(device, *amp):
                 out = forward(model, x, batch.mask.to(device))

@@ -72,17 +72,19 @@ def resolve_amp(cfg: Config, device: torch.device) -> tuple[bool, torch.dtype | 
     return True, getattr(torch, name)
 
 
-def build_model(cfg: Config, num_classes: int) -> nn.Module:
-    """The registered model of ``cfg.model``, initialised from ``train.seed``."""
+def build_model(cfg: Config, num_classes: int, contract=None) -> nn.Module:
+    """The registered model of ``cfg.model``, initialised from ``train.seed``; with the run's
+    input ``contract``, the options its tracks imply (flow planes, log-mel size)."""
     from ..models import create
 
     torch.manual_seed(cfg.train.seed)
+    implied = contract.model_options() if contract is not None else {}
     model = create(
         cfg.model.name,
         num_classes=num_classes,
         frames=cfg.data.frames,
         pretrained=cfg.model.pretrained,
-        **cfg.model.options,
+        **{**implied, **cfg.model.options},
     )
     if cfg.train.checkpointing:
         if not hasattr(model, "checkpointing"):
@@ -122,10 +124,30 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
+def _defaults() -> dict:
+    """``section.key``: the default of every plain config key that has one (so a checkpoint
+    written before a key existed reads as having its default)."""
+    import dataclasses
+    import typing
+
+    out = {}
+    for section, cls in typing.get_type_hints(Config).items():
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                out[f"{section}.{f.name}"] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                value = f.default_factory()
+                if isinstance(value, list):
+                    out[f"{section}.{f.name}"] = value
+    return out
+
+
 def check_resume_config(saved: dict, cfg: Config) -> None:
     """Refuse to resume a checkpoint with a config that differs beyond
     :data:`RESUMABLE_CHANGES`."""
     old, new = _flat(saved), _flat(cfg.to_dict())
+    # keys added after the checkpoint was written count as their defaults there
+    old.update({k: v for k, v in _defaults().items() if k not in old})
     diff = [
         k
         for k in sorted(set(old) | set(new))

@@ -225,7 +225,7 @@ class _Run:
                 "val": [self.store.videos[int(i)].path for i in b.val_ids],
             }
             (self.run_dir / "split.json").write_text(json.dumps(split, indent=1) + "\n")
-        self.model = build_model(cfg, b.num_classes).to(self.device)
+        self.model = build_model(cfg, b.num_classes, b.contract).to(self.device)
         self.task = create_task(
             b.task,
             b.classes,
@@ -482,7 +482,9 @@ class _Run:
                 t0 = time.perf_counter()
                 batch = next(it)
                 t1 = time.perf_counter()
-                x = b.contract.prepare(batch.frames, device=self.device)
+                x = b.contract.prepare(
+                    batch.frames, device=self.device, flow=batch.flow, audio=batch.audio
+                )
                 target = self.task.targets(batch).to(self.device)
                 group_start = (i // acc) * acc
                 group = min(acc, n - group_start)

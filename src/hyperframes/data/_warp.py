@@ -1,0 +1,116 @@
+"""Motion between the frames of a window: composing stored per-pair flow and homographies,
+resizing flow, and warping frames onto a key frame. Pure torch functions, no store.
+
+Conventions (the store's): pair ``k`` is stored frame ``k`` to ``k + 1``. A *flow* (2, h, w)
+holds at each pixel p of frame ``k`` the displacement (dx, dy) in pixels such that
+``frame_k(p) ~ frame_{k+1}(p + flow(p))``. A *homography* H_k (3, 3) maps pixel coordinates of
+frame ``k + 1`` to frame ``k`` (homogeneous, x right, y down, pixel centres at integers).
+
+* :func:`compose_flow` makes the flow from stored frame ``i`` to ``j > i`` by chaining the
+  pair flows, each later one sampled where the earlier one points
+  (``F_ij(p) = F_i(p) + F_(i+1)j(p + F_i(p))``, bilinear). For ``j < i`` it is the negated
+  forward flow ``-F_ji`` (an approximation: exact for a uniform translation), and zero for
+  ``j == i``.
+* :func:`compose_homography` maps frame ``f`` coordinates to frame ``key`` coordinates (the
+  product of the pairs between them, or its inverse backwards).
+* :func:`warp_by_homography` / :func:`warp_by_flow` resample frames onto the key frame
+  (bilinear, zeros outside), keeping the dtype (uint8 is rounded back).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+__all__ = [
+    "compose_flow",
+    "compose_homography",
+    "resize_flow",
+    "warp_by_flow",
+    "warp_by_homography",
+]
+
+
+def _base_grid(h: int, w: int, dtype=torch.float32) -> torch.Tensor:
+    """(2, h, w) pixel coordinates (x, y)."""
+    ys, xs = torch.meshgrid(
+        torch.arange(h, dtype=dtype), torch.arange(w, dtype=dtype), indexing="ij"
+    )
+    return torch.stack([xs, ys])
+
+
+def _sample(img: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
+    """Bilinear samples of ``img`` (N, C, h, w) at pixel ``coords`` (N, 2, h', w') (x, y);
+    zeros outside."""
+    h, w = img.shape[-2:]
+    gx = coords[:, 0] * (2.0 / max(w - 1, 1)) - 1.0
+    gy = coords[:, 1] * (2.0 / max(h - 1, 1)) - 1.0
+    grid = torch.stack([gx, gy], -1)
+    return F.grid_sample(img, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
+
+
+def resize_flow(flow: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Flow (..., 2, h, w) resized to ``size`` (H, W), the vectors scaled by W/w and H/h."""
+    h, w = flow.shape[-2:]
+    if (h, w) == tuple(size):
+        return flow
+    lead = flow.shape[:-3]
+    x = flow.reshape(-1, 2, h, w).float()
+    out = F.interpolate(x, size=tuple(size), mode="bilinear", align_corners=False)
+    scale = torch.tensor([size[1] / w, size[0] / h], dtype=out.dtype).reshape(1, 2, 1, 1)
+    return (out * scale).reshape(*lead, 2, *size)
+
+
+def compose_flow(pair_flows: torch.Tensor, first: int, i: int, j: int) -> torch.Tensor:
+    """Flow (2, h, w) from stored frame ``i`` to stored frame ``j``, from ``pair_flows``
+    (n, 2, h, w) holding pairs ``first .. first + n - 1`` (module doc)."""
+    h, w = pair_flows.shape[-2:]
+    if i == j:
+        return torch.zeros(2, h, w, dtype=torch.float32)
+    if j < i:
+        return -compose_flow(pair_flows, first, j, i)
+    total = pair_flows[j - 1 - first].float().clone()
+    if j - i == 1:
+        return total
+    base = _base_grid(h, w)
+    for k in range(j - 2, i - 1, -1):  # F_kj = F_k + F_(k+1)j(p + F_k)
+        step = pair_flows[k - first].float()
+        total = step + _sample(total[None], (base + step)[None])[0]
+    return total
+
+
+def compose_homography(pair_h: np.ndarray, key: int, f: int) -> np.ndarray:
+    """(3, 3) mapping frame ``f`` coordinates to frame ``key`` coordinates, from ``pair_h``
+    (F-1, 3, 3) whose entry ``k`` maps frame ``k + 1`` to frame ``k``."""
+    m = np.eye(3)
+    for k in range(min(key, f), max(key, f)):
+        m = m @ np.asarray(pair_h[k], np.float64)  # frame max -> frame min
+    return m if f >= key else np.linalg.inv(m)
+
+
+def _like(warped: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
+    if frames.dtype == torch.uint8:
+        return warped.round_().clamp_(0, 255).to(torch.uint8)
+    return warped.to(frames.dtype)
+
+
+def warp_by_homography(frames: torch.Tensor, to_key: np.ndarray) -> torch.Tensor:
+    """Frames (T, C, H, W) warped onto the key frame: ``to_key`` (T, 3, 3) maps each frame's
+    coordinates to the key frame's (identity for the key itself). Output pixel p of frame
+    t is frame t at ``inv(to_key[t]) p``."""
+    t, _, h, w = frames.shape
+    inv = torch.from_numpy(np.linalg.inv(np.asarray(to_key, np.float64))).float()  # key -> t
+    base = _base_grid(h, w).reshape(2, -1)
+    homog = torch.cat([base, torch.ones(1, base.shape[1])])  # (3, h*w)
+    mapped = inv @ homog  # (T, 3, h*w)
+    coords = (mapped[:, :2] / mapped[:, 2:].clamp_min(1e-8)).reshape(t, 2, h, w)
+    return _like(_sample(frames.float(), coords), frames)
+
+
+def warp_by_flow(frames: torch.Tensor, key_to_frame: torch.Tensor) -> torch.Tensor:
+    """Frames (T, C, H, W) warped onto the key frame by ``key_to_frame`` (T, 2, H, W), the
+    flow from the key frame to each frame (zero for the key): output p = frame_t(p + flow)."""
+    h, w = frames.shape[-2:]
+    coords = _base_grid(h, w)[None] + key_to_frame.float()
+    return _like(_sample(frames.float(), coords), frames)

@@ -1,0 +1,133 @@
+"""Write a video's tracks into its shard at build, after its frames (``_format``).
+
+Audio is decoded once (``hyperframes.decode.decode_audio``) when the frames are done. Flow is
+computed as the frames stream by (``_flow.FlowEstimator``), and each pair's flow is spilled as
+float16 to an unnamed temporary file beside the shards, so a long video's flow is never held
+in memory whole: it is copied into the shard block by block (quantised to int8 on the way with
+the video's scale, known once every pair is in) when the frames are done.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ..decode import decode_audio
+from ._flow import FlowEstimator, flow_scale, quantise
+from ._options import BuildOptions
+from ._shard import OutputError, ShardWriter, output_error
+from ._sources import Source
+
+__all__ = ["FlowSpill", "write_tracks"]
+
+#: flow pairs copied into the shard per block
+_BLOCK_PAIRS = 64
+
+
+class FlowSpill:
+    """A video's flow pairs as they are computed (``add`` each stored frame): float16 in an
+    unnamed temporary file in ``directory``, their peak |component|, and the homographies
+    (36 bytes a pair, kept in memory)."""
+
+    def __init__(self, method: str, size: tuple[int, int] | None, directory: Path):
+        self.estimator = FlowEstimator(method, size)
+        self._store = Path(directory).parent
+        try:
+            self._file = tempfile.TemporaryFile(dir=directory, prefix=".flow-")  # noqa: SIM115
+        except OSError as e:
+            raise output_error(e, self._store) from None
+        self.homographies: list[np.ndarray] = []
+        self.peak = 0.0
+        self.pairs = 0
+
+    def add(self, rgb: np.ndarray) -> None:
+        pair = self.estimator.add(rgb)
+        if pair is None:
+            return
+        flow, homography = pair
+        half = flow.astype(np.float16)
+        try:
+            self._file.write(half.data)
+        except OSError as e:  # the disk's fault (full?), never the input's
+            raise output_error(e, self._store) from None
+        self.peak = max(self.peak, float(np.abs(half).max(initial=0)))
+        self.homographies.append(homography)
+        self.pairs += 1
+
+    def blocks(self, dtype: str, scale: float) -> Iterator[np.ndarray]:
+        """The stored flow, ``_BLOCK_PAIRS`` pairs at a time."""
+        h, w = self.estimator.flow_size or (0, 0)
+        pair_bytes = 2 * h * w * 2
+        try:
+            self._file.flush()
+            self._file.seek(0)
+        except OSError as e:
+            raise output_error(e, self._store) from None
+        for first in range(0, self.pairs, _BLOCK_PAIRS):
+            n = min(_BLOCK_PAIRS, self.pairs - first)
+            try:
+                data = self._file.read(n * pair_bytes)
+            except OSError as e:
+                raise output_error(e, self._store) from None
+            if len(data) != n * pair_bytes:
+                raise OutputError(
+                    f"{self._store}: the temporary flow file of a video came back short "
+                    f"(pairs {first}..{first + n}); rerun the same command"
+                )
+            yield quantise(np.frombuffer(data, np.float16).reshape(n, 2, h, w), dtype, scale)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def write_tracks(
+    source: Source, options: BuildOptions, writer: ShardWriter, flow: FlowSpill | None
+) -> dict:
+    """Append the video's tracks after its frames; their journal entries (``_format``)."""
+    out: dict = {}
+    if options.audio:
+        audio = None
+        if source.kind == "video":
+            audio = decode_audio(
+                source.path, rate=options.audio_rate, channels=options.audio_channels
+            )
+        if audio is None:
+            out["audio"] = None  # no audio stream (a frame folder has none)
+        else:
+            off, nb, digest = writer.append([audio.samples])
+            out["audio"] = {
+                "offset": off,
+                "nbytes": nb,
+                "xxh3_64": digest,
+                "num_samples": audio.num_samples,
+                "sample_rate": audio.sample_rate,
+                "channels": audio.channels,
+                "start_seconds": audio.start_seconds,
+            }
+    if flow is not None:
+        scale = flow_scale(flow.peak, options.flow_dtype)
+        off, nb, digest = writer.append(flow.blocks(options.flow_dtype, scale))
+        homographies = (
+            np.stack(flow.homographies).astype(np.float32)
+            if flow.homographies
+            else np.zeros((0, 3, 3), np.float32)
+        )
+        h_off, h_nb, h_digest = writer.append([homographies])
+        h, w = flow.estimator.flow_size or (0, 0)
+        out["flow"] = {
+            "offset": off,
+            "nbytes": nb,
+            "xxh3_64": digest,
+            "num_pairs": flow.pairs,
+            "height": h,
+            "width": w,
+            "dtype": options.flow_dtype,
+            "scale": scale,
+            "homography_offset": h_off,
+            "homography_nbytes": h_nb,
+            "homography_xxh3_64": h_digest,
+        }
+    return out

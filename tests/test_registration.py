@@ -1,0 +1,101 @@
+"""Registration (issue 12 item 4): warping a window's frames onto its key frame by the stored
+homographies or the stored flow. Pure warps first, then a panning clip through the dataset."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from _media import make_translating_video, smooth_texture
+from hyperframes.data import (
+    HyperframeDataset,
+    compose_homography,
+    warp_by_flow,
+    warp_by_homography,
+)
+
+DX, DY = 2.0, 1.0
+T = 5
+
+
+def shifted(tex: np.ndarray, dx: float, dy: float, k: int, size: int = 48) -> torch.Tensor:
+    """Frame k of ``tex`` moving (dx, dy) per frame: content at x in frame 0 is at x + k*dx."""
+    pad = 16
+    x0, y0 = pad - round(k * dx), pad - round(k * dy)
+    return torch.from_numpy(tex[y0 : y0 + size, x0 : x0 + size].copy())[None].repeat(3, 1, 1)
+
+
+def diff_to_key(frames: torch.Tensor, key: int = 0, margin: int = 12) -> float:
+    """Mean absolute difference of every other frame to the key frame, inside a margin."""
+    f = frames.float()[..., margin:-margin, margin:-margin]
+    others = [i for i in range(f.shape[0]) if i != key]
+    return float((f[others] - f[key]).abs().mean())
+
+
+def test_pure_warps_undo_a_known_translation():
+    tex = smooth_texture(80, 80, seed=1)
+    frames = torch.stack([shifted(tex, DX, DY, k) for k in range(T)])
+    # H_k maps frame k+1 coordinates to frame k: a shift back by (dx, dy)
+    pair = np.tile(np.array([[1, 0, -DX], [0, 1, -DY], [0, 0, 1]], np.float32), (T - 1, 1, 1))
+    to_key = np.stack([compose_homography(pair, 0, f) for f in range(T)])
+    np.testing.assert_allclose(to_key[3], [[1, 0, -3 * DX], [0, 1, -3 * DY], [0, 0, 1]], atol=1e-6)
+    # backwards (a key in the middle): the inverse
+    np.testing.assert_allclose(compose_homography(pair, 2, 0)[:2, 2], [2 * DX, 2 * DY], atol=1e-6)
+    warped = warp_by_homography(frames, to_key)
+    assert warped.dtype == torch.uint8 and warped.shape == frames.shape
+    assert diff_to_key(warped) < 1.0 < diff_to_key(frames)
+    flow = torch.stack(
+        [torch.full((2, 48, 48), 0.0)]
+        + [
+            torch.stack([torch.full((48, 48), k * DX), torch.full((48, 48), k * DY)])
+            for k in range(1, T)
+        ]
+    )
+    by_flow = warp_by_flow(frames, flow)
+    assert diff_to_key(by_flow) < 1.0
+    torch.testing.assert_close(by_flow[0], frames[0])
+
+
+@pytest.fixture(scope="module")
+def panning_store(tmp_path_factory):
+    from hyperframes.store import BuildOptions, build_store
+
+    tmp = tmp_path_factory.mktemp("pan")
+    make_translating_video(tmp / "src" / "pan.mkv", DX, DY, frames=8, size=64, seed=3)
+    out = tmp / "store"
+    build_store(tmp / "src", out, BuildOptions(size="none", flow="dis"), progress=False)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["homography", "flow"])
+def test_a_registered_panning_window_holds_still(panning_store, mode):
+    opts = {"clips": 1}
+    plain = HyperframeDataset(panning_store, "uniform", frames=T, sampler_options=opts)[0]
+    reg = HyperframeDataset(
+        panning_store, "uniform", frames=T, register=mode, sampler_options=opts
+    )[0]
+    assert plain.meta["registered"] is None and reg.meta["registered"] == mode
+    before, after = diff_to_key(plain.frames), diff_to_key(reg.frames)
+    assert before > 5, before  # the pan moves the texture a lot
+    assert after < before / 3, (before, after)
+    # the key frame itself is left as it was
+    torch.testing.assert_close(reg.frames[0].float(), plain.frames[0].float(), atol=1, rtol=0)
+
+
+def test_the_keyframe_layout_registers_onto_the_middle_frame(panning_store):
+    opts = {"clips": 1}
+    plain = HyperframeDataset(panning_store, "uniform", frames=T, sampler_options=opts)[0].frames
+    ds = HyperframeDataset(
+        panning_store,
+        "uniform",
+        frames=T,
+        layout="keyframe",
+        register="homography",
+        sampler_options=opts,
+    )
+    s = ds[0]
+    key = T // 2
+    ctx = s.frames.context
+    assert diff_to_key(ctx, key) < diff_to_key(plain, key) / 3
+    torch.testing.assert_close(s.frames.key.float(), plain[key].float(), atol=1, rtol=0)
