@@ -15,6 +15,7 @@ from hyperframes.train import load_config, run_training
 pytestmark = pytest.mark.slow  # the demo's headline training runs
 
 RUNS = ("hyperframe_t8", "single_frame_t1", "keyframe_segmentation", "single_frame_segmentation")
+SIX = ("six_classes_t8", "six_classes_flow_t8")
 
 
 def test_demo_configs_validate():
@@ -28,12 +29,20 @@ def test_demo_configs_validate():
     assert models.get_spec(a["model"]["name"]).layout == "channel"  # a channel hyperframe
     a, b = configs["keyframe_segmentation"], configs["single_frame_segmentation"]
     assert a["model"] == b["model"] and b["data"]["frames"] == 1
+    # the six-class runs differ only by the flow planes
+    configs = demo_configs("/tmp/motion_store", "/tmp/seg_store", "/tmp/six_store")
+    assert tuple(configs) == RUNS + SIX
+    a, b = configs["six_classes_t8"], configs["six_classes_flow_t8"]
+    assert b["data"].pop("flow") is True and "flow" not in a["data"] and a == b
+    assert a["data"]["store"] == "/tmp/six_store"
 
 
 def test_quick_demo(tmp_path, capsys):
     report = run_training_demo(tmp_path / "demo", quick=True, progress=False)
     saved = json.loads((tmp_path / "demo" / "report.json").read_text())
-    assert tuple(saved["runs"]) == RUNS and saved["runs"] == json.loads(json.dumps(report["runs"]))
+    assert tuple(saved["runs"]) == RUNS + SIX and saved["runs"] == json.loads(
+        json.dumps(report["runs"])
+    )
     for name, r in saved["runs"].items():
         metric = "miou" if "segmentation" in name else "accuracy"
         assert 0.0 <= r[metric] <= 1.0, name
@@ -41,7 +50,7 @@ def test_quick_demo(tmp_path, capsys):
         assert (tmp_path / "demo" / "runs" / name / "curves.png").is_file()
         assert r["run_dir"].endswith(name)
         if metric == "accuracy":
-            assert r["chance"] == 1 / len(DEMO_CLASSES)
+            assert r["chance"] == 1 / (6 if name in SIX else len(DEMO_CLASSES))
     assert (tmp_path / "demo" / "summary.png").is_file()
     table = capsys.readouterr().out
     assert "hyperframe_t8" in table and "mIoU" in table

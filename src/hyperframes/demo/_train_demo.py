@@ -14,7 +14,11 @@ checkpoints):
   aggregator G reads the T=8 frames around the key frame K_t, the UNet F segments K_t with
   G's map) on the moving-object set, where moving discs are the foreground and their still
   look-alikes background;
-* ``single_frame_segmentation`` -- the same network given K_t alone (T=1: G sees only K_t).
+* ``single_frame_segmentation`` -- the same network given K_t alone (T=1: G sees only K_t);
+* ``six_classes_t8`` -- the channel model on all six classes of the motion set (the four
+  translations and the two spins), frames only;
+* ``six_classes_flow_t8`` -- the same run with the store's optical flow (``build --flow dis``)
+  appended to the channel hyperframe: (3*8 + 2*7, H, W).
 
 It prints a table and writes ``DIR/report.json`` (``{"runs": {name: {accuracy | miou,
 train_seconds, data_wait_share, run_dir, ...}}}``) and ``DIR/summary.png``. Accuracy and mIoU
@@ -25,10 +29,12 @@ Why these four classes and this look: early fusion mixes the T frames *linearly*
 convolution, so it sees motion as signed frame differences. The motion set draws a light
 disc over a darker background (:mod:`._synthetic`), so those differences have the same sign
 pattern in every video, and the ResNet-18 learns the direction within a few epochs. The two
-spinning classes of the set (``clockwise``/``anticlockwise``) are left out: telling them
-apart needs the local motion related to the disc's centre, which the channel model did not
-learn at this scale (it memorised the training videos instead), whereas a (2+1)D network
-(``r2plus1d_tiny``, temporal convolutions at every stage) does.
+spinning classes of the set (``clockwise``/``anticlockwise``) are left out of the first two
+runs: telling them apart needs the local motion related to the disc's centre, which the
+channel model did not learn from frames at this scale (it memorised the training videos
+instead), whereas a (2+1)D network (``r2plus1d_tiny``, temporal convolutions at every stage)
+does. The last two runs ask whether flow planes, which give the motion per pixel with its
+sign, let the same early-fusion model separate all six classes.
 """
 
 from __future__ import annotations
@@ -40,11 +46,11 @@ import time
 from pathlib import Path
 
 from ..store import BuildOptions, build_store
-from ._synthetic import make_motion_dataset, make_segmentation_dataset
+from ._synthetic import MOTION_CLASSES, make_motion_dataset, make_segmentation_dataset
 
 __all__ = ["DEMO_CLASSES", "demo_configs", "run_training_demo"]
 
-#: the motion classes the classification runs use (see the module doc)
+#: the motion classes the first two classification runs use (see the module doc)
 DEMO_CLASSES = ("left", "right", "up", "down")
 
 #: sizes of the full demo (a few minutes on 2 CPU cores) and of the quick one (tests)
@@ -53,6 +59,7 @@ FULL = {
     "motion_frames": 28,
     "motion_size": 64,
     "cls_epochs": 12,
+    "six_videos_per_class": 30,
     "seg_videos": 32,
     "seg_frames": 32,
     "seg_size": 64,
@@ -63,6 +70,7 @@ QUICK = {
     "motion_frames": 20,
     "motion_size": 32,
     "cls_epochs": 2,
+    "six_videos_per_class": 3,
     "seg_videos": 6,
     "seg_frames": 16,
     "seg_size": 32,
@@ -75,16 +83,20 @@ def _say(msg: str, enabled: bool = True) -> None:
         print(msg, flush=True)
 
 
-def demo_configs(motion_store: str, seg_store: str, *, quick: bool = False) -> dict[str, dict]:
-    """The four run configs (plain dicts, see ``configs/demo.yaml``)."""
+def demo_configs(
+    motion_store: str, seg_store: str, six_store: str | None = None, *, quick: bool = False
+) -> dict[str, dict]:
+    """The run configs (plain dicts, see ``configs/demo.yaml``); the six-class runs only when
+    ``six_store`` (a store of all six motion classes built with ``--flow``) is given."""
     p = QUICK if quick else FULL
     stats = {"mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}
 
-    def classifier(frames: int) -> dict:
+    def classifier(frames: int, store: str = motion_store, flow: bool = False) -> dict:
         stride = 2  # frames 2 apart: more motion per step, the model picks it up sooner
         return {
             "data": {
-                "store": motion_store,
+                "store": store,
+                **({"flow": True} if flow else {}),
                 "sampler": "random",
                 "sampler_options": {"stride": stride},
                 "val_sampler": "uniform",
@@ -132,16 +144,22 @@ def demo_configs(motion_store: str, seg_store: str, *, quick: bool = False) -> d
             },
         }
 
-    return {
+    runs = {
         "hyperframe_t8": classifier(8),
         "single_frame_t1": classifier(1),
         "keyframe_segmentation": segmenter(8),
         "single_frame_segmentation": segmenter(1),
     }
+    if six_store is not None:
+        runs["six_classes_t8"] = classifier(8, six_store)
+        runs["six_classes_flow_t8"] = classifier(8, six_store, flow=True)
+    return runs
 
 
-def _build(data: Path, store: Path, show: bool) -> None:
-    report = build_store(data, store, BuildOptions(size="none", workers=1), progress=show)
+def _build(data: Path, store: Path, show: bool, **options) -> None:
+    report = build_store(
+        data, store, BuildOptions(size="none", workers=1, **options), progress=show
+    )
     if report.failed:
         raise RuntimeError(report.summary())
 
@@ -159,8 +177,8 @@ def _generate(target: Path, make) -> None:
     partial.rename(target)
 
 
-def _data(out: Path, p: dict, show: bool) -> tuple[Path, Path]:
-    motion, seg = out / "motion", out / "segmentation"
+def _data(out: Path, p: dict, show: bool) -> tuple[Path, Path, Path]:
+    motion, seg, six = out / "motion", out / "segmentation", out / "motion_six"
     if not motion.exists():
         _say(f"[1/4] generating the motion dataset in {motion} ...", show)
     _generate(
@@ -182,10 +200,24 @@ def _data(out: Path, p: dict, show: bool) -> tuple[Path, Path]:
             d, videos=p["seg_videos"], frames=p["seg_frames"], size=p["seg_size"], seed=0
         ),
     )
+    if not six.exists():
+        _say(f"      generating the six-class motion dataset in {six} ...", show)
+    _generate(
+        six,
+        lambda d: make_motion_dataset(
+            d,
+            classes=MOTION_CLASSES,
+            videos_per_class=p["six_videos_per_class"],
+            frames=p["motion_frames"],
+            size=p["motion_size"],
+            seed=1,
+        ),
+    )
     _say("[2/4] building the stores (each video decoded once) ...", show)
     _build(motion, out / "motion_store", show)
     _build(seg, out / "segmentation_store", show)
-    return out / "motion_store", out / "segmentation_store"
+    _build(six, out / "motion_six_store", show, flow="dis")
+    return out / "motion_store", out / "segmentation_store", out / "motion_six_store"
 
 
 def _result(name: str, summary: dict) -> dict:
@@ -227,7 +259,7 @@ def format_report(runs: dict) -> str:
 def run_training_demo(
     out_dir: str | os.PathLike = "demo_out", quick: bool = False, *, progress: bool = True
 ) -> dict:
-    """Train the four runs described in the module docstring; returns the report dict."""
+    """Train the runs described in the module docstring; returns the report dict."""
     from .._core._plots import plot_bars
     from ..train import run_training
 
@@ -235,8 +267,13 @@ def run_training_demo(
     out.mkdir(parents=True, exist_ok=True)
     p = QUICK if quick else FULL
     t0 = time.perf_counter()
-    motion_store, seg_store = _data(out, p, progress)
-    configs = demo_configs(str(motion_store.absolute()), str(seg_store.absolute()), quick=quick)
+    motion_store, seg_store, six_store = _data(out, p, progress)
+    configs = demo_configs(
+        str(motion_store.absolute()),
+        str(seg_store.absolute()),
+        str(six_store.absolute()),
+        quick=quick,
+    )
     runs: dict[str, dict] = {}
     _say("[3/4] training (held-out videos measure every run) ...", progress)
     for name, cfg in configs.items():
@@ -252,6 +289,7 @@ def run_training_demo(
         "seconds": time.perf_counter() - t0,
         "motion_store": str(motion_store),
         "segmentation_store": str(seg_store),
+        "six_class_store": str(six_store),
     }
     _say("[4/4] results", progress)
     _say(format_report(runs), True)
