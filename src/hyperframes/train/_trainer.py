@@ -26,7 +26,12 @@ epoch's loss and accuracy sums so far in ``epoch_state``, optimizer, scaler, RNG
 raises :class:`TrainingInterrupted` (the command line prints where it stopped and how to resume,
 and exits with 130 after SIGINT, 143 after SIGTERM). ``--resume`` skips the consumed batches
 without reading them (the samplers recompute the epoch's order and start after them), so the
-final weights and ``epochs.csv`` equal an uninterrupted run's (timing columns aside). A signal
+final weights and ``epochs.csv`` equal an uninterrupted run's (timing columns aside).
+``last.pt`` also holds the training loader's state (the position reached in the epoch's
+*global* order), so ``--resume`` may run on another number of processes or nodes: the new
+ranks share the rest of the epoch's order, and the step counter is re-based to the new world
+size (:mod:`~hyperframes.train._resume`); the samples trained on are then an uninterrupted
+run's, though not the weights (the batches group them differently). A signal
 during validation lets it finish: the epoch is then saved complete. A second Ctrl-C, a second
 or more after the first, stops at once without saving (``last.pt`` keeps the previous save);
 repeated SIGTERMs are ignored (torchrun forwards the one it gets to workers that may have had
