@@ -13,7 +13,10 @@
   ``pin_memory`` when a GPU is present;
 - ``balanced=True`` draws items with weights inversely proportional to class frequency;
   ``rank``/``world_size`` partition every epoch's order across processes (same global order
-  for any world size).
+  for any world size);
+- ``state_dict()`` / ``load_state_dict()`` (as torchdata's ``StatefulDataLoader``): the epoch and
+  the position reached in its *global* order, so a run stopped mid-epoch continues it with the
+  same or another number of processes (:mod:`hyperframes.data._loader_state`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import torch.utils.data
 
 from .._core._layouts import KeyframeWindow
 from ._collate import collate_targets, collate_track, collate_windows
+from ._loader_state import continue_at, make_state, position, read_state
 from ._record import Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
 
@@ -92,20 +96,94 @@ class _WithEpoch(torch.utils.data.Sampler):
         return len(self.inner)
 
 
-class HyperframeLoader(torch.utils.data.DataLoader):
-    """A DataLoader whose ``set_epoch(e, start=0)`` reshuffles (and can resume mid-epoch)."""
+class _Resumable:
+    """``set_epoch``, ``state_dict``, ``load_state_dict`` and the count of the batches yielded,
+    shared by both loaders (``sampler`` is a :class:`_WithEpoch`, ``dataset`` has
+    ``set_epoch``)."""
+
+    sampler: _WithEpoch
+    dataset: Any
+    _yielded: int = 0  # batches handed to the caller since the last iter() / set_epoch
+
+    def _batch_size(self) -> int:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def set_epoch(self, epoch: int, start: int = 0, *, origin: int = 0) -> None:
+        """Use epoch ``epoch`` (reshuffled) from its start; ``start`` skips this rank's first
+        items, ``origin`` the global order's first positions (as :meth:`load_state_dict` sets
+        them; module doc of :mod:`hyperframes.data._loader_state`)."""
+        self.sampler.inner.set_epoch(epoch, start, origin=origin)
+        self.dataset.set_epoch(epoch)
+        self._yielded = 0
+
+    def state_dict(self) -> dict:
+        """Where this loader stands: the epoch and the global position of the batches yielded
+        so far (not of those prefetched), as plain ints and strings."""
+        inner = self.sampler.inner
+        n = inner.epoch_length
+        if self._yielded >= len(self):
+            reached = n  # every batch of the epoch handed out: finished
+        else:
+            consumed = inner.start + min(self._yielded * self._batch_size(), len(inner))
+            reached = position(inner.origin, consumed, inner.world_size, n)
+        return make_state(
+            epoch=inner.epoch,
+            samples_yielded=reached,
+            epoch_length=n,
+            origin=inner.origin,
+            world_size=inner.world_size,
+            seed=inner.seed,
+            order=inner.order_name,
+        )
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from ``state`` (from :meth:`state_dict`, possibly of a loader with another
+        world size): the next iteration yields the rest of that epoch's global order, this
+        rank's share of it. :class:`ConfigError` when it is not a state of the same order."""
+        inner = self.sampler.inner
+        state = read_state(
+            state, epoch_length=inner.epoch_length, seed=inner.seed, order=inner.order_name
+        )
+        origin, start = continue_at(state, inner.world_size)
+        self.set_epoch(state["epoch"], start, origin=origin)
+
+    def _counted(self, batches: Iterator) -> Iterator:
+        try:
+            for batch in batches:
+                self._yielded += 1
+                yield batch
+        finally:  # left early: let the inner iterator cancel its reads now
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+
+
+class HyperframeLoader(_Resumable, torch.utils.data.DataLoader):
+    """A DataLoader whose ``set_epoch(e, start=0)`` reshuffles (and can resume mid-epoch), with
+    ``state_dict()`` / ``load_state_dict()``."""
 
     sampler: _WithEpoch  # as loader() makes it
     dataset: Any  # a HyperframeDataset, or any dataset with set_epoch(epoch)
 
-    def set_epoch(self, epoch: int, start: int = 0) -> None:
-        self.sampler.inner.set_epoch(epoch, start)
-        self.dataset.set_epoch(epoch)
+    def _batch_size(self) -> int:
+        assert self.batch_size is not None  # loader() always batches
+        return self.batch_size
+
+    def __len__(self) -> int:
+        return torch.utils.data.DataLoader.__len__(self)
+
+    def __iter__(self) -> Iterator:  # type: ignore[override]
+        self._yielded = 0
+        return self._counted(super().__iter__())
 
 
-class ThreadLoader:
+class ThreadLoader(_Resumable):
     """Batches read by a thread pool, in order, ``prefetch`` batches ahead. Same interface as
-    :class:`HyperframeLoader` (``dataset``, ``sampler``, ``set_epoch``, ``len``, iteration)."""
+    :class:`HyperframeLoader` (``dataset``, ``sampler``, ``set_epoch``, ``state_dict``,
+    ``load_state_dict``, ``len``, iteration)."""
 
     def __init__(self, dataset, batch_sampler, *, workers, prefetch, pin_memory, collate_fn=None):
         self.dataset = dataset
@@ -120,15 +198,18 @@ class ThreadLoader:
     def __len__(self) -> int:
         return len(self.batch_sampler)
 
-    def set_epoch(self, epoch: int, start: int = 0) -> None:
-        self.sampler.inner.set_epoch(epoch, start)
-        self.dataset.set_epoch(epoch)
+    def _batch_size(self) -> int:
+        return self.batch_sampler.batch_size
 
     def _load(self, keys) -> HyperframeBatch:
         batch = self.collate_fn(self.dataset.__getitems__(keys))
         return batch.pin_memory() if self.pin_memory and hasattr(batch, "pin_memory") else batch
 
     def __iter__(self) -> Iterator[HyperframeBatch]:
+        self._yielded = 0
+        return self._counted(self._batches())
+
+    def _batches(self) -> Iterator[HyperframeBatch]:
         from collections import deque
         from concurrent.futures import ThreadPoolExecutor
 

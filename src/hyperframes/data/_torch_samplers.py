@@ -2,7 +2,9 @@
 
 Each yields item numbers for one epoch on one rank; call ``set_epoch(epoch)`` before every
 epoch (and give the dataset the same epoch so plans match). ``set_epoch(epoch, start=k)``
-resumes after the first ``k`` items of this rank's share.
+resumes after the first ``k`` items of this rank's share; ``set_epoch(epoch, origin=p)`` shares
+only the rest of the epoch's global order, from position ``p`` on, between the ranks (how a run
+resumed with another world size continues: :mod:`hyperframes.data._loader_state`).
 """
 
 from __future__ import annotations
@@ -25,21 +27,38 @@ class _EpochBase(torch.utils.data.Sampler[int]):
         self.world_size = world_size
         self.epoch = 0
         self.start = 0
+        self.origin = 0
         partition(np.zeros(0, np.int64), rank, world_size)  # validates rank / world_size
 
-    def set_epoch(self, epoch: int, start: int = 0) -> None:
-        """Use epoch ``epoch`` from now on, skipping this rank's first ``start`` items."""
+    #: how the global order is drawn, as a loader state names it
+    order_name = "shuffle"
+
+    def set_epoch(self, epoch: int, start: int = 0, *, origin: int = 0) -> None:
+        """Use epoch ``epoch`` from now on: the ranks share its global order from position
+        ``origin`` on (0: all of it), and this rank skips the first ``start`` items of its share."""
         if start < 0:
             raise ConfigError(f"set_epoch: start must be >= 0, got {start!r}")
+        if not 0 <= origin <= self.epoch_length:
+            raise ConfigError(
+                f"set_epoch: origin must be in 0..{self.epoch_length} (the epoch's length), "
+                f"got {origin!r}"
+            )
         self.epoch = epoch
         self.start = start
+        self.origin = origin
+
+    @property
+    def epoch_length(self) -> int:
+        """The length of an epoch's global order (all ranks together, before padding)."""
+        raise NotImplementedError
 
     def _global(self) -> np.ndarray:
         raise NotImplementedError
 
     def _share(self) -> np.ndarray:
         drop = getattr(self, "drop_last", False)
-        return partition(self._global(), self.rank, self.world_size, drop_last=drop)
+        order = self._global()[self.origin :]
+        return partition(order, self.rank, self.world_size, drop_last=drop)
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._share()[self.start :].tolist())
@@ -66,6 +85,11 @@ class EpochSampler(_EpochBase):
         self.num_items = num_items
         self.shuffle = shuffle
         self.drop_last = drop_last
+        self.order_name = "shuffle" if shuffle else "sequential"
+
+    @property
+    def epoch_length(self) -> int:
+        return int(self.num_items)
 
     def _global(self) -> np.ndarray:
         return epoch_order(self.num_items, self.seed, self.epoch, shuffle=self.shuffle)
@@ -89,6 +113,12 @@ class BalancedSampler(_EpochBase):
         self.labels = np.asarray(labels)
         self.num_samples = num_samples
         balanced_order(self.labels, seed, 0, num_samples=0)  # validates the labels now
+
+    order_name = "balanced"
+
+    @property
+    def epoch_length(self) -> int:
+        return int(self.labels.shape[0] if self.num_samples is None else self.num_samples)
 
     def _global(self) -> np.ndarray:
         return balanced_order(self.labels, self.seed, self.epoch, num_samples=self.num_samples)

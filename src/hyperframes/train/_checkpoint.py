@@ -11,14 +11,19 @@ reads it without unpickling code::
      "task": "classification" | "segmentation",
      "epoch": int, "batches_done": int, "step": int, "samples": int,
      "best": {"metric": str, "value": float, "epoch": int},
-     "metrics": dict, "history": [dict], "epoch_state": dict, "rng": dict}
+     "metrics": dict, "history": [dict], "epoch_state": dict, "rng": dict,
+     "loader": dict, "world_size": int, "steps_per_epoch": int, "log_records": int}
 
 ``contract`` (:class:`~hyperframes._core._contract.InputContract`) is how input is prepared for
 the model; checkpoints written before it have an ``input`` entry (``{"size", "fps"}``) and
 their contract is derived from that and the config
 (:func:`~hyperframes._core._contract.resolve_contract`).
 ``epoch`` and ``batches_done`` say where training stands: resuming continues epoch ``epoch``
-after its first ``batches_done`` batches (0 = a fresh epoch).
+after its first ``batches_done`` batches (0 = a fresh epoch). ``loader`` is the training
+loader's ``state_dict()`` (the position reached in the epoch's global order, all ranks
+together), ``world_size`` and ``steps_per_epoch`` those of the run that saved it: with them a
+run resumes on another number of processes (:mod:`hyperframes.train._resume`); ``log_records``
+is how many records ``log.jsonl`` held. Checkpoints without them resume on the same number.
 
 **Run folders.** Every command takes a checkpoint file or a run folder; a folder resolves
 (:func:`resolve_checkpoint`) to ``RUN_DIR/best.pt`` if it exists, else ``RUN_DIR/last.pt``,

@@ -2,10 +2,13 @@
 scalars to TensorBoard (``tb/``) when the ``tensorboard`` package is installed; and the
 progress bar of an epoch (:class:`EpochProgress`).
 
-Only rank 0 logs (``enabled=False`` elsewhere). When a run resumes from a checkpoint taken at
-step S, records after S (written before the interruption) are dropped from ``log.jsonl`` and
+Only rank 0 logs (``enabled=False`` elsewhere). When a run resumes from a checkpoint, the
+records written after it (before the interruption) are dropped from ``log.jsonl`` and
 ``epochs.csv`` is rewritten from the checkpoint's history, so the logs read as if the run had
-never stopped.
+never stopped. The checkpoint says how many records the log held when it was saved
+(``log_records``), and the first that many are kept: counting records, not comparing steps,
+stays right when a resume with another number of processes re-bases the step numbers. For
+older checkpoints, records after their step S are dropped.
 """
 
 from __future__ import annotations
@@ -56,34 +59,39 @@ class RunLogger:
         enabled: bool = True,
         tensorboard: bool = True,
         resume_step: int | None = None,
+        resume_records: int | None = None,
         history: list[dict] | None = None,
     ) -> None:
         self.run_dir = Path(run_dir)
         self.enabled = enabled
         self.tb = None
+        self.records = 0  # records in log.jsonl (what a checkpoint saved now would keep)
         if not enabled:
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.jsonl = self.run_dir / JSONL
         if resume_step is not None:
-            self._truncate(resume_step)
+            self._truncate(resume_step, resume_records)
         elif self.jsonl.exists():
             self.jsonl.unlink()
         self.write_csv(history or [])
         if tensorboard:
             self.tb = _tensorboard_writer(self.run_dir / "tb")
 
-    def _truncate(self, step: int) -> None:
+    def _truncate(self, step: int, records: int | None) -> None:
         if not self.jsonl.exists():
             return
-        keep = []
+        keep: list[str] = []
         for line in self.jsonl.read_text(encoding="utf-8").splitlines():
             try:
                 rec = json.loads(line)
             except ValueError:
                 continue  # a line cut by the interruption
-            if int(rec.get("step", 0)) <= step:
+            if len(keep) == records:
+                break
+            if records is not None or int(rec.get("step", 0)) <= step:
                 keep.append(line)
+        self.records = len(keep)
         write_text_atomic(self.jsonl, "".join(k + "\n" for k in keep))
 
     def log(self, record: dict) -> None:
@@ -92,6 +100,7 @@ class RunLogger:
             return
         with open(self.jsonl, "a", encoding="utf-8") as f:
             f.write(json.dumps(_clean(record)) + "\n")
+        self.records += 1
         if self.tb is not None:
             prefix = record.get("kind", "log")
             for k, v in record.items():

@@ -10,6 +10,21 @@
 * A cosine schedule that has already decayed to ``train.min_lr`` = 0 cannot continue usefully
   (every further step at lr 0), and restarting it would be a warm restart, not a longer run:
   raising its epochs is refused, with the way to train longer (a new run from its weights).
+* The **number of processes** may change (preempted on 2 nodes, resumed on 1): the checkpoint
+  holds the training loader's state, the position reached in the epoch's *global* order (all
+  ranks together; :mod:`hyperframes.data._loader_state`), and the new ranks share the rest of
+  that order. Progress is measured in global samples, so the step counter is re-based to the
+  new world size (:func:`resized_position`): with ``W'`` processes of batch ``b`` (and
+  ``train.accumulate`` ``a``) an epoch has ``S' = ceil(ceil(ceil(N / W') / b) / a)`` steps, the
+  ``R`` samples left in the epoch take ``ceil(ceil(ceil(R / W') / b) / a)`` of them, and the
+  run stands at step ``(epoch + 1) * S'`` minus those: the step the new world size would have
+  reached having read the same samples. ``train.epochs * S'`` is the new total and
+  ``warmup_epochs * S'`` the new warmup, so the learning rate is the same function of the
+  fraction of training done (up to the rounding of one step), and a re-planning point
+  ``resumed_at`` is moved to the same fraction (:func:`rescaled_resumed_at`). The peak rate
+  follows the linear scaling rule for the new global batch when ``train.base_batch_size`` is
+  set (unchanged otherwise). ``log.jsonl`` gets a ``resize`` record where the step numbers
+  change scale.
 """
 
 from __future__ import annotations
@@ -28,6 +43,8 @@ __all__ = [
     "complete_message",
     "continued_schedule",
     "read_resumed_at",
+    "rescaled_resumed_at",
+    "resized_position",
 ]
 
 
@@ -155,3 +172,33 @@ def read_resumed_at(value, path) -> tuple[int, float] | None:
             f"{value!r:.80}"
         )
     return int(value[0]), float(value[1])
+
+
+def resized_position(
+    *, epoch: int, micro_per_epoch: int, micro_left: int, accumulate: int
+) -> tuple[int, int]:
+    """``(batches_done, step)`` of a run resumed in epoch ``epoch`` (0-based) with another world
+    size, whose ranks now read ``micro_per_epoch`` micro-batches in a whole epoch and
+    ``micro_left`` in the rest of this one: the micro-batches and optimizer steps the new world
+    size would have made to get there (module doc). The epoch then ends at step
+    ``(epoch + 1) * ceil(micro_per_epoch / accumulate)``, as its later epochs do."""
+    if not 0 <= micro_left <= micro_per_epoch:
+        raise ConfigError(
+            f"resume: {micro_left} micro-batches left in an epoch of {micro_per_epoch}; the "
+            "checkpoint's loader state does not fit this data"
+        )
+    per_epoch = math.ceil(micro_per_epoch / accumulate)
+    step = (epoch + 1) * per_epoch - math.ceil(micro_left / accumulate)
+    return micro_per_epoch - micro_left, step
+
+
+def rescaled_resumed_at(
+    resumed_at: tuple[int, float] | None, *, old_steps_per_epoch: int, steps_per_epoch: int
+) -> tuple[int, float] | None:
+    """A schedule's re-planning point ``(step, rate)`` moved from steps of
+    ``old_steps_per_epoch`` to steps of ``steps_per_epoch`` per epoch (the same fraction of
+    training; the rate is kept)."""
+    if resumed_at is None or old_steps_per_epoch == steps_per_epoch:
+        return resumed_at
+    step = round(resumed_at[0] * steps_per_epoch / max(old_steps_per_epoch, 1))
+    return step, resumed_at[1]

@@ -26,7 +26,12 @@ epoch's loss and accuracy sums so far in ``epoch_state``, optimizer, scaler, RNG
 raises :class:`TrainingInterrupted` (the command line prints where it stopped and how to resume,
 and exits with 130 after SIGINT, 143 after SIGTERM). ``--resume`` skips the consumed batches
 without reading them (the samplers recompute the epoch's order and start after them), so the
-final weights and ``epochs.csv`` equal an uninterrupted run's (timing columns aside). A signal
+final weights and ``epochs.csv`` equal an uninterrupted run's (timing columns aside).
+``last.pt`` also holds the training loader's state (the position reached in the epoch's
+*global* order), so ``--resume`` may run on another number of processes or nodes: the new
+ranks share the rest of the epoch's order, and the step counter is re-based to the new world
+size (:mod:`~hyperframes.train._resume`); the samples trained on are then an uninterrupted
+run's, though not the weights (the batches group them differently). A signal
 during validation lets it finish: the epoch is then saved complete. A second Ctrl-C, a second
 or more after the first, stops at once without saving (``last.pt`` keeps the previous save);
 repeated SIGTERMs are ignored (torchrun forwards the one it gets to workers that may have had
@@ -78,7 +83,14 @@ from ._data import build_data
 from ._ddp import Dist, barrier, broadcast_object, setup, teardown
 from ._logging import EpochProgress, RunLogger, _clean, format_duration
 from ._predict import autocast, forward, predict
-from ._resume import check_epochs, complete_message, continued_schedule, read_resumed_at
+from ._resume import (
+    check_epochs,
+    complete_message,
+    continued_schedule,
+    read_resumed_at,
+    rescaled_resumed_at,
+    resized_position,
+)
 from ._schedule import lr_at, scaled_lr
 from ._setup import (
     WithAux,
@@ -249,7 +261,7 @@ class _Run:
         self.scaler = torch.amp.GradScaler("cuda") if fp16 else None
         self.train_loader = self._loader(b.train, train=True)
         self.val_loader = self._loader(b.val, train=False)
-        self.train_loader.set_epoch(0)
+        self.train_loader.set_epoch(0)  # the training loader always stands where training does
         self.micro_per_epoch = len(self.train_loader)
         if self.micro_per_epoch == 0:
             raise DataError(
@@ -275,8 +287,10 @@ class _Run:
         self.epoch_state = self._fresh_epoch_state()
         self._saved_at: tuple[int, int] | None = None
         self.resumed_at = None  # the schedule's re-planning point
+        resized = None
         if self.ckpt is not None:
             self._restore(self.ckpt)
+            resized = self._position_loader(self.ckpt)
             self._continue_schedule(self.ckpt)
         self.lr = self.optimizer.param_groups[0]["lr"]
         # this session: where it started, when curves.png was last drawn
@@ -294,9 +308,12 @@ class _Run:
         self.logger = RunLogger(
             self.run_dir,
             enabled=d.main,
-            resume_step=self.step if self.ckpt is not None else None,
+            resume_step=int(self.ckpt["step"]) if self.ckpt is not None else None,
+            resume_records=_log_records(self.ckpt),
             history=self.history,
         )
+        if resized is not None:
+            self.logger.log(resized)
 
     def _loader(self, dataset, *, train: bool):
         from ..data import loader
@@ -346,6 +363,11 @@ class _Run:
             "epoch_state": dict(self.epoch_state),
             "resumed_at": list(self.resumed_at) if self.resumed_at is not None else None,
             "rng": get_rng_state(),
+            # where the epoch stands in its global order, for any number of processes
+            "loader": self.train_loader.state_dict(),
+            "world_size": self.d.world_size,
+            "steps_per_epoch": self.steps_per_epoch,
+            "log_records": self.logger.records,
         }
 
     def _save(self, name: str, metrics: dict) -> None:
@@ -419,6 +441,61 @@ class _Run:
             self.show,
         )
 
+    def _position_loader(self, ck: dict) -> dict | None:
+        """Stand the training loader where the checkpoint's epoch stands. Saved by another
+        number of processes: the new ranks share the rest of the epoch's global order, and
+        ``batches_done``, ``step`` and ``resumed_at`` are re-based to this world size
+        (:mod:`~hyperframes.train._resume`); returns the ``resize`` log record then, else None."""
+        path, state = ck.get("path"), ck.get("loader")
+        if state is None:  # written before loader states: continued by the same world size
+            bs = self.cfg.data.batch_size
+            self.train_loader.set_epoch(self.epoch, start=self.batches_done * bs)
+            return None
+        try:
+            self.train_loader.load_state_dict(state)
+        except ConfigError as e:
+            raise ConfigError(f"checkpoint {path}: {e}") from None
+        saved_world, old_spe = ck.get("world_size"), ck.get("steps_per_epoch")
+        for key, value in (("world_size", saved_world), ("steps_per_epoch", old_spe)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"checkpoint {path}: {key} must be an integer >= 1")
+        assert isinstance(saved_world, int) and isinstance(old_spe, int)  # checked above
+        if state["epoch"] != self.epoch:
+            raise ConfigError(
+                f"checkpoint {path}: its loader state is in epoch {state['epoch']}, its "
+                f"training in epoch {self.epoch}; the checkpoint is damaged"
+            )
+        if saved_world == self.d.world_size:
+            return None
+        before = self.step
+        self.batches_done, self.step = resized_position(
+            epoch=self.epoch,
+            micro_per_epoch=self.micro_per_epoch,
+            micro_left=len(self.train_loader),
+            accumulate=self.cfg.train.accumulate,
+        )
+        self.resumed_at = rescaled_resumed_at(
+            self.resumed_at, old_steps_per_epoch=old_spe, steps_per_epoch=self.steps_per_epoch
+        )
+        self._saved_at = self.step, self.batches_done
+        _say(
+            f"{saved_world} -> {self.d.world_size} process(es): continuing epoch "
+            f"{self.epoch + 1} at sample {state['samples_yielded']}/{state['epoch_length']} of "
+            f"its global order; step {before} of {saved_world} process(es) is step {self.step} "
+            f"of {self.total_steps} here (batch {self.batches_done}/{self.micro_per_epoch})",
+            self.show,
+        )
+        return {
+            "kind": "resize",
+            "epoch": self.epoch + 1,
+            "step": self.step,
+            "saved_step": before,
+            "world_size": self.d.world_size,
+            "saved_world_size": saved_world,
+            "samples_yielded": state["samples_yielded"],
+            "epoch_length": state["epoch_length"],
+        }
+
     # -- training ---------------------------------------------------------------------------
     def _loss(self, x, batch, target):
         """``(loss, correct, count)`` of one micro-batch: the task's loss (after its batch
@@ -467,16 +544,14 @@ class _Run:
     def _train_epoch(self, t_run: float) -> None:
         cfg, b, d = self.cfg, self.bundle, self.d
         acc = cfg.train.accumulate
-        bs = cfg.data.batch_size
         self.net.train()
-        self.train_loader.set_epoch(self.epoch, start=self.batches_done * bs)
         n = self.micro_per_epoch
         bar = EpochProgress(
             self.show, n - self.batches_done, f"epoch {self.epoch + 1}/{cfg.train.epochs}"
         )
         es = self.epoch_state
-        it = iter(self.train_loader)
-        i = self.batches_done
+        it = iter(self.train_loader)  # positioned by _setup / _position_loader / _end_epoch
+        i = i0 = self.batches_done
         try:
             while i < n:
                 t0 = time.perf_counter()
@@ -486,7 +561,7 @@ class _Run:
                     batch.frames, device=self.device, flow=batch.flow, audio=batch.audio
                 )
                 target = self.task.targets(batch).to(self.device)
-                group_start = (i // acc) * acc
+                group_start = i0 + ((i - i0) // acc) * acc  # groups count from the resume
                 group = min(acc, n - group_start)
                 last_in_group = i + 1 == group_start + group
                 sync = d.active and not last_in_group
@@ -600,8 +675,11 @@ class _Run:
             }
         )
         self.history.append(record)
+        if self.d.main:  # before last.pt: a run resumed from it keeps this record
+            self.logger.log(record)
         self.epoch += 1
         self.batches_done = 0
+        self.train_loader.set_epoch(self.epoch)
         self.epoch_state = self._fresh_epoch_state()
         self.elapsed = record["elapsed_seconds"]
         key = self.task.best_key
@@ -617,7 +695,6 @@ class _Run:
         if improved:
             self._save("best.pt", metrics)
         if self.d.main:
-            self.logger.log(record)
             self.logger.write_csv(self.history)
             now = time.perf_counter()
             if last or now - self._plotted >= PLOT_EVERY_S:  # short epochs: not every time
@@ -754,6 +831,13 @@ class _Run:
             )
         barrier(d)
         return summary
+
+
+def _log_records(ck: dict | None) -> int | None:
+    """A checkpoint's ``log_records`` (None when absent or not a count)."""
+    value = ck.get("log_records") if ck is not None else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return value if ok else None
 
 
 def _step_seed(seed: int, rank: int, epoch: int, batch: int) -> int:
