@@ -29,6 +29,7 @@ from ._format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHAR
 from ._ingest import ingest
 from ._lock import StoreLock
 from ._options import BuildOptions
+from ._remote import is_url
 from ._shard import Orphaned, OutputError, ShardWriter, output_error, recover_all
 from ._sources import Source, scan_inputs, source_stat
 
@@ -226,6 +227,12 @@ def build_store(
     ``input_format`` / ``root``: how to read ``data`` and the folder its listed paths are
     relative to (see :func:`hyperframes.store._sources.scan_inputs`)."""
     options = options or BuildOptions()
+    if is_url(out):  # built in a local staging folder, then uploaded (``_publish``)
+        from ._publish import build_to_url
+
+        return build_to_url(
+            data, str(out), options, progress=progress, input_format=input_format, root=root
+        )
     if options.format == "hdf5":
         from ._hdf5 import build_hdf5
 
