@@ -155,7 +155,7 @@ def conversion_summary(path: str | os.PathLike) -> str:
         from ._publish import remote_hdf5_manifest
 
         m = remote_hdf5_manifest(str(path))
-        size, note = m["store_bytes"], m["converted_from"].get("note")
+        size, note = m["file_bytes"], m["converted_from"].get("note")
         return f"wrote {path} ({size / 1e6:.2f} MB): {note}"
     with H5Store(path) as h5:
         size, note = h5.manifest["store_bytes"], h5.manifest["converted_from"].get("note")

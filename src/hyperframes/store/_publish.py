@@ -154,5 +154,8 @@ def remote_hdf5_manifest(url: str) -> dict:
     """The manifest of an HDF5 store at a URL (its attributes, read by ranges)."""
     import h5py
 
-    with filesystem(url).open(_bare(url), "rb") as f, h5py.File(f, "r") as h5:
-        return json.loads(h5.attrs["manifest"])
+    fs = filesystem(url)
+    with fs.open(_bare(url), "rb") as f, h5py.File(f, "r") as h5:
+        m = json.loads(h5.attrs["manifest"])
+    m["file_bytes"] = int(fs.info(_bare(url))["size"])
+    return m

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .._core._errors import ConfigError, StoreError
+from .._core._urls import is_url
 
 __all__ = [
     "RemoteFiles",
@@ -39,17 +40,6 @@ __all__ = [
     "is_url",
     "join_url",
 ]
-
-#: URL schemes read as object storage (``file://`` and plain paths stay local)
-SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
-
-
-def is_url(path) -> bool:
-    """Whether ``path`` names a store in object storage (``s3://...``) rather than a local path."""
-    if not isinstance(path, str):
-        return False
-    scheme, sep, _ = path.partition("://")
-    return bool(sep) and scheme.lower() in SCHEMES
 
 
 def join_url(url: str, *parts: str) -> str:
