@@ -164,10 +164,10 @@ class RemoteFiles:
                 )
         except Exception as e:
             raise StoreError(f"{self.url_of(rel)}: cannot be read ({_reason(e)})") from None
-        for b, s, e in zip(got, starts, ends):
-            if len(b) != e - s:
+        for b, lo, hi in zip(got, starts, ends):
+            if len(b) != hi - lo:
                 raise StoreError(
-                    f"{self.url_of(rel)}: bytes {s}..{e} came back as {len(b)} bytes: the "
+                    f"{self.url_of(rel)}: bytes {lo}..{hi} came back as {len(b)} bytes: the "
                     "object is shorter than its listing; it changed while being read"
                 )
         self.traffic.add(len(got), sum(len(b) for b in got))
