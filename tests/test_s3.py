@@ -41,16 +41,20 @@ def _hf(*args, **kw):
 
 @pytest.fixture(scope="module")
 def built(class_folder, s3_server, tmp_path_factory):
-    """One raw and one lz4 store of the class folder, each at a URL and in a local folder."""
+    """A raw, an lz4 and a jpeg store of the class folder, each at a URL and in a local
+    folder (the raw one built with ``--out s3://``, the others uploaded after a local build)."""
     root = tmp_path_factory.mktemp("s3stores")
     os.environ["HYPERFRAMES_CACHE"] = str(root / "hf-cache")
     out = {}
     for codec in ("raw", "lz4", "jpeg"):
         url = f"s3://{s3_server['bucket']}/built-{codec}"
         opts = BuildOptions(codec=codec, size="32")
-        report = build_store(class_folder, url, opts, progress=False)
-        assert report.store == url and report.exit_code == 0
         local = build_store(class_folder, root / codec, opts, progress=False)
+        if codec == "raw":  # build --out URL: staged, then uploaded
+            report = build_store(class_folder, url, opts, progress=False)
+            assert report.store == url and report.exit_code == 0
+        else:  # the same upload, from the local build
+            publish_store(local.store, url)
         out[codec] = (url, Path(local.store))
     # the staging folder of a finished upload is gone
     assert not staging_dir(out["raw"][0]).exists()

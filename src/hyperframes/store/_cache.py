@@ -81,15 +81,19 @@ class BlockCache:
             ) from None
         self._lock_path = self.folder / ".lock"
         self.hits = self.misses = self.skipped = 0
+        #: entries this object has checked whole: name -> (inode, size)
+        self._checked: dict[str, tuple[int, int]] = {}
         self._counts = threading.Lock()
 
     def key(self, url: str, size: int, etag: str) -> str:
         return xxhash.xxh3_128_hexdigest(f"{url}\n{size}\n{etag}\n{self.block_bytes}".encode())
 
     # -- entries --------------------------------------------------------------------------
-    def get(self, name: str) -> bytes | None:
-        """The entry's bytes, or None when it is absent or damaged (a damaged one is removed).
-        Holds LOCK_SH on the entry while reading it, so it cannot be evicted meanwhile."""
+    def get(self, name: str, lo: int = 0, hi: int | None = None) -> bytes | None:
+        """Bytes ``lo:hi`` of the entry, or None when it is absent or damaged (a damaged one
+        is removed). Holds LOCK_SH on the entry while reading it, so it cannot be evicted
+        meanwhile. The first read of an entry by this cache object reads it whole and checks
+        its trailer; later reads of the same file (same inode and size) read the range only."""
         path = self.blocks / name
         try:
             fd = os.open(path, os.O_RDONLY)
@@ -97,12 +101,19 @@ class BlockCache:
             return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)
-            with os.fdopen(os.dup(fd), "rb") as f:
-                data = f.read()
-            body, tail = data[:-_TRAILER], data[-_TRAILER:]
-            if len(data) < _TRAILER or tail != _trailer(body):
-                self._drop_damaged(path, os.fstat(fd).st_ino)
-                return None
+            st = os.fstat(fd)
+            if self._checked.get(name) == (st.st_ino, st.st_size):
+                end = st.st_size - _TRAILER if hi is None else min(hi, st.st_size - _TRAILER)
+                body = os.pread(fd, max(0, end - lo), lo)
+            else:
+                with os.fdopen(os.dup(fd), "rb") as f:
+                    data = f.read()
+                whole, tail = data[:-_TRAILER], data[-_TRAILER:]
+                if len(data) < _TRAILER or tail != _trailer(whole):
+                    self._drop_damaged(path, st.st_ino)
+                    return None
+                self._checked[name] = (st.st_ino, st.st_size)
+                body = whole[lo:hi]
             with contextlib.suppress(OSError):
                 os.utime(path)  # recently used: evicted last
             return body
@@ -205,19 +216,22 @@ class BlockCache:
         blocks not cached are fetched at once (runs of adjacent blocks as one range), cached
         when room can be made, and used either way."""
         bb = self.block_bytes
-        wanted = sorted(
-            {b for s, e in zip(starts, ends) if e > s for b in range(s // bb, (e - 1) // bb + 1)}
-        )
-        blocks: dict[int, bytes] = {}
+        span: dict[int, list[int]] = {}  # block -> [lo, hi] needed of it, block-relative
+        for s, e in zip(starts, ends):
+            for b in range(s // bb, (e - 1) // bb + 1) if e > s else ():
+                lo, hi = max(s, b * bb) - b * bb, min(e, (b + 1) * bb) - b * bb
+                have = span.setdefault(b, [lo, hi])
+                have[0], have[1] = min(have[0], lo), max(have[1], hi)
+        blocks: dict[int, tuple[int, bytes]] = {}  # block -> (lo, its bytes lo:hi)
         missing = []
-        for b in wanted:
-            data = self.get(f"{key}-{b}")
-            if data is None or len(data) != min(bb, size - b * bb):
+        for b, (lo, hi) in sorted(span.items()):
+            data = self.get(f"{key}-{b}", lo, hi)
+            if data is None or len(data) != hi - lo:
                 missing.append(b)
             else:
-                blocks[b] = data
+                blocks[b] = (lo, data)
         with self._counts:
-            self.hits += len(wanted) - len(missing)
+            self.hits += len(span) - len(missing)
             self.misses += len(missing)
         if missing:
             runs: list[list[int]] = []
@@ -230,17 +244,16 @@ class BlockCache:
             for r, data in zip(runs, got):
                 for j, b in enumerate(r):
                     block = data[j * bb : (j + 1) * bb]
-                    blocks[b] = block
+                    blocks[b] = (0, block)
                     if not self.put(f"{key}-{b}", block):
                         with self._counts:
                             self.skipped += 1
         out = []
         for s, e in zip(starts, ends):
-            first, last = s // bb, (e - 1) // bb
-            if first == last:
-                out.append(blocks[first][s - first * bb : e - first * bb])
-            else:
-                parts = [blocks[b] for b in range(first, last + 1)]
-                joined = b"".join(parts)
-                out.append(joined[s - first * bb : e - first * bb])
+            parts = []
+            for b in range(s // bb, (e - 1) // bb + 1) if e > s else ():
+                lo, data = blocks[b]
+                a, z = max(s, b * bb) - b * bb - lo, min(e, (b + 1) * bb) - b * bb - lo
+                parts.append(data[a:z])
+            out.append(parts[0] if len(parts) == 1 else b"".join(parts))
         return out
