@@ -309,3 +309,25 @@ def test_credentials_never_written(built, s3_server, tmp_path):
     for f in files:
         assert secret not in f.read_bytes(), f
     assert any((tmp_path / "cache" / "blocks").iterdir())  # the run read through its cache
+
+
+def _read_in_child(store, v, ix, q) -> None:
+    q.put(store.read_numpy(v, ix).tobytes())
+
+
+def test_store_opened_before_fork_reads_in_forked_child(built):
+    """DataLoader workers fork: a store opened (and read) in the parent reads in the child
+    through a client made there (an s3fs instance refuses use after fork)."""
+    import multiprocessing as mp
+
+    url, local = built["lz4"]
+    store = open_store(url)
+    store.read_numpy(2, [0, 1])
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_read_in_child, args=(store, 2, [3, 4, 5], q))
+    p.start()
+    got = q.get(timeout=60)
+    p.join(timeout=60)
+    assert p.exitcode == 0
+    assert got == open_store(local).read_numpy(2, [3, 4, 5]).tobytes()

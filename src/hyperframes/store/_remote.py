@@ -122,6 +122,7 @@ class RemoteFiles:
         if self._listing is None or refresh:
             base = _bare(self.url)
             try:
+                self.fs.invalidate_cache(base)  # (s3fs keeps listings: a store may be new)
                 found = self.fs.find(base, detail=True)
             except FileNotFoundError:
                 found = {}
