@@ -97,6 +97,7 @@ def test_window_fetches_only_its_ranges(built, codec):
     assert got[0] < sum(s["bytes"] for s in store.manifest["shards"]) / 4
 
 
+@pytest.mark.slow  # (CLI subprocesses)
 def test_cli_info_verify_show_convert_on_urls(built, s3_url, tmp_path):
     url, local = built["lz4"]
     info = _hf("info", url, "--json")
@@ -274,6 +275,7 @@ def test_killed_cache_fill_leaves_no_served_entry(tmp_path):
     assert c.get("cut") is None and not (tmp_path / "blocks" / "cut").exists()
 
 
+@pytest.mark.slow  # (a training run)
 def test_credentials_never_written(built, s3_server, tmp_path):
     secret = s3_server["secret"].encode()
     fs = filesystem(built["raw"][0])
