@@ -22,6 +22,7 @@ from hyperframes.store._cache import BlockCache
 from hyperframes.store._publish import publish_store, staging_dir
 from hyperframes.store._remote import filesystem
 from hyperframes.store._remote_store import open_remote
+from hyperframes.store._source import coalesce
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 WINDOWS = [(0, [0, 1, 2, 3]), (1, [5, 7, 9, 11]), (3, [4, 3, 2, 2]), (5, [0, 19, 1, 18])]
@@ -95,6 +96,32 @@ def test_window_fetches_only_its_ranges(built, codec):
         assert got[0] == int(rows["nbytes"][used].sum())
         assert got[1] == 1  # adjacent chunks: one coalesced request
     assert got[0] < sum(s["bytes"] for s in store.manifest["shards"]) / 4
+
+
+@pytest.mark.parametrize("codec", ["raw", "jpeg"])
+def test_batch_fetches_its_ranges_at_once(built, codec):
+    url, local = built[codec]
+    store = open_store(url)
+    traffic = store._files.traffic
+    before = traffic.bytes, traffic.requests
+    got = store.read_batch(WINDOWS).numpy()
+    assert np.array_equal(got, open_store(local).read_batch(WINDOWS).numpy())
+    wanted = set()  # (offset, nbytes) of every range the windows need, each once
+    for v, ix in WINDOWS:
+        g = store._geom(v)
+        offsets, nbytes = store._ranges(g, np.asarray(ix))
+        if codec == "raw":  # runs of frames: count frames, not overlapping runs
+            fb = int(np.prod(g[4:7]))
+            offsets = np.concatenate([np.arange(o, o + n, fb) for o, n in zip(offsets, nbytes)])
+            nbytes = np.full(len(offsets), fb)
+        wanted |= {(g[0], int(o), int(n)) for o, n in zip(offsets, nbytes)}
+    assert traffic.bytes - before[0] == sum(n for _, _, n in wanted)
+    runs = 0  # one request per run of adjacent ranges, all sent at once
+    for shard in {k for k, _, _ in wanted}:
+        o = np.array(sorted(x for k, x, _ in wanted if k == shard))
+        n = np.array([n for _, x, n in sorted(w for w in wanted if w[0] == shard)])
+        runs += len(coalesce(o, o + n)[0])
+    assert traffic.requests - before[1] == runs
 
 
 @pytest.mark.slow  # (CLI subprocesses)
@@ -188,6 +215,7 @@ _READER = textwrap.dedent(
     """
     import sys, numpy as np
     from hyperframes.store._remote_store import open_remote
+from hyperframes.store._source import coalesce
     url, cache, limit, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     s = open_remote(url, cache_dir=cache, cache_limit=limit, cache_block_bytes=8192)
     rng = np.random.default_rng(seed)

@@ -39,6 +39,7 @@ from ._format import (
     VIDEO_DTYPES,
     VIDEOS_FILE,
 )
+from ._ranges import frame_runs, read_ranges
 from ._records import (
     ALTERED,
     IndexFiles,
@@ -616,6 +617,8 @@ class Store:
         for v, ix in reqs:
             self._check_indices(v, ix)
         geoms = [self._geom(v) for v, _ in reqs]
+        if not self._source.is_local:  # every range of the batch fetched at once
+            self._source.prefetch([(g[0], *self._ranges(g, ix)) for (_, ix), g in zip(reqs, geoms)])
         shapes = {(len(ix), *g[4:7]) for (_, ix), g in zip(reqs, geoms)}
         order = sorted(
             range(len(reqs)), key=lambda b: (geoms[b][0], geoms[b][1], reqs[b][1][:1].tolist())
@@ -711,22 +714,22 @@ class Store:
                 np.take(scratch[:nf], local, axis=0, out=frames[p0 : p0 + mr])
         del maps
 
+    def _ranges(self, geom, idx: np.ndarray):
+        c, h, w = geom[4:7]
+        fb = c * h * w * self.dtype.itemsize
+        return read_ranges(geom, self._chunks, idx, frame_bytes=fb, chunked=self._codec is not None)
+
     def _read_raw_runs(self, i: int, idx: np.ndarray, out: np.ndarray) -> None:
         """A raw store at a URL: one byte range per run of consecutive frames wanted."""
         shard, off, _, _, c, h, w = self._geom(i)[:7]
         if not len(idx):
             return
         fb = c * h * w * self.dtype.itemsize
-        frames, inverse = np.unique(idx, return_inverse=True)
-        new = np.ones(len(frames), bool)
-        new[1:] = np.diff(frames) != 1
-        first = np.flatnonzero(new)
-        run = np.cumsum(new) - 1
-        lengths = np.diff(np.append(first, len(frames)))
+        frames, inverse, first, run, lengths = frame_runs(idx)
         buf, at = self._source.ranges(shard, off + frames[first] * fb, lengths * fb)
         pos = (at[run] + (frames - frames[first][run]) * fb) // fb
         stack = buf[: len(buf) // fb * fb].view(self.dtype).reshape(-1, c, h, w)
-        np.take(stack, pos[inverse.reshape(-1)], axis=0, out=out)
+        np.take(stack, pos[inverse], axis=0, out=out)
 
     def close(self) -> None:
         self._views.clear()

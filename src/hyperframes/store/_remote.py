@@ -174,6 +174,26 @@ class RemoteFiles:
         self.traffic.add(len(got), sum(len(b) for b in got))
         return got
 
+    def read_many(self, ranges: Sequence[tuple[str, int, int]]) -> list[bytes]:
+        """Bytes ``start:end`` of several objects (``(rel, start, end)``), requested together."""
+        if not ranges:
+            return []
+        paths = [_bare(self.url_of(rel)) for rel, _, _ in ranges]
+        try:
+            got = self.fs.cat_ranges(
+                paths, [s for _, s, _ in ranges], [e for _, _, e in ranges], on_error="raise"
+            )
+        except Exception as e:
+            raise StoreError(f"{self.url}: cannot be read ({_reason(e)})") from None
+        for b, (rel, lo, hi) in zip(got, ranges):
+            if len(b) != hi - lo:
+                raise StoreError(
+                    f"{self.url_of(rel)}: bytes {lo}..{hi} came back as {len(b)} bytes: the "
+                    "object is shorter than its listing; it changed while being read"
+                )
+        self.traffic.add(len(got), sum(len(b) for b in got))
+        return got
+
 
 def _reason(e: Exception) -> str:
     """A client error in a line, without anything a request carried (no headers, no keys)."""

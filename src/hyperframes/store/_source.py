@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,9 @@ class LocalShards:
     """Memory-mapped shard files (opened on first use, kept until ``close``)."""
 
     is_local = True
+
+    def prefetch(self, plan) -> None:  # (a memory map needs none)
+        pass
 
     def __init__(self, files: list[Path]):
         self.files = files
@@ -91,6 +95,7 @@ class RemoteShards:
         self.sizes = sizes
         self.etags = etags
         self.cache = cache
+        self._local = threading.local()
 
     def _rel(self, k: int) -> str:
         return f"shards/{self.names[k]}"
@@ -107,11 +112,59 @@ class RemoteShards:
             fetch=lambda s, e: self.files.read_ranges(self._rel(k), s, e),
         )
 
+    def prefetch(self, plan) -> None:
+        """Fetch the ranges of a batch at once: ``plan`` is ``[(shard, offsets, nbytes)]``;
+        every shard's ranges are coalesced and all requests go out together (one
+        ``cat_ranges``; through the cache, shard by shard). Kept for this thread until its
+        next prefetch: ``ranges`` serves what lies inside."""
+        by_shard: dict[int, tuple[list, list]] = {}
+        for k, offs, nbs in plan:
+            have = by_shard.setdefault(int(k), ([], []))
+            have[0].append(np.asarray(offs, np.int64))
+            have[1].append(np.asarray(nbs, np.int64))
+        merged = {}
+        for k, (offs, nbs) in by_shard.items():
+            o, n = np.concatenate(offs), np.concatenate(nbs)
+            if len(o):
+                ms, me, _ = coalesce(o, o + n)
+                merged[k] = (ms, me)
+        if self.cache is not None:
+            got = {k: self.fetch(k, ms, me) for k, (ms, me) in merged.items()}
+        else:
+            keys = [(k, j) for k, (ms, _) in merged.items() for j in range(len(ms))]
+            flat = self.files.read_many(
+                [(self._rel(k), int(merged[k][0][j]), int(merged[k][1][j])) for k, j in keys]
+            )
+            got = {k: [] for k in merged}
+            for (k, _), data in zip(keys, flat):
+                got[k].append(data)
+        self._local.fetched = {
+            k: (ms, me, [np.frombuffer(b, np.uint8) for b in got[k]])
+            for k, (ms, me) in merged.items()
+        }
+
+    def _prefetched(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
+        have = getattr(self._local, "fetched", {}).get(k)
+        if have is None:
+            return None
+        ms, me, bufs = have
+        g = np.searchsorted(ms, offsets, side="right") - 1
+        if (g < 0).any() or (offsets + nbytes > me[np.maximum(g, 0)]).any():
+            return None
+        if len(set(g.tolist())) == 1:  # one piece: its own buffer, no copy
+            return bufs[int(g[0])], offsets - ms[g]
+        lengths = me - ms
+        base = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        return np.concatenate(bufs), base[g] + (offsets - ms[g])
+
     def ranges(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
         offsets = np.asarray(offsets, np.int64)
         nbytes = np.asarray(nbytes, np.int64)
         if not len(offsets):
             return np.zeros(0, np.uint8), offsets
+        served = self._prefetched(k, offsets, nbytes)
+        if served is not None:
+            return served
         ms, me, group = coalesce(offsets, offsets + nbytes)
         pieces = self.fetch(k, ms, me)
         lengths = me - ms
