@@ -215,7 +215,6 @@ _READER = textwrap.dedent(
     """
     import sys, numpy as np
     from hyperframes.store._remote_store import open_remote
-from hyperframes.store._source import coalesce
     url, cache, limit, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     s = open_remote(url, cache_dir=cache, cache_limit=limit, cache_block_bytes=8192)
     rng = np.random.default_rng(seed)

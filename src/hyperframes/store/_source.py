@@ -143,7 +143,9 @@ class RemoteShards:
             for k, (ms, me) in merged.items()
         }
 
-    def _prefetched(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
+    def _pieces(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
+        """``(prefetched pieces of shard k, the piece of each range, that piece's start)``
+        when every range lies in one, else None."""
         have = getattr(self._local, "fetched", {}).get(k)
         if have is None:
             return None
@@ -151,11 +153,21 @@ class RemoteShards:
         g = np.searchsorted(ms, offsets, side="right") - 1
         if (g < 0).any() or (offsets + nbytes > me[np.maximum(g, 0)]).any():
             return None
-        if len(set(g.tolist())) == 1:  # one piece: its own buffer, no copy
-            return bufs[int(g[0])], offsets - ms[g]
-        lengths = me - ms
+        return bufs, g, ms[g]
+
+    def _prefetched(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
+        pieces = self._pieces(k, offsets, nbytes)
+        if pieces is None:
+            return None
+        ms, me, bufs = self._local.fetched[k]
+        g = pieces[1]
+        used, local = np.unique(g, return_inverse=True)
+        if len(used) == 1:  # one piece: its own buffer, no copy
+            return bufs[int(used[0])], offsets - ms[g]
+        lengths = (me - ms)[used]  # the pieces this read needs, joined
         base = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        return np.concatenate(bufs), base[g] + (offsets - ms[g])
+        joined = np.concatenate([bufs[int(u)] for u in used])
+        return joined, base[local.reshape(-1)] + (offsets - ms[g])
 
     def ranges(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
         offsets = np.asarray(offsets, np.int64)
@@ -177,6 +189,13 @@ class RemoteShards:
         held = []
         for sh in np.unique(shard_of_row).tolist():
             rows = np.flatnonzero(shard_of_row == sh)
+            pieces = self._pieces(int(sh), offsets[rows], nbytes[rows])
+            if pieces is not None:  # prefetched: addresses into its pieces, nothing joined
+                bufs, g, start = pieces
+                held.append(bufs)
+                ptrs = np.array([b.ctypes.data for b in bufs], np.int64)
+                src[rows] = ptrs[g] + (offsets[rows] - start)
+                continue
             buf, offs = self.ranges(int(sh), offsets[rows], nbytes[rows])
             held.append(buf)
             src[rows] = buf.ctypes.data + offs
