@@ -35,6 +35,7 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 | open a 300k-video, 100M-frame store, every index check included (`bench_open.py`) | OPEN | about 1 s |
 | `HyperframeDataset` over it: create / plan one item (random, sliding, duration) | DATASET | < 1 s / < 100 µs |
 | predict, TSN-ResNet18, per-frame feature reuse vs full windows (`bench_predict.py`) | PRED | speed-up shown |
+| lz4 store on S3 (SeaweedFS on 127.0.0.1), windows/s: cold (range GETs) / warm node cache / local disk (`bench_s3.py`) | S3_ROW | reported |
 
 Windows/s in that run: STORE_ROWS. On-the-fly decoders: DEC_ROWS.
 Numbers move with the machine's load (the read benchmark records its load average). raw and lz4
@@ -58,6 +59,7 @@ def _met(target: dict, fmt: str) -> str:
 
 def main() -> None:
     read, build, opened, pred = load("read"), load("build"), load("open"), load("predict")
+    s3 = load("s3")
     wait = load("train_wait")
     startup = load("startup")
     rows, t = read["rows"], read["targets"]
@@ -103,6 +105,8 @@ def main() -> None:
             )
         ),
         "OPEN": f"{opened['open_seconds_median']:.2f} s",
+        "S3_ROW": "{s3_cold:.0f} / {cache_warm:.0f} / {local:.0f}".format(**s3["windows_per_s"])
+        + f" (warm cache {s3['cache_warm_over_cold']:.1f}x cold)",
         "PLAN": "; ".join(
             f"{name} {p['count_seconds'] * 1e3:.1f} ms / {p['plan_microseconds']:.0f} µs"
             for name, p in opened["planning"].items()

@@ -41,3 +41,22 @@ def class_folder(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def _no_progress_noise(monkeypatch):
     monkeypatch.setenv("TQDM_DISABLE", os.environ.get("TQDM_DISABLE", "1"))
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A real S3 server (SeaweedFS, see tests/_s3server.py) on 127.0.0.1 for the session, with
+    a bucket; the AWS_* environment of the test process (and its subprocesses) points at it."""
+    from _s3server import BUCKET, SECRET_KEY, seaweed_s3
+
+    with seaweed_s3(tmp_path_factory.mktemp("seaweedfs")) as endpoint:
+        yield {"endpoint": endpoint, "bucket": BUCKET, "secret": SECRET_KEY}
+
+
+@pytest.fixture
+def s3_url(s3_server, request, monkeypatch, tmp_path) -> str:
+    """A fresh URL under the test bucket for one test (staging folders under tmp_path)."""
+    import uuid
+
+    monkeypatch.setenv("HYPERFRAMES_CACHE", str(tmp_path / "hf-cache"))
+    return f"s3://{s3_server['bucket']}/{request.node.name[:40]}-{uuid.uuid4().hex[:8]}"

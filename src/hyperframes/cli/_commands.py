@@ -90,7 +90,7 @@ def show(args) -> int:
     from ..store import open_store
 
     shown = show_window(
-        open_store(args.store),
+        open_store(args.store, cache_dir=args.cache_dir, cache_limit=args.cache_limit),
         args.video,
         args.out,
         start=args.start,

@@ -45,7 +45,12 @@ def _build_options(b) -> None:
     b.add_argument(
         "data", help="folder root/<label>/<video>, annotation file, frame folder or video"
     )
-    b.add_argument("--out", required=True, help="store folder (or .h5 file with --format hdf5)")
+    b.add_argument(
+        "--out",
+        required=True,
+        help="store folder (or .h5 file with --format hdf5), or a URL (s3://bucket/prefix): "
+        "built in a local staging folder, then uploaded, manifest last",
+    )
     b.add_argument(
         "--input-format",
         default=None,
@@ -252,6 +257,24 @@ def _predict_options(pr) -> None:
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+STORE_HELP = "a store folder, .h5 file, or URL (s3://bucket/prefix)"
+
+
+def _cache_options(p) -> None:
+    p.add_argument(
+        "--cache-dir",
+        default=None,
+        help="for a store at a URL: a node-local cache of its blocks, shared by processes",
+    )
+    p.add_argument(
+        "--cache-limit",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="the cache's size limit in bytes (required with --cache-dir)",
+    )
+
+
 def _train_options(t) -> None:
     t.add_argument("config", help="a YAML config (sections data, model, train, eval)")
     t.add_argument(
@@ -326,16 +349,16 @@ def build_parser() -> argparse.ArgumentParser:
     b.set_defaults(func=run.build)
 
     i = _command(sub, "info", "describe a store")
-    i.add_argument("store", help="a store folder or .h5 file")
+    i.add_argument("store", help=STORE_HELP)
     i.add_argument("--json", action="store_true", help="print everything as JSON")
     i.set_defaults(func=run.info)
 
     v = _command(sub, "verify", "recompute every checksum of a store")
-    v.add_argument("store", help="a store folder or .h5 file")
+    v.add_argument("store", help=STORE_HELP)
     v.set_defaults(func=run.verify)
 
     s = _command(sub, "show", "write a window of frames as a PNG")
-    s.add_argument("store", help="a store folder or .h5 file")
+    s.add_argument("store", help=STORE_HELP)
     s.add_argument(
         "--video", type=int, required=True, help="video number (0-based, as info lists them)"
     )
@@ -345,12 +368,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--stride", type=int, default=1, help="stored frames between shown ones (default 1)"
     )
     s.add_argument("--out", default="window.png", help="PNG to write (default window.png)")
+    _cache_options(s)
     s.set_defaults(func=run.show)
 
     c = _command(sub, "convert", "write a store in another format")
-    c.add_argument("store", help="a store folder")
+    c.add_argument("store", help="a store folder, or its URL (s3://bucket/prefix)")
     c.add_argument("--format", default="hdf5", choices=["hdf5"], help="the format to write (hdf5)")
-    c.add_argument("--out", required=True, help="the file to write (store.h5)")
+    c.add_argument(
+        "--out", required=True, help="the file to write (store.h5, or s3://bucket/store.h5)"
+    )
     c.add_argument(
         "--compression",
         default="lzf",

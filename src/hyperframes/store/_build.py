@@ -30,6 +30,7 @@ from ._format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHAR
 from ._ingest import ingest
 from ._lock import StoreLock
 from ._options import BuildOptions
+from ._remote import is_url
 from ._shard import Orphaned, OutputError, ShardWriter, output_error, recover_all
 from ._sources import Source, scan_inputs, source_stat
 from ._tracks import track_keys
@@ -235,6 +236,19 @@ def build_store(
     (``options.workers`` processes here) or ``ray`` (``options.workers`` actors on the Ray
     cluster at ``ray_address``, a new one on this machine when None; see ``_ray``)."""
     options = options or BuildOptions()
+    if is_url(out):  # built in a local staging folder, then uploaded (``_publish``)
+        from ._publish import build_to_url
+
+        return build_to_url(
+            data,
+            str(out),
+            options,
+            progress=progress,
+            input_format=input_format,
+            root=root,
+            engine=engine,
+            ray_address=ray_address,
+        )
     dispatch = _dispatcher(engine, ray_address, options)
     if options.format == "hdf5":
         from ._hdf5 import build_hdf5

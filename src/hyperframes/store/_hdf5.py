@@ -79,8 +79,10 @@ from ._reader import (
     check_change_scores,
     check_manifest,
     check_option,
+    open_store,
 )
 from ._records import IndexFiles, StoreIndex, VideoList, VideoRecord, check_table
+from ._remote import is_url
 from ._tracks import TrackMethods, Tracks, check_track_tables
 
 H5_FORMAT = "hyperframes-hdf5"
@@ -157,6 +159,12 @@ _FILTER_NAMES = {1: "gzip", 32000: "lzf", 32001: "blosc", 2: "shuffle", 3: "flet
 def conversion_summary(path: str | os.PathLike) -> str:
     """One line for ``hyperframes convert``: the file, its size, and what the conversion
     changed (the manifest's ``converted_from`` note)."""
+    if is_url(path):
+        from ._publish import remote_hdf5_manifest
+
+        m = remote_hdf5_manifest(str(path))
+        size, note = m["file_bytes"], m["converted_from"].get("note")
+        return f"wrote {path} ({size / 1e6:.2f} MB): {note}"
     with H5Store(path) as h5:
         size, note = h5.manifest["store_bytes"], h5.manifest["converted_from"].get("note")
     return f"wrote {path} ({size / 1e6:.2f} MB): {note}"
@@ -182,7 +190,16 @@ def convert_to_hdf5(
 
     if isinstance(chunk_frames, bool) or not isinstance(chunk_frames, int) or chunk_frames < 1:
         raise ConfigError(f"chunk_frames must be an integer >= 1, got {chunk_frames!r}")
-    src = store if isinstance(store, Store) else Store(store)
+    if is_url(out):  # written in a local staging folder, then uploaded (``_publish``)
+        from ._publish import convert_to_url
+
+        return convert_to_url(
+            store, str(out), compression=compression, chunk_frames=chunk_frames, progress=progress
+        )
+    if isinstance(store, Store):
+        src = store
+    else:
+        src = open_store(store) if is_url(store) else Store(store)
     index = src.index
     # frames copied from a damaged shard would get checksums of damaged frames: verify first
     verify = "payload_xxh3_64" in (index.videos.dtype.names or ())

@@ -10,7 +10,6 @@ not read at open; ``check="video"`` verifies each video's payload checksum on it
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import stat
 import threading
@@ -42,6 +41,7 @@ from ._format import (
     VIDEO_DTYPES,
     VIDEOS_FILE,
 )
+from ._ranges import frame_runs, read_ranges
 from ._records import (
     ALTERED,
     IndexFiles,
@@ -51,6 +51,8 @@ from ._records import (
     check_payload,
     check_table,
 )
+from ._remote import is_url
+from ._source import LocalShards
 from ._tracks import TRACK_KINDS, TrackMethods, Tracks, check_track_payload, check_track_tables
 
 __all__ = ["Store", "open_store"]
@@ -60,12 +62,30 @@ CHECKS = ("video",)
 Check = Literal["video"] | None
 
 
-def open_store(path: str | os.PathLike, *, check: Check = None):
+def open_store(
+    path: str | os.PathLike,
+    *,
+    check: Check = None,
+    cache_dir: str | os.PathLike | None = None,
+    cache_limit: int | None = None,
+):
     """Open a store folder (or an HDF5 file written by ``convert``) for reading.
 
     ``check="video"`` verifies each video's payload checksum (taken at build) the first time
     the video is read, and raises StoreError naming the file and the video on a mismatch.
+
+    ``path`` may be a URL (``s3://bucket/prefix``): the manifest and index are fetched once,
+    windows by byte ranges. ``cache_dir`` / ``cache_limit`` (bytes): a node-local cache of
+    the shards' blocks, shared by the processes of a node (see ``store._cache``).
     """
+    if is_url(path):
+        from ._remote_store import open_remote
+
+        return open_remote(str(path), check=check, cache_dir=cache_dir, cache_limit=cache_limit)
+    if cache_dir is not None or cache_limit is not None:
+        raise ConfigError(
+            f"cache_dir/cache_limit: a cache serves stores at a URL (s3://...); {path} is local"
+        )
     p = Path(path)
     if p.is_file() and p.suffix.lower() in (".h5", ".hdf5"):
         from ._hdf5 import H5Store
@@ -77,6 +97,10 @@ def open_store(path: str | os.PathLike, *, check: Check = None):
 def is_store(path: str | os.PathLike) -> bool:
     """Whether ``path`` looks like a store (a folder with a manifest, or an HDF5 file), without
     opening it: ``open_store`` still checks everything."""
+    if is_url(path):
+        from ._remote_store import remote_is_store
+
+        return remote_is_store(str(path))
     p = Path(path)
     if p.is_file():
         return p.suffix.lower() in (".h5", ".hdf5")
@@ -216,6 +240,42 @@ def check_change_scores(change: np.ndarray, n_frames: int, where) -> None:
         )
 
 
+class LocalFolder:
+    """The files of a store folder, as ``Store`` opens them (``_remote_store.RemoteFolder``
+    offers the same for a store at a URL)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def where(self, *parts: str) -> Path:
+        return self.path.joinpath(*parts)
+
+    def manifest(self) -> dict:
+        if not self.path.is_dir():
+            raise StoreError(f"{self.path}: no store here (expected a folder with {MANIFEST})")
+        manifest_path = self.path / MANIFEST
+        if not manifest_path.exists():
+            if (self.path / BUILD_PARAMS).exists():
+                raise StoreError(
+                    f"{self.path}: the store is incomplete (a build was interrupted or is "
+                    "running); rerun the same `hyperframes build` command to finish it"
+                )
+            raise StoreError(f"{self.path}: no store here ({MANIFEST} is missing)")
+        return _load_json(manifest_path)
+
+    def check_size(self, folder: str, name, listed: int, listed_in) -> int:
+        return _file_size(own_file(self.path / folder, name, listed_in), listed)
+
+    def npy(self, name: str) -> np.ndarray:
+        return _load_npy(self.path / INDEX_DIR / name)
+
+    def json(self, name: str):
+        return _load_json(self.path / INDEX_DIR / name)
+
+    def shards(self, names: list[str], sizes) -> LocalShards:
+        return LocalShards([self.path / SHARDS_DIR / n for n in names])
+
+
 class Store(TrackMethods):
     """A built store. ``videos`` describes every video; ``read`` returns frames.
 
@@ -228,23 +288,15 @@ class Store(TrackMethods):
     (:class:`~hyperframes.store._tracks.TrackMethods`).
     """
 
-    def __init__(self, path: str | os.PathLike, *, check: Check = None):
+    def __init__(self, path: str | os.PathLike, *, check: Check = None, files=None):
         check_option(check)
-        self.path = Path(path)
-        if not self.path.is_dir():
-            raise StoreError(f"{self.path}: no store here (expected a folder with {MANIFEST})")
-        manifest_path = self.path / MANIFEST
-        if not manifest_path.exists():
-            if (self.path / BUILD_PARAMS).exists():
-                raise StoreError(
-                    f"{self.path}: the store is incomplete (a build was interrupted or is "
-                    "running); rerun the same `hyperframes build` command to finish it"
-                )
-            raise StoreError(f"{self.path}: no store here ({MANIFEST} is missing)")
-        m = _load_json(manifest_path)
+        #: where the files are: a local folder, or (``_remote_store``) the objects at a URL
+        self._files = files = LocalFolder(Path(path)) if files is None else files
+        self.path: Path = files.path  # (a URL, a str, for a store in object storage)
+        manifest_path = files.where(MANIFEST)
+        m = files.manifest()
         check_manifest(m, manifest_path)
         self.manifest = m
-        index = self.path / INDEX_DIR
         listed = set()
         for row in m["index"]:
             folder, _, name = row["name"].partition("/")
@@ -253,7 +305,7 @@ class Store(TrackMethods):
                     f"{manifest_path}: the index file {row['name']!r} is not in {INDEX_DIR}/: "
                     f"{ALTERED}"
                 )
-            _file_size(own_file(index, name, manifest_path), row["bytes"])
+            files.check_size(INDEX_DIR, name, row["bytes"], manifest_path)
             listed.add(name)
         for name in (VIDEOS_FILE, FRAMES_FILE, CHUNKS_FILE, STRINGS_FILE):
             if name not in listed:
@@ -261,32 +313,31 @@ class Store(TrackMethods):
                     f"{manifest_path}: 'index' does not list {INDEX_DIR}/{name}, which every "
                     f"store has: {ALTERED}"
                 )
-        shards = self.path / SHARDS_DIR
         self._shard_names = [row["name"] for row in m["shards"]]
         if len(set(self._shard_names)) != len(self._shard_names):
             raise StoreError(f"{manifest_path}: 'shards' lists a file twice: {ALTERED}")
         shard_bytes = np.array(
             [
-                _file_size(own_file(shards, row["name"], manifest_path), row["bytes"])
+                files.check_size(SHARDS_DIR, row["name"], row["bytes"], manifest_path)
                 for row in m["shards"]
             ],
             np.int64,
         )
         self._videos, self._frames, self._chunks = (
-            _load_npy(index / f) for f in (VIDEOS_FILE, FRAMES_FILE, CHUNKS_FILE)
+            files.npy(f) for f in (VIDEOS_FILE, FRAMES_FILE, CHUNKS_FILE)
         )
-        strings = _load_json(index / STRINGS_FILE)
-        files = IndexFiles(
-            videos=str(index / VIDEOS_FILE),
-            frames=str(index / FRAMES_FILE),
-            strings=str(index / STRINGS_FILE),
-            chunks=str(index / CHUNKS_FILE),
+        strings = files.json(STRINGS_FILE)
+        named = IndexFiles(
+            videos=str(files.where(INDEX_DIR, VIDEOS_FILE)),
+            frames=str(files.where(INDEX_DIR, FRAMES_FILE)),
+            strings=str(files.where(INDEX_DIR, STRINGS_FILE)),
+            chunks=str(files.where(INDEX_DIR, CHUNKS_FILE)),
         )
         version = m["format_version"]
-        check_table(self._videos, self._frames, strings, dtype=VIDEO_DTYPES[version], files=files)
+        check_table(self._videos, self._frames, strings, dtype=VIDEO_DTYPES[version], files=named)
         if strings.get("shards") != self._shard_names:
             raise StoreError(
-                f"{files.strings}: lists the shards {strings.get('shards')!r}, "
+                f"{named.strings}: lists the shards {strings.get('shards')!r}, "
                 f"{manifest_path} lists {self._shard_names!r}: {ALTERED}"
             )
         self.codec_name: str = m["codec"]["name"]
@@ -307,36 +358,38 @@ class Store(TrackMethods):
             self._videos,
             self._chunks,
             strings["paths"],
-            shard_files=[str(shards / n) for n in self._shard_names],
+            shard_files=[str(files.where(SHARDS_DIR, n)) for n in self._shard_names],
             shard_bytes=shard_bytes,
             codec=self.codec_name,
             chunk_frames=0 if self._codec is None else self._codec.chunk_frames,
             itemsize=self.dtype.itemsize,
-            files=files,
+            files=named,
         )
         if m["num_frames"] != len(self._frames):
             raise StoreError(
-                f"{manifest_path}: says num_frames {m['num_frames']}, {files.frames} holds "
+                f"{manifest_path}: says num_frames {m['num_frames']}, {named.frames} holds "
                 f"{len(self._frames)}: {ALTERED}"
             )
         self._change = None
         if CHANGE_FILE in listed:
-            self._change = _load_npy(index / CHANGE_FILE)
-            check_change_scores(self._change, len(self._frames), index / CHANGE_FILE)
+            self._change = files.npy(CHANGE_FILE)
+            check_change_scores(
+                self._change, len(self._frames), files.where(INDEX_DIR, CHANGE_FILE)
+            )
         self.classes: list[str] = strings["classes"]
         annotations = read_annotations(
-            lambda name: _load_npy(index / name),
+            files.npy,
             listed,
-            where=lambda name: str(index / name),
+            where=lambda name: str(files.where(INDEX_DIR, name)),
             paths=strings["paths"],
             num_classes=len(self.classes),
         )
-        audio = _load_npy(index / AUDIO_FILE) if AUDIO_FILE in listed else None
-        flow = _load_npy(index / FLOW_FILE) if FLOW_FILE in listed else None
+        audio = files.npy(AUDIO_FILE) if AUDIO_FILE in listed else None
+        flow = files.npy(FLOW_FILE) if FLOW_FILE in listed else None
         track_files = {
-            "videos": files.videos,
-            "audio": str(index / AUDIO_FILE),
-            "flow": str(index / FLOW_FILE),
+            "videos": named.videos,
+            "audio": str(files.where(INDEX_DIR, AUDIO_FILE)),
+            "flow": str(files.where(INDEX_DIR, FLOW_FILE)),
         }
         check_track_tables(audio, flow, self._videos, strings["paths"], files=track_files)
         check_track_payload(
@@ -344,7 +397,7 @@ class Store(TrackMethods):
             flow,
             self._videos,
             strings["paths"],
-            shard_files=[str(shards / n) for n in self._shard_names],
+            shard_files=[str(files.where(SHARDS_DIR, n)) for n in self._shard_names],
             shard_bytes=shard_bytes,
             files=track_files,
         )
@@ -361,7 +414,8 @@ class Store(TrackMethods):
         #: the whole index (what ``convert_to_hdf5`` copies); ``videos`` reads it per video
         self.index = StoreIndex(self._videos, self._frames, strings, self._change, annotations)
         self.videos = VideoList(self.index)
-        self._maps: dict[int, np.ndarray] = {}
+        #: the payload bytes: memory maps, or byte ranges of objects (``_source``)
+        self._source = files.shards(self._shard_names, shard_bytes)
         self._geoms: dict[int, tuple[int, ...]] = {}
         self._views: dict[int, np.ndarray] = {}
         self.check = check
@@ -414,35 +468,30 @@ class Store(TrackMethods):
     # -- raw access -----------------------------------------------------------------------
     def _track_bytes(self, kind: str, i: int) -> np.ndarray:
         """The bytes of video ``i``'s track payload ``kind`` (checked at open to lie in its
-        shard)."""
+        shard): a view of the shard's map, or one ranged read of a store at a URL."""
         key, off, nb, _ = TRACK_KINDS[kind]
         table = self._tracks.audio if key == "audio" else self._tracks.flow
         assert table is not None
         o, n = int(table[off][i]), int(table[nb][i])
-        return self._shard(int(self._videos["shard"][i]))[o : o + n]
+        return self._bytes(int(self._videos["shard"][i]), o, n)
 
-    def _shard_file(self, k: int) -> Path:
-        return self.path / SHARDS_DIR / self._shard_names[k]
+    def _shard_file(self, k: int) -> Path | str:
+        return self._files.where(SHARDS_DIR, self._shard_names[k])
 
     def _shard(self, k: int) -> np.ndarray:
-        arr = self._maps.get(k)
-        if arr is None:
-            f = self._shard_file(k)
-            with open(f, "rb") as fh:
-                if os.fstat(fh.fileno()).st_size == 0:  # (mmap refuses an empty file)
-                    arr = np.zeros(0, np.uint8)
-                else:
-                    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-                    arr = np.frombuffer(mm, dtype=np.uint8)
-            self._maps[k] = arr
-        return arr
+        return self._source.whole(k)
+
+    def _bytes(self, k: int, off: int, nbytes: int) -> np.ndarray:
+        """Bytes ``off .. off + nbytes`` of shard ``k``: a view of its map, or one ranged read."""
+        buf, at = self._source.ranges(k, np.array([off]), np.array([nbytes]))
+        return buf[int(at[0]) : int(at[0]) + nbytes]
 
     def payload_problem(self, video) -> str | None:
         """What is wrong with the video's payload bytes against the checksum taken at build
         (format version 2), or None when they match (``verify`` and ``convert`` ask this)."""
         i = self._video_id(video)
         shard, off, nbytes = self._geom(i)[:3]
-        payload = self._shard(shard)[off : off + nbytes]
+        payload = self._bytes(shard, off, nbytes)
         # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
         got = xxhash.xxh3_64_intdigest(memoryview(payload))  # type: ignore[arg-type]
         want = int(self._videos["payload_xxh3_64"][i])
@@ -485,8 +534,7 @@ class Store(TrackMethods):
         view = self._views.get(i)
         if view is None:
             shard, off, nbytes, *shape = self._geom(i)[:7]
-            buf = self._shard(shard)
-            view = buf[off : off + nbytes].view(self.dtype).reshape(shape)
+            view = self._bytes(shard, off, nbytes).view(self.dtype).reshape(shape)
             self._views[i] = view
         return view
 
@@ -518,7 +566,10 @@ class Store(TrackMethods):
         if self._verified is not None and i not in self._verified:
             self._verify_payload(i)
         if self._codec is None:
-            _take(self.frames_view(i), idx, out)
+            if self._source.is_local:
+                _take(self.frames_view(i), idx, out)
+            else:
+                self._read_raw_runs(i, idx, out)
         elif self._codec.decode_to_address is not None and out.flags.c_contiguous:
             self._read_batch_at([i], idx[None], out[None])
         else:
@@ -532,16 +583,14 @@ class Store(TrackMethods):
         a per-thread scratch array and its run of frames copied (contiguous numpy copies
         release the GIL; the fancy-indexed copy the reader used before did not)."""
         shard, c0, k = self._geom(i)[0], self._geom(i)[7], self._geom(i)[8]
-        buf = self._shard(shard)
         codec = self._codec
         assert codec is not None  # _read_into reads a raw store itself
         if not len(idx):
             return
         if codec.chunk_frames == 1:  # one frame per chunk (jpeg): chunk j is frame j
             rows = self._chunks[c0 + idx]
-            datas = [
-                buf[o : o + n] for o, n in zip(rows["offset"].tolist(), rows["nbytes"].tolist())
-            ]
+            buf, offs = self._source.ranges(shard, rows["offset"], rows["nbytes"])
+            datas = [buf[o : o + n] for o, n in zip(offs.tolist(), rows["nbytes"].tolist())]
             if codec.decode_frames is not None:
                 codec.decode_frames(datas, out)
             else:
@@ -553,10 +602,11 @@ class Store(TrackMethods):
         cuts = np.flatnonzero(np.diff(which)) + 1
         starts, ends = [0, *cuts.tolist()], [*cuts.tolist(), len(idx)]
         rows = chunks[which[starts]]
+        buf, offs = self._source.ranges(shard, rows["offset"], rows["nbytes"])
         for p0, p1, off, nbytes, first, n in zip(
             starts,
             ends,
-            rows["offset"].tolist(),
+            offs.tolist(),
             rows["nbytes"].tolist(),
             rows["first_frame"].tolist(),
             rows["num_frames"].tolist(),
@@ -588,9 +638,9 @@ class Store(TrackMethods):
         idx = self._check_indices(i, np.asarray(frame_indices, dtype=np.int64).reshape(-1))
         if self._verified is not None and i not in self._verified:
             self._verify_payload(i)
-        buf = self._shard(self._geom(i)[0])
         rows = self._chunks[self._geom(i)[7] + idx]
-        return [buf[o : o + n] for o, n in zip(rows["offset"].tolist(), rows["nbytes"].tolist())]
+        buf, offs = self._source.ranges(self._geom(i)[0], rows["offset"], rows["nbytes"])
+        return [buf[o : o + n] for o, n in zip(offs.tolist(), rows["nbytes"].tolist())]
 
     def read(self, video, frame_indices):
         """Frames of ``video`` as a torch tensor ``(len(frame_indices), C, H, W)``."""
@@ -610,6 +660,8 @@ class Store(TrackMethods):
         for v, ix in reqs:
             self._check_indices(v, ix)
         geoms = [self._geom(v) for v, _ in reqs]
+        if not self._source.is_local:  # every range of the batch fetched at once
+            self._source.prefetch([(g[0], *self._ranges(g, ix)) for (_, ix), g in zip(reqs, geoms)])
         shapes = {(len(ix), *g[4:7]) for (_, ix), g in zip(reqs, geoms)}
         order = sorted(
             range(len(reqs)), key=lambda b: (geoms[b][0], geoms[b][1], reqs[b][1][:1].tolist())
@@ -670,9 +722,8 @@ class Store(TrackMethods):
         step[rs] = True
         in_order = np.logical_and.reduceat(step, rs)
         whole = in_order & (a == 0) & (m == rows["num_frames"])
-        shards, where = np.unique(videos["shard"][rs // t], return_inverse=True)
-        maps = [self._shard(int(sh)) for sh in shards]  # held: addresses stay valid
-        src = np.array([mp.ctypes.data for mp in maps], np.int64)[where] + rows["offset"]
+        # maps held: the addresses stay valid
+        maps, src = self._source.addresses(videos["shard"][rs // t], rows["offset"], rows["nbytes"])
         fb = arr[0, 0].nbytes
         dst = arr.ctypes.data + rs * fb
         frames = arr.reshape(n, *arr.shape[2:])
@@ -706,9 +757,26 @@ class Store(TrackMethods):
                 np.take(scratch[:nf], local, axis=0, out=frames[p0 : p0 + mr])
         del maps
 
+    def _ranges(self, geom, idx: np.ndarray):
+        c, h, w = geom[4:7]
+        fb = c * h * w * self.dtype.itemsize
+        return read_ranges(geom, self._chunks, idx, frame_bytes=fb, chunked=self._codec is not None)
+
+    def _read_raw_runs(self, i: int, idx: np.ndarray, out: np.ndarray) -> None:
+        """A raw store at a URL: one byte range per run of consecutive frames wanted."""
+        shard, off, _, _, c, h, w = self._geom(i)[:7]
+        if not len(idx):
+            return
+        fb = c * h * w * self.dtype.itemsize
+        frames, inverse, first, run, lengths = frame_runs(idx)
+        buf, at = self._source.ranges(shard, off + frames[first] * fb, lengths * fb)
+        pos = (at[run] + (frames - frames[first][run]) * fb) // fb
+        stack = buf[: len(buf) // fb * fb].view(self.dtype).reshape(-1, c, h, w)
+        np.take(stack, pos[inverse], axis=0, out=out)
+
     def close(self) -> None:
         self._views.clear()
-        self._maps.clear()
+        self._source.close()
 
     def __enter__(self):
         return self

@@ -15,11 +15,16 @@ from pathlib import Path
 from .._core._errors import StoreError
 from ._format import INDEX_DIR, MANIFEST, SHARDS_DIR
 from ._reader import Store, _load_json, check_manifest, own_file
+from ._remote import is_url
 from ._shard import checksum_file
 
 
 def verify_store(path: str | os.PathLike) -> list[str]:
     """Problems found (empty when the store is intact). Reads every byte once."""
+    if is_url(path):
+        from ._remote_store import verify_remote
+
+        return verify_remote(str(path))
     store = Path(path)
     if store.is_file() and store.suffix.lower() in (".h5", ".hdf5"):
         return _verify_hdf5(store)

@@ -46,6 +46,7 @@ import yaml
 from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
 from .._core._errors import ConfigError
 from .._core._limits import MAX_CLASSES, MAX_FRAMES, MAX_SIDE
+from .._core._urls import is_url
 
 __all__ = [
     "AugmentConfig",
@@ -101,7 +102,15 @@ class AugmentConfig:
 
 @dataclasses.dataclass
 class DataConfig:
-    store: str = field(metadata=_m(help="path of a store built by `hyperframes build`"))
+    store: str = field(
+        metadata=_m(help="path (or s3:// URL) of a store built by `hyperframes build`")
+    )
+    cache_dir: str | None = field(
+        default=None, metadata=_m(help="for a store at a URL: a node-local cache folder")
+    )
+    cache_limit: int | None = field(
+        default=None, metadata=_m(min=1, help="the cache's size limit in bytes")
+    )
     train_split: str = "train"
     val_split: str = "val"
     val_fraction: float = field(
@@ -650,7 +659,10 @@ def _resolve_paths(cfg: Config, base) -> None:
     root = Path(base) if base is not None else Path.cwd()
     if not cfg.data.store:
         raise ConfigError("data.store: a store path is required; allowed: a non-empty path")
-    cfg.data.store = str((root / os.path.expanduser(cfg.data.store)).absolute())
+    if not is_url(cfg.data.store):
+        cfg.data.store = str((root / os.path.expanduser(cfg.data.store)).absolute())
+    if cfg.data.cache_dir:
+        cfg.data.cache_dir = str((root / os.path.expanduser(cfg.data.cache_dir)).absolute())
     if cfg.model.pretrained:
         cfg.model.pretrained = str((root / os.path.expanduser(cfg.model.pretrained)).absolute())
 

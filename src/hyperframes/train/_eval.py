@@ -201,7 +201,7 @@ def evaluate(
         raise ConfigError(f"crops: {task} {how}; allowed: {allowed}, got {crops}")
     dev = resolve_device(device)
     model, contract = rebuild_model(ck, device=dev)
-    st = open_store(cfg.data.store)
+    st = open_store(cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit)
     if split in (None, "all"):
         ids, _ = resolve_split(st, None, cfg.data, role="all")
         split = "all"

@@ -31,6 +31,8 @@ __all__ = [
 #: config keys that may change when a run is resumed (the rest must match the checkpoint)
 RESUMABLE_CHANGES = (
     "data.workers",
+    "data.cache_dir",  # a node-local cache of a store at a URL: per node, changes no data
+    "data.cache_limit",
     "data.val_batch_size",
     "data.check_leakage",
     "data.allow_leakage",

@@ -227,7 +227,9 @@ class _Run:
         cfg, d = self.cfg, self.d
         random.seed(cfg.train.seed)
         np.random.seed(cfg.train.seed)
-        self.store = open_store(cfg.data.store)
+        self.store = open_store(
+            cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit
+        )
         self.bundle = b = build_data(cfg, self.store)
         check_leakage_of_split(cfg, self.store, b, d, self.run_dir)
         if d.main:

@@ -1,0 +1,259 @@
+"""A node-local cache of shard bytes for stores read from object storage.
+
+Unit: fixed-size, aligned blocks of a shard object (``block_bytes``, 4 MiB by default): block
+``b`` of a shard holds bytes ``b*B .. (b+1)*B`` (the last one is shorter). Blocks rather than
+whole shards or the exact ranges a window asked for, because:
+
+- a shard may be gigabytes while a window needs kilobytes: blocks cache the hot parts only;
+- every reader maps a range to the same block names, whatever its window, so processes of a
+  node share entries and never store overlapping copies;
+- an entry has a bounded size, so the byte limit is met closely, and eviction frees a known
+  amount; 4 MiB keeps the per-entry cost (one file, one request on a miss) small next to the
+  payload while a miss fetches little more than a window of compressed frames needs.
+
+Layout of ``cache_dir``::
+
+    .lock            flock(LOCK_EX) while inserting or evicting (one writer at a time)
+    blocks/KEY-B     an entry: the block's bytes, then 16 bytes: xxh3-64 of them, their length
+    tmp/KEY-B.PID    an entry being written (under the lock: any found is a crash's, removed)
+
+KEY hashes the shard's URL, size, ETag and the block size, so a shard replaced at its URL
+never meets old blocks, and no name holds anything but a hash and a number.
+
+Guarantees (tested in ``tests/test_s3.py``):
+
+- the limit (bytes of entries plus the one being written) is never exceeded: an insert first
+  evicts least recently used entries (by mtime, refreshed on every hit) and is skipped when
+  that cannot free room;
+- safe with several processes: no shared memory, only files and flocks;
+- an entry a reader is using is never evicted: readers hold ``LOCK_SH`` on it while reading;
+  eviction takes ``LOCK_EX | LOCK_NB`` and passes over a busy entry;
+- crashes: entries are written to ``tmp/``, fsynced and renamed into ``blocks/``, so a killed
+  writer leaves at most a temp file (removed by the next insert), and every read checks the
+  trailer's length and checksum, so a damaged entry is dropped and fetched again, never served.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import xxhash
+
+from .._core._errors import ConfigError
+
+__all__ = ["BLOCK_BYTES", "BlockCache"]
+
+BLOCK_BYTES = 4 << 20
+_TRAILER = 16
+
+
+def _trailer(data: bytes) -> bytes:
+    return xxhash.xxh3_64_intdigest(data).to_bytes(8, "little") + len(data).to_bytes(8, "little")
+
+
+class BlockCache:
+    """Blocks of shard objects kept in ``folder``, at most ``limit`` bytes in all."""
+
+    def __init__(self, folder: str | os.PathLike, limit: int, *, block_bytes: int = BLOCK_BYTES):
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+            raise ConfigError(
+                f"cache_limit={limit!r}: the cache's size in bytes is required with cache_dir; "
+                "allowed: a positive integer (e.g. 50_000_000_000)"
+            )
+        if isinstance(block_bytes, bool) or not isinstance(block_bytes, int) or block_bytes <= 0:
+            raise ConfigError(f"cache block_bytes={block_bytes!r}: allowed: a positive integer")
+        self.folder = Path(folder).expanduser()
+        self.limit = limit
+        self.block_bytes = block_bytes
+        self.blocks = self.folder / "blocks"
+        self.tmp = self.folder / "tmp"
+        try:
+            self.blocks.mkdir(parents=True, exist_ok=True)
+            self.tmp.mkdir(exist_ok=True)
+        except OSError as e:
+            raise ConfigError(
+                f"cache_dir {self.folder}: cannot be created ({e.strerror})"
+            ) from None
+        self._lock_path = self.folder / ".lock"
+        self.hits = self.misses = self.skipped = 0
+        #: entries this object has checked whole: name -> (inode, size)
+        self._checked: dict[str, tuple[int, int]] = {}
+        self._counts = threading.Lock()
+
+    def key(self, url: str, size: int, etag: str) -> str:
+        return xxhash.xxh3_128_hexdigest(f"{url}\n{size}\n{etag}\n{self.block_bytes}".encode())
+
+    # -- entries --------------------------------------------------------------------------
+    def get(self, name: str, lo: int = 0, hi: int | None = None) -> bytes | None:
+        """Bytes ``lo:hi`` of the entry, or None when it is absent or damaged (a damaged one
+        is removed). Holds LOCK_SH on the entry while reading it, so it cannot be evicted
+        meanwhile. The first read of an entry by this cache object reads it whole and checks
+        its trailer; later reads of the same file (same inode and size) read the range only."""
+        path = self.blocks / name
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            st = os.fstat(fd)
+            if self._checked.get(name) == (st.st_ino, st.st_size):
+                end = st.st_size - _TRAILER if hi is None else min(hi, st.st_size - _TRAILER)
+                body = os.pread(fd, max(0, end - lo), lo)
+            else:
+                with os.fdopen(os.dup(fd), "rb") as f:
+                    data = f.read()
+                whole, tail = data[:-_TRAILER], data[-_TRAILER:]
+                if len(data) < _TRAILER or tail != _trailer(whole):
+                    self._drop_damaged(path, st.st_ino)
+                    return None
+                self._checked[name] = (st.st_ino, st.st_size)
+                body = whole[lo:hi]
+            with contextlib.suppress(OSError):
+                os.utime(path)  # recently used: evicted last
+            return body
+        finally:
+            os.close(fd)  # (releases the lock)
+
+    def _drop_damaged(self, path: Path, inode: int) -> None:
+        with self._locked(), contextlib.suppress(OSError):
+            if os.stat(path).st_ino == inode:  # not a good entry written since
+                os.unlink(path)
+
+    @contextlib.contextmanager
+    def _locked(self):
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def put(self, name: str, data: bytes) -> bool:
+        """Store an entry if room can be made for it; False when it cannot (every entry that
+        would have to go is in use, or the entry is larger than the limit)."""
+        need = len(data) + _TRAILER
+        if need > self.limit:
+            return False
+        with self._locked():
+            for stale in os.scandir(self.tmp):  # only writers holding the lock make these
+                with contextlib.suppress(OSError):
+                    os.unlink(stale.path)
+            entries = []
+            for e in os.scandir(self.blocks):
+                if e.name == name:
+                    return True  # another process put it meanwhile
+                with contextlib.suppress(OSError):
+                    st = e.stat()
+                    entries.append((st.st_mtime_ns, e.path, st.st_size))
+            total = sum(size for _, _, size in entries)
+            for _, path, size in sorted(entries):
+                if total + need <= self.limit:
+                    break
+                if self._evict(path):
+                    total -= size
+            if total + need > self.limit:
+                return False
+            tmp = self.tmp / f"{name}.{os.getpid()}"
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.write(_trailer(data))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.blocks / name)
+            with contextlib.suppress(OSError):
+                dfd = os.open(self.blocks, os.O_RDONLY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+        return True
+
+    @staticmethod
+    def _evict(path: str) -> bool:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False  # a reader holds it
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        finally:
+            os.close(fd)
+        return True
+
+    def used_bytes(self) -> int:
+        """Bytes of entries and temp files now (what the limit bounds)."""
+        total = 0
+        for folder in (self.blocks, self.tmp):
+            for e in os.scandir(folder):
+                with contextlib.suppress(OSError):
+                    total += e.stat().st_size
+        return total
+
+    # -- ranges through blocks ------------------------------------------------------------
+    def read_ranges(
+        self,
+        *,
+        key: str,
+        size: int,
+        starts: Sequence[int],
+        ends: Sequence[int],
+        fetch: Callable[[list[int], list[int]], list[bytes]],
+    ) -> list[bytes]:
+        """Bytes ``starts[j]:ends[j]`` of an object of ``size`` bytes, through its blocks: the
+        blocks not cached are fetched at once (runs of adjacent blocks as one range), cached
+        when room can be made, and used either way."""
+        bb = self.block_bytes
+        span: dict[int, list[int]] = {}  # block -> [lo, hi] needed of it, block-relative
+        for s, e in zip(starts, ends):
+            for b in range(s // bb, (e - 1) // bb + 1) if e > s else ():
+                lo, hi = max(s, b * bb) - b * bb, min(e, (b + 1) * bb) - b * bb
+                have = span.setdefault(b, [lo, hi])
+                have[0], have[1] = min(have[0], lo), max(have[1], hi)
+        blocks: dict[int, tuple[int, bytes]] = {}  # block -> (lo, its bytes lo:hi)
+        missing = []
+        for b, (lo, hi) in sorted(span.items()):
+            data = self.get(f"{key}-{b}", lo, hi)
+            if data is None or len(data) != hi - lo:
+                missing.append(b)
+            else:
+                blocks[b] = (lo, data)
+        with self._counts:
+            self.hits += len(span) - len(missing)
+            self.misses += len(missing)
+        if missing:
+            runs: list[list[int]] = []
+            for b in missing:
+                if runs and runs[-1][-1] == b - 1:
+                    runs[-1].append(b)
+                else:
+                    runs.append([b])
+            got = fetch([r[0] * bb for r in runs], [min((r[-1] + 1) * bb, size) for r in runs])
+            for r, data in zip(runs, got):
+                for j, b in enumerate(r):
+                    block = data[j * bb : (j + 1) * bb]
+                    blocks[b] = (0, block)
+                    if not self.put(f"{key}-{b}", block):
+                        with self._counts:
+                            self.skipped += 1
+        out = []
+        for s, e in zip(starts, ends):
+            parts = []
+            for b in range(s // bb, (e - 1) // bb + 1) if e > s else ():
+                lo, data = blocks[b]
+                a, z = max(s, b * bb) - b * bb - lo, min(e, (b + 1) * bb) - b * bb - lo
+                parts.append(data[a:z])
+            out.append(parts[0] if len(parts) == 1 else b"".join(parts))
+        return out

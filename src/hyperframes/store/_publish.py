@@ -1,0 +1,161 @@
+"""Write stores to a URL: build (or convert) in a local staging folder, then upload.
+
+Order of upload: the shards, then the index files, then ``manifest.json`` last, so a URL
+without a manifest is incomplete (as a folder without one is) and a reader never sees a
+manifest whose files are not all there. An object already at the URL with the same size and
+content (its ETag against the local file's MD5, or the multipart form of it) is not sent
+again, so rerunning an interrupted upload sends only what is missing. When a different
+manifest is at the URL, it is deleted first: the URL reads as incomplete while it changes.
+
+The staging folder is deterministic per URL (``$HYPERFRAMES_CACHE/staging/<hash>``, default
+``~/.cache/hyperframes``), so an interrupted build resumes there; it is removed once the
+store is uploaded. :func:`publish_file` is the step for one finished file (a Ray build's
+worker uploads its shards with it); ``/work/notes/s3_api.md`` describes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import xxhash
+
+from .._core._errors import StoreError
+from ._format import MANIFEST
+from ._remote import _bare, _reason, filesystem, is_url, join_url
+
+__all__ = ["build_to_url", "convert_to_url", "publish_file", "publish_store", "staging_dir"]
+
+#: part size of multipart uploads (s3fs uploads files under twice this in one PUT)
+PART_BYTES = 50 << 20
+
+
+def staging_dir(url: str) -> Path:
+    """The local folder a store for ``url`` is built in (same URL, same folder)."""
+    base = os.environ.get("HYPERFRAMES_CACHE") or os.path.join("~", ".cache", "hyperframes")
+    return Path(base).expanduser() / "staging" / xxhash.xxh3_64_hexdigest(url.rstrip("/").encode())
+
+
+def _etag_of(path: Path, parts: int) -> str:
+    """The S3 ETag of the file uploaded in ``parts`` parts of PART_BYTES (1: one PUT)."""
+    digests = []
+    with open(path, "rb") as f:
+        while block := f.read(PART_BYTES):
+            digests.append(hashlib.md5(block, usedforsecurity=False).digest())
+    if parts <= 1 and len(digests) <= 1:
+        return (digests[0] if digests else hashlib.md5(b"").digest()).hex()
+    joined = hashlib.md5(b"".join(digests), usedforsecurity=False).hexdigest()
+    return f"{joined}-{len(digests)}"
+
+
+def _same(local: Path, info: dict) -> bool:
+    if int(info.get("size") or -1) != local.stat().st_size:
+        return False
+    etag = str(info.get("ETag") or info.get("etag") or "").strip('"')
+    if not etag:
+        return False
+    parts = int(etag.rsplit("-", 1)[1]) if "-" in etag else 1
+    return etag == _etag_of(local, parts)
+
+
+def publish_file(local_path: str | os.PathLike, url: str) -> bool:
+    """Upload one finished file to ``url`` (``s3://bucket/key``). Returns False when an object
+    of the same size and content is already there (nothing sent), True after an upload.
+    Safe to call again after a crash, and from several processes for different files."""
+    local = Path(local_path)
+    if not is_url(url):
+        raise StoreError(f"{url!r} is not an object-storage URL (s3://bucket/key)")
+    fs = filesystem(url)
+    key = _bare(url)
+    try:
+        info = fs.info(key)
+    except FileNotFoundError:
+        info = None
+    except Exception as e:
+        raise StoreError(f"{url}: cannot be checked before upload ({_reason(e)})") from None
+    if info is not None and _same(local, info):
+        return False
+    try:
+        fs.put_file(str(local), key, chunksize=PART_BYTES)
+        size = int(fs.info(key).get("size") or -1)
+    except OSError as e:
+        raise StoreError(f"cannot upload {local} to {url}: {_reason(e)}") from None
+    except Exception as e:
+        raise StoreError(f"cannot upload {local} to {url}: {_reason(e)}") from None
+    if size != local.stat().st_size:
+        raise StoreError(
+            f"{url}: holds {size} bytes after uploading {local} ({local.stat().st_size} bytes)"
+        )
+    return True
+
+
+def publish_store(folder: str | os.PathLike, url: str) -> dict:
+    """Upload the finished store ``folder`` to ``url``: shards, index files, manifest last.
+    Returns ``{"uploaded": n, "skipped": n, "bytes": n}`` (bytes sent)."""
+    folder = Path(folder)
+    manifest = folder / MANIFEST
+    if not manifest.is_file():
+        raise StoreError(f"{folder}: is not a finished store ({MANIFEST} is missing); not uploaded")
+    m = json.loads(manifest.read_text())
+    fs = filesystem(url)
+    remote_manifest = join_url(url, MANIFEST)
+    try:
+        old = fs.cat_file(_bare(remote_manifest))
+    except FileNotFoundError:
+        old = None
+    if old is not None and old != manifest.read_bytes():
+        fs.rm_file(_bare(remote_manifest))  # the URL is incomplete until the new one is in
+    done = {"uploaded": 0, "skipped": 0, "bytes": 0}
+    names = [f"shards/{r['name']}" for r in m["shards"]] + [r["name"] for r in m["index"]]
+    for rel in [*names, MANIFEST]:
+        local = folder / rel
+        if publish_file(local, join_url(url, rel)):
+            done["uploaded"] += 1
+            done["bytes"] += local.stat().st_size
+        else:
+            done["skipped"] += 1
+    return done
+
+
+def build_to_url(data, url: str, options, **build_kwargs):
+    """``build_store(data, url)``: build in :func:`staging_dir`, upload, remove the staging."""
+    from ._build import build_store
+
+    staging = staging_dir(url)
+    if options is not None and options.format == "hdf5":
+        staging.mkdir(parents=True, exist_ok=True)
+        local = staging / Path(_bare(url)).name
+        report = build_store(data, local, options, **build_kwargs)
+        publish_file(local, url)
+    else:
+        report = build_store(data, staging, options, **build_kwargs)
+        publish_store(staging, url)
+    shutil.rmtree(staging, ignore_errors=True)
+    report.store = url
+    return report
+
+
+def convert_to_url(store, url: str, **convert_kwargs) -> str:
+    """``convert_to_hdf5(store, url)``: write the file in the staging folder, then upload."""
+    from ._hdf5 import convert_to_hdf5
+
+    staging = staging_dir(url)
+    staging.mkdir(parents=True, exist_ok=True)
+    local = convert_to_hdf5(store, staging / Path(_bare(url)).name, **convert_kwargs)
+    publish_file(local, url)
+    shutil.rmtree(staging, ignore_errors=True)
+    return url
+
+
+def remote_hdf5_manifest(url: str) -> dict:
+    """The manifest of an HDF5 store at a URL (its attributes, read by ranges)."""
+    import h5py
+
+    fs = filesystem(url)
+    with fs.open(_bare(url), "rb") as f, h5py.File(f, "r") as h5:
+        m = json.loads(h5.attrs["manifest"])
+    m["file_bytes"] = int(fs.info(_bare(url))["size"])
+    return m

@@ -1,0 +1,213 @@
+"""Open a store at a URL: the objects under ``s3://bucket/prefix`` read as a store folder.
+
+At open, one LIST gives every object's size and ETag, then the manifest and each index file
+are fetched once; an index file is checked against the manifest's size and checksum (xxh3-128)
+before it is used, then the reader makes the same checks as for a folder (``_records``).
+Payload bytes are read later, by ranges (``_source.RemoteShards``).
+
+A URL without ``manifest.json`` is not a store: an incomplete one when other objects lie under
+it (the manifest is uploaded last, see ``_publish``).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import numpy as np
+import xxhash
+
+from .._core._errors import ConfigError, StoreError
+from ._format import INDEX_DIR, MANIFEST
+from ._records import ALTERED
+from ._remote import RemoteFiles, is_url, join_url
+from ._source import RemoteShards
+
+__all__ = ["RemoteFolder", "open_remote", "remote_is_store"]
+
+
+def open_remote(
+    url: str,
+    *,
+    check=None,
+    cache_dir: str | os.PathLike | None = None,
+    cache_limit: int | None = None,
+    cache_block_bytes: int | None = None,
+):
+    """A :class:`~hyperframes.store.Store` reading the store at ``url`` (see the module)."""
+    from ._reader import Store
+
+    if url.lower().endswith((".h5", ".hdf5")):
+        raise ConfigError(
+            f"{url}: an HDF5 store is read from a local file; copy it from object storage first, "
+            "or keep the store as a folder store at the URL (convert writes HDF5 to URLs too)"
+        )
+    cache = None
+    if cache_dir is not None:
+        from ._cache import BLOCK_BYTES, BlockCache
+
+        cache = BlockCache(cache_dir, cache_limit, block_bytes=cache_block_bytes or BLOCK_BYTES)  # type: ignore[arg-type]  # (checked there, with the message naming cache_limit)
+    elif cache_limit is not None:
+        raise ConfigError(f"cache_limit={cache_limit!r} needs a cache_dir (where to keep it)")
+    return Store(url, check=check, files=RemoteFolder(url, cache=cache))
+
+
+def remote_is_store(url: str) -> bool:
+    return MANIFEST in RemoteFiles(url).listing()
+
+
+def _plain(name, listed_in) -> str:
+    if (
+        not isinstance(name, str)
+        or name in ("", ".", "..")
+        or any(c in name for c in ("/", "\\", "\0"))
+    ):
+        raise StoreError(
+            f"{listed_in}: names the file {name!r}, which is not a plain file name; a store "
+            f"reads only its own files: {ALTERED}"
+        )
+    return name
+
+
+class RemoteFolder:
+    """What ``Store`` needs of its files (as ``_reader.LocalFolder``), for a URL."""
+
+    def __init__(self, url: str, *, cache=None):
+        if not is_url(url):
+            raise ConfigError(f"{url!r} is not a store URL (s3://bucket/prefix)")
+        self.path = url.rstrip("/")
+        self.files = RemoteFiles(self.path)
+        self.cache = cache
+        self._manifest: dict = {}
+        self._index: dict[str, bytes] = {}
+
+    @property
+    def traffic(self):
+        return self.files.traffic
+
+    def where(self, *parts: str) -> str:
+        return join_url(self.path, *parts)
+
+    def manifest(self) -> dict:
+        listing = self.files.listing()
+        if MANIFEST not in listing:
+            if listing:
+                raise StoreError(
+                    f"{self.path}: the store is incomplete ({MANIFEST} is missing: an upload was "
+                    "interrupted or is running); rerun the same `hyperframes build` (or "
+                    "`convert`) command to finish it"
+                )
+            raise StoreError(f"{self.path}: no store here (no object under this URL)")
+        raw = self.files.read(MANIFEST)
+        try:
+            m = json.loads(raw)
+        except ValueError as e:
+            raise StoreError(
+                f"{self.where(MANIFEST)}: cannot be read as JSON ({e}); the store is corrupt"
+            ) from None
+        self._manifest = m if isinstance(m, dict) else {}
+        return m
+
+    def check_size(self, folder: str, name, listed: int, listed_in) -> int:
+        rel = f"{folder}/{_plain(name, listed_in)}"
+        info = self.files.listing().get(rel)
+        if info is None:
+            raise StoreError(f"{self.where(rel)}: missing; the store is incomplete or damaged")
+        if info["size"] != listed:
+            raise StoreError(
+                f"{self.where(rel)}: is {info['size']} bytes, the manifest says {listed}: the "
+                "object is truncated or damaged; rebuild the store or upload it again"
+            )
+        if folder == INDEX_DIR:  # fetched once, checked against the manifest's checksum
+            data = self.files.read(rel)
+            want = next(
+                (r.get("checksum") for r in self._manifest.get("index", []) if r["name"] == rel),
+                None,
+            )
+            got = xxhash.xxh3_128_hexdigest(data)
+            if len(data) != listed or (want is not None and got != want):
+                raise StoreError(
+                    f"{self.where(rel)}: has checksum {got} ({len(data)} bytes), the manifest "
+                    f"recorded {want} ({listed} bytes): the object is damaged or changed; "
+                    "upload the store again"
+                )
+            self._index[name] = data
+        return listed
+
+    def npy(self, name: str) -> np.ndarray:
+        try:
+            return np.load(io.BytesIO(self._index[name]), allow_pickle=False)
+        except (KeyError, OSError, ValueError) as e:
+            raise StoreError(
+                f"{self.where(INDEX_DIR, name)}: cannot be read as an index ({e}); {ALTERED}"
+            ) from None
+
+    def json(self, name: str):
+        try:
+            return json.loads(self._index[name])
+        except (KeyError, ValueError) as e:
+            raise StoreError(
+                f"{self.where(INDEX_DIR, name)}: cannot be read as JSON ({e}); the store is corrupt"
+            ) from None
+
+    def shards(self, names: list[str], sizes) -> RemoteShards:
+        listing = self.files.listing()
+        return RemoteShards(
+            self.files,
+            names,
+            [int(s) for s in sizes],
+            [listing[f"shards/{n}"]["etag"] for n in names],
+            cache=self.cache,
+        )
+
+
+def verify_remote(url: str) -> list[str]:
+    """``verify_store`` for a URL: every object the manifest lists against its size and
+    checksum (each read once, streamed), then the checks of opening the store."""
+    from ._reader import Store, check_manifest
+
+    folder = RemoteFolder(url)
+    m = folder.manifest()
+    try:
+        check_manifest(m, folder.where(MANIFEST))
+    except StoreError as e:
+        return [str(e)]
+    listing = folder.files.listing()
+    problems: list[str] = []
+    rows = [r["name"] for r in m["index"]] + [f"shards/{r['name']}" for r in m["shards"]]
+    sums = {r["name"]: r.get("checksum") for r in m["index"]}
+    sums.update({f"shards/{r['name']}": r.get("checksum") for r in m["shards"]})
+    sizes = {r["name"]: r["bytes"] for r in m["index"]}
+    sizes.update({f"shards/{r['name']}": r["bytes"] for r in m["shards"]})
+    unreadable = False
+    fs = folder.files.fs
+    for rel in rows:
+        info = listing.get(rel)
+        if info is None:
+            problems.append(f"{folder.where(rel)}: missing")
+            unreadable = True
+            continue
+        if info["size"] != sizes[rel]:
+            problems.append(
+                f"{folder.where(rel)}: {info['size']} bytes, expected {sizes[rel]} (truncated "
+                "or damaged)"
+            )
+            unreadable = True
+            continue
+        h = xxhash.xxh3_128()
+        with fs.open(folder.where(rel).partition("://")[2], "rb", block_size=8 << 20) as f:
+            while data := f.read(8 << 20):
+                h.update(data)
+        if h.hexdigest() != sums[rel]:
+            problems.append(
+                f"{folder.where(rel)}: checksum {h.hexdigest()} does not match the manifest's "
+                f"{sums[rel]} ({m.get('checksum_algorithm')})"
+            )
+    if unreadable or problems:
+        return problems
+    try:
+        Store(url, files=RemoteFolder(url)).close()
+    except StoreError as e:
+        return [str(e)]
+    return problems

@@ -1,0 +1,209 @@
+"""Byte sources: where a store reader gets the payload bytes of its shards.
+
+The reader asks for byte ranges of a shard and gets back one buffer plus each range's offset
+in it (``ranges``), or addresses for a codec that decodes between addresses (``addresses``):
+
+- :class:`LocalShards`: a read-only memory map per shard, as the reader always had. ``ranges``
+  returns the map itself with the offsets unchanged, so the zero-copy path costs one call.
+- :class:`RemoteShards`: byte-range GETs of the shard objects at a URL. Ranges of one call are
+  sorted and those that touch or overlap are coalesced into one request; the requests of a
+  call go out concurrently (fsspec ``cat_ranges``). With a node-local
+  :class:`~hyperframes.store._cache.BlockCache`, ranges are served from fixed-size aligned blocks
+  of the shards, each fetched once per node.
+
+A source never reads a whole shard unless asked for every byte of it.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["LocalShards", "RemoteShards", "coalesce"]
+
+
+class LocalShards:
+    """Memory-mapped shard files (opened on first use, kept until ``close``)."""
+
+    is_local = True
+
+    def prefetch(self, plan) -> None:  # (a memory map needs none)
+        pass
+
+    def __init__(self, files: list[Path]):
+        self.files = files
+        self._maps: dict[int, np.ndarray] = {}
+
+    def whole(self, k: int) -> np.ndarray:
+        arr = self._maps.get(k)
+        if arr is None:
+            with open(self.files[k], "rb") as fh:
+                if os.fstat(fh.fileno()).st_size == 0:  # (mmap refuses an empty file)
+                    arr = np.zeros(0, np.uint8)
+                else:
+                    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                    arr = np.frombuffer(mm, dtype=np.uint8)
+            self._maps[k] = arr
+        return arr
+
+    def ranges(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
+        return self.whole(k), offsets
+
+    def addresses(self, shard_of_row: np.ndarray, offsets: np.ndarray, nbytes: np.ndarray):
+        """(buffers to hold while the addresses are used, address of each row's bytes)."""
+        shards, where = np.unique(shard_of_row, return_inverse=True)
+        maps = [self.whole(int(sh)) for sh in shards]
+        src = np.array([mp.ctypes.data for mp in maps], np.int64)[where] + offsets
+        return maps, src
+
+    def close(self) -> None:
+        self._maps.clear()
+
+
+def coalesce(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Merge byte ranges that touch or overlap: ``(merged starts, merged ends, the merged range
+    of each input range)``."""
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > reach[:-1]
+    group_sorted = np.cumsum(new) - 1
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], len(s)) - 1
+    group = np.empty(len(s), np.int64)
+    group[order] = group_sorted
+    return s[first], reach[last], group
+
+
+class RemoteShards:
+    """Shard objects under a store URL, read by byte ranges (optionally through a node cache).
+
+    ``files`` is a :class:`~hyperframes.store._remote.RemoteFiles`; ``sizes`` and ``etags``
+    come from its listing at open (the cache keys its blocks by URL, size and ETag, so a
+    shard replaced at the same URL is never served from old blocks)."""
+
+    is_local = False
+
+    def __init__(self, files, names: list[str], sizes: list[int], etags: list[str], cache=None):
+        self.files = files
+        self.names = names
+        self.sizes = sizes
+        self.etags = etags
+        self.cache = cache
+        self._local = threading.local()
+
+    def _rel(self, k: int) -> str:
+        return f"shards/{self.names[k]}"
+
+    def fetch(self, k: int, starts: np.ndarray, ends: np.ndarray) -> list[bytes]:
+        """Bytes ``starts[j]:ends[j]`` of shard ``k`` (ranges already coalesced)."""
+        if self.cache is None:
+            return self.files.read_ranges(self._rel(k), starts.tolist(), ends.tolist())
+        return self.cache.read_ranges(
+            key=self.cache.key(self.files.url_of(self._rel(k)), self.sizes[k], self.etags[k]),
+            size=self.sizes[k],
+            starts=starts.tolist(),
+            ends=ends.tolist(),
+            fetch=lambda s, e: self.files.read_ranges(self._rel(k), s, e),
+        )
+
+    def prefetch(self, plan) -> None:
+        """Fetch the ranges of a batch at once: ``plan`` is ``[(shard, offsets, nbytes)]``;
+        every shard's ranges are coalesced and all requests go out together (one
+        ``cat_ranges``; through the cache, shard by shard). Kept for this thread until its
+        next prefetch: ``ranges`` serves what lies inside."""
+        by_shard: dict[int, tuple[list, list]] = {}
+        for k, offs, nbs in plan:
+            have = by_shard.setdefault(int(k), ([], []))
+            have[0].append(np.asarray(offs, np.int64))
+            have[1].append(np.asarray(nbs, np.int64))
+        merged = {}
+        for k, (offs, nbs) in by_shard.items():
+            o, n = np.concatenate(offs), np.concatenate(nbs)
+            if len(o):
+                ms, me, _ = coalesce(o, o + n)
+                merged[k] = (ms, me)
+        if self.cache is not None:
+            got = {k: self.fetch(k, ms, me) for k, (ms, me) in merged.items()}
+        else:
+            keys = [(k, j) for k, (ms, _) in merged.items() for j in range(len(ms))]
+            flat = self.files.read_many(
+                [(self._rel(k), int(merged[k][0][j]), int(merged[k][1][j])) for k, j in keys]
+            )
+            got = {k: [] for k in merged}
+            for (k, _), data in zip(keys, flat):
+                got[k].append(data)
+        self._local.fetched = {
+            k: (ms, me, [np.frombuffer(b, np.uint8) for b in got[k]])
+            for k, (ms, me) in merged.items()
+        }
+
+    def _pieces(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
+        """``(prefetched pieces of shard k, the piece of each range, that piece's start)``
+        when every range lies in one, else None."""
+        have = getattr(self._local, "fetched", {}).get(k)
+        if have is None:
+            return None
+        ms, me, bufs = have
+        g = np.searchsorted(ms, offsets, side="right") - 1
+        if (g < 0).any() or (offsets + nbytes > me[np.maximum(g, 0)]).any():
+            return None
+        return bufs, g, ms[g]
+
+    def _prefetched(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
+        pieces = self._pieces(k, offsets, nbytes)
+        if pieces is None:
+            return None
+        ms, me, bufs = self._local.fetched[k]
+        g = pieces[1]
+        used, local = np.unique(g, return_inverse=True)
+        if len(used) == 1:  # one piece: its own buffer, no copy
+            return bufs[int(used[0])], offsets - ms[g]
+        lengths = (me - ms)[used]  # the pieces this read needs, joined
+        base = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        joined = np.concatenate([bufs[int(u)] for u in used])
+        return joined, base[local.reshape(-1)] + (offsets - ms[g])
+
+    def ranges(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
+        offsets = np.asarray(offsets, np.int64)
+        nbytes = np.asarray(nbytes, np.int64)
+        if not len(offsets):
+            return np.zeros(0, np.uint8), offsets
+        served = self._prefetched(k, offsets, nbytes)
+        if served is not None:
+            return served
+        ms, me, group = coalesce(offsets, offsets + nbytes)
+        pieces = self.fetch(k, ms, me)
+        lengths = me - ms
+        base = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        buf = np.frombuffer(pieces[0] if len(pieces) == 1 else b"".join(pieces), np.uint8)
+        return buf, base[group] + (offsets - ms[group])
+
+    def addresses(self, shard_of_row: np.ndarray, offsets: np.ndarray, nbytes: np.ndarray):
+        src = np.empty(len(offsets), np.int64)
+        held = []
+        for sh in np.unique(shard_of_row).tolist():
+            rows = np.flatnonzero(shard_of_row == sh)
+            pieces = self._pieces(int(sh), offsets[rows], nbytes[rows])
+            if pieces is not None:  # prefetched: addresses into its pieces, nothing joined
+                bufs, g, start = pieces
+                held.append(bufs)
+                ptrs = np.array([b.ctypes.data for b in bufs], np.int64)
+                src[rows] = ptrs[g] + (offsets[rows] - start)
+                continue
+            buf, offs = self.ranges(int(sh), offsets[rows], nbytes[rows])
+            held.append(buf)
+            src[rows] = buf.ctypes.data + offs
+        return held, src
+
+    def whole(self, k: int) -> np.ndarray:
+        buf, _ = self.ranges(k, np.array([0]), np.array([self.sizes[k]]))
+        return buf
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,362 @@
+"""Stores in object storage, against a real S3 server (SeaweedFS on 127.0.0.1, see
+tests/_s3server.py): build --out s3://, reading by byte ranges, the CLI on URLs, the
+node-local cache (limit, concurrency, crashes, damage), manifest last, no secret written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from _stores import store_content
+from hyperframes._core._errors import StoreError
+from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store._cache import BlockCache
+from hyperframes.store._publish import publish_store, staging_dir
+from hyperframes.store._remote import filesystem
+from hyperframes.store._remote_store import open_remote
+from hyperframes.store._source import coalesce
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+WINDOWS = [(0, [0, 1, 2, 3]), (1, [5, 7, 9, 11]), (3, [4, 3, 2, 2]), (5, [0, 19, 1, 18])]
+
+
+def _hf(*args, **kw):
+    env = {**os.environ, "PYTHONPATH": SRC}
+    return subprocess.run(
+        [sys.executable, "-m", "hyperframes", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        **kw,
+    )
+
+
+@pytest.fixture(scope="module")
+def built(class_folder, s3_server, tmp_path_factory):
+    """A raw, an lz4 and a jpeg store of the class folder, each at a URL and in a local
+    folder (the raw one built with ``--out s3://``, the others uploaded after a local build)."""
+    root = tmp_path_factory.mktemp("s3stores")
+    os.environ["HYPERFRAMES_CACHE"] = str(root / "hf-cache")
+    out = {}
+    for codec in ("raw", "lz4", "jpeg"):
+        url = f"s3://{s3_server['bucket']}/built-{codec}"
+        opts = BuildOptions(codec=codec, size="32")
+        local = build_store(class_folder, root / codec, opts, progress=False)
+        if codec == "raw":  # build --out URL: staged, then uploaded
+            report = build_store(class_folder, url, opts, progress=False)
+            assert report.store == url and report.exit_code == 0
+        else:  # the same upload, from the local build
+            publish_store(local.store, url)
+        out[codec] = (url, Path(local.store))
+    # the staging folder of a finished upload is gone
+    assert not staging_dir(out["raw"][0]).exists()
+    return out
+
+
+@pytest.mark.parametrize("codec", ["raw", "lz4", "jpeg"])
+def test_url_store_reads_equal_local(built, codec):
+    url, local = built[codec]
+    assert store_content(url) == store_content(local)
+    r, loc = open_store(url), open_store(local)
+    for v, ix in WINDOWS:
+        assert np.array_equal(r.read_numpy(v, ix), loc.read_numpy(v, ix))
+        assert np.array_equal(r.read(v, ix).numpy(), loc.read(v, ix).numpy())
+    assert np.array_equal(r.read_batch(WINDOWS).numpy(), loc.read_batch(WINDOWS).numpy())
+    if codec == "jpeg":
+        a, b = r.encoded_frames(2, [3, 1]), loc.encoded_frames(2, [3, 1])
+        assert [x.tobytes() for x in a] == [y.tobytes() for y in b]
+    assert r.index.videos.tobytes() == loc.index.videos.tobytes()
+
+
+@pytest.mark.parametrize("codec", ["raw", "lz4"])
+def test_window_fetches_only_its_ranges(built, codec):
+    url, _ = built[codec]
+    store = open_store(url)
+    traffic = store._files.traffic
+    before = traffic.bytes, traffic.requests
+    v, ix = 1, [2, 3, 4, 5]
+    store.read_numpy(v, ix)
+    got = traffic.bytes - before[0], traffic.requests - before[1]
+    g = store._geom(v)
+    if codec == "raw":  # one run of 4 frames: exactly those bytes, in one request
+        assert got == (4 * int(np.prod(g[4:7])), 1)
+    else:  # the chunks holding frames 2..5, nothing else
+        rows = store._chunks[g[7] : g[7] + g[8]]
+        first = rows["first_frame"]
+        used = (first <= 5) & (first + rows["num_frames"] > 2)
+        assert got[0] == int(rows["nbytes"][used].sum())
+        assert got[1] == 1  # adjacent chunks: one coalesced request
+    assert got[0] < sum(s["bytes"] for s in store.manifest["shards"]) / 4
+
+
+@pytest.mark.parametrize("codec", ["raw", "jpeg"])
+def test_batch_fetches_its_ranges_at_once(built, codec):
+    url, local = built[codec]
+    store = open_store(url)
+    traffic = store._files.traffic
+    before = traffic.bytes, traffic.requests
+    got = store.read_batch(WINDOWS).numpy()
+    assert np.array_equal(got, open_store(local).read_batch(WINDOWS).numpy())
+    wanted = set()  # (offset, nbytes) of every range the windows need, each once
+    for v, ix in WINDOWS:
+        g = store._geom(v)
+        offsets, nbytes = store._ranges(g, np.asarray(ix))
+        if codec == "raw":  # runs of frames: count frames, not overlapping runs
+            fb = int(np.prod(g[4:7]))
+            offsets = np.concatenate([np.arange(o, o + n, fb) for o, n in zip(offsets, nbytes)])
+            nbytes = np.full(len(offsets), fb)
+        wanted |= {(g[0], int(o), int(n)) for o, n in zip(offsets, nbytes)}
+    assert traffic.bytes - before[0] == sum(n for _, _, n in wanted)
+    runs = 0  # one request per run of adjacent ranges, all sent at once
+    for shard in {k for k, _, _ in wanted}:
+        o = np.array(sorted(x for k, x, _ in wanted if k == shard))
+        n = np.array([n for _, x, n in sorted(w for w in wanted if w[0] == shard)])
+        runs += len(coalesce(o, o + n)[0])
+    assert traffic.requests - before[1] == runs
+
+
+@pytest.mark.slow  # (CLI subprocesses)
+def test_cli_info_verify_show_convert_on_urls(built, s3_url, tmp_path):
+    url, local = built["lz4"]
+    info = _hf("info", url, "--json")
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["store"] == url
+    ok = _hf("verify", url)
+    assert ok.returncode == 0 and "every checksum matches" in ok.stdout, ok.stdout + ok.stderr
+    png = tmp_path / "w.png"
+    cache = tmp_path / "cache"
+    shown = _hf(
+        "show", url, "--video", "1", "--frames", "4", "--out", str(png),
+        "--cache-dir", str(cache), "--cache-limit", "10000000",
+    )  # fmt: skip
+    assert shown.returncode == 0 and png.stat().st_size > 0, shown.stderr
+    assert any((cache / "blocks").iterdir())
+    h5url = f"{s3_url}/store.h5"
+    conv = _hf("convert", url, "--format", "hdf5", "--out", h5url, "--quiet")
+    assert conv.returncode == 0 and h5url in conv.stdout, conv.stderr
+    fs = filesystem(h5url)
+    fs.get_file(h5url.partition("://")[2], str(tmp_path / "back.h5"))
+    assert store_content(tmp_path / "back.h5") == store_content(local)
+    # damage one shard object: verify names it
+    shard = json.loads((local / "manifest.json").read_text())["shards"][0]["name"]
+    bad = f"{s3_url}/bad"
+    publish_store(local, bad)
+    key = f"{bad}/shards/{shard}".partition("://")[2]
+    data = bytearray(fs.cat_file(key))
+    data[len(data) // 2] ^= 0xFF
+    fs.pipe_file(key, bytes(data))
+    res = _hf("verify", bad)
+    assert res.returncode == 1 and shard in res.stdout and "checksum" in res.stdout
+
+
+def test_manifest_last_interrupted_upload_then_rerun(built, s3_url):
+    _, local = built["raw"]
+    m = json.loads((local / "manifest.json").read_text())
+    fs = filesystem(s3_url)
+    # an upload killed after the shards: no manifest, so the URL is incomplete
+    for row in m["shards"]:
+        fs.put_file(str(local / "shards" / row["name"]), f"{s3_url}/shards/{row['name']}"[5:])
+    with pytest.raises(StoreError, match="incomplete"):
+        open_store(s3_url)
+    done = publish_store(local, s3_url)  # the rerun sends only what is missing
+    assert done["skipped"] == len(m["shards"]) and done["uploaded"] == len(m["index"]) + 1
+    assert store_content(s3_url) == store_content(local)
+    again = publish_store(local, s3_url)
+    assert again["uploaded"] == 0
+    with pytest.raises(StoreError, match="no store here"):
+        open_store(f"{s3_url}-nothing")
+
+
+def test_damaged_index_object_refused(built, s3_url):
+    _, local = built["raw"]
+    publish_store(local, s3_url)
+    fs = filesystem(s3_url)
+    key = f"{s3_url}/index/frames.npy"[5:]
+    data = bytearray(fs.cat_file(key))
+    data[-1] ^= 0xFF
+    fs.pipe_file(key, bytes(data))
+    with pytest.raises(StoreError, match=r"frames\.npy: has checksum"):
+        open_store(s3_url)
+
+
+def test_cache_serves_and_refetches_damaged_entries(built, tmp_path):
+    url, local = built["lz4"]
+    cache = tmp_path / "cache"
+    a = open_remote(url, cache_dir=cache, cache_limit=10**7, cache_block_bytes=4096)
+    want = open_store(local).read_batch(WINDOWS).numpy()
+    assert np.array_equal(a.read_batch(WINDOWS).numpy(), want)
+    entries = sorted((cache / "blocks").iterdir())
+    assert entries and a._source.cache.misses == len(entries)
+    b = open_remote(url, cache_dir=cache, cache_limit=10**7, cache_block_bytes=4096)
+    before = b._files.traffic.bytes
+    assert np.array_equal(b.read_batch(WINDOWS).numpy(), want)
+    assert b._files.traffic.bytes == before  # every block from the cache
+    # a damaged entry is detected, dropped and fetched again
+    victim = entries[0]
+    data = bytearray(victim.read_bytes())
+    data[10] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    c = open_remote(url, cache_dir=cache, cache_limit=10**7, cache_block_bytes=4096)
+    assert np.array_equal(c.read_batch(WINDOWS).numpy(), want)
+    assert c._source.cache.misses == 1 and c._files.traffic.bytes > before
+    assert BlockCache(cache, 10**7).get(victim.name) is not None  # good again
+
+
+_READER = textwrap.dedent(
+    """
+    import sys, numpy as np
+    from hyperframes.store._remote_store import open_remote
+    url, cache, limit, seed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    s = open_remote(url, cache_dir=cache, cache_limit=limit, cache_block_bytes=8192)
+    rng = np.random.default_rng(seed)
+    worst = 0
+    for _ in range(20):
+        v = int(rng.integers(len(s)))
+        n = int(s.videos[v].num_frames)
+        s.read_numpy(v, rng.integers(0, n, 4))
+        worst = max(worst, s._source.cache.used_bytes())
+    print(worst)
+    """
+)
+
+
+def test_cache_limit_holds_under_concurrent_processes(built, tmp_path):
+    url, _ = built["raw"]
+    cache, limit = tmp_path / "cache", 5 * (8192 + 16) + 100
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _READER, url, str(cache), str(limit), str(seed)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": SRC},
+        )
+        for seed in range(3)
+    ]
+    worst = [int(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert max(worst) <= limit
+    assert 0 < BlockCache(cache, limit).used_bytes() <= limit
+
+
+def test_reader_holding_an_entry_blocks_its_eviction(tmp_path):
+    import fcntl
+
+    c = BlockCache(tmp_path, 3 * (100 + 16))
+    for i in range(3):
+        assert c.put(f"k-{i}", bytes([i]) * 100)
+    oldest = tmp_path / "blocks" / "k-0"
+    with open(oldest, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_SH)  # what get() holds while it reads
+        assert c.put("k-3", b"x" * 100)  # evicted k-1 instead
+        assert oldest.exists() and not (tmp_path / "blocks" / "k-1").exists()
+        for i in (4, 5):
+            c.put(f"k-{i}", b"y" * 100)
+        assert oldest.exists()
+        assert not c.put("k-6", b"z" * 300)  # no room without evicting k-0: skipped
+    assert c.put("k-6", b"z" * 300) and not oldest.exists()
+    assert c.used_bytes() <= c.limit
+
+
+_FILLER = textwrap.dedent(
+    """
+    import os, sys
+    from hyperframes.store._cache import BlockCache
+    c = BlockCache(sys.argv[1], 10**9)
+    real = os.fsync
+    def stall(fd):
+        print("writing", flush=True)
+        import time; time.sleep(60)
+    os.fsync = stall
+    c.put("half", b"h" * 3_000_000)
+    """
+)
+
+
+def test_killed_cache_fill_leaves_no_served_entry(tmp_path):
+    p = subprocess.Popen(
+        [sys.executable, "-c", _FILLER, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert p.stdout is not None and p.stdout.readline().strip() == "writing"
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    p.stdout.close()
+    c = BlockCache(tmp_path, 10**9)
+    assert list((tmp_path / "tmp").iterdir())  # the killed writer's temp is there
+    assert c.get("half") is None  # never served
+    assert c.put("other", b"o" * 10)
+    assert not list((tmp_path / "tmp").iterdir())  # stale temp removed by the next insert
+    # a truncated entry (e.g. copied in by hand) is refused too
+    (tmp_path / "blocks" / "cut").write_bytes(b"o" * 5)
+    assert c.get("cut") is None and not (tmp_path / "blocks" / "cut").exists()
+
+
+@pytest.mark.slow  # (a training run)
+def test_credentials_never_written(built, s3_server, tmp_path):
+    secret = s3_server["secret"].encode()
+    fs = filesystem(built["raw"][0])
+    for url, _ in built.values():
+        for key in fs.find(url.partition("://")[2]):
+            assert secret not in fs.cat_file(key), key
+    cfg = tmp_path / "run.yaml"
+    url = built["raw"][0]
+    cfg.write_text(
+        json.dumps(
+            {
+                "data": {
+                    "store": url,
+                    "frames": 4,
+                    "batch_size": 2,
+                    "cache_dir": str(tmp_path / "cache"),
+                    "cache_limit": 10**7,
+                    "check_leakage": False,
+                    "sampler_options": {"stride": 2},
+                    "val_sampler_options": {"clips": 1, "stride": 2},
+                },
+                "model": {"name": "r2plus1d_tiny", "options": {"base_width": 8}},
+                "train": {"epochs": 1, "optimizer": "adamw", "lr": 0.003, "log_every": 1},
+            }
+        )
+    )
+    run = tmp_path / "run"
+    res = _hf("train", str(cfg), "--out", str(run), "--quiet")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert secret.decode() not in res.stdout + res.stderr
+    files = [f for f in run.rglob("*") if f.is_file()]
+    assert any(f.suffix == ".pt" for f in files)
+    for f in files:
+        assert secret not in f.read_bytes(), f
+    assert any((tmp_path / "cache" / "blocks").iterdir())  # the run read through its cache
+
+
+def _read_in_child(store, v, ix, q) -> None:
+    q.put(store.read_numpy(v, ix).tobytes())
+
+
+def test_store_opened_before_fork_reads_in_forked_child(built):
+    """DataLoader workers fork: a store opened (and read) in the parent reads in the child
+    through a client made there (an s3fs instance refuses use after fork)."""
+    import multiprocessing as mp
+
+    url, local = built["lz4"]
+    store = open_store(url)
+    store.read_numpy(2, [0, 1])
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_read_in_child, args=(store, 2, [3, 4, 5], q))
+    p.start()
+    got = q.get(timeout=60)
+    p.join(timeout=60)
+    assert p.exitcode == 0
+    assert got == open_store(local).read_numpy(2, [3, 4, 5]).tobytes()
