@@ -35,6 +35,7 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 | open a 300k-video, 100M-frame store, every index check included (`bench_open.py`) | OPEN | about 1 s |
 | `HyperframeDataset` over it: create / plan one item (random, sliding, duration) | DATASET | < 1 s / < 100 µs |
 | predict, TSN-ResNet18, per-frame feature reuse vs full windows (`bench_predict.py`) | PRED | speed-up shown |
+| windows/s with audio (log-mel), flow planes, registration vs frames only; store bytes each track adds (`bench_tracks.py`) | TRACKS | reported |
 | lz4 store on S3 (SeaweedFS on 127.0.0.1), windows/s: cold (range GETs) / warm node cache / local disk (`bench_s3.py`) | S3_ROW | reported |
 
 Windows/s in that run: STORE_ROWS. On-the-fly decoders: DEC_ROWS.
@@ -57,11 +58,27 @@ def _met(target: dict, fmt: str) -> str:
     return text if target["met"] else f"{text} **missed**"
 
 
+def _tracks_cell(tracks: dict) -> str:
+    """Read ratios to frames only (same run) and each track's bytes over the frames' bytes."""
+    r, s = tracks["reads"], tracks["stores"]
+    ratio = {k: f"{v['vs_frames']:.2f}x" for k, v in r.items()}
+    return (
+        f"log-mel {ratio['audio_logmel']}, flow {ratio['flow']}, flow planes (channel layout) "
+        f"{ratio['flow_channel']}, registered by homography {ratio['register_homography']} / "
+        f"by flow {ratio['register_flow']} of {r['frames']['windows_per_s']:,.0f} frames-only "
+        f"windows/s (T={tracks['window']['frames']}); bytes over the frames': audio "
+        f"+{s['audio']['audio_over_frames']:.0%}, flow float16 "
+        f"+{s['audio_flow_float16']['flow_over_frames']:.0%}, int8 "
+        f"+{s['audio_flow_int8']['flow_over_frames']:.0%}"
+    )
+
+
 def main() -> None:
     read, build, opened, pred = load("read"), load("build"), load("open"), load("predict")
     s3 = load("s3")
     wait = load("train_wait")
     startup = load("startup")
+    tracks = load("tracks")
     rows, t = read["rows"], read["targets"]
     sizes = build["store_size_by_codec"]
     tsn = {r["mode"]: r for r in pred["rows"] if r["model"] == "tsn_resnet18"}
@@ -114,6 +131,7 @@ def main() -> None:
         "PRED": f"{tsn['reuse']['frames_per_second']:.0f} vs {tsn['naive']['frames_per_second']:.0f} "
         f"frames/s ({tsn['reuse']['speedup_vs_naive']:.1f}x; re-decoding every window: "
         f"{tsn['redecode']['frames_per_second']:.0f})",
+        "TRACKS": _tracks_cell(tracks),
         "STORE_ROWS": ", ".join(
             f"{k.split(':')[1]} {v['windows_per_s']:.0f}"
             for k, v in rows.items()

@@ -10,6 +10,8 @@ import torch
 from _media import make_translating_video, smooth_texture
 from hyperframes.data import (
     HyperframeDataset,
+    compose_flow,
+    compose_flows,
     compose_homography,
     warp_by_flow,
     warp_by_homography,
@@ -55,6 +57,39 @@ def test_pure_warps_undo_a_known_translation():
     by_flow = warp_by_flow(frames, flow)
     assert diff_to_key(by_flow) < 1.0
     torch.testing.assert_close(by_flow[0], frames[0])
+
+
+def _bilinear(f: np.ndarray, x: float, y: float) -> np.ndarray:
+    """f (2, h, w) at (x, y), bilinear, zeros outside (as grid_sample with zero padding)."""
+    out = np.zeros(2)
+    x0, y0 = int(np.floor(x)), int(np.floor(y))
+    for yy, wy in ((y0, 1 - (y - y0)), (y0 + 1, y - y0)):
+        for xx, wx in ((x0, 1 - (x - x0)), (x0 + 1, x - x0)):
+            if 0 <= yy < f.shape[1] and 0 <= xx < f.shape[2]:
+                out += wy * wx * f[:, yy, xx]
+    return out
+
+
+def test_one_sweep_composes_flows_along_each_pixels_trajectory():
+    """compose_flows (one sweep each way, linear in the span): forwards, each key pixel's
+    displacement is its trajectory through the pair flows (x_(j+1) = x_j + F_j(x_j), followed
+    point by point here); backwards, the same chain as compose_flow, negated."""
+    g = torch.Generator().manual_seed(0)
+    smooth = torch.nn.functional.avg_pool2d(torch.randn(9, 2, 24, 24, generator=g), 5, 1, 2)
+    pairs = 1.5 * smooth + torch.tensor([1.0, -0.5]).reshape(1, 2, 1, 1)
+    first, key, targets = 3, 7, [3, 5, 7, 8, 10, 12]
+    got = compose_flows(pairs, first, key, targets)
+    assert got.shape == (6, 2, 24, 24) and not got[2].any()  # the key itself: no motion
+    for n, t in enumerate(targets[:2]):
+        torch.testing.assert_close(got[n], compose_flow(pairs, first, key, t))
+    f = pairs.numpy().astype(np.float64)
+    for y, x in ((5, 6), (12, 12), (18, 9)):
+        pos = np.array([x, y], np.float64)
+        for j in range(key, 12):
+            pos = pos + _bilinear(f[j - first], *pos)
+            if j + 1 in targets:
+                want = pos - (x, y)
+                np.testing.assert_allclose(got[targets.index(j + 1), :, y, x], want, atol=1e-4)
 
 
 @pytest.fixture(scope="module")

@@ -112,14 +112,20 @@ def motion_store(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def store_location(motion_store) -> str:
-    """Where the runs read their store: ``data.store`` (a local folder here; an s3:// URL with
-    a cache per node works the same way, given per-node overrides in :func:`node_overrides`)."""
+    """Where the in-process runs read their store: ``data.store`` (a local folder)."""
     return str(motion_store)
 
 
+@pytest.fixture
+def s3_store(motion_store, s3_url) -> str:
+    """The same videos built into a store on the tests' S3 server (``build --out s3://``)."""
+    build_store(motion_store.parent / "data", s3_url, BuildOptions(size="none"), progress=False)
+    return s3_url
+
+
 def node_overrides(node: int, tmp_path: Path) -> list[str]:
-    """``--set`` overrides of one node (e.g. its own cache folder); none for a local store."""
-    return []
+    """``--set`` overrides of one node: its own cache folder for the store at the URL."""
+    return [f"data.cache_dir={tmp_path / f'cache-node{node}'}", "data.cache_limit=64000000"]
 
 
 def _config(store: str, **train) -> dict:
@@ -220,12 +226,13 @@ def _torchrun(*args: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_two_nodes_preempted_resume_on_one_node_mid_epoch(store_location, tmp_path, monkeypatch):
+def test_two_nodes_preempted_resume_on_one_node_mid_epoch(s3_store, tmp_path, monkeypatch):
     """``torchrun --nnodes 2 --nproc_per_node 1`` (two node agents on this machine, gloo,
-    rendezvous on 127.0.0.1), SIGTERM to both jobs' process groups after step 2, then
-    ``--resume`` with one process on one node: it continues epoch 1 at sample 4 of its global
+    rendezvous on 127.0.0.1) reading one store on the S3 server, each node with its own cache
+    folder; SIGTERM to both jobs' process groups after step 2, then ``--resume`` with one
+    process on a third "node" (another cache): it continues epoch 1 at sample 4 of its global
     order and trains on exactly the samples of an uninterrupted run, in its order."""
-    cfg = _config(store_location)
+    cfg = _config(s3_store)
     path, script = tmp_path / "c.yaml", tmp_path / "hooked.py"
     path.write_text(yaml.safe_dump(cfg))
     script.write_text(SCRIPT)
@@ -282,8 +289,17 @@ def test_two_nodes_preempted_resume_on_one_node_mid_epoch(store_location, tmp_pa
     assert (saved["epoch"], saved["batches_done"], saved["step"]) == (0, 2, 2)
     assert saved["world_size"] == 2 and saved["loader"]["samples_yielded"] == 4
 
+    for node in (0, 1):  # each node read through its own cache
+        assert any((tmp_path / f"cache-node{node}").rglob("*")), node
     resumed = subprocess.run(
-        _torchrun("--standalone", "--nnodes=1", "--nproc_per_node=1", *train, "--resume"),
+        _torchrun(
+            "--standalone",
+            "--nnodes=1",
+            "--nproc_per_node=1",
+            *train,
+            "--resume",
+            *(x for o in node_overrides(2, tmp_path) for x in ("--set", o)),
+        ),
         env={**env, "HF_TEST_SEEN": str(after)},
         capture_output=True,
         text=True,

@@ -15,7 +15,14 @@ from ._loader import HyperframeLoader, collate_hyperframes, loader
 from ._memory import InMemoryStore
 from ._record import Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
-from ._warp import compose_flow, compose_homography, resize_flow, warp_by_flow, warp_by_homography
+from ._warp import (
+    compose_flow,
+    compose_flows,
+    compose_homography,
+    resize_flow,
+    warp_by_flow,
+    warp_by_homography,
+)
 
 __all__ = [
     "BalancedSampler",
@@ -31,6 +38,7 @@ __all__ = [
     "collate_windows",
     "column_times",
     "compose_flow",
+    "compose_flows",
     "compose_homography",
     "expand_channel_stats",
     "from_layout",

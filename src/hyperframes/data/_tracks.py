@@ -29,6 +29,7 @@ from .._core._errors import ConfigError, DataError
 from ._audio import AUDIO_MISSING, LogMelOptions, column_times, logmel_columns, resolve_audio
 from ._warp import (
     compose_flow,
+    compose_flows,
     compose_homography,
     resize_flow,
     warp_by_flow,
@@ -178,7 +179,7 @@ class Tracks:
         pairs, first = self._pairs(video, idx)
         if not pairs.shape[0]:
             return frames
-        flows = torch.stack([compose_flow(pairs, first, int(idx[key]), int(i)) for i in idx])
+        flows = compose_flows(pairs, first, int(idx[key]), idx)
         return warp_by_flow(frames, resize_flow(flows, (h, w)))
 
 

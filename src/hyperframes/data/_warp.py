@@ -11,6 +11,10 @@ frame ``k + 1`` to frame ``k`` (homogeneous, x right, y down, pixel centres at i
   (``F_ij(p) = F_i(p) + F_(i+1)j(p + F_i(p))``, bilinear). For ``j < i`` it is the negated
   forward flow ``-F_ji`` (an approximation: exact for a uniform translation), and zero for
   ``j == i``.
+* :func:`compose_flows` makes the flows from one key frame to several frames in one sweep
+  each way (linear in the span, where one :func:`compose_flow` per frame is quadratic):
+  forwards ``F_k(j+1)(p) = F_kj(p) + F_j(p + F_kj(p))``, backwards the recursion above,
+  negated.
 * :func:`compose_homography` maps frame ``f`` coordinates to frame ``key`` coordinates (the
   product of the pairs between them, or its inverse backwards).
 * :func:`warp_by_homography` / :func:`warp_by_flow` resample frames onto the key frame
@@ -25,6 +29,7 @@ from torch.nn import functional as F
 
 __all__ = [
     "compose_flow",
+    "compose_flows",
     "compose_homography",
     "resize_flow",
     "warp_by_flow",
@@ -78,6 +83,36 @@ def compose_flow(pair_flows: torch.Tensor, first: int, i: int, j: int) -> torch.
         step = pair_flows[k - first].float()
         total = step + _sample(total[None], (base + step)[None])[0]
     return total
+
+
+def compose_flows(pair_flows: torch.Tensor, first: int, key: int, targets) -> torch.Tensor:
+    """(len(targets), 2, h, w): the flow from stored frame ``key`` to each stored frame of
+    ``targets``, from ``pair_flows`` (n, 2, h, w) holding pairs ``first .. first + n - 1``;
+    one chaining sweep forwards and one backwards (module doc)."""
+    h, w = pair_flows.shape[-2:]
+    targets = [int(t) for t in targets]
+    out = torch.zeros(len(targets), 2, h, w, dtype=torch.float32)
+    want: dict[int, list[int]] = {}
+    for n, t in enumerate(targets):
+        want.setdefault(t, []).append(n)
+    base = _base_grid(h, w)
+    later = [t for t in want if t > key]
+    if later:
+        total = torch.zeros(2, h, w, dtype=torch.float32)
+        for j in range(key, max(later)):  # total: F_key,j -> F_key,(j+1)
+            step = pair_flows[j - first].float()
+            total = total + _sample(step[None], (base + total)[None])[0]
+            for n in want.get(j + 1, ()):
+                out[n] = total
+    earlier = [t for t in want if t < key]
+    if earlier:
+        total = torch.zeros(2, h, w, dtype=torch.float32)
+        for k in range(key - 1, min(earlier) - 1, -1):  # total: F_(k+1),key -> F_k,key
+            step = pair_flows[k - first].float()
+            total = step + _sample(total[None], (base + step)[None])[0]
+            for n in want.get(k, ()):
+                out[n] = -total
+    return out
 
 
 def compose_homography(pair_h: np.ndarray, key: int, f: int) -> np.ndarray:
