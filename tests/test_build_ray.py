@@ -120,6 +120,21 @@ def test_a_ray_build_holds_what_a_local_build_holds(ray_address, data, local, tm
     assert sorted(paths) == sorted(v.path for v in _videos(ref))
 
 
+def test_a_ray_build_to_object_storage_holds_what_a_local_build_holds(
+    ray_address, data, local, s3_url
+):
+    """``--engine ray --out s3://...``: the actors build in the URL's staging folder, then the
+    shards, index and manifest (last) go to the S3 server; the store read back from the URL
+    holds what the local build holds."""
+    ref, ref_report = local
+    report = build_store(
+        data, s3_url, BuildOptions(**OPTIONS, workers=2), progress=False, engine="ray"
+    )
+    assert report.store == s3_url and report.failed == ref_report.failed
+    assert store_content(s3_url) == store_content(ref)
+    assert verify_store(s3_url) == []
+
+
 def _videos(store):
     from hyperframes.store import open_store
 
