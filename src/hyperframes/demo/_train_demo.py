@@ -151,8 +151,12 @@ def demo_configs(
         "single_frame_segmentation": segmenter(1),
     }
     if six_store is not None:
-        runs["six_classes_t8"] = classifier(8, six_store)
-        runs["six_classes_flow_t8"] = classifier(8, six_store, flow=True)
+        for name, flow in (("six_classes_t8", False), ("six_classes_flow_t8", True)):
+            runs[name] = classifier(8, six_store, flow=flow)
+            # two spinning discs of one class can be as alike as re-encodes to the 64-bit
+            # perceptual signatures (plain discs turning in place over smooth backgrounds);
+            # the set is generated, every video drawn on its own: no copy to leak
+            runs[name]["data"]["allow_leakage"] = True
     return runs
 
 
