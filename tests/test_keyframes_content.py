@@ -372,3 +372,22 @@ def test_auto_prefers_the_flow_score_per_video():
         VideoMeta(60, 30.0, flow_score=-flow)
     with pytest.raises(DataError, match=r"video 1 has none \(1 videos without\)"):
         create_sampler("keyframes", frames=1, score="flow").plan([both, only_change], 1)
+
+
+@pytest.mark.parametrize("flow_size", [None, "32x32"])
+def test_flow_score_is_the_motion_in_stored_pixels(tmp_path, flow_size):
+    """A texture moving (1.5, -2) px a frame scores its speed, 2.5 px, at every frame but the
+    first, whatever size the flow is computed at (its vectors are scaled to the frame's)."""
+    from _media import make_translating_video
+
+    make_translating_video(tmp_path / "d" / "move.mkv", 1.5, -2.0, frames=6, size=64)
+    out = tmp_path / "store"
+    build_store(
+        tmp_path / "d",
+        out,
+        BuildOptions(size="none", flow="dis", flow_size=flow_size),
+        progress=False,
+    )
+    scores = open_store(out).flow_scores(0)
+    assert scores[0] == 0
+    np.testing.assert_allclose(scores[1:], 2.5, rtol=0.15)
