@@ -8,16 +8,18 @@ frames, where the picture jumps in fine detail and blocking but not in content.
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from hyperframes import ConfigError, DataError
+from hyperframes import ConfigError, DataError, StoreError
 from hyperframes.data import HyperframeDataset
 from hyperframes.sampling import ChangeScorer, VideoMeta, change_score, create_sampler
-from hyperframes.sampling._keyframes import salience
-from hyperframes.store import build_store
+from hyperframes.sampling._keyframes import MIN_FLOW, salience
+from hyperframes.store import BuildOptions, build_store, convert_to_hdf5, open_store
+from hyperframes.store._shard import checksum_file
 
 av = pytest.importorskip("av")
 if "libx264" not in av.codecs_available:
@@ -206,8 +208,16 @@ def test_options_are_checked():
         create_sampler("keyframes", frames=4, min_change=0)
     with pytest.raises(ConfigError, match=r"min_gap must be an integer >= 1, got 0"):
         create_sampler("keyframes", frames=4, min_gap=0)
+    with pytest.raises(ConfigError, match=r"score must be one of auto, flow, change, got 'x'"):
+        create_sampler("keyframes", frames=4, score="x")
     s = create_sampler("keyframes", frames=4, min_gap=3)
-    assert s.params() == {"frames": 4, "short": "error", "min_gap": 3, "min_change": 0.5}
+    assert s.params() == {
+        "frames": 4,
+        "short": "error",
+        "min_gap": 3,
+        "min_change": None,
+        "score": "auto",
+    }
 
 
 # -- the score ----------------------------------------------------------------------------
@@ -234,3 +244,150 @@ def test_score_of_odd_frame_shapes(shape):
     frames = rng.integers(0, 256, (4, *shape), dtype=np.uint8)
     scores = change_score(frames)
     assert scores.shape == (4,) and np.isfinite(scores).all() and scores[0] == 0
+
+
+# -- the flow score (a --flow build) ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def flow_store(clips, tmp_path_factory) -> Path:
+    """The re-encoded clip (cuts, forced I-frames) built with DIS flow at its own size."""
+    out = tmp_path_factory.mktemp("keyframes-flow") / "store"
+    build_store(clips["root"] / "clips", out, BuildOptions(flow="dis"), progress=False)
+    return out
+
+
+def _copy_store(store: Path, to: Path) -> Path:
+    import shutil
+
+    shutil.copytree(store, to)
+    return to
+
+
+def _reseal(store: Path, *, drop: str | None = None) -> None:
+    """Rewrite the manifest's index rows (sizes, checksums) after an edit; ``drop`` a row."""
+    m = json.loads((store / "manifest.json").read_text())
+    m["index"] = [row for row in m["index"] if row["name"] != drop]
+    for row in m["index"]:
+        f = store / row["name"]
+        row["bytes"], row["checksum"] = f.stat().st_size, checksum_file(f)
+    (store / "manifest.json").write_text(json.dumps(m))
+
+
+def test_flow_score_peaks_at_the_cuts_not_the_i_frames(flow_store):
+    scores = open_store(flow_store).flow_scores(0)
+    assert scores.dtype == np.float32 and scores.shape == (N,) and scores[0] == 0
+    s = salience(scores)
+    # a cut is pixels of flow (content found nowhere); the pan is 0.35 px a frame
+    assert all(s[c] > 4 * MIN_FLOW for c in CUTS), s[list(CUTS)]
+    assert np.delete(s, list(CUTS)).max() < MIN_FLOW, s  # I-frames and noise included
+    assert np.load(flow_store / "index" / "flow_score.npy").shape == (N,)
+
+
+@pytest.mark.parametrize("frames", PLAN_SIZES)
+def test_flow_score_plans_pick_the_cuts(flow_store, frames):
+    ds = HyperframeDataset(flow_store, sampler="keyframes", frames=frames)
+    assert ds.sampler.scores_used(ds._table(ds.store.videos)) == ["flow"]  # auto: flow stored
+    picks = ds[0].meta["frame_indices"].tolist()
+    assert len(picks) == frames and picks == sorted(set(picks))
+    assert all(_near(picks, c) for c in CUTS), picks
+    assert not any(_near(picks, f) for f in IFRAMES), picks
+    assert min(np.diff(picks)) >= N // (2 * frames), picks
+    assert 0 not in picks
+    if frames == len(CUTS):
+        assert picks == list(CUTS)
+    flow = HyperframeDataset(
+        flow_store, sampler="keyframes", frames=frames, sampler_options={"score": "flow"}
+    )
+    change = HyperframeDataset(
+        flow_store, sampler="keyframes", frames=frames, sampler_options={"score": "change"}
+    )
+    assert change.sampler.scores_used(change._table(change.store.videos)) == ["change"]
+    assert flow[0].meta["frame_indices"].tolist() == picks
+    assert change[0].meta["frame_indices"].tolist() == picks  # both find the same cuts
+
+
+def test_a_store_without_flow_scores_plans_with_the_change_score(flow_store, tmp_path):
+    """A --flow store built before flow scores were recorded: no index/flow_score.npy."""
+    old = _copy_store(flow_store, tmp_path / "old")
+    (old / "index" / "flow_score.npy").unlink()
+    _reseal(old, drop="index/flow_score.npy")
+    store = open_store(old)
+    assert store.flow_scores(0) is None and store.change_scores(0) is not None
+    ds = HyperframeDataset(old, sampler="keyframes", frames=len(CUTS))
+    assert ds.sampler.scores_used(ds._table(ds.store.videos)) == ["change"]
+    assert ds[0].meta["frame_indices"].tolist() == list(CUTS)
+    with pytest.raises(DataError, match=r"score='flow' needs a flow score for every video"):
+        HyperframeDataset(old, sampler="keyframes", frames=3, sampler_options={"score": "flow"})[0]
+
+
+def test_a_flow_score_file_of_the_wrong_length_is_refused(flow_store, tmp_path):
+    bad = _copy_store(flow_store, tmp_path / "bad")
+    np.save(bad / "index" / "flow_score.npy", np.zeros(N - 1, np.float32))
+    _reseal(bad)
+    with pytest.raises(StoreError, match=r"flow_score\.npy: holds float32 of shape \(119,\)"):
+        open_store(bad)
+
+
+def test_a_non_finite_flow_score_is_refused_when_read(flow_store, tmp_path):
+    bad = _copy_store(flow_store, tmp_path / "nan")
+    scores = np.load(bad / "index" / "flow_score.npy")
+    scores[5] = np.nan
+    np.save(bad / "index" / "flow_score.npy", scores)
+    _reseal(bad)
+    with pytest.raises(StoreError, match=r"flow_score\.npy: video 0's frame 5 has flow score"):
+        open_store(bad).flow_scores(0)
+    with pytest.raises(DataError, match=r"video 0: flow_score must be finite and >= 0"):
+        HyperframeDataset(bad, sampler="keyframes", frames=3)[0]
+
+
+def test_hdf5_keeps_the_flow_scores(flow_store, tmp_path):
+    h5 = tmp_path / "store.h5"
+    convert_to_hdf5(flow_store, h5, progress=False)
+    back = open_store(h5)
+    np.testing.assert_array_equal(back.flow_scores(0), open_store(flow_store).flow_scores(0))
+    ds = HyperframeDataset(h5, sampler="keyframes", frames=len(CUTS))
+    assert ds.sampler.scores_used(ds._table(ds.store.videos)) == ["flow"]
+    assert ds[0].meta["frame_indices"].tolist() == list(CUTS)
+
+
+def test_auto_prefers_the_flow_score_per_video():
+    change = np.full(60, 0.05)
+    change[20] = 1.0  # the change score sees a cut at 20
+    flow = np.full(60, 0.3)
+    flow[40] = 8.0  # the flow score at 40
+    both = VideoMeta(60, 30.0, change_score=change, flow_score=flow)
+    only_change = VideoMeta(60, 30.0, change_score=change)
+    sampler = create_sampler("keyframes", frames=1)
+    assert sampler.scores_used([both, only_change]) == ["flow", "change"]
+    assert sampler.plan([both, only_change], 0).frame_indices.tolist() == [40]
+    assert sampler.plan([both, only_change], 1).frame_indices.tolist() == [20]
+    by_change = create_sampler("keyframes", frames=1, score="change")
+    assert by_change.plan([both], 0).frame_indices.tolist() == [20]
+    # min_change is in the score's unit: 8 px of flow is no change at 10
+    assert (
+        create_sampler("keyframes", frames=1, min_change=10).plan([both], 0).frame_indices[0] != 40
+    )
+    with pytest.raises(DataError, match=r"flow_score must be finite and >= 0"):
+        VideoMeta(60, 30.0, flow_score=-flow)
+    with pytest.raises(DataError, match=r"video 1 has none \(1 videos without\)"):
+        create_sampler("keyframes", frames=1, score="flow").plan([both, only_change], 1)
+
+
+@pytest.mark.parametrize("flow_size", [None, "32x32"])
+def test_flow_score_is_the_motion_in_stored_pixels(tmp_path, flow_size):
+    """A texture moving (1.5, -2) px a frame scores its speed, 2.5 px, at every frame but the
+    first, whatever size the flow is computed at (its vectors are scaled to the frame's)."""
+    from _media import make_translating_video
+
+    make_translating_video(tmp_path / "d" / "move.mkv", 1.5, -2.0, frames=6, size=64)
+    out = tmp_path / "store"
+    build_store(
+        tmp_path / "d",
+        out,
+        BuildOptions(size="none", flow="dis", flow_size=flow_size),
+        progress=False,
+    )
+    scores = open_store(out).flow_scores(0)
+    assert scores[0] == 0
+    np.testing.assert_allclose(scores[1:], 2.5, rtol=0.15)

@@ -215,17 +215,23 @@ class HyperframeDataset(torch.utils.data.Dataset):
     def _table(self, videos) -> VideoTable:
         """The sampler's view of the chosen videos, built from the index's columns (no object
         per video: a 300k-video store gives its table in milliseconds). Per-frame times and
-        change scores are :class:`PerFrame` columns over the index's per-frame arrays."""
+        change and flow scores are :class:`PerFrame` columns over the index's per-frame
+        arrays."""
         ids = self.video_ids
         nf = np.asarray(videos.num_frames)[ids]
         starts = np.asarray(videos.frame_start)[ids]
         pts = PerFrame(videos.pts_seconds_all, starts, nf, name="pts_seconds", ids=ids)
         scores: Sequence[np.ndarray | None] | PerFrame | None = None
+        motion: PerFrame | None = None
         if self.sampler.name == "keyframes":
+            flow = getattr(videos, "flow_score_all", None)
+            if flow is not None:  # a --flow build's scores: what score="auto" prefers
+                motion = PerFrame(flow, starts, nf, name="flow_score", ids=ids)
             column = getattr(videos, "change_score_all", None)
             if column is not None:
                 scores = PerFrame(column, starts, nf, name="change_score", ids=ids)
-            else:  # stores built before scores were recorded: computed from the frames now
+            elif motion is None or getattr(self.sampler, "score", "auto") == "change":
+                # stores built before scores were recorded: computed from the frames now
                 scores = [_change_scores(self.store, int(i), int(nf[k])) for k, i in enumerate(ids)]
         segments, self._segment_rows = store_segments(videos, ids)
         return VideoTable.from_arrays(
@@ -235,6 +241,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
             pts_seconds=pts,
             change_score=scores,
             segments=segments,
+            flow_score=motion,
         )
 
     def __len__(self) -> int:

@@ -51,6 +51,9 @@ class CudaJpegReader:
     def change_scores(self, video) -> np.ndarray | None:
         return self.store.change_scores(video)
 
+    def flow_scores(self, video) -> np.ndarray | None:
+        return self.store.flow_scores(video)
+
     def _decode(self, encoded: list[np.ndarray]) -> list[torch.Tensor]:
         from torchvision.io import ImageReadMode, decode_jpeg
 

@@ -64,6 +64,9 @@ class InMemoryStore:
     def change_scores(self, video) -> np.ndarray | None:
         return self.store.change_scores(video)
 
+    def flow_scores(self, video) -> np.ndarray | None:
+        return self.store.flow_scores(video)
+
     def _video(self, video) -> int:
         v = int(getattr(video, "id", video))
         if not 0 <= v < len(self.videos):

@@ -54,13 +54,26 @@ def _check_scores(scores, num_frames: int, where: str) -> np.ndarray | None:
     return arr
 
 
+def _check_flow_scores(scores, num_frames: int, where: str) -> np.ndarray | None:
+    arr = _check_per_frame("flow_score", scores, num_frames, where)
+    if arr is not None and not np.all(np.isfinite(arr) & (arr >= 0)):
+        raise DataError(
+            f"{where}: flow_score must be finite and >= 0 (the mean flow length from the "
+            f"frame before, in pixels, as a --flow store build records it)"
+        )
+    return arr
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class VideoMeta:
     """What a sampler knows about one stored video.
 
     ``num_frames`` frames are stored at ``fps``; ``pts_seconds`` (optional) gives each stored
     frame's time; ``label`` is a class id (-1 = none); ``change_score`` (optional, one value per
-    frame, see :func:`hyperframes.sampling.change_score`) is used by the ``keyframes`` sampler.
+    frame, see :func:`hyperframes.sampling.change_score`) is used by the ``keyframes`` sampler,
+    and so is ``flow_score`` (optional, one value per frame: the mean length in pixels of the
+    optical flow from the frame before, 0 for frame 0, as a ``--flow`` store build records it:
+    ``Store.flow_scores``).
     """
 
     num_frames: int
@@ -68,6 +81,7 @@ class VideoMeta:
     pts_seconds: np.ndarray | None = None
     label: int = -1
     change_score: np.ndarray | None = None
+    flow_score: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if int(self.num_frames) != self.num_frames or self.num_frames < 0:
@@ -83,6 +97,9 @@ class VideoMeta:
         )
         object.__setattr__(
             self, "change_score", _check_scores(self.change_score, self.num_frames, where)
+        )
+        object.__setattr__(
+            self, "flow_score", _check_flow_scores(self.flow_score, self.num_frames, where)
         )
 
 
@@ -155,7 +172,15 @@ class VideoTable:
     work keyed on the table object.
     """
 
-    __slots__ = ("change_score", "fps", "labels", "num_frames", "pts_seconds", "segments")
+    __slots__ = (
+        "change_score",
+        "flow_score",
+        "fps",
+        "labels",
+        "num_frames",
+        "pts_seconds",
+        "segments",
+    )
 
     def __init__(
         self,
@@ -165,6 +190,7 @@ class VideoTable:
         pts_seconds: list[np.ndarray | None] | None,
         change_score: list[np.ndarray | None] | None,
         segments: SegmentTable | None = None,
+        flow_score: list[np.ndarray | None] | None = None,
     ) -> None:
         self.num_frames = num_frames
         self.fps = fps
@@ -173,6 +199,8 @@ class VideoTable:
         self.change_score = change_score
         #: labelled time ranges of the videos (:class:`SegmentTable`), or None
         self.segments = segments
+        #: per-frame flow scores (``VideoMeta.flow_score``), or None
+        self.flow_score = flow_score
 
     def __len__(self) -> int:
         return int(self.num_frames.shape[0])
@@ -186,12 +214,14 @@ class VideoTable:
         labels = np.fromiter((m.label for m in metas), dtype=np.int64, count=n)
         pts = [m.pts_seconds for m in metas]
         scores = [m.change_score for m in metas]
+        motion = [m.flow_score for m in metas]
         return cls(
             num_frames,
             fps,
             labels,
             pts if any(p is not None for p in pts) else None,
             scores if any(s is not None for s in scores) else None,
+            flow_score=motion if any(s is not None for s in motion) else None,
         )
 
     @classmethod
@@ -204,10 +234,12 @@ class VideoTable:
         pts_seconds: Sequence[np.ndarray | None] | PerFrame | None = None,
         change_score: Sequence[np.ndarray | None] | PerFrame | None = None,
         segments: SegmentTable | None = None,
+        flow_score: Sequence[np.ndarray | None] | PerFrame | None = None,
     ) -> VideoTable:
         """Build a table from columns (``fps`` may be one number for every video); validates.
 
-        ``pts_seconds`` and ``change_score`` are one array per video, or a :class:`PerFrame`
+        ``pts_seconds``, ``change_score`` and ``flow_score`` are one array per video, or a
+        :class:`PerFrame`
         column (no object per video; each video's values are checked when first planned);
         ``segments`` are the videos' labelled time ranges (their ``video`` numbers the
         table's videos)."""
@@ -224,9 +256,10 @@ class VideoTable:
             raise DataError(f"VideoTable: fps must be finite and > 0, video {bad} has {rates[bad]}")
         pts = cls._column(pts_seconds, nf, _check_pts, "pts_seconds")
         scores = cls._column(change_score, nf, _check_scores, "change_score")
+        motion = cls._column(flow_score, nf, _check_flow_scores, "flow_score")
         if segments is not None:
             segments.check_videos(n)
-        return cls(nf, rates, lab, pts, scores, segments)
+        return cls(nf, rates, lab, pts, scores, segments, flow_score=motion)
 
     @staticmethod
     def _column(values, nf, check, name):

@@ -23,6 +23,7 @@ from ._format import (
     DETAIL_KEYS,
     DETAILS_FILE,
     FLOW_FILE,
+    FLOW_SCORE_FILE,
     FORMAT_NAME,
     FORMAT_VERSION,
     FRAME_DTYPE,
@@ -192,6 +193,12 @@ def assemble(
     # journals written before change scores were recorded have none: then no file at all
     with_scores = all("change_score" in live[s.path][1] for s in kept)
     change = np.zeros(n_frames if with_scores else 0, np.float32)
+    # so too flow scores: only a --flow build whose every journal lists them
+    with_motion = bool(options.flow) and all(
+        isinstance(live[s.path][1].get("flow"), dict) and "score" in live[s.path][1]["flow"]
+        for s in kept
+    )
+    motion = np.zeros(n_frames if with_motion else 0, np.float32)
     chunks = np.zeros(n_chunks, CHUNK_DTYPE)
     details = []
     damaged = []
@@ -230,6 +237,8 @@ def assemble(
         frames["source_index"][f0 : f0 + n] = r["source_frame_indices"]
         if with_scores:
             change[f0 : f0 + n] = r["change_score"]
+        if with_motion:
+            motion[f0 : f0 + n] = r["flow"]["score"]
         if k:
             chunks[c0 : c0 + k] = [tuple(c) for c in r["chunks"]]
         details.append({key: r.get(key) for key in DETAIL_KEYS})
@@ -249,6 +258,11 @@ def assemble(
         index_files.append(CHANGE_FILE)
     else:
         (index / CHANGE_FILE).unlink(missing_ok=True)
+    if with_motion:
+        save_npy_atomic(index / FLOW_SCORE_FILE, motion)
+        index_files.append(FLOW_SCORE_FILE)
+    else:
+        (index / FLOW_SCORE_FILE).unlink(missing_ok=True)
     audio, flow = track_tables(
         [live[s.path][1] for s in kept], [shard_id[live[s.path][0]] for s in kept], options
     )

@@ -17,6 +17,13 @@ a time (RGB, ``(H, W, C)`` uint8, as the build stores them) and gives, per conse
   RANSAC (1 flow pixel reprojection threshold). The identity where the fit fails (too few
   points, a degenerate or non-finite result).
 
+``motion_score`` sums a pair's flow up in one number, the build's per-frame flow score
+(``index/flow_score.npy``, what the ``keyframes`` sampler ranks by when a store has flow): the
+mean length of the flow vectors, in pixels of the STORED frame (dx scaled by W / w, dy by
+H / h, so the score does not depend on the flow size), from the float32 flow before it is
+quantised. Steady motion gives about its speed every frame; a cut, where the next frame
+matches nothing in the last, gives flow of arbitrary length, several times the usual.
+
 ``quantise`` stores flow as float16, or int8 with one scale per video (value = int8 * scale,
 scale = the largest |component| / 127, so nothing is clipped: :func:`flow_scale`).
 """
@@ -34,6 +41,7 @@ __all__ = [
     "dequantise",
     "flow_homography",
     "flow_scale",
+    "motion_score",
     "quantise",
     "require_opencv",
 ]
@@ -141,6 +149,20 @@ def flow_homography(flow: np.ndarray, frame_size: tuple[int, int]) -> np.ndarray
     if not np.isfinite(out).all():
         return eye
     return out.astype(np.float32)
+
+
+def motion_score(flow: np.ndarray, frame_size: tuple[int, int]) -> float:
+    """Mean length, in pixels of a stored frame of ``frame_size`` (H, W), of the vectors of
+    one pair's ``flow`` ``(2, h, w)`` (flow pixels); 0.0 for an empty flow. A non-finite
+    vector counts as 0 (the score stays finite)."""
+    _, h, w = flow.shape
+    if h == 0 or w == 0:
+        return 0.0
+    dx = flow[0].astype(np.float64) * (frame_size[1] / w)
+    dy = flow[1].astype(np.float64) * (frame_size[0] / h)
+    length = np.hypot(dx, dy)
+    length[~np.isfinite(length)] = 0.0
+    return float(length.mean())
 
 
 def flow_scale(peak: float, dtype: str) -> float:

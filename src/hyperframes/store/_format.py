@@ -37,6 +37,12 @@ A store is a folder::
                                  where its audio lies in its shard, or has_audio 0
       index/flow.npy             optional (build --flow): one row per video (``FLOW_DTYPE``):
                                  where its flow and homographies lie in its shard
+      index/flow_score.npy       optional (build --flow): float32 per stored frame, aligned
+                                 with frames.npy: frame k's motion score, the mean length in
+                                 stored-frame pixels of the flow k-1 -> k (``_flow.
+                                 motion_score``, before quantising), 0 for frame 0; what the
+                                 ``keyframes`` sampler ranks by when present. A store built
+                                 before it was recorded has none (the change score serves)
       .NAME.PID.tmp              a file being written atomically (removed on success; stale
                                  ones, of killed processes, are removed by the next writer)
 
@@ -122,6 +128,8 @@ VIDEO_LABELS_FILE = "video_labels.npy"
 SIGNATURES_FILE = "signatures.npy"
 AUDIO_FILE = "audio.npy"
 FLOW_FILE = "flow.npy"
+FLOW_SCORE_FILE = "flow_score.npy"
+FLOW_SCORE_FILE = "flow_score.npy"
 #: keys of each ``details.jsonl`` line
 DETAIL_KEYS = ("codec", "source_size", "rotation", "color_matrix", "color_range")
 

@@ -6,6 +6,8 @@ Layout of ``OUT.h5``::
     /index/videos          the store's per-video table (same columns as index/videos.npy)
     /index/frames          per stored frame: pts_seconds, source_index
     /index/change_score    per stored frame: the keyframes sampler's change score (optional)
+    /index/flow_score      per stored frame: the flow's motion score (optional, as the folder
+                           store's index/flow_score.npy)
     /index/strings         JSON: paths, classes, splits
     /index/segments, /index/segment_labels, /index/video_labels, /index/signatures
                            the folder store's optional index files of the same names
@@ -74,9 +76,11 @@ from ._reader import (
     Check,
     Store,
     _change_slice,
+    _motion_slice,
     _take,
     _torch_dtype,
     check_change_scores,
+    check_flow_scores,
     check_manifest,
     check_option,
     open_store,
@@ -220,6 +224,8 @@ def convert_to_hdf5(
             idx.create_dataset("frames", data=np.asarray(index.frames))
             if index.change_score is not None:
                 idx.create_dataset("change_score", data=np.asarray(index.change_score))
+            if index.flow_score is not None:
+                idx.create_dataset("flow_score", data=np.asarray(index.flow_score))
             for name, array in _annotation_arrays(src.videos.annotations).items():
                 idx.create_dataset(name, data=np.asarray(array))
             strings = {
@@ -330,6 +336,11 @@ class H5Store(TrackMethods):
         if "change_score" in h5["index"]:
             self._change = self._dataset("index/change_score")
             check_change_scores(self._change, len(self._frames), f"{where}:/index/change_score")
+        self._motion = None
+        self._motion_file = f"{where}:/index/flow_score"
+        if "flow_score" in h5["index"]:
+            self._motion = self._dataset("index/flow_score")
+            check_flow_scores(self._motion, len(self._frames), self._motion_file)
         self._sums = None
         if "frames_xxh3_64" in h5["index"]:
             self._sums = self._dataset("index/frames_xxh3_64")
@@ -347,7 +358,9 @@ class H5Store(TrackMethods):
             paths=strings["paths"],
             num_classes=len(self.classes),
         )
-        self.index = StoreIndex(self._videos, self._frames, strings, self._change, annotations)
+        self.index = StoreIndex(
+            self._videos, self._frames, strings, self._change, annotations, self._motion
+        )
         self.videos = VideoList(self.index)
         index_group = h5["index"]
         audio = self._dataset("index/audio") if "audio" in index_group else None
@@ -559,6 +572,11 @@ class H5Store(TrackMethods):
     def change_scores(self, video) -> np.ndarray | None:
         """As :meth:`hyperframes.store.Store.change_scores`."""
         return _change_slice(self._change, self._videos, self._video_id(video))
+
+    def flow_scores(self, video) -> np.ndarray | None:
+        """As :meth:`hyperframes.store.Store.flow_scores`."""
+        i = self._video_id(video)
+        return _motion_slice(self._motion, self._videos, i, self._motion_file)
 
     def _indices(self, i: int, frame_indices) -> np.ndarray:
         idx = np.asarray(frame_indices, np.int64).reshape(-1)

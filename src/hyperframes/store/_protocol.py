@@ -68,6 +68,11 @@ class StoreReader(Protocol):
         """The video's per-frame change scores recorded at build (float32), or None."""
         ...
 
+    def flow_scores(self, video) -> np.ndarray | None:
+        """The video's per-frame flow (motion) scores recorded at a ``--flow`` build
+        (float32), or None."""
+        ...
+
     def close(self) -> None:
         """Release the files and memory the reader holds."""
         ...

@@ -31,6 +31,7 @@ from ._format import (
     CHANGE_FILE,
     CHUNKS_FILE,
     FLOW_FILE,
+    FLOW_SCORE_FILE,
     FORMAT_NAME,
     FRAMES_FILE,
     INDEX_DIR,
@@ -240,6 +241,24 @@ def check_change_scores(change: np.ndarray, n_frames: int, where) -> None:
         )
 
 
+#: flow scores are checked at open as change scores are (shape and dtype; values per video,
+#: when read: :func:`_motion_slice`)
+check_flow_scores = check_change_scores
+
+
+def _motion_slice(motion, videos, i: int, where) -> np.ndarray | None:
+    """Video ``i``'s flow scores (float32 copy), checked finite and >= 0 (a StoreError naming
+    ``where``, the file, otherwise), or None when the store has none."""
+    out = _change_slice(motion, videos, i)
+    if out is not None and not (np.isfinite(out).all() and (out >= 0).all()):
+        bad = int(np.flatnonzero(~(np.isfinite(out) & (out >= 0)))[0])
+        raise StoreError(
+            f"{where}: video {i}'s frame {bad} has flow score {out[bad]!r}; a flow score is a "
+            f"finite length >= 0: {ALTERED}"
+        )
+    return out
+
+
 class LocalFolder:
     """The files of a store folder, as ``Store`` opens them (``_remote_store.RemoteFolder``
     offers the same for a store at a URL)."""
@@ -376,6 +395,11 @@ class Store(TrackMethods):
             check_change_scores(
                 self._change, len(self._frames), files.where(INDEX_DIR, CHANGE_FILE)
             )
+        self._motion = None
+        self._motion_file = files.where(INDEX_DIR, FLOW_SCORE_FILE)
+        if FLOW_SCORE_FILE in listed:
+            self._motion = files.npy(FLOW_SCORE_FILE)
+            check_flow_scores(self._motion, len(self._frames), self._motion_file)
         self.classes: list[str] = strings["classes"]
         annotations = read_annotations(
             files.npy,
@@ -412,7 +436,9 @@ class Store(TrackMethods):
             check=check == "video",
         )
         #: the whole index (what ``convert_to_hdf5`` copies); ``videos`` reads it per video
-        self.index = StoreIndex(self._videos, self._frames, strings, self._change, annotations)
+        self.index = StoreIndex(
+            self._videos, self._frames, strings, self._change, annotations, self._motion
+        )
         self.videos = VideoList(self.index)
         #: the payload bytes: memory maps, or byte ranges of objects (``_source``)
         self._source = files.shards(self._shard_names, shard_bytes)
@@ -458,6 +484,14 @@ class Store(TrackMethods):
         """The video's per-frame change scores recorded at build time (float32, one per stored
         frame; see :func:`hyperframes.sampling.change_score`), or None if the store has none."""
         return _change_slice(self._change, self._videos, self._video_id(video))
+
+    def flow_scores(self, video) -> np.ndarray | None:
+        """The video's per-frame flow scores recorded at a ``--flow`` build (float32, one per
+        stored frame: frame k's is the mean length of the flow k-1 -> k in stored-frame
+        pixels, 0 for frame 0), or None if the store has none (built without flow, or before
+        they were recorded)."""
+        i = self._video_id(video)
+        return _motion_slice(self._motion, self._videos, i, self._motion_file)
 
     def _video_id(self, video) -> int:
         i = video.id if isinstance(video, VideoRecord) else int(video)

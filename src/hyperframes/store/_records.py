@@ -49,20 +49,23 @@ class StoreIndex:
     """A store's whole index, as every form of store (folder, HDF5) holds it: ``videos`` one
     row per video (``_format.VIDEO_DTYPES``), ``frames`` one row per stored frame
     (``FRAME_DTYPE``), ``strings`` the paths, class names and splits, ``change_score``
-    one float32 per stored frame, or None, and ``annotations`` (segments, multi-label
+    one float32 per stored frame, or None, ``annotations`` (segments, multi-label
     classes, signatures: :class:`~hyperframes.store._annotations.Annotations`), or None when
-    the store has none. Arrays may be memory maps: read-only."""
+    the store has none, and ``flow_score`` (a ``--flow`` build's motion score, one float32
+    per stored frame), or None. Arrays may be memory maps: read-only."""
 
     videos: np.ndarray
     frames: np.ndarray
     strings: dict
     change_score: np.ndarray | None = None
     annotations: Annotations | None = None
+    flow_score: np.ndarray | None = None
 
     def __repr__(self) -> str:
         return (
             f"StoreIndex(videos={len(self.videos)}, frames={len(self.frames)}, "
-            f"change_score={'yes' if self.change_score is not None else 'no'})"
+            f"change_score={'yes' if self.change_score is not None else 'no'}, "
+            f"flow_score={'yes' if self.flow_score is not None else 'no'})"
         )
 
 
@@ -76,6 +79,7 @@ class VideoList(Sequence):
         self._v = np.asarray(index.videos)
         self._f = np.asarray(index.frames)
         self._change = None if index.change_score is None else np.asarray(index.change_score)
+        self._motion = None if index.flow_score is None else np.asarray(index.flow_score)
         self._annotations = index.annotations
         self._paths = index.strings["paths"]
         self._classes = index.strings["classes"]
@@ -188,6 +192,12 @@ class VideoList(Sequence):
         """Every stored frame's change score, videos back to back (index with
         ``frame_start``), or None when the store has none."""
         return self._change
+
+    @property
+    def flow_score_all(self) -> np.ndarray | None:
+        """Every stored frame's flow score (``Store.flow_scores``), videos back to back, or
+        None when the store has none. Unchecked: the sampler checks a video's when it plans."""
+        return self._motion
 
     @property
     def pts_seconds_all(self) -> np.ndarray:

@@ -4,7 +4,9 @@ Audio is decoded once (``hyperframes.decode.decode_audio``) when the frames are 
 computed as the frames stream by (``_flow.FlowEstimator``), and each pair's flow is spilled as
 float16 to an unnamed temporary file beside the shards, so a long video's flow is never held
 in memory whole: it is copied into the shard block by block (quantised to int8 on the way with
-the video's scale, known once every pair is in) when the frames are done.
+the video's scale, known once every pair is in) when the frames are done. Each pair's motion
+score (``_flow.motion_score``, of the float32 flow) is kept too: the journal's flow object
+lists them per stored frame (``"score"``, frame 0 scores 0), for ``index/flow_score.npy``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..decode import decode_audio
-from ._flow import FlowEstimator, flow_scale, quantise
+from ._flow import FlowEstimator, flow_scale, motion_score, quantise
 from ._options import BuildOptions
 from ._shard import OutputError, ShardWriter, output_error
 from ._sources import Source
@@ -29,8 +31,9 @@ _BLOCK_PAIRS = 64
 
 class FlowSpill:
     """A video's flow pairs as they are computed (``add`` each stored frame): float16 in an
-    unnamed temporary file in ``directory``, their peak |component|, and the homographies
-    (36 bytes a pair, kept in memory)."""
+    unnamed temporary file in ``directory``, their peak |component|, the homographies
+    (36 bytes a pair, kept in memory) and each stored frame's motion score (``scores``:
+    frame k's is the pair k-1 -> k's, frame 0's is 0)."""
 
     def __init__(self, method: str, size: tuple[int, int] | None, directory: Path):
         self.estimator = FlowEstimator(method, size)
@@ -40,14 +43,17 @@ class FlowSpill:
         except OSError as e:
             raise output_error(e, self._store) from None
         self.homographies: list[np.ndarray] = []
+        self.scores: list[float] = []
         self.peak = 0.0
         self.pairs = 0
 
     def add(self, rgb: np.ndarray) -> None:
         pair = self.estimator.add(rgb)
         if pair is None:
+            self.scores.append(0.0)  # frame 0 has no predecessor
             return
         flow, homography = pair
+        self.scores.append(motion_score(flow, (int(rgb.shape[0]), int(rgb.shape[1]))))
         half = flow.astype(np.float16)
         try:
             self._file.write(half.data)
@@ -129,5 +135,6 @@ def write_tracks(
             "homography_offset": h_off,
             "homography_nbytes": h_nb,
             "homography_xxh3_64": h_digest,
+            "score": [float(np.float32(x)) for x in flow.scores],
         }
     return out
