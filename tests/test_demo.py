@@ -8,6 +8,7 @@ import pytest
 from PIL import Image
 
 from hyperframes.cli import main
+from hyperframes.demo._train_demo import DEMO_CLASSES
 
 pytestmark = pytest.mark.slow  # the demo end to end
 
@@ -16,12 +17,25 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--quick"]) == 0
     report = json.loads((out / "report.json").read_text())
-    assert set(report["runs"]) == {
+    training = json.loads((out / "training" / "report.json").read_text())
+    six = ("six_classes_t8", "six_classes_flow_t8")
+    assert tuple(report["runs"]) == (
         "hyperframe_t8",
         "single_frame_t1",
         "keyframe_segmentation",
         "single_frame_segmentation",
-    }
+        *six,
+    )
+    assert training["runs"] == report["runs"]
+    for name, r in report["runs"].items():
+        metric = "miou" if "segmentation" in name else "accuracy"
+        assert 0.0 <= r[metric] <= 1.0, name
+        assert r["train_seconds"] > 0 and 0.0 <= r["data_wait_share"] < 1.0
+        assert (out / "training" / "runs" / name / "curves.png").is_file()
+        assert r["run_dir"].endswith(name)
+        if metric == "accuracy":
+            assert r["chance"] == 1 / (6 if name in six else len(DEMO_CLASSES))
+    assert (out / "training" / "summary.png").is_file()
     store = report["store"]
     assert store["build"]["failed"] == [] and store["build"]["videos"] == 18
     assert store["reads"]["speedup"] > 1  # the store beats decoding the same windows
@@ -29,6 +43,7 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
         assert img.width > 64 * 4
     text = capsys.readouterr().out
     assert "hyperframes info" in text and "windows/s" in text
+    assert "six_classes_flow_t8" in text and "mIoU" in text  # the results table
     # a second run reuses the data and the store (idempotent, nothing rebuilt)
     assert main(["demo", "--out", str(out), "--quick"]) == 0
     again = json.loads((out / "store_report.json").read_text())
