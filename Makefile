@@ -6,8 +6,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo_out
 
-# The coverage floor of the full suite (92% measured, minus a margin; raise it as tests grow)
+# The coverage floor of the full suite (92% measured, minus a margin; raise it as tests grow).
+# `make test COVERAGE=1` (what CI runs) measures it; tracing costs ~40% more test time, so the
+# developer's `make test` leaves it out.
 COV_FLOOR ?= 85
+COVERAGE ?= 0
+ifeq ($(COVERAGE),1)
+COV_ARGS := --cov=hyperframes --cov-report=term:skip-covered --cov-fail-under=$(COV_FLOOR)
+endif
 
 .PHONY: setup demo test test-fast lint typecheck format bench clean system-deps
 
@@ -33,9 +39,9 @@ format: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# The whole gate (CI runs this): format, lint, types, every test, and the coverage floor.
+# The whole gate (CI runs it with COVERAGE=1): format, lint, types, every test.
 test: setup lint typecheck
-	$(BIN)/pytest -q --cov=hyperframes --cov-report=term:skip-covered --cov-fail-under=$(COV_FLOOR)
+	$(BIN)/pytest -q $(COV_ARGS)
 
 # The development tier: format, lint and the tests not marked slow (no subprocess builds, no
 # training runs); about a minute.

@@ -103,8 +103,11 @@ def test_a_few_legitimate_aliases_still_load(tmp_path):
     "text, why",
     [
         ("[" * 200_000, f"is nested deeper than {MAX_CONFIG_DEPTH} levels"),
-        ("a: [" + "1, " * 300_000 + "]", f"has more than {MAX_CONFIG_VALUES} values"),
-        ("".join(f"k{i}: {i}\n" for i in range(50_000)), "has more than"),
+        (
+            "a: [" + "1, " * (3 * MAX_CONFIG_VALUES) + "]",
+            f"has more than {MAX_CONFIG_VALUES} values",
+        ),
+        ("".join(f"k{i}: {i}\n" for i in range(3 * MAX_CONFIG_VALUES)), "has more than"),
         ("a: &a [1, *a]", "contains itself"),
     ],
     ids=["deep", "long-list", "many-keys", "cycle"],
@@ -112,7 +115,8 @@ def test_a_few_legitimate_aliases_still_load(tmp_path):
 def test_deep_long_or_cyclic_documents_are_refused_quickly(tmp_path, text, why):
     path = tmp_path / "c.yaml"
     path.write_text(text)
-    err = _refused_fast(lambda: read_yaml(path), seconds=3.0)
+    # bounded, not timed to the millisecond: an unbounded expansion takes minutes or all memory
+    err = _refused_fast(lambda: read_yaml(path), seconds=10.0)
     assert str(err).startswith(f"{path}: refused: the document {why}")
 
 
