@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from _stores import store_content
-from hyperframes._core._errors import StoreError
+from hyperframes._core._errors import ConfigError, StoreError
 from hyperframes.store import BuildOptions, build_store, open_store
 from hyperframes.store._cache import BlockCache
 from hyperframes.store._publish import publish_store, staging_dir
@@ -75,6 +76,25 @@ def test_url_store_reads_equal_local(built, codec):
         a, b = r.encoded_frames(2, [3, 1]), loc.encoded_frames(2, [3, 1])
         assert [x.tobytes() for x in a] == [y.tobytes() for y in b]
     assert r.index.videos.tobytes() == loc.index.videos.tobytes()
+
+
+def test_dataset_reads_a_url_through_its_cache(built, tmp_path):
+    """HyperframeDataset(URL, cache_dir=..., cache_limit=...): the same samples as from the
+    local store, read through a node cache that fills and stays under its limit."""
+    from hyperframes import HyperframeDataset
+
+    url, local = built["lz4"]
+    cache = tmp_path / "cache"
+    remote = HyperframeDataset(url, frames=4, seed=3, cache_dir=cache, cache_limit=64 << 20)
+    here = HyperframeDataset(local, frames=4, seed=3)
+    for i in range(len(here)):
+        a, b = remote[i], here[i]
+        assert torch.equal(a.frames, b.frames)
+        assert np.array_equal(a.meta["frame_indices"], b.meta["frame_indices"])
+    used = sum(f.stat().st_size for f in cache.rglob("*") if f.is_file())
+    assert 0 < used <= 64 << 20
+    with pytest.raises(ConfigError, match="cache_dir/cache_limit"):
+        HyperframeDataset(open_store(local), frames=4, cache_dir=cache)
 
 
 @pytest.mark.parametrize("codec", ["raw", "lz4"])

@@ -26,11 +26,16 @@ MEMORY_MODES = ("disk", "ram")
 DTYPES = ("uint8", "float32", "float16")
 
 
-def _open(store):
+def _open(store, cache_dir=None, cache_limit: int | None = None):
     if isinstance(store, str | os.PathLike):
         from ..store import open_store
 
-        return open_store(store)
+        return open_store(store, cache_dir=cache_dir, cache_limit=cache_limit)
+    if cache_dir is not None or cache_limit is not None:
+        raise ConfigError(
+            "cache_dir/cache_limit: given with an opened store; pass them to open_store, or "
+            "give the dataset the store's URL"
+        )
     return store
 
 
@@ -105,6 +110,9 @@ class HyperframeDataset(torch.utils.data.Dataset):
       0; T//2 in the keyframe layout) before the transform; ``meta["registered"]`` says which
       was applied (None without).
     See :mod:`hyperframes.data._tracks`.
+
+    ``store`` may be a URL (``s3://bucket/prefix``); ``cache_dir`` / ``cache_limit`` (bytes)
+    give its reads a node-local cache (see :func:`hyperframes.store.open_store`).
     """
 
     def __init__(
@@ -129,8 +137,10 @@ class HyperframeDataset(torch.utils.data.Dataset):
         audio_missing: str = "zeros",
         flow: bool = False,
         register: str | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        cache_limit: int | None = None,
     ):
-        self.store = _open(store)
+        self.store = _open(store, cache_dir, cache_limit)
         self.tracks = Tracks(
             self.store, audio=audio, audio_missing=audio_missing, flow=flow, register=register
         )
