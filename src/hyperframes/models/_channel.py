@@ -39,9 +39,15 @@ def inflate_conv2d(conv: nn.Conv2d, frames: int) -> nn.Conv2d:
     """A copy of ``conv`` reading ``frames`` stacked inputs: weight repeated T times / T."""
     if conv.groups != 1:
         raise ConfigError("only an ungrouped first conv can be inflated over frames")
+    return _like(conv, conv.in_channels * frames, inflate_weight(conv.weight, frames))
+
+
+def _like(conv: nn.Conv2d, in_channels: int, weight: Tensor) -> nn.Conv2d:
+    """A Conv2d as ``conv`` (kernel, stride, padding, bias, device, dtype) reading
+    ``in_channels`` planes, with ``weight`` and ``conv``'s bias."""
     # torch types a Conv2d's kernel_size/stride/padding/dilation as tuple[int, ...]: they are pairs
     new = nn.Conv2d(
-        conv.in_channels * frames,
+        in_channels,
         conv.out_channels,
         conv.kernel_size,  # type: ignore[arg-type]
         stride=conv.stride,  # type: ignore[arg-type]
@@ -53,7 +59,7 @@ def inflate_conv2d(conv: nn.Conv2d, frames: int) -> nn.Conv2d:
         dtype=conv.weight.dtype,
     )
     with torch.no_grad():
-        new.weight.copy_(inflate_weight(conv.weight, frames))
+        new.weight.copy_(weight)
         if conv.bias is not None:
             assert new.bias is not None  # made with bias=True above
             new.bias.copy_(conv.bias)
@@ -71,24 +77,9 @@ def widen_conv2d(conv: nn.Conv2d, source: Tensor, frames: int, extra: int) -> nn
     kernels from the 2D weight ``source`` (:func:`extra_weight`)."""
     if extra == 0:
         return conv
-    new = nn.Conv2d(
-        conv.in_channels + extra,
-        conv.out_channels,
-        conv.kernel_size,  # type: ignore[arg-type]
-        stride=conv.stride,  # type: ignore[arg-type]
-        padding=conv.padding,  # type: ignore[arg-type]
-        dilation=conv.dilation,  # type: ignore[arg-type]
-        bias=conv.bias is not None,
-        padding_mode=conv.padding_mode,
-        device=conv.weight.device,
-        dtype=conv.weight.dtype,
-    )
     with torch.no_grad():
-        new.weight.copy_(torch.cat([conv.weight, extra_weight(source, frames, extra)], 1))
-        if conv.bias is not None:
-            assert new.bias is not None  # made with bias=True above
-            new.bias.copy_(conv.bias)
-    return new
+        weight = torch.cat([conv.weight, extra_weight(source, frames, extra)], 1)
+    return _like(conv, conv.in_channels + extra, weight)
 
 
 class ChannelFusion(VideoModel):

@@ -495,17 +495,26 @@ class _ChunkRows:
         raise StoreError(f"{self.file}: chunk row {j} of {who}: {what(j)}; {ALTERED}")
 
 
-def _no_overlap(rows: _Rows, shard, off, nb, shard_files: list[str], file: str) -> None:
-    """No two videos' payloads share a byte (one pointing at another's frames is refused)."""
+def first_overlap(shard, off, nb) -> tuple[int, int] | None:
+    """Two used byte ranges (nbytes > 0) of the same shard that share a byte, as the row
+    numbers (earlier, later) of the first such pair in shard/offset order; None when none."""
     ids = np.flatnonzero(nb > 0)
     order = ids[np.lexsort((off[ids], shard[ids]))]
     s, o, b = shard[order], off[order], nb[order]
     clash = (s[1:] == s[:-1]) & (o[1:] < o[:-1] + b[:-1])
-    if clash.any():
-        k = int(np.argmax(clash))
-        a, z = int(order[k]), int(order[k + 1])
+    if not clash.any():
+        return None
+    k = int(np.argmax(clash))
+    return int(order[k]), int(order[k + 1])
+
+
+def _no_overlap(rows: _Rows, shard, off, nb, shard_files: list[str], file: str) -> None:
+    """No two videos' payloads share a byte (one pointing at another's frames is refused)."""
+    pair = first_overlap(shard, off, nb)
+    if pair is not None:
+        a, z = pair
         raise StoreError(
             f"{file}: {rows.who(z)}: its payload, bytes {off[z]}..{int(off[z]) + int(nb[z])}, "
             f"overlaps that of {rows.who(a)}, bytes {off[a]}..{int(off[a]) + int(nb[a])}, in "
-            f"{shard_files[s[k]]}; {ALTERED}"
+            f"{shard_files[shard[z]]}; {ALTERED}"
         )

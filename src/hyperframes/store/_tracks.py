@@ -17,7 +17,7 @@ import xxhash
 from .._core._errors import DataError, StoreError
 from ._flow import FLOW_DTYPES, dequantise
 from ._format import AUDIO_DTYPE, FLOW_DTYPE, FLOW_DTYPE_CODES
-from ._records import ALTERED, MAX_SIDE, _Rows
+from ._records import ALTERED, MAX_SIDE, _Rows, first_overlap
 
 __all__ = [
     "TRACK_KINDS",
@@ -235,18 +235,14 @@ def check_track_payload(
     shard = np.concatenate([s[2] for s in spans]).astype(np.int64)
     off = np.concatenate([s[3] for s in spans]).astype(np.int64)
     nb = np.concatenate([s[4] for s in spans]).astype(np.int64)
-    ids = np.flatnonzero(nb > 0)
-    order = ids[np.lexsort((off[ids], shard[ids]))]
-    s, o, b = shard[order], off[order], nb[order]
-    clash = (s[1:] == s[:-1]) & (o[1:] < o[:-1] + b[:-1])
-    if clash.any():
-        k = int(np.argmax(clash))
-        a, z = int(order[k]), int(order[k + 1])
+    pair = first_overlap(shard, off, nb)
+    if pair is not None:
+        a, z = pair
         za, ka = spans[kind[z]], spans[kind[a]]
         raise StoreError(
             f"{za[1]}: {rows.who(int(owner[z]))}: its {za[0]}, bytes {off[z]}..{off[z] + nb[z]}, "
             f"overlap the {ka[0]} of {rows.who(int(owner[a]))}, bytes {off[a]}..{off[a] + nb[a]},"
-            f" in {shard_files[int(s[k])]}; {ALTERED}"
+            f" in {shard_files[int(shard[z])]}; {ALTERED}"
         )
 
 
