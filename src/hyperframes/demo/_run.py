@@ -7,7 +7,9 @@
 5. write a PNG of one window, and ``store_report.json`` with the numbers,
 6. train and compare (in ``OUT/training``): a channel-hyperframe model (T=8) against the same
    model on single frames (T=1), and the keyframe-aggregator segmenter against a single-frame
-   segmenter; ``OUT/report.json`` holds the four runs (see ``_train_demo``).
+   segmenter, and the channel model on all six motion classes from frames only and with optical
+   flow planes (a store built with ``flow="dis"``); ``OUT/report.json`` holds the six runs (see
+   ``_train_demo``).
 """
 
 from __future__ import annotations
@@ -97,7 +99,10 @@ def run_demo(out: str | os.PathLike = "demo_out", *, quick: bool = False) -> int
     }
     (out / "store_report.json").write_text(json.dumps(result, indent=1) + "\n")
     _say(f"wrote {png} and {out / 'store_report.json'}")
-    _say("[6/6] training: hyperframes (T=8) vs single frames, keyframe+aggregator vs one frame")
+    _say(
+        "[6/6] training: hyperframes (T=8) vs single frames, keyframe+aggregator vs one frame, "
+        "six classes with and without flow"
+    )
     from ._train_demo import run_training_demo
 
     training = run_training_demo(out / "training", quick=quick, progress=True)
