@@ -118,6 +118,32 @@ def test_window_fetches_only_its_ranges(built, codec):
     assert got[0] < sum(s["bytes"] for s in store.manifest["shards"]) / 4
 
 
+def test_track_reads_fetch_only_their_span(s3_url, tmp_path):
+    """Audio and flow at a URL: a window's audio and flow pairs equal the local store's and
+    fetch only their own bytes (the span of the asked pairs; per channel the asked samples),
+    not the video's whole track."""
+    from _media import make_beep_video
+
+    data = tmp_path / "data"
+    data.mkdir()
+    make_beep_video(data / "beep.mkv", seconds=2.0, width=48, height=32)
+    opts = BuildOptions(size="none", audio=True, flow="dis")
+    local = build_store(data, tmp_path / "store", opts, progress=False).store
+    publish_store(local, s3_url)
+    here, remote = open_store(local), open_store(s3_url)
+    traffic = remote._files.traffic
+    before = traffic.bytes
+    flow = remote.read_flow(0, [10, 12])
+    assert np.array_equal(flow, here.read_flow(0, [10, 12]))
+    per_pair = 2 * 32 * 48 * 2  # float16 (dx, dy) planes at the stored size
+    assert traffic.bytes - before == 3 * per_pair  # pairs 10..12, not the video's 49
+    before = traffic.bytes
+    got, rate, _ = remote.read_audio(0, 0.5, 0.6)
+    assert np.array_equal(got, here.read_audio(0, 0.5, 0.6)[0]) and rate == 16000
+    assert traffic.bytes - before == got.size * 4  # 0.1 s of mono float32
+    assert np.array_equal(remote.homographies(0), here.homographies(0))
+
+
 @pytest.mark.parametrize("codec", ["raw", "jpeg"])
 def test_batch_fetches_its_ranges_at_once(built, codec):
     url, local = built[codec]

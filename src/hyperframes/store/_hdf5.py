@@ -403,9 +403,13 @@ class H5Store(TrackMethods):
         except (KeyError, OSError, ValueError) as e:
             raise StoreError(f"{self.path}:/{name}: cannot be read ({e})") from None
 
-    def _track_bytes(self, kind: str, i: int) -> np.ndarray:
-        """The bytes of video ``i``'s track payload ``kind``: its dataset, whose shape and
-        dtype must be what the index says; read through the memory map when contiguous."""
+    def _track_bytes(self, kind: str, i: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Bytes ``lo .. hi`` (None: the end) of video ``i``'s track payload ``kind``: its
+        dataset, whose shape and dtype must be what the index says; a view of the memory map
+        when contiguous."""
+        return self._track_payload(kind, i)[lo:hi]
+
+    def _track_payload(self, kind: str, i: int) -> np.ndarray:
         name = f"{kind}/{i:08d}"
         ds = self._h5.get(name)
         shape, dtype = self._tracks.spec(kind, i)

@@ -500,14 +500,16 @@ class Store(TrackMethods):
         return i
 
     # -- raw access -----------------------------------------------------------------------
-    def _track_bytes(self, kind: str, i: int) -> np.ndarray:
-        """The bytes of video ``i``'s track payload ``kind`` (checked at open to lie in its
-        shard): a view of the shard's map, or one ranged read of a store at a URL."""
+    def _track_bytes(self, kind: str, i: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Bytes ``lo .. hi`` (None: the end) of video ``i``'s track payload ``kind`` (checked
+        at open to lie in its shard): a view of the shard's map, or one ranged read of a
+        store at a URL."""
         key, off, nb, _ = TRACK_KINDS[kind]
         table = self._tracks.audio if key == "audio" else self._tracks.flow
         assert table is not None
         o, n = int(table[off][i]), int(table[nb][i])
-        return self._bytes(int(self._videos["shard"][i]), o, n)
+        hi = n if hi is None else min(hi, n)
+        return self._bytes(int(self._videos["shard"][i]), o + lo, max(hi - lo, 0))
 
     def _shard_file(self, k: int) -> Path | str:
         return self._files.where(SHARDS_DIR, self._shard_names[k])

@@ -280,7 +280,7 @@ class Tracks:
         flow: np.ndarray | None,
         build: dict,
         paths: list[str],
-        fetch: Callable[[str, int], np.ndarray],
+        fetch: Callable[..., np.ndarray],
         where: Callable[[str, int], str],
         *,
         check: bool = False,
@@ -338,13 +338,16 @@ class Tracks:
     def problems(self, i: int) -> list[str]:
         return [p for k in self.kinds(i) if (p := self.problem(k, i)) is not None]
 
-    def _bytes(self, kind: str, i: int) -> np.ndarray:
+    def _bytes(self, kind: str, i: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Bytes ``lo .. hi`` (None: the end) of video ``i``'s ``kind`` payload: only those
+        are read (one range of a store at a URL), after the whole payload's checksum the
+        first time when the store checks videos."""
         if self._verified is not None and (kind, i) not in self._verified:
             problem = self.problem(kind, i)
             if problem is not None:
                 raise StoreError(problem)
             self._verified.add((kind, i))
-        return self._fetch(kind, i)
+        return self._fetch(kind, i, lo, hi)
 
     # -- audio
     @property
@@ -379,9 +382,11 @@ class Tracks:
         count = round((end_seconds - start_seconds) * rate)
         out = np.zeros((c, count), np.float32)
         a, b = max(first, 0), min(first + count, n)
-        if b > a:
-            samples = self._bytes("audio", i).view(np.float32).reshape(c, n)
-            out[:, a - first : b - first] = samples[:, a:b]
+        for ch in range(c if b > a else 0):  # the channels are planar: one range each
+            at = ch * n * 4
+            out[ch, a - first : b - first] = self._bytes("audio", i, at + a * 4, at + b * 4).view(
+                np.float32
+            )
         return out, rate, info["start_seconds"] + first / rate
 
     # -- flow
@@ -420,8 +425,11 @@ class Tracks:
             )
         if not idx.size:
             return np.zeros((0, 2, h, w), np.float32)
-        stored = self._bytes("flow", i).view(_FLOW_NP[int(r["dtype"])]).reshape(pairs, 2, h, w)
-        return dequantise(stored[idx], float(r["scale"]))
+        dtype = np.dtype(_FLOW_NP[int(r["dtype"])])
+        lo, hi = int(idx.min()), int(idx.max()) + 1  # the pairs from the first to the last asked
+        per_pair = 2 * h * w * dtype.itemsize
+        span = self._bytes("flow", i, lo * per_pair, hi * per_pair)
+        return dequantise(span.view(dtype).reshape(hi - lo, 2, h, w)[idx - lo], float(r["scale"]))
 
     def homographies(self, i: int) -> np.ndarray | None:
         if self.flow is None:
