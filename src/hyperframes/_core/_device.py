@@ -3,8 +3,9 @@
 ``resolve_device("auto")`` is CUDA when a GPU is available, else the CPU; ``"cpu"``, ``"cuda"``,
 ``"cuda:N"`` or a ``torch.device`` are taken as given, and asking for CUDA where there is none
 is a :class:`ConfigError` naming the parameter (``where``), not an error deep inside torch.
-:func:`torch_dtype` maps the pixel types a store holds (numpy) to torch's. torch is imported
-when these are called.
+:func:`torch_dtype` maps the pixel types a store holds (numpy) to torch's; :func:`batch_out` is
+the one check of a caller's batch buffer (``read_batch(..., out=)``) for every store reader.
+torch is imported when these are called.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from ._errors import ConfigError
 
-__all__ = ["resolve_device", "torch_dtype"]
+__all__ = ["batch_out", "resolve_device", "torch_dtype"]
 
 #: pixel types a store holds (numpy names) and the torch dtypes they read into
 _TORCH_DTYPES = {"uint8": "uint8", "float16": "float16", "float32": "float32"}
@@ -48,3 +49,19 @@ def torch_dtype(dtype: Any):
             f"dtype {name!r} is not a pixel type; allowed: {', '.join(_TORCH_DTYPES)}"
         )
     return getattr(torch, _TORCH_DTYPES[name])
+
+
+def batch_out(out, want: tuple[int, ...], dtype, device=None):
+    """The tensor a batch is read into: ``out`` when it has shape ``want`` and the torch
+    dtype of the pixel type ``dtype`` (a :class:`DataError` otherwise), or a new one (on
+    ``device``)."""
+    import torch
+
+    from ._errors import DataError
+
+    want_dtype = torch_dtype(dtype)
+    if out is None:
+        return torch.empty(want, dtype=want_dtype, device=device)
+    if tuple(out.shape) != tuple(want) or out.dtype != want_dtype:
+        raise DataError(f"out has shape {tuple(out.shape)} {out.dtype}; needs {want} {want_dtype}")
+    return out

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from .._core._device import batch_out
 from .._core._errors import ConfigError
 from ._memory import numpy_out
 
@@ -78,8 +79,7 @@ class CudaJpegReader:
             return windows
         batch = torch.stack(windows)
         if out is not None:
-            out.copy_(batch)
-            return out
+            return batch_out(out, tuple(batch.shape), self.dtype).copy_(batch)
         return batch
 
     def close(self) -> None:

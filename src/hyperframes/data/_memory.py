@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from .._core._device import batch_out
 from .._core._errors import ConfigError, DataError
 
 
@@ -98,8 +99,7 @@ class InMemoryStore:
         got = self._all.index_select(0, torch.as_tensor(flat, device=self.device))
         got = got.view(len(reqs), -1, *self._all.shape[1:])
         if out is not None:
-            out.copy_(got)
-            return out
+            return batch_out(out, tuple(got.shape), self.dtype).copy_(got)
         return got
 
     def close(self) -> None:

@@ -69,6 +69,7 @@ import numpy as np
 import xxhash
 
 from .._core._atomic import fsync_dir, remove_stale_temps, temp_path
+from .._core._device import batch_out
 from .._core._errors import ConfigError, DataError, StoreError
 from ._annotations import ANNOTATION_FILES, read_annotations
 from ._format import VIDEO_DTYPES
@@ -78,7 +79,6 @@ from ._reader import (
     _change_slice,
     _motion_slice,
     _take,
-    _torch_dtype,
     check_change_scores,
     check_flow_scores,
     check_manifest,
@@ -633,14 +633,7 @@ class H5Store(TrackMethods):
         shapes = {(len(ix), *self.videos.shapes[i].tolist()) for i, ix in reqs}
         if len(shapes) != 1:
             return [torch.from_numpy(self.read_numpy(i, ix)) for i, ix in reqs]
-        want = (len(reqs), *shapes.pop())
-        if out is None:
-            out = torch.empty(want, dtype=_torch_dtype(self.dtype))
-        elif tuple(out.shape) != want or out.dtype != _torch_dtype(self.dtype):
-            raise DataError(
-                f"out has shape {tuple(out.shape)} {out.dtype}; needs {want} "
-                f"{_torch_dtype(self.dtype)}"
-            )
+        out = batch_out(out, (len(reqs), *shapes.pop()), self.dtype)
         arr = out.numpy()
         for b, (i, ix) in enumerate(reqs):
             self._read_into(i, ix, arr[b])

@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 import xxhash
 
-from .._core._device import torch_dtype as _torch_dtype  # (also read by _hdf5)
+from .._core._device import batch_out
 from .._core._errors import ConfigError, DataError, StoreError
 from ._annotations import read_annotations
 from ._codecs import create_codec, list_codecs
@@ -704,14 +704,7 @@ class Store(TrackMethods):
         )
         if len(shapes) == 1:
             (shape,) = shapes
-            want = (len(reqs), *shape)
-            if out is None:
-                out = torch.empty(want, dtype=_torch_dtype(self.dtype))
-            elif tuple(out.shape) != want or out.dtype != _torch_dtype(self.dtype):
-                raise DataError(
-                    f"out has shape {tuple(out.shape)} {out.dtype}; needs {want} "
-                    f"{_torch_dtype(self.dtype)}"
-                )
+            out = batch_out(out, (len(reqs), *shape), self.dtype)
             arr = out.numpy()
             if self._codec is not None and self._codec.decode_to_address and arr.flags.c_contiguous:
                 self._read_batch_at([v for v, _ in reqs], np.stack([ix for _, ix in reqs]), arr)

@@ -150,41 +150,24 @@ class RemoteFiles:
 
     def read_ranges(self, rel: str, starts: Sequence[int], ends: Sequence[int]) -> list[bytes]:
         """Bytes ``starts[j]:ends[j]`` of the object, all requested at once (concurrently)."""
-        if not len(starts):
-            return []
-        path = _bare(self.url_of(rel))
-        try:
-            if len(starts) == 1:
-                got = [self.fs.cat_file(path, start=int(starts[0]), end=int(ends[0]))]
-            else:
-                got = self.fs.cat_ranges(
-                    [path] * len(starts),
-                    [int(s) for s in starts],
-                    [int(e) for e in ends],
-                    on_error="raise",
-                )
-        except Exception as e:
-            raise StoreError(f"{self.url_of(rel)}: cannot be read ({_reason(e)})") from None
-        for b, lo, hi in zip(got, starts, ends):
-            if len(b) != hi - lo:
-                raise StoreError(
-                    f"{self.url_of(rel)}: bytes {lo}..{hi} came back as {len(b)} bytes: the "
-                    "object is shorter than its listing; it changed while being read"
-                )
-        self.traffic.add(len(got), sum(len(b) for b in got))
-        return got
+        return self.read_many([(rel, int(s), int(e)) for s, e in zip(starts, ends)])
 
     def read_many(self, ranges: Sequence[tuple[str, int, int]]) -> list[bytes]:
-        """Bytes ``start:end`` of several objects (``(rel, start, end)``), requested together."""
+        """Bytes ``start:end`` of several objects (``(rel, start, end)``), requested together
+        (one range: one plain ranged GET)."""
         if not ranges:
             return []
         paths = [_bare(self.url_of(rel)) for rel, _, _ in ranges]
         try:
-            got = self.fs.cat_ranges(
-                paths, [s for _, s, _ in ranges], [e for _, _, e in ranges], on_error="raise"
-            )
+            if len(ranges) == 1:
+                got = [self.fs.cat_file(paths[0], start=ranges[0][1], end=ranges[0][2])]
+            else:
+                got = self.fs.cat_ranges(
+                    paths, [s for _, s, _ in ranges], [e for _, _, e in ranges], on_error="raise"
+                )
         except Exception as e:
-            raise StoreError(f"{self.url}: cannot be read ({_reason(e)})") from None
+            where = self.url_of(ranges[0][0]) if len(set(paths)) == 1 else self.url
+            raise StoreError(f"{where}: cannot be read ({_reason(e)})") from None
         for b, (rel, lo, hi) in zip(got, ranges):
             if len(b) != hi - lo:
                 raise StoreError(
