@@ -33,7 +33,7 @@ from torch.nn import functional as F
 
 from .._core._errors import ConfigError, DataError
 from ._base import VideoModel, _check_int, _shape, mobilenet_features, resnet_features
-from ._channel import _TORCHVISION
+from ._channel import _TORCHVISION, conv_like
 from ._registry import register_model
 
 __all__ = ["AudioVisual", "AudioVisualFusion", "as_audiovisual", "fuse_conv_weight"]
@@ -103,22 +103,9 @@ class AudioVisualFusion(VideoModel):
         first, head_prefix = _TORCHVISION[backbone]
         net = getattr(torchvision.models, backbone)(weights=None, num_classes=num_classes)
         conv = net.get_submodule(first)
-        fused = nn.Conv2d(
-            (self.in_channels + 1) * frames,
-            conv.out_channels,
-            conv.kernel_size,
-            stride=conv.stride,
-            padding=conv.padding,
-            dilation=conv.dilation,
-            bias=conv.bias is not None,
-            padding_mode=conv.padding_mode,
-            device=conv.weight.device,
-            dtype=conv.weight.dtype,
-        )
         with torch.no_grad():
-            fused.weight.copy_(fuse_conv_weight(conv.weight, frames))
-            if conv.bias is not None and fused.bias is not None:
-                fused.bias.copy_(conv.bias)
+            weight = fuse_conv_weight(conv.weight, frames)
+        fused = conv_like(conv, (self.in_channels + 1) * frames, weight)
         parent, _, leaf = first.rpartition(".")
         setattr(net.get_submodule(parent) if parent else net, leaf, fused)
         self.backbone = net

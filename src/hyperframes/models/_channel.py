@@ -39,10 +39,10 @@ def inflate_conv2d(conv: nn.Conv2d, frames: int) -> nn.Conv2d:
     """A copy of ``conv`` reading ``frames`` stacked inputs: weight repeated T times / T."""
     if conv.groups != 1:
         raise ConfigError("only an ungrouped first conv can be inflated over frames")
-    return _like(conv, conv.in_channels * frames, inflate_weight(conv.weight, frames))
+    return conv_like(conv, conv.in_channels * frames, inflate_weight(conv.weight, frames))
 
 
-def _like(conv: nn.Conv2d, in_channels: int, weight: Tensor) -> nn.Conv2d:
+def conv_like(conv: nn.Conv2d, in_channels: int, weight: Tensor) -> nn.Conv2d:
     """A Conv2d as ``conv`` (kernel, stride, padding, bias, device, dtype) reading
     ``in_channels`` planes, with ``weight`` and ``conv``'s bias."""
     # torch types a Conv2d's kernel_size/stride/padding/dilation as tuple[int, ...]: they are pairs
@@ -79,7 +79,7 @@ def widen_conv2d(conv: nn.Conv2d, source: Tensor, frames: int, extra: int) -> nn
         return conv
     with torch.no_grad():
         weight = torch.cat([conv.weight, extra_weight(source, frames, extra)], 1)
-    return _like(conv, conv.in_channels + extra, weight)
+    return conv_like(conv, conv.in_channels + extra, weight)
 
 
 class ChannelFusion(VideoModel):
