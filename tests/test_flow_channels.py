@@ -150,6 +150,9 @@ def test_flow_is_the_same_in_every_worker_mode(moving_store, mode):
     assert torch.equal(flow, torch.stack([s.flow for s in ref]))
     assert torch.equal(torch.cat([b.frames for b in got]), torch.stack([s.frames for s in ref]))
     assert all(m["registered"] == "flow" for b in got for m in b.meta)
+    # the pair flows read once for both uses give the flow of a window without registration
+    plain = HyperframeDataset(moving_store, "sliding", frames=T, flow=True)
+    assert torch.equal(flow, torch.stack([plain[i].flow for i in range(len(plain))]))
 
 
 def test_an_hdf5_copy_serves_the_same_flow(moving_store, tmp_path):

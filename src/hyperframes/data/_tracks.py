@@ -78,6 +78,7 @@ class Tracks:
                 f"register={register!r}: allowed: None, {', '.join(map(repr, REGISTER_MODES))}"
             )
         self.register = register
+        self._last_pairs: tuple[tuple[int, int, int], torch.Tensor] | None = None
         where = getattr(store, "path", store)
         if (flow or register == "flow") and not getattr(store, "has_flow", False):
             what = "flow=True" if flow else "register='flow'"
@@ -138,11 +139,19 @@ class Tracks:
     def _pairs(self, video: int, idx: np.ndarray) -> tuple[torch.Tensor, int]:
         """The stored pair flows spanning ``idx`` and the first pair's index."""
         lo, hi = int(idx.min()), int(idx.max())
+        # one window asks twice with register="flow" and flow=True: the last read is kept
+        # (one tuple, swapped whole: safe with the thread loader's workers)
+        last = self._last_pairs
+        if last is not None and last[0] == (video, lo, hi):
+            return last[1], lo
         if hi == lo:
             h, w = self.store.flow_shape(video)
-            return torch.zeros(0, 2, h, w), lo
-        flows = self.store.read_flow(video, np.arange(lo, hi))
-        return torch.from_numpy(np.ascontiguousarray(flows, np.float32)), lo
+            pairs = torch.zeros(0, 2, h, w)
+        else:
+            flows = self.store.read_flow(video, np.arange(lo, hi))
+            pairs = torch.from_numpy(np.ascontiguousarray(flows, np.float32))
+        self._last_pairs = ((video, lo, hi), pairs)
+        return pairs, lo
 
     def window_flow(self, video: int, idx: np.ndarray, size: tuple[int, int]) -> torch.Tensor:
         """(T-1, 2, H, W) flow between the window's consecutive frames (stored ``idx``), at
