@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import functools
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,51 @@ def rawframes_dir() -> Path:
 def class_folder(tmp_path_factory) -> Path:
     """root/<label>/<video>.mp4: 3 classes x 2 videos, 20-23 frames, 64x48 at 20 fps."""
     return make_class_folder(tmp_path_factory.mktemp("classes") / "data")
+
+
+#: test parameters that name a decoder backend
+_DECODER_PARAMS = ("backend", "decoder", "name")
+
+
+@functools.cache
+def _decoder_unavailable(name: str) -> str | None:
+    """Why decoder ``name`` cannot run on this machine (None: it can, or it is no decoder)."""
+    from hyperframes._core._errors import ConfigError
+    from hyperframes.decode import create_decoder, list_decoders
+
+    if name not in list_decoders():
+        return None
+    try:
+        create_decoder(name)
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """A test parametrised over a decoder that cannot load here (torchcodec without the
+    system's FFmpeg libraries) is skipped with the decoder's own reason; CI installs FFmpeg
+    (`make system-deps`), so there every backend runs."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        for key in _DECODER_PARAMS:
+            value = params.get(key)
+            why = _decoder_unavailable(value) if isinstance(value, str) else None
+            if why:
+                item.add_marker(pytest.mark.skip(reason=why))
+                break
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sigint_raises_keyboard_interrupt():
+    """The suite's signal tests test Python's Ctrl-C handler: under `nohup make test &` the
+    shell starts the run with SIGINT ignored, which this process and its children inherit,
+    so the handler is set here (children started from here get the default action back)."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if before is not None:  # None: a handler set outside Python, left as the run found it
+        signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture(autouse=True)

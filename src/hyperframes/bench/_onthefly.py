@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._core._errors import DecodeError, HyperframesError
+from .._core._errors import ConfigError, DecodeError, HyperframesError
 
 WindowDecoder = Callable[..., np.ndarray]
 _REGISTRY: dict[str, WindowDecoder] = {}
@@ -29,17 +29,15 @@ def _register(name: str):
 
 
 def available_window_decoders() -> list[str]:
-    """Names of the on-the-fly decoders whose library imports here."""
+    """Names of the on-the-fly decoders whose library loads here (torchcodec imports without
+    the system's FFmpeg libraries and fails only when it decodes: the decoder's own check)."""
+    from ..decode import create_decoder
+
     names = []
-    for name, module in (
-        ("pyav", "av"),
-        ("torchcodec", "torchcodec.decoders"),
-        ("decord", "decord"),
-        ("opencv", "cv2"),
-    ):
+    for name in ("pyav", "torchcodec", "decord", "opencv"):
         try:
-            __import__(module)
-        except Exception:  # not installed, or its native libraries fail to load
+            create_decoder(name)
+        except ConfigError:  # not installed, or its native libraries fail to load
             continue
         names.append(name)
     return names

@@ -155,7 +155,7 @@ def create_decoder(name: str = "pyav", **options: Any) -> Decoder:
     except ImportError as e:
         hint = _UNAVAILABLE_HINT[name]
         raise ConfigError(
-            f"decoder {name!r} is not installed ({e}); install it with: {hint}"
+            f"decoder {name!r} is not installed or cannot load ({e}); install it with: {hint}"
         ) from e
     except TypeError as e:
         raise ConfigError(f"decoder {name!r} got an unknown option: {e}") from e

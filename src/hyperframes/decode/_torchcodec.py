@@ -23,7 +23,11 @@ _INVALID_DATA = "Invalid data found"  # FFmpeg's AVERROR_INVALIDDATA: damaged in
 _MAX_FAILED_IN_A_ROW = 1000  # then the decoder is stuck, not skipping damage
 
 
-@register_decoder("torchcodec", install_hint="pip install 'hyperframes[torchcodec]'")
+@register_decoder(
+    "torchcodec",
+    install_hint="pip install 'hyperframes[torchcodec]', and the system's FFmpeg libraries "
+    "(apt-get install ffmpeg)",
+)
 class TorchCodecDecoder:
     """torchcodec's CPU decoder; needs FFmpeg shared libraries and a matching torch."""
 
@@ -35,8 +39,14 @@ class TorchCodecDecoder:
             import torchcodec
             from torchcodec import _core
             from torchcodec.decoders import VideoDecoder
+
+            # the import is lazy about the native library: ask for FFmpeg's versions so that
+            # missing FFmpeg libraries show here, not at the first frame
+            _core.get_ffmpeg_library_versions()
         except (OSError, RuntimeError) as e:  # installed, but its FFmpeg / torch libraries fail
-            raise ImportError(f"torchcodec cannot load: {e}") from e
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            first = first.split(" Likely causes")[0].rstrip(":. ")
+            raise ImportError(f"torchcodec cannot load: {first}") from e
         self._torchcodec, self._core, self._VideoDecoder = torchcodec, _core, VideoDecoder
 
     def version(self) -> str:
