@@ -49,10 +49,9 @@ def kept_frames(
     """Decoded frames resampled to ``fps`` by their timestamps (all of them when None).
     ``counter[0]`` counts the frames actually decoded; the decoder's error signals go to
     ``report``. Frames further apart than ``max_gap_seconds`` are not bridged (see
-    ``FpsResampler``); ``gaps`` (a list) receives each such gap as ``(pts_before, pts_after)``."""
+    ``FpsResampler``); ``gaps`` (a list) receives each such gap as ``(pts_before, pts_after)``
+    once the frames are done."""
     resampler = FpsResampler(fps, native_fps=native_fps, max_gap_seconds=max_gap_seconds)
-    if gaps is not None:
-        resampler.gaps = gaps
     for frame in decoder.frames(path, stream=stream, report=report):
         counter[0] += 1
         yield from resampler.push(frame)
@@ -60,6 +59,8 @@ def kept_frames(
         yield from resampler.finish()
     except InputError as e:
         raise InputError(f"{path}: {e}") from None
+    if gaps is not None:
+        gaps += resampler.gaps
 
 
 def ingest(
