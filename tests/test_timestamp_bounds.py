@@ -83,7 +83,10 @@ def test_a_store_resumed_with_another_max_gap_is_refused(media, tmp_path, capsys
     assert _build(media, "pause.mkv", tmp_path / "s", capsys, "--fps", "2")[0] == 0
     with pytest.raises(StoreError, match=r"max_gap: stored 5\.0, asked 10\.0"):
         build_store(
-            media / "pause.mkv", tmp_path / "s", BuildOptions(fps=2, max_gap=10.0), progress=False
+            media / "pause.mkv",
+            tmp_path / "s",
+            BuildOptions(fps=2, size="16", max_gap=10.0),
+            progress=False,
         )
 
 
@@ -201,3 +204,19 @@ def test_the_manifest_lists_the_gaps(media, tmp_path, capsys):
     (entry,) = manifest["gaps"]
     assert entry["path"].endswith("gap.mkv") and entry["count"] == 1 and entry["max_gap"] == 5.0
     assert entry["first"] == [[0.5, 100001.0]]
+
+
+def test_a_store_begun_before_the_bound_resumes_only_as_it_was_built(media, tmp_path, capsys):
+    """Stores begun with --fps before gaps were bounded filled them: resuming one asks for
+    ``--max-gap none``, rather than mixing the two ways in one store."""
+    store = tmp_path / "s"
+    assert _build(media, "pause.mkv", store, capsys, "--fps", "2", "--max-gap", "none")[0] == 0
+    params = json.loads((store / "build.json").read_text())
+    del params["content"]["max_gap"]  # as written before the option existed
+    (store / "build.json").write_text(json.dumps(params))
+    with pytest.raises(StoreError, match=r"max_gap: stored None, asked 5\.0"):
+        build_store(media / "pause.mkv", store, BuildOptions(fps=2, size="16"), progress=False)
+    report = build_store(
+        media / "pause.mkv", store, BuildOptions(fps=2, size="16", max_gap=None), progress=False
+    )
+    assert report.reused == 1 and report.frames == 19
