@@ -67,6 +67,14 @@ class DecodeReport:
         if message and len(self.messages) < self.max_messages:
             self.messages.append(message)
 
+    def include(self, other: DecodeReport, *, what: str) -> None:
+        """Add ``other``'s signals as ``WHAT_signal`` and its messages as ``"WHAT: ..."`` (the
+        audio's damage joins its video's report so)."""
+        for signal, n in other.counts.items():
+            self.counts[f"{what}_{signal}"] = self.counts.get(f"{what}_{signal}", 0) + n
+        room = max(self.max_messages - len(self.messages), 0)
+        self.messages += [f"{what}: {m}" for m in other.messages[:room]]
+
     @property
     def total(self) -> int:
         return sum(self.counts.values())

@@ -148,11 +148,7 @@ def _write_audio(
             _planar(audio.blocks(), options.audio_channels, writer.directory)
         )
     if report is not None:
-        for signal, n in damage.counts.items():
-            report.add(f"audio_{signal}", n)
-        for message in damage.messages:
-            if len(report.messages) < report.max_messages:
-                report.messages.append(f"audio: {message}")
+        report.include(damage, what="audio")
     return {
         "offset": off,
         "nbytes": nb,
