@@ -242,3 +242,95 @@ def make_translating_video(
         for pkt in s.encode():
             out.mux(pkt)
     return path
+
+
+# -- crafted timestamps and audio (issue 27: timestamps and audio that multiply the output) ---
+
+
+def write_timed_video(
+    path: Path, pts_ticks: list[int], *, time_base: Fraction, container: str | None = None
+) -> Path:
+    """One 32x32 intra-coded frame per entry of ``pts_ticks``, whose packets carry exactly those
+    timestamps (pts = dts, in ``time_base``): a gap, a clock reset, a start near a wrap.
+    Frame i is painted ``level(i)``."""
+    import av
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w", format=container) as out:
+        s = out.add_stream("libx264", rate=10)
+        s.width, s.height, s.pix_fmt = 32, 32, "yuv420p"
+        s.codec_context.time_base = Fraction(1, 10)
+        s.options = {"preset": "ultrafast", "bf": "0", "g": "1"}
+        n = len(pts_ticks)
+        for i in range(n + 1):
+            frame = None
+            if i < n:
+                img = np.full((32, 32, 3), level(i), np.uint8)
+                frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+                frame.pts, frame.time_base = i, Fraction(1, 10)
+            for pkt in s.encode(frame):  # one packet per frame, in order (no B-frames)
+                pkt.pts = pkt.dts = pts_ticks[pkt.pts]
+                pkt.time_base = time_base
+                out.mux(pkt)
+    return path
+
+
+def write_video_with_audio(
+    path: Path,
+    *,
+    video_seconds: float = 1.0,
+    audio_seconds: float = 600.0,
+    fps: int = 10,
+    sample_rate: int = 8000,
+    tone_seconds: float = 2.0,
+    damaged_packets: tuple[int, ...] = (),
+) -> Path:
+    """An mkv of ``video_seconds`` of 32x32 H.264 and ``audio_seconds`` of mono FLAC: a
+    sine for the first ``tone_seconds``, then silence (which FLAC packs to a few bytes, so
+    10 minutes take ~160 kB). The audio packets numbered in ``damaged_packets`` are replaced
+    by random bytes of the same size (the decoder rejects them)."""
+    import av
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    with av.open(str(path), "w") as out:
+        v = out.add_stream("libx264", rate=fps)
+        v.width, v.height, v.pix_fmt = 32, 32, "yuv420p"
+        v.options = {"preset": "ultrafast", "bf": "0", "g": "1"}
+        a = out.add_stream("flac", rate=sample_rate)
+        a.layout = "mono"
+        for i in range(round(video_seconds * fps)):
+            f = av.VideoFrame.from_ndarray(np.full((32, 32, 3), level(i), np.uint8), "rgb24")
+            f.pts = i
+            for pkt in v.encode(f):
+                out.mux(pkt)
+        for pkt in v.encode():
+            out.mux(pkt)
+        count = 0
+
+        def put(pkt) -> None:
+            nonlocal count
+            if count in damaged_packets:
+                bad = av.Packet(rng.integers(0, 256, pkt.size, dtype=np.uint8).tobytes())
+                bad.pts, bad.dts, bad.duration = pkt.pts, pkt.dts, pkt.duration
+                bad.time_base, bad.stream = pkt.time_base, pkt.stream
+                pkt = bad
+            count += 1
+            out.mux(pkt)
+
+        tone = round(tone_seconds * sample_rate)
+        t = np.arange(tone)
+        loud = (np.sin(t / 5.0) * 8000).astype(np.int16)
+        block = 4096
+        for start in range(0, round(audio_seconds * sample_rate), block):
+            x = np.zeros((1, block), np.int16)
+            if start < tone:
+                part = loud[start : start + block]
+                x[0, : len(part)] = part
+            fr = av.AudioFrame.from_ndarray(x, format="s16", layout="mono")
+            fr.sample_rate, fr.pts = sample_rate, start
+            for pkt in a.encode(fr):
+                put(pkt)
+        for pkt in a.encode():
+            put(pkt)
+    return path

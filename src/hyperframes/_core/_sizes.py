@@ -11,12 +11,24 @@ import re
 
 from ._errors import ConfigError
 
-__all__ = ["DEFAULT_MAX_PIXELS", "DEFAULT_SIZE", "parse_size", "target_size"]
+__all__ = [
+    "DEFAULT_MAX_FRAMES",
+    "DEFAULT_MAX_GAP_SECONDS",
+    "DEFAULT_MAX_PIXELS",
+    "DEFAULT_SIZE",
+    "parse_size",
+    "target_size",
+]
 
 #: the store's default frame size (``build_store``'s ``size``, ``hyperframes build --size``)
 DEFAULT_SIZE = "128"
 #: default decode pixel cap: passes 8K (7680x4320 = 33.2 MP) with room, refuses absurd frames
 DEFAULT_MAX_PIXELS = 8192 * 8192
+#: default per-video frame budget: a video that would store more fails (9 h at 30 fps)
+DEFAULT_MAX_FRAMES = 1_000_000
+#: default bound, in seconds, on the time between two frames that resampling bridges with
+#: repeated frames; a longer gap is skipped and listed
+DEFAULT_MAX_GAP_SECONDS = 5.0
 
 
 def parse_size(size, *, where: str = "size") -> tuple[str, int, int] | None:

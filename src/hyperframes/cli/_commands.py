@@ -30,6 +30,8 @@ def build(args) -> int:
         workers=args.workers,
         on_damaged=args.on_damaged,
         max_pixels=args.max_pixels,
+        max_frames=args.max_frames,
+        max_gap=args.max_gap,
         audio=args.audio,
         audio_rate=args.audio_rate,
         audio_channels=args.audio_channels,

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import argparse
 
-from .._core._sizes import DEFAULT_MAX_PIXELS, DEFAULT_SIZE
+from .._core._sizes import (
+    DEFAULT_MAX_FRAMES,
+    DEFAULT_MAX_GAP_SECONDS,
+    DEFAULT_MAX_PIXELS,
+    DEFAULT_SIZE,
+)
 from .._version import __version__
 from ._choices import CODECS, DECODERS, INPUT_FORMATS
 
@@ -153,6 +158,22 @@ def _build_options(b) -> None:
         "passes 8K)",
     )
     b.add_argument(
+        "--max-frames",
+        type=int,
+        default=DEFAULT_MAX_FRAMES,
+        help="a video that would store more frames than this fails, naming the count, and "
+        f"nothing of it is kept (default {DEFAULT_MAX_FRAMES})",
+    )
+    b.add_argument(
+        "--max-gap",
+        type=_seconds_or_none,
+        default=DEFAULT_MAX_GAP_SECONDS,
+        metavar="SECONDS",
+        help="with --fps: two frames further apart than this are not bridged by repeated "
+        "frames; the gap is skipped (the frames after it keep their times) and listed in the "
+        f"build summary; 'none' for no bound (default {DEFAULT_MAX_GAP_SECONDS:g})",
+    )
+    b.add_argument(
         "--audio",
         action="store_true",
         help="also store each video's first audio stream, decoded once (videos without one "
@@ -190,6 +211,22 @@ def _build_options(b) -> None:
     b.add_argument("--dry-run", action="store_true", help="estimate the store's size only")
     b.add_argument("--json", action="store_true", help="with --dry-run: print JSON")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _seconds_or_none(text: str) -> float | None:
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds or 'none', got {text!r}"
+        ) from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(
+            f"expected a positive, finite number of seconds or 'none', got {text!r}"
+        )
+    return value
 
 
 def _bench_options(n) -> None:

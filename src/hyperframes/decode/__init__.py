@@ -2,12 +2,20 @@
 
 ``create_decoder(name)`` gives a backend; ``frames(path)`` streams a video's decoded frames in
 order, each with its index and presentation time; ``decode_audio(path)`` gives the first audio
-stream resampled, with its start time on the frames' clock; ``FpsResampler`` picks frames for a
+stream resampled, with its start time on the frames' clock (``stream_audio`` block by block,
+within a time span); ``FpsResampler`` picks frames for a
 target frame rate as they stream by. Importing this package never imports the optional libraries.
 """
 
 from . import _decord, _framefolder, _opencv, _pyav, _torchcodec  # noqa: F401  (registration)
-from ._audio import AUDIO_LAYOUTS, DecodedAudio, decode_audio
+from ._audio import (
+    AUDIO_LAYOUTS,
+    AUDIO_MARGIN_SECONDS,
+    AudioStream,
+    DecodedAudio,
+    decode_audio,
+    stream_audio,
+)
 from ._base import (
     DecodedFrame,
     Decoder,
@@ -22,6 +30,8 @@ from ._resize import resize_rgb
 
 __all__ = [
     "AUDIO_LAYOUTS",
+    "AUDIO_MARGIN_SECONDS",
+    "AudioStream",
     "DecodeReport",
     "DecodedAudio",
     "DecodedFrame",
@@ -34,4 +44,5 @@ __all__ = [
     "list_decoders",
     "register_decoder",
     "resize_rgb",
+    "stream_audio",
 ]

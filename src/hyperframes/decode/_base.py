@@ -67,6 +67,14 @@ class DecodeReport:
         if message and len(self.messages) < self.max_messages:
             self.messages.append(message)
 
+    def include(self, other: DecodeReport, *, what: str) -> None:
+        """Add ``other``'s signals as ``WHAT_signal`` and its messages as ``"WHAT: ..."`` (the
+        audio's damage joins its video's report so)."""
+        for signal, n in other.counts.items():
+            self.counts[f"{what}_{signal}"] = self.counts.get(f"{what}_{signal}", 0) + n
+        room = max(self.max_messages - len(self.messages), 0)
+        self.messages += [f"{what}: {m}" for m in other.messages[:room]]
+
     @property
     def total(self) -> int:
         return sum(self.counts.values())
@@ -205,12 +213,30 @@ class Timeline:
     those frames by their dts.) A time that is still missing (None, NaN, FFmpeg's "no pts") or
     does not increase (by over a microsecond) becomes the previous time + 1/fps (the first
     frame: ``start``).
+
+    ``wrap_seconds``: the period of a container whose timestamps wrap around (MPEG-TS and
+    MPEG-PS count 33 bits of 90 kHz ticks: 2^33 / 90000 s, about 26.5 h). FFmpeg's demuxer
+    unwraps them against the first timestamp it reads, which goes wrong when the clock is reset
+    (segments of two recordings put end to end): a pts that goes back becomes a jump forward of
+    nearly a whole period. Each pts (and dts) is taken here, as FFmpeg's wrap correction does,
+    as the one of its values modulo ``wrap_seconds`` nearest the previous one: a jump back by
+    more than half the period adds a period, a jump forward by more than half subtracts one.
     """
 
-    def __init__(self, fps: float | None, *, start: float | None = None, lookahead: int = 0):
+    def __init__(
+        self,
+        fps: float | None,
+        *,
+        start: float | None = None,
+        lookahead: int = 0,
+        wrap_seconds: float | None = None,
+    ):
         self.fps = fps if fps and math.isfinite(fps) and fps > 0 else None
         self.start = start if start is not None and math.isfinite(start) else 0.0
         self.lookahead = lookahead
+        self.wrap = wrap_seconds if wrap_seconds and math.isfinite(wrap_seconds) else None
+        self._unwrapped: dict[str, float] = {}  # the last pts / dts, unwrapped
+        self.unwrapped = 0  # how many timestamps were moved by a whole wrap period
         self._pending: deque = deque()
         # FFmpeg's pts correction state: how often pts / dts failed to increase, last values
         self._faulty_pts = self._faulty_dts = 0
@@ -229,7 +255,7 @@ class Timeline:
         *,
         dts: float | None = None,
     ) -> list[tuple[Any, int, float]]:
-        pts, dts = _stamp(pts), _stamp(dts)
+        pts, dts = self._unwrap("pts", _stamp(pts)), self._unwrap("dts", _stamp(dts))
         if dts is not None:
             self._faulty_dts += dts <= self._last_dts
             self._last_dts = dts
@@ -245,6 +271,18 @@ class Timeline:
         while len(self._pending) > self.lookahead:
             out.append(self._pop())
         return out
+
+    def _unwrap(self, which: str, t: float | None) -> float | None:
+        if t is None or self.wrap is None:
+            return t
+        last = self._unwrapped.get(which)
+        if last is not None:
+            periods = round((last - t) / self.wrap)
+            if periods:
+                t += periods * self.wrap
+                self.unwrapped += 1
+        self._unwrapped[which] = t
+        return t
 
     def flush(self) -> list[tuple[Any, int, float]]:
         return [self._pop() for _ in range(len(self._pending))]

@@ -23,6 +23,7 @@ import dataclasses
 import re
 from collections.abc import Generator, Iterator
 from itertools import islice
+from typing import Any
 
 import av
 import numpy as np
@@ -46,6 +47,15 @@ _MATRIX = {
 }
 _RANGE = {1: "tv", 2: "pc"}
 _LOOKAHEAD = 8  # frames held so the pts-or-dts choice sees the next ones (see Timeline)
+#: demuxers whose timestamps wrap around (FFmpeg's ``pts_wrap_bits`` for them): MPEG-TS and
+#: MPEG-PS carry 33-bit timestamps
+_WRAP_BITS = {"mpegts": 33, "mpegtsraw": 33, "mpeg": 33}
+
+
+def _wrap_seconds(container, s) -> float | None:
+    """The period after which the stream's timestamps wrap around, or None if they do not."""
+    bits = _WRAP_BITS.get(container.format.name)
+    return None if bits is None else float((1 << bits) * s.time_base)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,10 +109,8 @@ def inspect(path: str, stream: int | None = None) -> Inspection:
     return Inspection(info, chosen, headers, error)
 
 
-def decoded_frames(
-    container, s, report: DecodeReport | None = None
-) -> Generator[av.VideoFrame, None, None]:
-    """Every frame of stream ``s``, skipping packets the decoder rejects as invalid data.
+def decoded_frames(container, s, report: DecodeReport | None = None) -> Generator[Any, None, None]:
+    """Every frame of stream ``s`` (video or audio), skipping packets the decoder rejects as invalid data.
 
     As FFmpeg's command line does, a damaged packet costs its frames, not the video; if no
     packet decodes at all, the first failure is raised. Counted into ``report`` when given:
@@ -191,6 +199,14 @@ def _quarter_turns(ccw_degrees) -> int:
 
 
 def _duration(container, s) -> float | None:
+    wrap = _wrap_seconds(container, s)
+    if wrap is not None:  # FFmpeg measures it between timestamps that may have wrapped wrongly
+        said = _header_duration(container, s)
+        return said if said is not None and said < wrap / 2 else None
+    return _header_duration(container, s)
+
+
+def _header_duration(container, s) -> float | None:
     if s.duration:
         return float(s.duration * s.time_base)
     tag = s.metadata.get("DURATION") or s.metadata.get("duration")  # Matroska per-stream tag
@@ -266,7 +282,12 @@ class PyAVDecoder:
     def _decode(
         self, container, s, chosen, info: VideoInfo, report: DecodeReport | None
     ) -> Iterator[PyAVFrame]:
-        timeline = Timeline(info.fps, start=info.start_seconds, lookahead=_LOOKAHEAD)
+        timeline = Timeline(
+            info.fps,
+            start=info.start_seconds,
+            lookahead=_LOOKAHEAD,
+            wrap_seconds=_wrap_seconds(container, s),
+        )
         path, push = info.path, timeline.push
         num, den = s.time_base.numerator, s.time_base.denominator
         frames = decoded_frames(container, s, report)  # demuxes only this stream

@@ -202,6 +202,7 @@ def assemble(
     chunks = np.zeros(n_chunks, CHUNK_DTYPE)
     details = []
     damaged = []
+    gaps: list[dict] = []  # videos whose frames have gaps over max_gap (not filled)
     f0 = c0 = 0
     for v, s in enumerate(kept):
         shard, r = live[s.path]
@@ -244,6 +245,8 @@ def assemble(
         details.append({key: r.get(key) for key in DETAIL_KEYS})
         if r.get("decode_errors"):
             damaged.append(damage_row(r))
+        if r.get("timestamp_gaps"):
+            gaps.append({"path": r["path"], **r["timestamp_gaps"]})
         f0 += n
         c0 += k
 
@@ -339,6 +342,7 @@ def assemble(
         "classes": classes,
         "failed": failed,
         "damaged": damaged,
+        "gaps": gaps,
         "skipped": list(skipped or []),
         "notes": notes,
     }
@@ -356,6 +360,7 @@ def assemble(
         damaged=damaged,
         skipped=list(skipped or []),
         notes=notes,
+        gaps=gaps,
     )
 
 

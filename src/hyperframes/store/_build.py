@@ -26,6 +26,7 @@ from .._core._progress import Progress
 from .._core._signals import interrupt_on_terminate, set_parent_death_signal, terminated
 from ._assemble import assemble, live_records
 from ._codecs import create_codec
+from ._describe import gap_text
 from ._format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
 from ._ingest import ingest
 from ._lock import StoreLock
@@ -58,6 +59,9 @@ class BuildReport:
     skipped: list[dict] = dataclasses.field(default_factory=list)
     #: segments clamped to their video's end or dropped: ``{"path", "row", "note"}``
     notes: list[dict] = dataclasses.field(default_factory=list)
+    #: videos whose frames lie further apart than ``max_gap`` somewhere: ``{"path", "count",
+    #: "seconds", "max_gap", "first"}`` (``first``: the first few gaps, [pts before, after])
+    gaps: list[dict] = dataclasses.field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -85,6 +89,12 @@ class BuildReport:
         lines += [f"  {d['path']}: {d['summary']}" for d in self.damaged]
         lines.append(f"skipped (not inputs): {len(self.skipped)}")
         lines += [f"  {d['path']}: {d['reason']}" for d in self.skipped]
+        if self.gaps:
+            lines.append(
+                f"timestamp gaps skipped (frames further apart than max_gap, not filled with "
+                f"repeated frames): {len(self.gaps)}"
+            )
+            lines += [f"  {g['path']}: {gap_text(g)}" for g in self.gaps]
         if self.notes:
             lines.append(f"segments adjusted: {len(self.notes)}")
             lines += [f"  {n['path']} (listed at {n['row']}): {n['note']}" for n in self.notes]
@@ -209,6 +219,8 @@ def _check_params(store: Path, options: BuildOptions) -> None:
         return
     old = json.loads(path.read_text())["content"]
     old.setdefault("on_damaged", "keep")  # stores begun before the option existed
+    if old.get("fps") is not None:
+        old.setdefault("max_gap", None)  # begun before gaps were bounded: they were filled
     new = options.content()
     diff = {k for k in set(old) | set(new) if old.get(k) != new.get(k)}
     if diff:

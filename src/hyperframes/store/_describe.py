@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["describe_store", "format_store_info"]
+__all__ = ["describe_store", "format_store_info", "gap_text"]
 
 
 def describe_store(store) -> dict:
@@ -71,6 +71,7 @@ def describe_store(store) -> dict:
         "converted_from": m.get("converted_from"),
         "failed": m.get("failed", []),
         "damaged": m.get("damaged", []),
+        "gaps": m.get("gaps", []),
         "skipped": m.get("skipped", []),
         "tracks": _tracks(store),
         "videos_shown": videos,
@@ -136,6 +137,9 @@ def format_store_info(d: dict) -> str:
     lines += [f"  {f['path']}: {f['error']}" for f in d["failed"]]
     lines.append(f"damaged        {len(d['damaged'])} (stored; the decoder reported errors)")
     lines += [f"  {x['path']}: {x['summary']}" for x in d["damaged"]]
+    if d.get("gaps"):
+        lines.append(f"gaps           {len(d['gaps'])} (timestamp gaps over max_gap, not filled)")
+        lines += [f"  {x['path']}: {gap_text(x)}" for x in d["gaps"][:50]]
     lines.append(f"skipped        {len(d['skipped'])} (files under the data that are not inputs)")
     lines += [f"  {x['path']}: {x['reason']}" for x in d["skipped"][:50]]
     if len(d["skipped"]) > 50:
@@ -220,3 +224,18 @@ def _streams_line(s: dict) -> str:
         rule = f"{s['chosen_by']} of each file (build --stream {s['chosen_by'][2:]})"
     n = s["videos_not_first_stream"]
     return f"streams        {rule}; {n} video{'' if n == 1 else 's'} from a stream other than v:0"
+
+
+def gap_text(gaps: dict) -> str:
+    """``"2 gaps over 5 s, 200000.0 s in all; the first from 0.500 s to 100001.000 s"`` (a
+    manifest is untrusted: an entry that does not read so is shown as it is)."""
+    try:
+        n = int(gaps["count"])
+        first = gaps["first"][0] if gaps.get("first") else None
+        where = f"; the first from {first[0]:.3f} s to {first[1]:.3f} s" if first else ""
+        return (
+            f"{n} gap{'s' if n != 1 else ''} over {float(gaps['max_gap']):g} s, "
+            f"{float(gaps['seconds']):.1f} s in all{where}"
+        )
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        return f"gaps listed as {gaps!r:.200}"

@@ -50,9 +50,13 @@ A store is a folder::
 version, codec and its parameters, dtype, layout, normalisation), ``shards`` and ``index``
 (each file's name, bytes and ``checksum_algorithm`` checksum), ``num_videos``,
 ``num_frames``, ``store_bytes``, ``source_bytes``, ``classes``, and the inputs not stored:
-``failed``, ``damaged`` (stored with decoder errors) and ``skipped``; and ``notes``
+``failed``, ``damaged`` (stored with decoder errors) and ``skipped``; ``notes``
 (optional): ``{"path", "row", "note"}`` for each segment the build clamped to its video's end
-or dropped (it starts after the end).
+or dropped (it starts after the end); and ``gaps`` (optional): ``{"path", "count", "seconds",
+"max_gap", "first"}`` for each video whose frames lie further apart than the build's
+``max_gap`` somewhere (``first``: the first few gaps as ``[pts_before, pts_after]``; resampling
+did not fill them). The journal record of such a video has the same object as
+``timestamp_gaps``.
 
 Segments and video labels come from the annotation (``Source.segments``, ``Source.labels``)
 at assembly, times in the source's own seconds (the stored frames' pts); the optional files
@@ -84,8 +88,11 @@ manifest's ``build`` records the parameters (``audio``, ``audio_rate``, ``audio_
 ``flow``, ``flow_size``, ``flow_dtype``); a build resumed with others is refused.
 
 - audio (``build --audio``): the source's first audio stream, decoded once and resampled
-  (``hyperframes.decode.decode_audio``) to ``sample_rate`` and ``channels`` (1 mono, 2
-  stereo): float32 ``[C, N]``, C-order (planar). Sample n is at ``start_seconds + n /
+  (``hyperframes.decode.stream_audio``) to ``sample_rate`` and ``channels`` (1 mono, 2
+  stereo), only over the stored frames' span (first pts to one frame past the last) with
+  ``AUDIO_MARGIN_SECONDS`` (0.5 s) either side: float32 ``[C, N]``, C-order (planar). Damage
+  the audio decoder reports is counted in the video's ``decode_errors`` (signals ``audio_*``
+  in the manifest's ``damaged``), the audio stored as far as it decodes. Sample n is at ``start_seconds + n /
   sample_rate`` in the source's seconds (the clock of ``frames.npy``'s pts_seconds). A video
   without an audio stream has the row ``has_audio = 0`` (offset, nbytes, counts 0).
 - flow (``build --flow dis|farneback``, ``_flow`` says how it is computed): per pair of

@@ -43,11 +43,15 @@ def kept_frames(
     counter: list[int],
     native_fps: float | None = None,
     report: DecodeReport | None = None,
+    max_gap_seconds: float | None = None,
+    gaps: list | None = None,
 ) -> Iterator:
     """Decoded frames resampled to ``fps`` by their timestamps (all of them when None).
     ``counter[0]`` counts the frames actually decoded; the decoder's error signals go to
-    ``report``."""
-    resampler = FpsResampler(fps, native_fps=native_fps)
+    ``report``. Frames further apart than ``max_gap_seconds`` are not bridged (see
+    ``FpsResampler``); ``gaps`` (a list) receives each such gap as ``(pts_before, pts_after)``
+    once the frames are done."""
+    resampler = FpsResampler(fps, native_fps=native_fps, max_gap_seconds=max_gap_seconds)
     for frame in decoder.frames(path, stream=stream, report=report):
         counter[0] += 1
         yield from resampler.push(frame)
@@ -55,6 +59,8 @@ def kept_frames(
         yield from resampler.finish()
     except InputError as e:
         raise InputError(f"{path}: {e}") from None
+    if gaps is not None:
+        gaps += resampler.gaps
 
 
 def ingest(
@@ -93,6 +99,7 @@ def ingest(
     indices: list[int] = []
     decoded = [0]
     damage = DecodeReport()
+    gaps: list[tuple[float, float]] = []
     try:
         for kept in kept_frames(
             decoder,
@@ -102,7 +109,16 @@ def ingest(
             counter=decoded,
             native_fps=info.fps,
             report=damage,
+            max_gap_seconds=options.max_gap,
+            gaps=gaps,
         ):
+            if len(pts) == options.max_frames:
+                raise InputError(
+                    f"{source.path}: would store more than {options.max_frames} frames (the "
+                    f"per-video budget, max_frames), at {_rate(options.fps)} from "
+                    f"{pts[0]:.3f} s to past {pts[-1]:.3f} s; stopped, nothing of it is kept "
+                    "(raise max_frames, or lower fps, to store it)"
+                )
             rgb = kept.frame.to_rgb(hw)
             if flow is not None:
                 flow.add(rgb)
@@ -119,9 +135,11 @@ def ingest(
         offset, nbytes, checksum = sink.finish()
         if not pts:
             raise DecodeError(f"{source.path}: no frames could be decoded")
+        tracks = write_tracks(
+            source, options, writer, flow, span=_span(pts, options.fps), report=damage
+        )
         if damage.total and options.on_damaged == "fail":
             raise DecodeError(f"{source.path}: damaged: the decoder reported {damage}")
-        tracks = write_tracks(source, options, writer, flow)
     except BaseException:
         writer.rollback(sink.offset)
         raise
@@ -162,8 +180,39 @@ def ingest(
         "decode_error_messages": damage.messages,
         **tracks,
     }
+    if gaps:
+        record["timestamp_gaps"] = gap_entry(gaps, options.max_gap)
     writer.commit(record)
     return record
+
+
+#: gaps a record lists one by one (the rest are counted)
+_LISTED_GAPS = 5
+
+
+def gap_entry(gaps: list[tuple[float, float]], max_gap: float | None) -> dict:
+    """A record's ``timestamp_gaps``: how many gaps over ``max_gap`` seconds the frames had,
+    how long they were in all, and the first few as ``[pts_before, pts_after]``."""
+    return {
+        "count": len(gaps),
+        "seconds": float(sum(b - a for a, b in gaps)),
+        "max_gap": max_gap,
+        "first": [[float(a), float(b)] for a, b in gaps[:_LISTED_GAPS]],
+    }
+
+
+def _rate(fps: float | None) -> str:
+    return "the native rate" if fps is None else f"{fps:g} fps"
+
+
+def _span(pts: list[float], fps: float | None) -> tuple[float, float]:
+    """The time the stored frames cover: from the first to one frame interval past the last
+    (1 / fps; at the native rate the last interval, at most a second)."""
+    if fps:
+        step = 1.0 / fps
+    else:
+        step = min(pts[-1] - pts[-2], 1.0) if len(pts) > 1 else 0.0
+    return pts[0], pts[-1] + step
 
 
 def _native_fps(pts: list[float], header_fps: float | None) -> float:

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
 from .._core._errors import ConfigError
-from .._core._sizes import DEFAULT_MAX_PIXELS, DEFAULT_SIZE, parse_size
+from .._core._sizes import (
+    DEFAULT_MAX_FRAMES,
+    DEFAULT_MAX_GAP_SECONDS,
+    DEFAULT_MAX_PIXELS,
+    DEFAULT_SIZE,
+    parse_size,
+)
 from ._flow import FLOW_DTYPES, FLOW_METHODS
 
 DTYPES = ("uint8", "float16")
@@ -31,6 +38,9 @@ class BuildOptions:
     format: str = "store"
     hdf5_compression: str = "lzf"
     on_damaged: str = "keep"  # a video the decoder reported errors for: keep (listed) or fail
+    # frames further apart than this (seconds) are not bridged by repeated frames at ``fps``:
+    # the gap is skipped and listed (None: no bound)
+    max_gap: float | None = DEFAULT_MAX_GAP_SECONDS
     # tracks (``_format``): audio decoded once, optical flow between stored frames
     audio: bool = False
     audio_rate: int = 16000  # Hz
@@ -40,11 +50,12 @@ class BuildOptions:
     flow_dtype: str = "float16"  # or "int8" (with a scale per video)
     # not part of the content:
     max_pixels: int = DEFAULT_MAX_PIXELS  # frames larger than this are refused before decoding
+    max_frames: int = DEFAULT_MAX_FRAMES  # a video that would store more fails (nothing kept)
     workers: int = 1
     shard_bytes: int = 1 << 30
 
     #: options that do not change what the store holds (may differ between resumed runs)
-    RUNTIME = ("workers", "shard_bytes", "format", "hdf5_compression", "max_pixels")
+    RUNTIME = ("workers", "shard_bytes", "format", "hdf5_compression", "max_pixels", "max_frames")
 
     def __post_init__(self):
         from ._codecs import list_codecs
@@ -70,6 +81,22 @@ class BuildOptions:
             )
         if self.max_pixels < 1:
             raise ConfigError(f"max_pixels must be at least 1, got {self.max_pixels}")
+        mf = self.max_frames
+        if isinstance(mf, bool) or not isinstance(mf, int) or mf < 1:
+            raise ConfigError(
+                f"max_frames must be a whole number of frames, at least 1, got {mf!r}; it "
+                "bounds what one video may store"
+            )
+        gap = self.max_gap
+        if gap is not None and (
+            isinstance(gap, bool)
+            or not isinstance(gap, (int, float))
+            or not math.isfinite(gap)
+            or gap <= 0
+        ):
+            raise ConfigError(
+                f"max_gap must be a positive number of seconds or None (no bound), got {gap!r}"
+            )
         if self.chunk_frames < 1:
             raise ConfigError(f"chunk_frames must be at least 1, got {self.chunk_frames}")
         self._check_tracks()
@@ -116,4 +143,6 @@ class BuildOptions:
         if self.flow is None:
             for k in ("flow", "flow_size", "flow_dtype"):
                 d.pop(k)
+        if self.fps is None:  # frames pass through: the bound changes only what is listed
+            d.pop("max_gap")
         return d

@@ -1,6 +1,11 @@
 """Write a video's tracks into its shard at build, after its frames (``_format``).
 
-Audio is decoded once (``hyperframes.decode.decode_audio``) when the frames are done. Flow is
+Audio is decoded once (``hyperframes.decode.stream_audio``) when the frames are done, only
+over the time the stored frames span (plus a margin), block by block straight into the shard:
+channel 0 as it is decoded, the second channel of stereo through an unnamed temporary file (the
+track is planar), so memory stays a block whatever the audio's length. Audio the decoder reports
+damage in is stored as far as it decodes, its signals counted into the video's ``DecodeReport``
+as ``audio_*`` (the video is then listed as damaged); it never fails the video. Flow is
 computed as the frames stream by (``_flow.FlowEstimator``), and each pair's flow is spilled as
 float16 to an unnamed temporary file beside the shards, so a long video's flow is never held
 in memory whole: it is copied into the shard block by block (quantised to int8 on the way with
@@ -17,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..decode import decode_audio
+from ..decode import DecodeReport, stream_audio
 from ._flow import FlowEstimator, flow_scale, motion_score, quantise
 from ._options import BuildOptions
 from ._shard import OutputError, ShardWriter, output_error
@@ -89,30 +94,87 @@ class FlowSpill:
         self._file.close()
 
 
+#: bytes of the temporary audio file read back per block
+_BLOCK_BYTES = 1 << 20
+
+
+def _planar(blocks: Iterator[np.ndarray], channels: int, directory: Path) -> Iterator:
+    """``(channels, n)`` blocks as the planar track: channel 0 as it comes, then channel 1
+    (spilled to an unnamed temporary file in ``directory`` meanwhile)."""
+    store = Path(directory).parent
+    if channels == 1:
+        for block in blocks:
+            yield block[0]
+        return
+    try:
+        spill = tempfile.TemporaryFile(dir=directory, prefix=".audio-")  # noqa: SIM115
+    except OSError as e:
+        raise output_error(e, store) from None
+    with spill:
+        try:
+            for block in blocks:
+                yield np.ascontiguousarray(block[0])
+                spill.write(np.ascontiguousarray(block[1]).data)
+            spill.flush()
+            spill.seek(0)
+            while data := spill.read(_BLOCK_BYTES):
+                yield data
+        except OSError as e:  # the disk's fault (full?), never the input's
+            raise output_error(e, store) from None
+
+
+def _write_audio(
+    source: Source,
+    options: BuildOptions,
+    writer: ShardWriter,
+    span: tuple[float, float] | None,
+    report: DecodeReport | None,
+) -> dict | None:
+    """The audio entry of the journal (None: no audio stream), its samples appended."""
+    if source.kind != "video":
+        return None  # a frame folder has no audio
+    damage = DecodeReport()
+    audio = stream_audio(
+        source.path,
+        rate=options.audio_rate,
+        channels=options.audio_channels,
+        span_seconds=span,
+        report=damage,
+    )
+    if audio is None:
+        return None
+    with audio:
+        off, nb, digest = writer.append(
+            _planar(audio.blocks(), options.audio_channels, writer.directory)
+        )
+    if report is not None:
+        report.include(damage, what="audio")
+    return {
+        "offset": off,
+        "nbytes": nb,
+        "xxh3_64": digest,
+        "num_samples": audio.num_samples,
+        "sample_rate": audio.sample_rate,
+        "channels": audio.channels,
+        "start_seconds": audio.start_seconds,
+    }
+
+
 def write_tracks(
-    source: Source, options: BuildOptions, writer: ShardWriter, flow: FlowSpill | None
+    source: Source,
+    options: BuildOptions,
+    writer: ShardWriter,
+    flow: FlowSpill | None,
+    *,
+    span: tuple[float, float] | None = None,
+    report: DecodeReport | None = None,
 ) -> dict:
-    """Append the video's tracks after its frames; their journal entries (``_format``)."""
+    """Append the video's tracks after its frames; their journal entries (``_format``).
+    ``span``: the seconds the stored frames cover (the audio kept, plus a margin; None: all
+    of it); ``report``: the video's, which the audio's damage signals join."""
     out: dict = {}
     if options.audio:
-        audio = None
-        if source.kind == "video":
-            audio = decode_audio(
-                source.path, rate=options.audio_rate, channels=options.audio_channels
-            )
-        if audio is None:
-            out["audio"] = None  # no audio stream (a frame folder has none)
-        else:
-            off, nb, digest = writer.append([audio.samples])
-            out["audio"] = {
-                "offset": off,
-                "nbytes": nb,
-                "xxh3_64": digest,
-                "num_samples": audio.num_samples,
-                "sample_rate": audio.sample_rate,
-                "channels": audio.channels,
-                "start_seconds": audio.start_seconds,
-            }
+        out["audio"] = _write_audio(source, options, writer, span, report)
     if flow is not None:
         scale = flow_scale(flow.peak, options.flow_dtype)
         off, nb, digest = writer.append(flow.blocks(options.flow_dtype, scale))
