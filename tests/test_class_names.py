@@ -97,7 +97,7 @@ def test_the_onnx_export_carries_the_names(run, tmp_path):
     _, out, _ = run
     onnx_path = tmp_path / "model.onnx"
     assert main(["export", str(out / "best.pt"), "--onnx", str(onnx_path)]) == 0
-    side = json.loads(onnx_path.with_suffix(".json").read_text())
+    side = json.loads((tmp_path / "model.onnx.json").read_text())
     assert side["classes"] == list(CLASS_IND)
     import onnx
 

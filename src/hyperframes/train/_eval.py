@@ -302,14 +302,16 @@ def evaluate(
     classes = list(contract.classes)
     kind = create_task(task, classes)
     notes: list[str] = []
+    used = _used_classes(st, ids, cfg, task)
     labels = np.asarray(st.videos.label_ids)[ids]
-    unlabelled = int((labels < 0).sum()) if task == "classification" else 0
+    # per_segment items take their segment's class: the videos need no label of their own
+    unlabelled = int((labels < 0).sum()) if task == "classification" and used is not None else 0
     predictions_only = task == "classification" and (not st.classes or unlabelled == len(ids))
     if task != "segmentation" and not predictions_only:
         kind.label_map, said = match_classes(
             st.classes,
             classes,
-            used=_used_classes(st, ids, cfg, task),
+            used=used,
             by_index=classes_by_index,
             where=cfg.data.store,
         )
@@ -382,7 +384,7 @@ def evaluate(
     if predictions_only:
         result["predictions_only"] = True
     else:
-        result.update(kind.evaluate_views(_labelled(views) if unlabelled else views))
+        result.update(kind.evaluate_views(_labelled(views) if task == "classification" else views))
     path = Path(out) if out is not None else _out_path(ck["path"], cfg.data.store, split)
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = kind.video_predictions(views)
