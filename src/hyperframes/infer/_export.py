@@ -361,7 +361,13 @@ def preprocessing_recipe(contract: InputContract, inputs: dict[str, list] | None
     (what ``predict`` does; the README's "Inference and export" says the same)."""
     crop = contract.crop
     fps = contract.fps
-    steps = {
+    order = LAYOUT_ORDER[contract.layout]
+    if contract.flow:
+        order += (
+            f"; then 2 * (T - 1) = {2 * (contract.frames - 1)} optical-flow planes (x, y of "
+            "each pair of consecutive frames, in pixels) from a store built with --flow"
+        )
+    steps: dict[str, Any] = {
         "decode": "decode every frame of the video stream to 8-bit RGB (FFmpeg's YUV to RGB "
         "conversion, rgb24)",
         "fps": fps,
@@ -391,16 +397,11 @@ def preprocessing_recipe(contract: InputContract, inputs: dict[str, list] | None
         "std": list(contract.std),
         "window": f"{contract.frames} frames {contract.frame_stride} apart (after resampling)",
         "layout": contract.layout,
-        "order": LAYOUT_ORDER[contract.layout],
+        "order": order,
         "dtype": "float32",
     }
     if contract.dtype == "float16":
         steps["values"] = "the store holds float16 frames normalised at build time: cast only"
-    if contract.flow:
-        steps["order"] += (
-            f"; then 2 * (T - 1) = {2 * (contract.frames - 1)} optical-flow planes (x, y of "
-            "each pair of consecutive frames, in pixels) from a store built with --flow"
-        )
     if contract.audio is not None:
         steps["audio"] = (
             f"a second input 'audio': the window's log-mel ({contract.audio['n_mels']} mels, "
@@ -424,7 +425,7 @@ def recipe_text(recipe: dict) -> str:
         ("order", "layout"),
         ("audio", None),
     )
-    lines = []
+    lines: list[str] = []
     for key, value in order:
         if recipe.get(key) is None:
             continue
