@@ -85,8 +85,8 @@ def _splits(videos) -> dict[str, int]:
         return {}
     ids = np.asarray(videos.split_ids)
     names = list(videos.splits)
-    counts = np.bincount(ids[ids >= 0], minlength=len(names)) if (ids >= 0).any() else []
-    return {names[k]: int(n) for k, n in enumerate(counts) if n and names[k]}
+    counts = np.bincount(ids[ids >= 0], minlength=len(names))
+    return {names[k]: int(n) for k, n in enumerate(counts.tolist()) if n and names[k]}
 
 
 def _classes_line(classes: list[str]) -> str:
