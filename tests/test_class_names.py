@@ -123,9 +123,9 @@ def _store_of(run, root, folders) -> str:
     return str(store)
 
 
-def _eval(run, store, *extra) -> list[str]:
+def _eval(run, store, *extra, split="all") -> list[str]:
     _, out, _ = run
-    args = ["eval", str(out / "best.pt"), "--store", store, "--split", "all"]
+    args = ["eval", str(out / "best.pt"), "--store", store, "--split", split]
     return [*args, "--clips", "1", "--crops", "1", *extra]
 
 
@@ -200,3 +200,24 @@ def test_eval_on_an_unlabelled_store_gives_predictions_only(run, tmp_path, capsy
     assert len(rows) == 3 * len(CLASS_IND)
     assert {r["label"] for r in rows.values()} == {""}
     assert {r["prediction"] for r in rows.values()} <= set(CLASS_IND)
+    # a store that records no splits: the run's generated validation split (here "test")
+    assert main(_eval(run, flat, split="test")) == 0
+    assert "split test" in capsys.readouterr().out
+
+
+def test_eval_scores_the_labelled_videos_of_a_partly_labelled_store(run, tmp_path, capsys):
+    _, _, videos = run
+    files = sorted(videos.rglob("*.mp4"))
+    rows = [f"{f},{'' if f.stem.endswith('_000') else f.parent.name}" for f in files]
+    (tmp_path / "ann.csv").write_text("path,label\n" + "\n".join(rows) + "\n")
+    store = tmp_path / "store"
+    build = ["build", str(tmp_path / "ann.csv"), "--out", str(store), "--size", "none"]
+    assert main([*build, "--quiet"]) == 0
+    assert main(_eval(run, str(store), "--out", str(tmp_path / "m.json"))) == 0
+    text = capsys.readouterr()
+    said = "3 of the 9 videos have no label: metrics over the 6 labelled ones, predictions for all"
+    assert said in text.err and said in text.out
+    got = json.loads((tmp_path / "m.json").read_text())
+    assert got["video_level"]["samples"] == 6 and said in got["notes"]
+    labels = [r["label"] for r in _rows(tmp_path / "m_predictions.csv").values()]
+    assert len(labels) == 9 and labels.count("") == 3
