@@ -89,7 +89,8 @@ def test_export_from_a_checkpoint_with_its_preprocessing(tmp_path):
     )
     report = export_onnx(ck, tmp_path / "out" / "seg.onnx")
     assert report.inputs == {"key": ["batch", 3, 24, 32], "context": ["batch", T, 3, 24, 32]}
-    meta = json.loads((tmp_path / "out" / "seg.json").read_text())
+    meta = json.loads((tmp_path / "out" / "seg.onnx.json").read_text())
+    assert report.sidecar == tmp_path / "out" / "seg.onnx.json"
     assert meta["classes"] == ["bg", "fg"] and meta["task"] == "segmentation"
     assert meta["contract"]["mean"] == [0.4] * 3 and meta["contract"]["size"] == "24x32"
     # the contract travels inside the ONNX file too

@@ -15,17 +15,29 @@ __all__ = ["ShownWindow", "show_window", "window_png"]
 
 @dataclasses.dataclass(frozen=True)
 class ShownWindow:
-    """What ``show_window`` wrote: which stored frames of which video, and how many were asked."""
+    """What ``show_window`` wrote: which stored frames of which video, and how many were asked.
+
+    Frames are numbered as the store numbers them (``frame_indices``, what ``--start`` and
+    ``--stride`` count), in the title and under each tile alike; ``source_frame_indices`` are
+    the same frames in the source video's numbering (they differ when the build resampled the
+    rate), which the title adds in brackets."""
 
     path: str
     video: int
     frame_indices: tuple[int, ...]  # stored frames drawn, in the store's numbering
     frames_requested: int
     num_frames: int  # frames the video holds
+    source_frame_indices: tuple[int, ...] = ()  # the same frames in the source's numbering
+    title: str = ""
+    captions: tuple[str, ...] = ()  # under each tile: "#<stored frame> <seconds>s"
 
     def summary(self) -> str:
         first, last = self.frame_indices[0], self.frame_indices[-1]
-        line = f"wrote {self.path}: video {self.video}, frames {first}..{last}"
+        line = f"wrote {self.path}: video {self.video}, stored frames {first}..{last}"
+        if self.source_frame_indices:
+            line += (
+                f" (source frames {self.source_frame_indices[0]}..{self.source_frame_indices[-1]})"
+            )
         if len(self.frame_indices) < self.frames_requested:
             line += (
                 f" ({len(self.frame_indices)} of the {self.frames_requested} frames asked for: "
@@ -70,8 +82,12 @@ def show_window(
     idx = start + stride * np.arange(frames)
     idx = idx[idx < rec.num_frames]
     pixels = store.read_numpy(video, idx)
-    caps = [f"#{rec.source_frame_indices[i]} {rec.pts_seconds[i]:.2f}s" for i in idx]
-    title = f"{rec.path} [{rec.label}] frames {idx[0]}..{idx[-1]} stride {stride}"
+    source = [int(rec.source_frame_indices[i]) for i in idx]
+    caps = [f"#{i} {rec.pts_seconds[i]:.2f}s" for i in idx]
+    title = (
+        f"{rec.path} [{rec.label}] stored frames {idx[0]}..{idx[-1]} stride {stride} "
+        f"(source frames {source[0]}..{source[-1]}); tiles: #stored frame, time"
+    )
     window_png(pixels, path, captions=caps, title=title)
     return ShownWindow(
         path=str(path),
@@ -79,6 +95,9 @@ def show_window(
         frame_indices=tuple(int(i) for i in idx),
         frames_requested=frames,
         num_frames=rec.num_frames,
+        source_frame_indices=tuple(source),
+        title=title,
+        captions=tuple(caps),
     )
 
 

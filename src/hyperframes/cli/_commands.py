@@ -224,6 +224,7 @@ def evaluate(args) -> int:
         workers=args.workers,
         device=args.device,
         out=args.out,
+        classes_by_index=args.classes_by_index,
     )
     return EXIT_OK
 

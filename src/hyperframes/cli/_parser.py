@@ -360,6 +360,13 @@ def _eval_options(e) -> None:
         help="metrics JSON to write (default RUN_DIR/eval/<store>/<split>/metrics.json); the "
         "per-video CSV (path, label, prediction, score) goes beside it",
     )
+    e.add_argument(
+        "--classes-by-index",
+        action="store_true",
+        help="score store class k as model class k whatever their names (default: match the "
+        "store's class names to the model's, exactly or ignoring case; a class the model does "
+        "not know is an error)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

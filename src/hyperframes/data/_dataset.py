@@ -261,6 +261,12 @@ class HyperframeDataset(torch.utils.data.Dataset):
         self.epoch = int(epoch)
 
     @property
+    def classes(self) -> list[str]:
+        """The store's class names: label ``k`` of an item is ``classes[k]`` (-1: none; empty
+        for an unlabelled store)."""
+        return list(self.store.classes)
+
+    @property
     def labels(self) -> np.ndarray:
         """Label of each item (for class-balanced sampling)."""
         return np.asarray(self.sampler.item_labels(self.table))

@@ -19,14 +19,16 @@ The export is one ``.onnx`` file, weights included, unless they exceed what one 
 may hold (:data:`EXTERNAL_DATA_BYTES`, under its 2 GiB limit): then they go to
 ``<model>.onnx.data`` beside it, and the summary says so.
 
-The contract travels with the graph: ``<model>.json`` next to the ``.onnx`` records it
-(``"contract"``, :meth:`InputContract.to_dict`) with the inputs, classes and task, and the
-ONNX file's metadata (``metadata_props``; onnxruntime's
+The contract travels with the graph: ``<model>.onnx.json`` next to the ``.onnx`` records it
+(``"contract"``, :meth:`InputContract.to_dict`) with the inputs, classes, task and the
+preprocessing recipe, and the ONNX file's metadata (``metadata_props``; onnxruntime's
 ``session.get_modelmeta().custom_metadata_map``) holds it too: ``hyperframes.contract`` (the
-same dict as JSON) and, for consumers that read single keys, :data:`METADATA_KEYS`: ``task`` and
-``layout`` as they are, and as JSON ``classes`` (the names, in output order), ``frames`` (T),
-``frame_stride``, ``fps`` (``null``: every decoded frame), ``mean`` and ``std`` (3 numbers on
-the [0, 1] scale) -- so a consumer prepares frames exactly as evaluation did.
+same dict as JSON), ``hyperframes.preprocessing`` (:func:`preprocessing_recipe` as JSON: every
+step from a video file to the graph's input, in words and values), ``preprocessing`` (the same
+steps as numbered text) and, for consumers that read single keys, :data:`METADATA_KEYS`:
+``task`` and ``layout`` as they are, and as JSON ``classes`` (the names, in output order),
+``frames`` (T), ``frame_stride``, ``fps`` (``null``: every decoded frame), ``mean`` and ``std``
+(3 numbers on the [0, 1] scale) -- so a consumer prepares frames exactly as ``predict`` does.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from .._core._contract import InputContract
 from .._core._errors import ConfigError, HyperframesError
 from ._load import InferenceModel, load_inference_model
 
-__all__ = ["ExportError", "ExportReport", "export_onnx", "onnx_models"]
+__all__ = ["ExportError", "ExportReport", "export_onnx", "onnx_models", "preprocessing_recipe"]
 
 ATOL = 1e-4
 #: weights above this many bytes go to an external ``.onnx.data`` file (protobuf's limit is
@@ -344,6 +346,101 @@ def _check(graph, path, layout, model, batch, hw, seed, names, contract) -> tupl
     return float(np.abs(got.astype(np.float64) - ref).max()), batch
 
 
+#: how each layout orders a window of T RGB frames in the graph's input (``t`` the frame of
+#: the window, ``c`` the channel R=0, G=1, B=2, ``y``/``x`` the pixel)
+LAYOUT_ORDER = {
+    "temporal": "input[b, t, c, y, x]",
+    "channel": "input[b, 3 * t + c, y, x]: frame-major, R G B of frame 0, then of frame 1, ...",
+    "conv3d": "input[b, c, t, y, x]",
+    "keyframe": "key[b, c, y, x] is frame T // 2 of the window; context[b, t, c, y, x] all T",
+}
+
+
+def preprocessing_recipe(contract: InputContract, inputs: dict[str, list] | None = None) -> dict:
+    """Every step from a video file to the graph's input for ``contract``, as values and words
+    (what ``predict`` does; the README's "Inference and export" says the same)."""
+    crop = contract.crop
+    fps = contract.fps
+    order = LAYOUT_ORDER[contract.layout]
+    if contract.flow:
+        order += (
+            f"; then 2 * (T - 1) = {2 * (contract.frames - 1)} optical-flow planes (x, y of "
+            "each pair of consecutive frames, in pixels) from a store built with --flow"
+        )
+    steps: dict[str, Any] = {
+        "decode": "decode every frame of the video stream to 8-bit RGB (FFmpeg's YUV to RGB "
+        "conversion, rgb24)",
+        "fps": fps,
+        "resample": None
+        if fps is None
+        else f"frames at {fps:g} fps by timestamp: target times p0 + k / {fps:g} (p0 the first "
+        "frame's time, k = 0, 1, ... while inside the video), each taking the frame of nearest "
+        "time (ties: the earlier); frames may repeat or be skipped",
+        "store_size": contract.size,
+        "store_resize": None
+        if contract.size is None
+        else "to the store's size: 'N' scales the short side to N and the long side to "
+        "round(long * N / short) (an exact 'HxW' is that size), with FFmpeg's area scaler "
+        "(swscale SWS_AREA) in the same call as the RGB conversion (PyAV: "
+        "frame.to_ndarray(format='rgb24', width=W, height=H, interpolation='AREA'); "
+        "ffmpeg -vf scale=W:H:flags=area); OpenCV's INTER_AREA on the RGB frame is another "
+        "filter and gives other pixels",
+        "crop": crop,
+        "crop_resize": None
+        if crop is None
+        else f"short side to {crop}, long side int(long * {crop} / short) (rounded down), "
+        "bilinear with antialiasing (torchvision resize antialias=True; Pillow's BILINEAR "
+        f"agrees to 1 level), then the central {crop} x {crop} square: top = (H - {crop}) // "
+        f"2, left = (W - {crop}) // 2; nothing when the frame is already {crop} x {crop}",
+        "values": "float32 x / 255, then (x - mean[c]) / std[c] per RGB channel",
+        "mean": list(contract.mean),
+        "std": list(contract.std),
+        "window": f"{contract.frames} frames {contract.frame_stride} apart (after resampling)",
+        "layout": contract.layout,
+        "order": order,
+        "dtype": "float32",
+    }
+    if contract.dtype == "float16":
+        steps["values"] = "the store holds float16 frames normalised at build time: cast only"
+    if contract.audio is not None:
+        steps["audio"] = (
+            f"a second input 'audio': the window's log-mel ({contract.audio['n_mels']} mels, "
+            f"{contract.frames * contract.audio['columns_per_frame']} columns) from a store "
+            "built with --audio"
+        )
+    if inputs is not None:
+        steps["inputs"] = inputs
+    return steps
+
+
+def recipe_text(recipe: dict) -> str:
+    """:func:`preprocessing_recipe` as numbered lines (the ``preprocessing`` metadata)."""
+    order = (
+        ("decode", None),
+        ("resample", None),
+        ("store_resize", "store_size"),
+        ("crop_resize", "crop"),
+        ("values", None),
+        ("window", None),
+        ("order", "layout"),
+        ("audio", None),
+    )
+    lines: list[str] = []
+    for key, value in order:
+        if recipe.get(key) is None:
+            continue
+        head = f"{key} {recipe[value]}" if value else key
+        lines.append(f"{len(lines) + 1}. {head}: {recipe[key]}")
+    lines.append(f"{len(lines) + 1}. mean {recipe['mean']}, std {recipe['std']}, dtype float32")
+    return "\n".join(lines)
+
+
+def sidecar_path(path: str | os.PathLike) -> Path:
+    """``<model>.onnx.json``: the sidecar of the ONNX file at ``path``."""
+    path = Path(path)
+    return path.with_name(path.name + ".json")
+
+
 def _sidecar(path: Path, report: ExportReport, loaded: InferenceModel | None) -> Path:
     meta: dict = {
         "onnx": path.name,
@@ -352,32 +449,36 @@ def _sidecar(path: Path, report: ExportReport, loaded: InferenceModel | None) ->
         "inputs": report.inputs,
         "output": {"logits": report.output_shape},
         "max_abs_diff": report.max_abs_diff,
-        "input_note": "float32 frames, (x / 255 - mean) / std per channel, in the layout above",
+        "input_note": "float32 frames, (x / 255 - mean) / std per channel, in the layout "
+        f"above: {LAYOUT_ORDER.get(report.layout, report.layout)}",
     }
     if loaded is not None:
+        recipe = preprocessing_recipe(loaded.contract, report.inputs)
         meta.update(
             {
-                "input_note": "uint8 RGB frames (B, T, 3, H, W) prepared by the contract: "
-                "stored at contract.size (and fps), short side resized to contract.crop and "
-                "centre-cropped, (x / 255 - mean) / std per channel, in contract.layout",
+                "input_note": "float32 (the graph's inputs above), prepared from RGB frames as "
+                "'preprocessing' says",
+                "preprocessing": recipe,
                 "checkpoint": loaded.path,
                 "task": loaded.task,
                 "classes": loaded.classes,
                 "contract": loaded.contract.to_dict(),
             }
         )
-        _record_metadata(path, loaded)
-    side = path.with_suffix(".json")
+        _record_metadata(path, loaded, recipe)
+    side = sidecar_path(path)
     side.write_text(json.dumps(meta, indent=1) + "\n")
     return side
 
 
-def _onnx_metadata(loaded: InferenceModel) -> dict[str, str]:
-    """The ONNX metadata of a checkpoint's export (module doc): the contract as JSON, and the
-    plain :data:`METADATA_KEYS`."""
+def _onnx_metadata(loaded: InferenceModel, recipe: dict) -> dict[str, str]:
+    """The ONNX metadata of a checkpoint's export (module doc): the contract and the
+    preprocessing recipe as JSON, the recipe as text, and the plain :data:`METADATA_KEYS`."""
     c = loaded.contract
     return {
         "hyperframes.contract": json.dumps(c.to_dict()),
+        "hyperframes.preprocessing": json.dumps(recipe),
+        "preprocessing": recipe_text(recipe),
         "classes": json.dumps(list(loaded.classes)),
         "task": loaded.task,
         "layout": c.layout,
@@ -389,13 +490,13 @@ def _onnx_metadata(loaded: InferenceModel) -> dict[str, str]:
     }
 
 
-def _record_metadata(path: Path, loaded: InferenceModel) -> None:
+def _record_metadata(path: Path, loaded: InferenceModel, recipe: dict) -> None:
     """Write :func:`_onnx_metadata` into the ONNX file's ``metadata_props`` (replacing entries of
     the same keys); external weights stay where the exporter put them."""
     import onnx
 
     proto = onnx.load(str(path), load_external_data=False)
-    values = _onnx_metadata(loaded)
+    values = _onnx_metadata(loaded, recipe)
     kept = [(p.key, p.value) for p in proto.metadata_props if p.key not in values]
     del proto.metadata_props[:]
     for key, value in [*kept, *values.items()]:

@@ -63,6 +63,7 @@ def describe_store(store) -> dict:
             "videos_not_first_stream": int((streams != 0).sum()) if len(v) else 0,
         },
         "classes": store.classes,
+        "splits": _splits(v),
         "store_bytes": m.get("store_bytes") if hdf5 is None else hdf5["file_bytes"],
         "source_bytes": m.get("source_bytes"),
         "shards": m.get("shards"),
@@ -76,6 +77,30 @@ def describe_store(store) -> dict:
         "tracks": _tracks(store),
         "videos_shown": videos,
     }
+
+
+def _splits(videos) -> dict[str, int]:
+    """``{split name: videos}`` of the splits the store records (a CSV annotation's ``split``
+    column, UCF-style lists), in the store's order of names; ``{}`` when it records none."""
+    if not len(videos):
+        return {}
+    ids = np.asarray(videos.split_ids)
+    names = list(videos.splits)
+    counts = np.bincount(ids[ids >= 0], minlength=len(names))
+    return {names[k]: int(n) for k, n in enumerate(counts.tolist()) if n and names[k]}
+
+
+def _classes_line(classes: list[str]) -> str:
+    if not classes:
+        return "classes        unlabelled (no class folders or labels in the inputs)"
+    shown = ", ".join(classes[:12]) + (" ..." if len(classes) > 12 else "")
+    return f"classes        {len(classes)}: {shown}"
+
+
+def _splits_line(splits: dict[str, int]) -> str:
+    if not splits:
+        return "splits         none recorded (training splits the videos itself: data.val_fraction)"
+    return "splits         " + ", ".join(f"{name} {n}" for name, n in splits.items())
 
 
 def _tracks(store) -> dict:
@@ -126,8 +151,8 @@ def format_store_info(d: dict) -> str:
         f"videos         {d['num_videos']} ({d['num_frames']} frames; per video min "
         f"{fpv['min']}, median {fpv['median']:g}, max {fpv['max']})",
         _streams_line(d["streams"]),
-        f"classes        {len(d['classes'])}: {', '.join(d['classes'][:12])}"
-        + (" ..." if len(d["classes"]) > 12 else ""),
+        _classes_line(d["classes"]),
+        _splits_line(d.get("splits") or {}),
         f"size           {d['store_bytes'] / 1e6:.2f} MB "
         + (f"in {len(d['shards'] or [])} shard(s)" if d["hdf5"] is None else "(the file)")
         + f", {ratio:.2f}x the source's {d['source_bytes'] / 1e6:.2f} MB",
@@ -149,7 +174,7 @@ def format_store_info(d: dict) -> str:
     for r in d["videos_shown"]:
         c, h, w = r["shape"]
         lines.append(
-            f"  {r['num_frames']:6d} frames {c}x{h}x{w} @ {r['fps']:.3g} fps, stream "
+            f"  {r['num_frames']:6d} frames {c}x{h}x{w} @ {round(r['fps'], 3):g} fps, stream "
             f"v:{r['stream']} (decoded {r['num_frames_decoded']}, "
             f"header {r['num_frames_from_header']}"
             + (f", DAMAGED: {r['decode_errors']} decoder errors" if r["decode_errors"] else "")

@@ -25,6 +25,17 @@ spread over its frame times (one clip: the centred window), as ``uniform`` sprea
 its frames. Runs sampled by ``segments`` cover the whole video whatever its rate and are
 sampled as they were.
 
+**Classes.** The store's class names are matched to the model's (the checkpoint's contract)
+by name, so a store whose classes are numbered otherwise is scored right: an exact name
+first, else the same name ignoring case (``Nasa`` is the model's ``nasa``; said under
+``notes``). A class of the evaluated videos that the model does not know is a
+:class:`DataError` listing both sets; ``classes_by_index=True`` (``--classes-by-index``)
+scores store class k as model class k whatever the names (said on stderr and under
+``notes``), and a store id past the model's classes is an error too. Videos without a label
+get predictions only: a store (or split) with none writes ``predictions.csv`` and no
+metrics, and says so; a split with some gets metrics over the labelled videos (said under
+``notes``) and predictions for all.
+
 Input is prepared by the checkpoint's :class:`~hyperframes._core._contract.InputContract` only
 (the same object predict and export use), the model rebuilt by
 :func:`~hyperframes.train._checkpoint.rebuild_model`. The metrics are printed as a table and
@@ -48,7 +59,7 @@ import numpy as np
 
 from .._core._contract import InputContract
 from .._core._device import resolve_device
-from .._core._errors import ConfigError
+from .._core._errors import ConfigError, DataError
 from ._checkpoint import load_checkpoint, rebuild_model
 from ._config import config_from_dict
 from ._data import make_dataset
@@ -56,7 +67,7 @@ from ._predict import predict
 from ._splits import resolve_split
 from ._tasks import create_task, get_task
 
-__all__ = ["evaluate", "format_metrics"]
+__all__ = ["evaluate", "format_metrics", "match_classes"]
 
 POSITIONS = {1: ("centre",), 3: ("start", "centre", "end")}
 
@@ -137,6 +148,83 @@ def _rate_note(contract: InputContract, rates: np.ndarray, store: str, segmented
     return note, not segmented
 
 
+def _listed(names) -> str:
+    names = list(names)
+    shown = ", ".join(names[:30]) + (f" ... ({len(names)} in all)" if len(names) > 30 else "")
+    return shown or "none"
+
+
+def match_classes(
+    store_classes, model_classes, *, used=None, by_index: bool = False, where: str = "the store"
+) -> tuple[np.ndarray, list[str]]:
+    """``(label_map, notes)``: the model's class of each store class (-1: not used) and what
+    to tell the user (module doc). ``used``: the store class ids the evaluated videos carry
+    (default: every store class); only those must be known to the model."""
+    store_classes, model_classes = list(store_classes), list(model_classes)
+    used_ids = range(len(store_classes)) if used is None else sorted({int(k) for k in used})
+    lut = np.full(len(store_classes), -1, np.int64)
+    if by_index:
+        past = [k for k in used_ids if k >= len(model_classes)]
+        if past:
+            raise DataError(
+                f"{where} has classes the model has no output for by index: "
+                f"{_listed(f'{k}:{store_classes[k]}' for k in past)}; the store's classes: "
+                f"{_listed(store_classes)}; the model's ({len(model_classes)}): "
+                f"{_listed(model_classes)}. Leave out --classes-by-index to match them by name"
+            )
+        lut[list(used_ids)] = list(used_ids)
+        differ = [k for k in used_ids if store_classes[k] != model_classes[k]]
+        note = "classes matched by index (--classes-by-index), not by name"
+        if differ:
+            pairs = ", ".join(f"{store_classes[k]} -> {model_classes[k]}" for k in differ[:12])
+            note += f": the store's {pairs} are scored as the model's classes of the same number"
+        return lut, [note]
+    exact = {name: k for k, name in enumerate(model_classes)}
+    folded: dict[str, list[int]] = {}
+    for k, name in enumerate(model_classes):
+        folded.setdefault(name.casefold(), []).append(k)
+    unknown, by_case = [], []
+    for k in used_ids:
+        name = store_classes[k]
+        if name in exact:
+            lut[k] = exact[name]
+        elif len(folded.get(name.casefold(), ())) == 1:
+            lut[k] = folded[name.casefold()][0]
+            by_case.append(f"{name} -> {model_classes[lut[k]]}")
+        else:
+            unknown.append(name)
+    if unknown:
+        raise DataError(
+            f"{where} has classes the model does not know: {_listed(unknown)}; the store's "
+            f"classes: {_listed(store_classes)}; the model's: {_listed(model_classes)} "
+            "(names are matched exactly, else ignoring case). Evaluate on videos of the "
+            "model's classes, rename the store's classes (rebuild it with a label map), or "
+            "pass --classes-by-index to score store class k as model class k"
+        )
+    notes = []
+    if by_case:
+        notes.append(f"classes matched by name ignoring case: {', '.join(by_case[:12])}")
+    return lut, notes
+
+
+def _used_classes(st, ids: np.ndarray, cfg, task: str) -> np.ndarray | None:
+    """The store class ids the evaluated items carry (None: every class, for samplers whose
+    items take a segment's class)."""
+    if "per_segment" in (cfg.data.val_sampler, cfg.data.sampler) or task != "classification":
+        return None  # segments' classes, or several per video (multilabel)
+    labels = np.asarray(st.videos.label_ids)[ids]
+    return np.unique(labels[labels >= 0])
+
+
+def _labelled(views: list[dict]) -> list[dict]:
+    """The views' items that have a label (classification: ``labels`` >= 0)."""
+    out = []
+    for v in views:
+        keep = np.asarray(v["labels"]) >= 0
+        out.append({k: np.asarray(a)[keep] for k, a in v.items()})
+    return out
+
+
 def _out_path(ck_path: str, store: str, split: str) -> Path:
     """``RUN_DIR/eval/<store name>/<split>/metrics.json`` (module doc)."""
 
@@ -175,12 +263,14 @@ def evaluate(
     workers: int = 0,
     device: str = "auto",
     out: str | Path | None = None,
+    classes_by_index: bool = False,
     verbose: bool = True,
 ) -> dict:
     """Evaluate ``checkpoint`` (a file, or a run folder: its ``best.pt``, else ``last.pt``) on
     ``store`` (default: the run's store), split ``split`` (``None`` or ``"all"``: every
-    video); metrics to ``out`` (default: per store and split, see the module doc). Returns
-    the metrics dict."""
+    video); metrics to ``out`` (default: per store and split, see the module doc). Classes
+    are matched by name (``classes_by_index``: by number; module doc). Returns the metrics
+    dict (``predictions_only``: the videos have no labels, so no metrics)."""
     from ..data import loader
     from ..store import open_store
 
@@ -210,10 +300,40 @@ def evaluate(
         role = "train" if split == cfg.data.train_split else "val"
         ids, _ = resolve_split(st, split, cfg.data, role=role)
     classes = list(contract.classes)
+    kind = create_task(task, classes)
+    notes: list[str] = []
+    used = _used_classes(st, ids, cfg, task)
+    labels = np.asarray(st.videos.label_ids)[ids]
+    # per_segment items take their segment's class: the videos need no label of their own
+    unlabelled = int((labels < 0).sum()) if task == "classification" and used is not None else 0
+    predictions_only = task == "classification" and (not st.classes or unlabelled == len(ids))
+    if task != "segmentation" and not predictions_only:
+        kind.label_map, said = match_classes(
+            st.classes,
+            classes,
+            used=used,
+            by_index=classes_by_index,
+            where=cfg.data.store,
+        )
+        notes += said
+    elif predictions_only:
+        kind.label_map = np.zeros(0, np.int64)  # every item unlabelled: no target
+        notes.append(
+            f"the {len(ids)} videos of split {split} in {cfg.data.store} have no labels: "
+            "predictions only (predictions.csv), no metrics"
+        )
+    if unlabelled and not predictions_only:
+        notes.append(
+            f"{unlabelled} of the {len(ids)} videos have no label: metrics over the "
+            f"{len(ids) - unlabelled} labelled ones, predictions for all"
+        )
     rates = np.asarray(st.videos.fps, dtype=np.float64)[ids]
     note, resample = _rate_note(contract, rates, cfg.data.store, _segmented(cfg))
+    for n in notes:
+        print(f"hyperframes eval: note: {n}", file=sys.stderr, flush=True)
     if note is not None:
         print(f"hyperframes eval: warning: {note}", file=sys.stderr, flush=True)
+        notes.append(note)
     passes = _passes(cfg, clips, contract, resample=resample)
     views = []
     for position in POSITIONS[crops]:
@@ -238,7 +358,7 @@ def evaluate(
                 predict(
                     model,
                     dl,
-                    task=task,
+                    task=kind,
                     contract=contract,
                     device=dev,
                     num_classes=len(classes),
@@ -258,10 +378,13 @@ def evaluate(
         "sampler": passes[0][0],
         "model_fps": contract.fps,
         "store_fps": sorted({round(float(r), 3) for r in rates}),
-        "notes": [note] if note is not None else [],
+        "classes_matched_by": "index" if classes_by_index else "name",
+        "notes": notes,
     }
-    kind = create_task(task, classes)
-    result.update(kind.evaluate_views(views))
+    if predictions_only:
+        result["predictions_only"] = True
+    else:
+        result.update(kind.evaluate_views(_labelled(views) if task == "classification" else views))
     path = Path(out) if out is not None else _out_path(ck["path"], cfg.data.store, split)
     path.parent.mkdir(parents=True, exist_ok=True)
     rows = kind.video_predictions(views)
@@ -270,8 +393,9 @@ def evaluate(
         csv_path = path.with_name(name)
         _write_predictions(csv_path, rows, st.videos.paths)
         result["predictions_csv"] = str(csv_path)
-    path.write_text(json.dumps(result, indent=1, default=float) + "\n")
-    result["metrics_json"] = str(path)
+    if not predictions_only:
+        path.write_text(json.dumps(result, indent=1, default=float) + "\n")
+        result["metrics_json"] = str(path)
     if verbose:
         print(format_metrics(result), flush=True)
     return result
@@ -282,13 +406,23 @@ def format_metrics(r: dict) -> str:
     lines = [
         f"{r['model']} T={r['frames']} on {r['store']} split {r['split']}: {r['videos']} videos"
     ]
+    notes = [f"  note: {n}" for n in r.get("notes", ())]
+    if r.get("predictions_only"):
+        return "\n".join(
+            [
+                *lines,
+                "  no labels: predictions only, no metrics",
+                f"  per-video predictions: {r.get('predictions_csv', '')}",
+                *notes,
+            ]
+        )
     if "clip_level" not in r:  # tasks without clip/video levels (segmentation)
         lines.append(f"  windows         {r['windows']}")
         lines.append(f"  mIoU            {r['miou']:.4f}")
         lines.append(f"  pixel accuracy  {r['pixel_accuracy']:.4f}")
         for name, v in r["iou"].items():
             lines.append(f"  IoU {name:<12}{v:.4f}")
-        return "\n".join(lines)
+        return "\n".join(lines + notes)
     c, v = r["clip_level"], r["video_level"]
     lines.append(f"  views: {r['clips']} clips x {r['crops']} crops ({r['views']} in all)")
     lines.append(f"  {'':<22}{'clip':>8}{'video':>8}")
@@ -311,4 +445,4 @@ def format_metrics(r: dict) -> str:
     lines.append(f"  metrics: {r.get('metrics_json', '')}")
     if r.get("predictions_csv"):
         lines.append(f"  per-video predictions: {r['predictions_csv']}")
-    return "\n".join(lines)
+    return "\n".join(lines + notes)

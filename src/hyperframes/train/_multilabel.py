@@ -141,6 +141,12 @@ class MultilabelTask(Task):
         target = target.float()
         if target.dim() == 3:  # (B, T, C) per-frame classes: the window's are any frame's
             target = target.amax(dim=1)
+        if self.label_map is not None and target.dim() == 2:  # the store's columns -> ours
+            lut = torch.as_tensor(self.label_map, dtype=torch.int64)
+            mapped = torch.zeros(len(target), self.num_classes, dtype=target.dtype)
+            keep = torch.nonzero(lut >= 0).flatten()
+            mapped[:, lut[keep]] = target[:, keep]
+            target = mapped
         if target.dim() != 2 or target.shape[1] != self.num_classes:
             raise DataError(
                 f"multi-hot targets of shape {tuple(target.shape)}; expected (B, "

@@ -87,6 +87,10 @@ class Task(abc.ABC):
     #: ``(record key, label)`` drawn in the right panel of ``curves.png``, and its title
     curves: ClassVar[tuple[tuple[str, str], ...]]
     curves_title: ClassVar[str]
+    #: the model's class of each store class (-1: none), applied by :meth:`targets` when set:
+    #: ``hyperframes eval`` sets it to score a store whose class ids differ from the model's
+    #: (classes matched by name); None: the store's ids are the model's (training)
+    label_map: np.ndarray | None = None
 
     def __init__(
         self,
@@ -286,7 +290,13 @@ class ClassificationTask(Task):
         return with_num_classes(classes, num_classes)
 
     def targets(self, batch) -> torch.Tensor:
-        return batch.labels
+        labels = batch.labels
+        if self.label_map is None:
+            return labels
+        # one more entry, -1, for an unlabelled item (-1): predictions only, no loss
+        lut = torch.as_tensor(np.append(self.label_map, -1), dtype=torch.int64)
+        known = (labels >= 0) & (labels < len(lut) - 1)
+        return lut[torch.where(known, labels, len(lut) - 1)]
 
     def mix(self, x, targets, *, rank, step):
         if self.mixup <= 0 and self.cutmix <= 0:
@@ -314,7 +324,8 @@ class ClassificationTask(Task):
         return (logits.argmax(1) == targets).float().sum()
 
     def predictions(self, logits, targets):
-        losses = F.cross_entropy(logits, targets, reduction="none")
+        # an unlabelled item (target -1, eval on a store without labels) has no loss: 0
+        losses = F.cross_entropy(logits, targets, reduction="none", ignore_index=-1)
         return {
             "scores": logits.cpu().numpy(),
             "labels": targets.cpu().numpy(),
