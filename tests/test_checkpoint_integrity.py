@@ -144,3 +144,19 @@ def test_a_checkpoint_from_before_checksums_loads_with_a_note(run, capsys):
         from hyperframes.models import read_state_dict
 
         read_state_dict(run / "stripped.pt")
+
+
+@pytest.mark.parametrize("links", [True, False], ids=["hard-link", "copy"])
+def test_keep_previous_never_leaves_the_file_missing_or_partial(tmp_path, monkeypatch, links):
+    from hyperframes._core._atomic import keep_previous, write_bytes_atomic
+
+    if not links:  # a filesystem without hard links
+        monkeypatch.setattr("os.link", lambda *a: (_ for _ in ()).throw(OSError("no links")))
+    last, prev = tmp_path / "last.pt", tmp_path / "last.prev.pt"
+    assert keep_previous(last, prev) is None and not prev.exists()  # nothing to keep yet
+    write_bytes_atomic(last, b"first")
+    assert keep_previous(last, prev) == prev
+    write_bytes_atomic(last, b"second")
+    assert (last.read_bytes(), prev.read_bytes()) == (b"second", b"first")
+    assert last.stat().st_ino != prev.stat().st_ino  # the new last.pt is a new file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.prev.pt", "last.pt"]

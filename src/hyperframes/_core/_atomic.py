@@ -91,15 +91,13 @@ def keep_previous(path: str | os.PathLike, previous: str | os.PathLike) -> Path 
     if not path.is_file():
         return None
     tmp = temp_path(previous)
+    tmp.unlink(missing_ok=True)
     try:
-        tmp.unlink(missing_ok=True)
-        try:
-            os.link(path, tmp)
-        except OSError:  # no hard links here (some network and FAT filesystems)
-            with open(path, "rb") as src, open(tmp, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-                dst.flush()
-                os.fsync(dst.fileno())
+        os.link(path, tmp)
+    except OSError:  # no hard links here (some network and FAT filesystems): copy
+        with open(path, "rb") as src:
+            return write_atomic(previous, lambda f: shutil.copyfileobj(src, f, 1 << 20))
+    try:
         os.replace(tmp, previous)
     finally:
         tmp.unlink(missing_ok=True)
