@@ -399,3 +399,66 @@ def test_a_video_whose_actor_keeps_dying_is_failed_with_the_reason(ray_address, 
     assert len(seen) == 1 and seen[0][:3] == ("failed", rank, 0)
     assert f"the Ray actor decoding it died {RETRIES + 1} times" in seen[0][3]
     assert seen[0][3].endswith("rerun to retry it")
+
+
+def _process_tree(root: int) -> dict[int, tuple[bytes, bytes]]:
+    """{pid: (start time, command line)} of every descendant of ``root`` now."""
+    parent, seen = {}, {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (d / "stat").read_bytes().rsplit(b")", 1)[1].split()
+                parent[int(d.name)] = int(fields[1])
+                seen[int(d.name)] = fields[19]  # start time: tells a reused pid apart
+    tree, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        for child, ppid in parent.items():
+            if ppid == pid and child not in tree:
+                with contextlib.suppress(OSError):
+                    cmd = (Path("/proc") / str(child) / "cmdline").read_bytes()
+                    tree[child] = (seen[child], cmd.replace(b"\0", b" ")[:80])
+                todo.append(child)
+    return tree
+
+
+def _still_running(tree: dict[int, tuple[bytes, bytes]]) -> list[bytes]:
+    alive = []
+    for pid, (start, cmd) in tree.items():
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            if fields[19] == start and fields[0] != b"Z":
+                alive.append(cmd)
+    return alive
+
+
+@pytest.mark.slow
+def test_cli_kill_9_of_a_driver_that_started_ray_leaves_no_ray_process(many, tmp_path):
+    """A build that started its own Ray instance (no --ray-address): killed outright, every Ray
+    process it started ends with it (the dashboard and runtime-env agents used to wait ~60 s
+    for a GCS that was gone)."""
+    out = tmp_path / "store"
+    cmd = [*CLI, "build", str(many), "--out", str(out), *CLI_OPTIONS, "--workers", "2"]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    proc = subprocess.Popen([*cmd, "--engine", "ray", "--quiet"], env=env, stderr=subprocess.PIPE)
+    tree: dict[int, tuple[bytes, bytes]] = {}
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            tree = _process_tree(proc.pid)
+            names = b" ".join(cmd for _, cmd in tree.values())
+            if all(n in names for n in (b"ray::DecodeActor", b"DashboardAgent", b"raylet")):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the build ended before its actors were seen"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        deadline = time.time() + 5
+        while _still_running(tree) and time.time() < deadline:
+            time.sleep(0.1)
+        assert _still_running(tree) == [], "Ray processes outlived the killed driver"
+    finally:
+        for pid in tree:  # whatever is left, so as not to leave it to the other tests
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)

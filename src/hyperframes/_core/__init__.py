@@ -5,6 +5,7 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
 
     _errors     the exception tree (re-exported by ``hyperframes``)
     _atomic     crash-safe file writes
+    _checksum   the checksum a checkpoint carries (every entry, tensors by their bytes)
     _signals    SIGTERM handled like Ctrl-C; exit statuses
     _progress   progress bars on stderr
     _sizes      frame sizes: ``"128"`` / ``"112x96"`` / ``"none"`` and the size they give

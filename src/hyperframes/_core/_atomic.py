@@ -80,6 +80,31 @@ def write_atomic(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -
     return path
 
 
+def keep_previous(path: str | os.PathLike, previous: str | os.PathLike) -> Path | None:
+    """Make ``previous`` a copy of ``path`` (a hard link where the filesystem has them, else a
+    copy of its bytes), atomically, before ``path`` is replaced: ``path`` never goes missing,
+    and ``previous`` is the old content or the older one, never a partial file. Returns
+    ``previous``, or None when there is no ``path`` to keep."""
+    import shutil
+
+    path, previous = Path(path), Path(previous)
+    if not path.is_file():
+        return None
+    tmp = temp_path(previous)
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(path, tmp)
+    except OSError:  # no hard links here (some network and FAT filesystems): copy
+        with open(path, "rb") as src:
+            return write_atomic(previous, lambda f: shutil.copyfileobj(src, f, 1 << 20))
+    try:
+        os.replace(tmp, previous)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(previous.parent)
+    return previous
+
+
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     return write_atomic(path, lambda f: f.write(data))
 

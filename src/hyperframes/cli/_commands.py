@@ -175,7 +175,11 @@ def export(args) -> int:
 
 def train(args) -> int:
     """Stopped by Ctrl-C or SIGTERM, training saves ``last.pt`` where it stands; this prints one
-    line saying where and the command that resumes, and exits with 130 (SIGINT) or 143."""
+    line saying where and the command that resumes, and exits with 130 (SIGINT) or 143.
+    The config is checked before torch is imported: a refused one fails in milliseconds."""
+    from ..train import precheck_config
+
+    precheck_config(args.config, args.overrides)
     from ..train import TrainingInterrupted, run_training
 
     try:

@@ -3,7 +3,8 @@
 Accepted files (always read with ``torch.load(..., weights_only=True)``, never downloaded):
 
 * a plain state dict: torchvision / timm 2D or 3D networks, or a hyperframes model;
-* a hyperframes checkpoint: a dict whose ``"model"`` (or ``"state_dict"``) entry is one.
+* a hyperframes checkpoint: a dict whose ``"model"`` (or ``"state_dict"``) entry is one; its
+  checksum is checked first (:mod:`hyperframes._core._checksum`), a damaged one refused.
 
 A state dict of the very same model loads as is. A foreign one goes through
 ``model.map_pretrained``: keys get the model's prefix (``backbone.`` ...), a 2D network's
@@ -23,6 +24,7 @@ from typing import Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 
+from .._core._checksum import CHECKPOINT_FORMAT, checksum_problem, note_unchecked
 from .._core._errors import ConfigError
 
 __all__ = ["LoadReport", "adapt_state_dict", "inflate_weight", "load_pretrained", "read_state_dict"]
@@ -62,6 +64,15 @@ def read_state_dict(path: str | Path) -> dict[str, Tensor]:
             f"cannot read pretrained weights from {p}: {e}. Expected a state dict or a "
             "checkpoint dict saved with torch.save (loaded with weights_only=True)"
         ) from e
+    if isinstance(obj, Mapping) and obj.get("format") == CHECKPOINT_FORMAT:
+        problem = checksum_problem(obj)  # a hyperframes checkpoint: its weights are checked
+        if problem is not None:
+            raise ConfigError(
+                f"pretrained weights {p}: {problem}; they are not loaded. Use another "
+                "checkpoint of that run (last.prev.pt, best.pt) or copy this one again"
+            )
+        if "checksum" not in obj:
+            note_unchecked(p)
     if isinstance(obj, Mapping):
         for key in ("model", "state_dict"):
             if isinstance(obj.get(key), Mapping):

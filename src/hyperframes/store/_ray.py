@@ -45,6 +45,12 @@ Ray stops the actors of a driver that is gone, and each actor also stops by itse
 next video or commit once the store's lock file no longer names the build that started it
 (``StoreLock`` writes its holder into the file), so rerunning the same command recovers every
 committed video, decodes only the rest, and yields the same content as an uninterrupted build.
+A Ray instance the build started itself (no ``ray_address``) ends with the driver however it
+ends: its processes are started in the process group of a small reaper that stops the group
+when the driver's pipe to it closes (:mod:`hyperframes.store._ray_reaper`; on Linux Ray ties
+only its direct children to the driver, and its dashboard and runtime-env agents outlived a
+kill -9 by about a minute). Ctrl-C reaches the driver meanwhile: while Ray starts, the
+terminal is given to that group, whose Ray processes block SIGINT.
 
 Where the shards go. Actors write into ``STORE/shards`` directly, so the store folder must be
 one every node sees (a shared filesystem); an actor that does not find the build's lock file
@@ -65,6 +71,8 @@ import logging
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -194,12 +202,104 @@ def committed(store: Path, run: int, rank: int) -> dict[str, dict]:
     return found
 
 
-def _connect(ray, address: str | None) -> bool:
+class _Reaper:
+    """The process that ends the local Ray instance a build started once the driver is gone
+    (:mod:`hyperframes.store._ray_reaper`): started before ``ray.init``, its process group
+    joined by the driver while Ray starts (so every Ray process is in it), left after.
+    :meth:`start` gives None where this cannot be done (not Linux, where Ray has its own
+    reaper; a driver that leads its session and so cannot change group)."""
+
+    def __init__(self, proc: subprocess.Popen, own_group: int) -> None:
+        self.proc, self.own_group = proc, own_group
+        self.tty: int | None = None  # the terminal whose foreground the driver's group was
+
+    @classmethod
+    def start(cls, *, terminal: bool) -> _Reaper | None:
+        """The reaper, its group joined (``terminal``: with the terminal, see below)."""
+        if not sys.platform.startswith("linux") or os.getsid(0) == os.getpid():
+            return None
+        script = Path(__file__).with_name("_ray_reaper.py")
+        proc = subprocess.Popen(
+            [sys.executable, "-I", str(script)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=os.setpgrp,  # its own group, which the driver joins
+        )
+        own = os.getpgrp()
+        reaper = cls(proc, own)
+        try:
+            os.setpgid(0, proc.pid)
+        except OSError:
+            reaper.close()
+            return None
+        if terminal:
+            reaper._follow_terminal(proc.pid)
+        return reaper
+
+    def _follow_terminal(self, group: int) -> None:
+        """When the driver's group had the terminal, give it to ``group`` meanwhile, so that
+        Ctrl-C still reaches the driver while Ray starts (Ray's processes block SIGINT, the
+        reaper ignores it)."""
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            fd = sys.stdin.fileno()
+            if os.isatty(fd) and os.tcgetpgrp(fd) == self.own_group:
+                os.tcsetpgrp(fd, group)
+                self.tty = fd
+
+    def leave(self) -> None:
+        """Go back to the driver's own process group (and give it the terminal back)."""
+        try:
+            os.setpgid(0, self.own_group)
+        except OSError:  # that group has gone meanwhile: one of our own
+            os.setpgid(0, 0)
+        if self.tty is not None:
+            with contextlib.suppress(OSError):
+                os.tcsetpgrp(self.tty, os.getpgrp())
+            self.tty = None
+
+    def close(self) -> None:
+        """Tell the reaper the build is over: it ends what is left of the instance."""
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _start_local(ray) -> _Reaper | None:
+    """``ray.init`` of a Ray instance on this machine whose processes end with the driver."""
+    main = threading.current_thread() is threading.main_thread()
+    # changing groups and the terminal's foreground may raise SIGTTOU, which stops a process
+    before = signal.signal(signal.SIGTTOU, signal.SIG_IGN) if main else None
+    reaper = _Reaper.start(terminal=main)
+    try:
+        ray.init(address="local", include_dashboard=False, logging_level=logging.WARNING)
+    except BaseException:
+        if reaper is not None:
+            reaper.leave()
+            reaper.close()
+        raise
+    else:
+        if reaper is not None:
+            reaper.leave()
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTTOU, before)
+    return reaper
+
+
+def _connect(ray, address: str | None) -> tuple[bool, _Reaper | None]:
     """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a Ray instance on this
-    machine; True when this call started or joined it (and so must shut it down). A process
-    already connected (its own ``ray.init``) keeps its connection, whatever ``address`` says."""
+    machine; (True when this call started or joined it, and so must shut it down; the reaper
+    of the instance it started, to close after ``ray.shutdown``). A process already connected
+    (its own ``ray.init``) keeps its connection, whatever ``address`` says."""
     if ray.is_initialized():
-        return False
+        return False, None
+    reaper = None
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no report home from a build
     address = address or os.environ.get("RAY_ADDRESS") or None
     # Ray's core installs its own SIGTERM handler (log and exit); the build's own, which stops
@@ -209,7 +309,7 @@ def _connect(ray, address: str | None) -> bool:
         if address:
             ray.init(address=address, logging_level=logging.WARNING)
         else:
-            ray.init(address="local", include_dashboard=False, logging_level=logging.WARNING)
+            reaper = _start_local(ray)
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"at {address}" if address else "on this machine"
         hint = ""
@@ -226,7 +326,7 @@ def _connect(ray, address: str | None) -> bool:
         ) from None
     finally:
         _restore(handlers)
-    return True
+    return True, reaper
 
 
 def _signal_handlers() -> dict:
@@ -384,7 +484,7 @@ def run_on_ray(
     token = _lock_token(store)
     if token is None:
         raise StoreError(f"store {store}: its lock file is missing; is the build still running?")
-    joined = _connect(ray, address)
+    joined, reaper = _connect(ray, address)
     pool = None
     try:
         pool = _Pool(ray, store.absolute(), options, run, sources, todo, handle, token)
@@ -396,5 +496,9 @@ def run_on_ray(
     finally:
         if pool is not None:
             pool.stop()
-        if joined:
-            ray.shutdown()
+        try:
+            if joined:
+                ray.shutdown()
+        finally:
+            if reaper is not None:
+                reaper.close()

@@ -12,48 +12,105 @@ The command lines (``hyperframes.cli``) call these: ``hyperframes train CONFIG [
 [--out RUN_DIR] [--resume]`` runs :func:`run_training`, ``hyperframes eval RUN_DIR/best.pt
 [--store STORE] [--split val] [--clips 10 --crops 3]`` runs :func:`evaluate`;
 ``torchrun --nproc_per_node N -m hyperframes train CONFIG`` trains with DDP.
+
+The names load on first use (torch with them), so ``hyperframes.train._config`` is read, and a
+config refused, without importing torch: the command line checks a config before training.
 """
 
-from ._checkpoint import load_checkpoint, rebuild_model, save_checkpoint
-from ._config import (
-    AugmentConfig,
-    Config,
-    DataConfig,
-    EvalConfig,
-    ModelConfig,
-    TrainConfig,
-    apply_overrides,
-    config_from_dict,
-    load_config,
-    save_config,
-)
-from ._eval import evaluate, format_metrics
-from ._leakage import LeakageReport, check_leakage, content_hash, find_leakage
-from ._metrics import (
-    classification_metrics,
-    confusion_matrix,
-    iou_from_confusion,
-    per_class_scores,
-    segmentation_metrics,
-    topk_accuracy,
-    video_level,
-)
-from ._multilabel import MultilabelTask, average_precision, multilabel_metrics
-from ._schedule import lr_at, scaled_lr
-from ._segmentation import SegmentationDataset
-from ._setup import build_model
-from ._splits import split_videos
-from ._stopping import TrainingInterrupted
-from ._tasks import (
-    ClassificationTask,
-    SegmentationTask,
-    Task,
-    create_task,
-    get_task,
-    list_tasks,
-    register_task,
-)
-from ._trainer import run_training
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._checkpoint import load_checkpoint, rebuild_model, save_checkpoint
+    from ._config import (
+        AugmentConfig,
+        Config,
+        DataConfig,
+        EvalConfig,
+        ModelConfig,
+        TrainConfig,
+        apply_overrides,
+        config_from_dict,
+        load_config,
+        precheck_config,
+        save_config,
+    )
+    from ._eval import evaluate, format_metrics
+    from ._leakage import LeakageReport, check_leakage, content_hash, find_leakage
+    from ._metrics import (
+        classification_metrics,
+        confusion_matrix,
+        iou_from_confusion,
+        per_class_scores,
+        segmentation_metrics,
+        topk_accuracy,
+        video_level,
+    )
+    from ._multilabel import MultilabelTask, average_precision, multilabel_metrics
+    from ._schedule import lr_at, scaled_lr
+    from ._segmentation import SegmentationDataset
+    from ._setup import build_model
+    from ._splits import split_videos
+    from ._stopping import TrainingInterrupted
+    from ._tasks import (
+        ClassificationTask,
+        SegmentationTask,
+        Task,
+        create_task,
+        get_task,
+        list_tasks,
+        register_task,
+    )
+    from ._trainer import run_training
+
+_LAZY = {
+    "AugmentConfig": "._config",
+    "ClassificationTask": "._tasks",
+    "Config": "._config",
+    "DataConfig": "._config",
+    "EvalConfig": "._config",
+    "LeakageReport": "._leakage",
+    "ModelConfig": "._config",
+    "MultilabelTask": "._multilabel",
+    "SegmentationDataset": "._segmentation",
+    "SegmentationTask": "._tasks",
+    "Task": "._tasks",
+    "TrainConfig": "._config",
+    "TrainingInterrupted": "._stopping",
+    "apply_overrides": "._config",
+    "average_precision": "._multilabel",
+    "build_model": "._setup",
+    "check_leakage": "._leakage",
+    "classification_metrics": "._metrics",
+    "config_from_dict": "._config",
+    "confusion_matrix": "._metrics",
+    "content_hash": "._leakage",
+    "create_task": "._tasks",
+    "evaluate": "._eval",
+    "find_leakage": "._leakage",
+    "format_metrics": "._eval",
+    "get_task": "._tasks",
+    "iou_from_confusion": "._metrics",
+    "list_tasks": "._tasks",
+    "load_checkpoint": "._checkpoint",
+    "load_config": "._config",
+    "lr_at": "._schedule",
+    "multilabel_metrics": "._multilabel",
+    "per_class_scores": "._metrics",
+    "precheck_config": "._config",
+    "rebuild_model": "._checkpoint",
+    "register_task": "._tasks",
+    "run_training": "._trainer",
+    "save_checkpoint": "._checkpoint",
+    "save_config": "._config",
+    "scaled_lr": "._schedule",
+    "segmentation_metrics": "._metrics",
+    "split_videos": "._splits",
+    "topk_accuracy": "._metrics",
+    "video_level": "._metrics",
+}
 
 __all__ = [
     "AugmentConfig",
@@ -89,6 +146,7 @@ __all__ = [
     "lr_at",
     "multilabel_metrics",
     "per_class_scores",
+    "precheck_config",
     "rebuild_model",
     "register_task",
     "run_training",
@@ -100,3 +158,15 @@ __all__ = [
     "topk_accuracy",
     "video_level",
 ]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

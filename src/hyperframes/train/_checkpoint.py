@@ -5,7 +5,8 @@ A checkpoint is a dict of tensors and plain Python values only (state dicts, the
 config as a dict, metrics, positions, RNG states), so ``torch.load(path, weights_only=True)``
 reads it without unpickling code::
 
-    {"format": "hyperframes-checkpoint", "version": 1,
+    {"format": "hyperframes-checkpoint", "version": 2,
+     "checksum": {"algorithm": "sha256", "digest": str},
      "model": state_dict, "optimizer": state_dict, "scaler": state_dict | None,
      "config": dict, "contract": InputContract.to_dict(), "classes": [str],
      "task": "classification" | "segmentation",
@@ -13,6 +14,19 @@ reads it without unpickling code::
      "best": {"metric": str, "value": float, "epoch": int},
      "metrics": dict, "history": [dict], "epoch_state": dict, "rng": dict,
      "loader": dict, "world_size": int, "steps_per_epoch": int, "log_records": int}
+
+**Checksum.** ``checksum`` is SHA-256 over every other entry, tensors by their bytes
+(:mod:`hyperframes._core._checksum`): torch does not check the zip's CRCs, so without it a bit
+flipped on disk loads as another weight. Every reader checks it (:func:`load_checkpoint`:
+resume, eval, predict, export; ``model.pretrained`` given a checkpoint) and refuses a
+mismatch as damage naming the file. Checkpoints of version 1, from before checksums, load
+unchecked with a note on stderr (they are the user's trained models; refusing them would
+strand them): resuming re-saves ``last.pt`` with a checksum.
+
+**The previous last.pt.** Each save of ``last.pt`` first keeps the one it replaces as
+``last.prev.pt`` (:func:`~hyperframes._core._atomic.keep_previous`: a hard link, then the
+atomic write), so a ``last.pt`` found damaged on resume has a previous checkpoint to fall
+back to, which the error names (:func:`load_for_resume`).
 
 ``contract`` (:class:`~hyperframes._core._contract.InputContract`) is how input is prepared for
 the model; checkpoints written before it have an ``input`` entry (``{"size", "fps"}``) and
@@ -57,7 +71,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._core._atomic import write_atomic
+from .._core._atomic import keep_previous, write_atomic
+from .._core._checksum import (
+    CHECKPOINT_FORMAT,
+    checksum_problem,
+    note_unchecked,
+    state_checksum,
+)
 from .._core._contract import InputContract, check_frame_size, resolve_contract
 from .._core._errors import ConfigError, InputError
 from .._core._limits import MAX_CLASSES, MAX_FPS
@@ -74,6 +94,7 @@ __all__ = [
     "check_frame_size",
     "get_rng_state",
     "load_checkpoint",
+    "load_for_resume",
     "load_weights",
     "rebuild_model",
     "resolve_checkpoint",
@@ -82,16 +103,29 @@ __all__ = [
     "strip_wrappers",
 ]
 
-FORMAT = "hyperframes-checkpoint"
-VERSION = 1
+FORMAT = CHECKPOINT_FORMAT
+#: 2: with a checksum; 1 (still read, unchecked): without
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 #: what a run folder resolves to, first found first (``resume``: last.pt only)
 RUN_DIR_ORDER = ("best.pt", "last.pt")
+#: the save of last.pt before the latest, kept beside it
+PREVIOUS = "last.prev.pt"
 
 
-def save_checkpoint(path: str | os.PathLike, state: dict) -> Path:
-    """Save ``state`` (tensors and plain values) to ``path`` atomically."""
-    state = {"format": FORMAT, "version": VERSION, **state}
-    return write_atomic(path, lambda f: torch.save(state, f))
+def save_checkpoint(
+    path: str | os.PathLike, state: Mapping, *, keep: str | os.PathLike | None = None
+) -> Path:
+    """Save ``state`` (tensors and plain values) to ``path`` atomically, with its checksum
+    (a ``path`` entry, as :func:`load_checkpoint` adds, is not saved). ``keep``: first make
+    the file there a copy of the checkpoint being replaced (the run's ``last.prev.pt``)."""
+    entries = {k: v for k, v in state.items() if k not in ("path", "checksum")}
+    entries = {"format": FORMAT, "version": VERSION, **entries}
+    if entries["version"] == VERSION:  # a test may write another version on purpose
+        entries["checksum"] = state_checksum(entries)
+    if keep is not None:
+        keep_previous(path, keep)
+    return write_atomic(path, lambda f: torch.save(entries, f))
 
 
 def resolve_checkpoint(path: str | os.PathLike, *, resume: bool = False) -> Path:
@@ -151,10 +185,17 @@ def load_checkpoint(
             f"{FORMAT!r}, found {found}); plain state dicts load as pretrained weights "
             "(model.pretrained in a training config), not for eval/predict/export"
         )
-    if state.get("version") != VERSION:
+    version = state.get("version")
+    if isinstance(version, bool) or version not in READABLE_VERSIONS:
         raise InputError(
-            f"checkpoint {p}: version {state.get('version')!r} is not readable by this "
-            f"hyperframes, which reads version {VERSION}"
+            f"checkpoint {p}: version {version!r} is not readable by this hyperframes, which "
+            f"reads versions {', '.join(map(str, READABLE_VERSIONS))}"
+        )
+    problem = checksum_problem(state)
+    if problem is not None:
+        raise InputError(
+            f"checkpoint {p}: {problem}; it is not loaded. Use another checkpoint of the run "
+            f"({PREVIOUS}, best.pt) or copy this one again from where it came from"
         )
     for key in ("model", "config"):
         if not isinstance(state.get(key), Mapping):
@@ -163,9 +204,40 @@ def load_checkpoint(
                 "is incomplete"
             )
     check_checkpoint(state, p)  # sizes first: ConfigError naming the file and the key
+    if "checksum" not in state:
+        note_unchecked(p)
     out = dict(state)
     out["path"] = str(p)
     return out
+
+
+def load_for_resume(run_dir: str | os.PathLike) -> dict:
+    """``RUN_DIR/last.pt`` read by :func:`load_checkpoint` for ``--resume``; when it cannot be
+    read (damaged, truncated, refused), an :class:`InputError` that says why and names the
+    previous checkpoint ``RUN_DIR/last.prev.pt``: intact (where it stands, and how to continue
+    from it), damaged too, or missing."""
+    run = Path(run_dir)
+    last, prev = run / "last.pt", run / PREVIOUS
+    try:
+        return load_checkpoint(last)
+    except (InputError, ConfigError) as e:
+        said = str(e)
+    try:
+        ck = load_checkpoint(prev)
+    except (InputError, ConfigError) as e:
+        if not prev.is_file():
+            fallback = f"there is no previous checkpoint ({prev} does not exist)"
+        else:
+            fallback = f"the previous checkpoint is unusable too ({e})"
+        hint = "start a new run (another --out), from the weights of best.pt if it loads"
+        raise InputError(f"resume: {said}. And {fallback}: {hint}") from None
+    where = f"epoch {int(ck.get('epoch', 0))}, step {int(ck.get('step', 0))}"
+    damaged = last.with_name("last.damaged.pt")
+    raise InputError(
+        f"resume: {said}. The previous checkpoint {prev} ({where}) is intact: to continue "
+        f"from it, set the damaged one aside and put it in its place (mv {last} {damaged} "
+        f"&& mv {prev} {last}), then run again with --resume"
+    )
 
 
 def check_checkpoint(state: Mapping, path: str | os.PathLike) -> None:

@@ -59,6 +59,7 @@ __all__ = [
     "check_config_values",
     "config_from_dict",
     "load_config",
+    "precheck_config",
     "save_config",
 ]
 
@@ -387,6 +388,15 @@ def _section(key: str, raw, cls):
 
 def config_from_dict(raw: dict, *, base: str | os.PathLike | None = None) -> Config:
     """Validate a raw mapping into a :class:`Config` (see the module docstring)."""
+    cfg = _checked_sections(raw)
+    _cross_checks(cfg)
+    _resolve_paths(cfg, base)
+    return cfg
+
+
+def _checked_sections(raw: dict) -> Config:
+    """The checks of :func:`config_from_dict` that need neither the model registry nor
+    torch: bounds, sections, keys, types, ranges, the size of a batch."""
     if not isinstance(raw, dict):
         raise ConfigError(
             "a config is a mapping with sections data, model, train (and eval), got " + _show(raw)
@@ -408,14 +418,12 @@ def config_from_dict(raw: dict, *, base: str | os.PathLike | None = None) -> Con
         train=_section("train", raw.get("train"), TrainConfig),
         eval=_section("eval", raw.get("eval"), EvalConfig),
     )
-    _cross_checks(cfg)
     size = cfg.data.augmentation.size
     _check_batch_bytes(
         cfg.data.frames,
         _batch_sizes(cfg.data),
         (size, size, "data.augmentation.size") if size else None,
     )
-    _resolve_paths(cfg, base)
     return cfg
 
 
@@ -870,6 +878,16 @@ def load_config(
     else:
         raw = read_yaml(source)
     return config_from_dict(apply_overrides(raw, overrides))
+
+
+def precheck_config(source: str | os.PathLike | dict, overrides: list[str] | None = None) -> None:
+    """Refuse what :func:`load_config` would refuse of ``source`` and ``overrides`` before
+    it asks the model registry: the file's bounds (an alias bomb), unknown sections and keys,
+    types, ranges, the size of a batch. It imports neither torch nor the models, so the
+    command line calls it first and a config refused here costs milliseconds, not a torch
+    import; :func:`load_config` then checks the rest (model name and options, samplers)."""
+    raw = source if isinstance(source, dict) else read_yaml(source)
+    _checked_sections(apply_overrides(raw, overrides))
 
 
 def save_config(cfg: Config, path: str | os.PathLike) -> Path:

@@ -2,7 +2,8 @@
 
 The run folder gets ``config.yaml`` (the resolved config), ``log.jsonl`` and ``epochs.csv``
 (and ``tb/`` with TensorBoard installed), ``curves.png`` and ``confusion.png``, ``last.pt``
-and ``best.pt`` (atomic, ``weights_only``-loadable), ``split.json`` and ``summary.json``.
+(and ``last.prev.pt``, the save before it) and ``best.pt`` (atomic, checksummed,
+``weights_only``-loadable), ``split.json`` and ``summary.json``.
 
 What the run learns is its task's (:mod:`hyperframes.train._tasks`, chosen by the model's
 ``task``): the targets of a batch, the loss, the running training metric, the validation
@@ -72,8 +73,9 @@ from .._core._errors import ConfigError, DataError
 from .._core._plots import plot_confusion, plot_curves
 from ..models import aux_weight
 from ._checkpoint import (
+    PREVIOUS,
     get_rng_state,
-    load_checkpoint,
+    load_for_resume,
     load_weights,
     save_checkpoint,
     set_rng_state,
@@ -167,7 +169,7 @@ class _Run:
         self.complete = False  # resumed a finished run: nothing to train
         last = self.run_dir / "last.pt"
         if resume and last.exists():
-            self.ckpt = load_checkpoint(last)
+            self.ckpt = load_for_resume(self.run_dir)
             check_resume_config(self.ckpt["config"], cfg)
             self.complete = check_epochs(self.ckpt, cfg, self.run_dir)
         elif resume:
@@ -374,7 +376,8 @@ class _Run:
 
     def _save(self, name: str, metrics: dict) -> None:
         if self.d.main:
-            save_checkpoint(self.run_dir / name, self._state(metrics))
+            keep = self.run_dir / PREVIOUS if name == "last.pt" else None
+            save_checkpoint(self.run_dir / name, self._state(metrics), keep=keep)
         if name == "last.pt":
             self._saved_at = self.step, self.batches_done
 
