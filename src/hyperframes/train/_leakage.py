@@ -8,7 +8,8 @@ that no longer exists cannot be checked and is counted in ``unchecked``.
 
 Two store entries also show the same clip when their perceptual signatures match
 (:mod:`hyperframes.train._similar`): a remux, a re-encode or a resized copy has other bytes
-but the same content. Those pairs are ``similar`` (with their similarity, ``1 - mean
+but the same content, and so does a horizontal mirror or a crop keeping 70% of the area or
+more. Those pairs are ``similar`` (with their similarity, ``1 - mean
 differing bits / 64``); those across splits or labels are leaks too. Videos without enough
 structure to compare (flat frames) are counted in ``content_unchecked``.
 
@@ -88,8 +89,9 @@ class LeakageReport:
         for p in pairs[:limit]:
             a, b = p["a"], p["b"]
             lines.append(
-                f"  same content in two {' and two '.join(k + 's' for k in p['across'])} "
-                f"(similarity {p['similarity']:.2f}: {p['distance_bits']:g} of 64 bits differ "
+                f"  same content in two {' and two '.join(k + 's' for k in p['across'])}"
+                + (" (one a crop of the other)" if p.get("match") == "a crop" else "")
+                + f" (similarity {p['similarity']:.2f}: {p['distance_bits']:g} of 64 bits differ "
                 f"on average over {p['frames_compared']} frames): {a['path']} (split "
                 f"{a['split']}, label {a['label']}) ~ {b['path']} (split {b['split']}, label "
                 f"{b['label']})"
@@ -149,7 +151,8 @@ def check_leakage(store, roles: dict[int, str], *, allow: bool = False) -> Leaka
             f"leakage in {store.path}: {len(report.cross_split)} source video(s) appear in more "
             f"than one split and {len(report.cross_label)} under more than one label, and "
             f"{len(report.similar_across)} pair(s) of videos show the same content (a remux, "
-            "re-encode or resized copy, by perceptual signature) across splits or labels:\n"
+            "re-encode, resized, mirrored or cropped copy, by perceptual signature) across "
+            "splits or labels:\n"
             f"{report.describe()}\nremove the duplicates (or fix their labels), or set "
             "data.allow_leakage: true to train anyway"
         )
