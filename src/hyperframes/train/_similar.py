@@ -37,7 +37,7 @@ from .._core._signature import (
     similar_pairs,
 )
 
-__all__ = ["find_similar", "video_signatures"]
+__all__ = ["crop_pairs", "find_similar", "video_signatures"]
 
 
 def _as_uint8(frames: np.ndarray, manifest: dict) -> np.ndarray:
@@ -74,10 +74,12 @@ def video_signatures(store, ids) -> np.ndarray:
     return out
 
 
-def _crops(store, ids: np.ndarray, sig: np.ndarray, found: set) -> list[tuple]:
-    """``(a, b, distance, compared)`` (row numbers of ``ids``) of the pairs where one video is
-    a crop of the other, beyond the pairs in ``found``: candidates by box hashes, each refined
-    on the possible original's frames."""
+def crop_pairs(
+    store, ids: np.ndarray, sig: np.ndarray, found: set, *, limit: float = CROP_SIMILAR_BITS
+) -> list[tuple]:
+    """``(a, b, distance, compared)`` (row numbers of ``ids``, a < b) of the pairs where one
+    video is a crop of the other, refined to at most ``limit`` bits, beyond the pairs in
+    ``found``: candidates by box hashes, each refined on the possible original's frames."""
     copy, original, _, box = crop_candidates(sig)
     shapes = np.asarray(store.videos.shapes)[ids]  # (C, H, W) of the stored frames
 
@@ -93,7 +95,7 @@ def _crops(store, ids: np.ndarray, sig: np.ndarray, found: set) -> list[tuple]:
         if o not in bases:
             bases[o] = _bases(store, int(ids[o]))
         d, n, _ = refine_crop(sig[c, :SIGNATURE_FRAMES], bases[o], b, aspect=aspect(c, o))
-        if d <= CROP_SIMILAR_BITS + 1e-9 and d < best.get(key, (np.inf, 0))[0]:
+        if d <= limit + 1e-9 and d < best.get(key, (np.inf, 0))[0]:
             best[key] = (d, n)
     return [(a, b, d, n) for (a, b), (d, n) in sorted(best.items())]
 
@@ -111,7 +113,7 @@ def find_similar(store, roles: dict[int, str]) -> tuple[list[dict], int]:
     rows = [(a, b, d, c, "whole frames") for a, b, d, c in zip(i, j, distance, compared)]
     if len(ids) <= CROP_MAX_VIDEOS:
         found = {(int(a), int(b)) for a, b in zip(i, j)}
-        rows += [(a, b, d, c, "a crop") for a, b, d, c in _crops(store, ids, sig, found)]
+        rows += [(a, b, d, c, "a crop") for a, b, d, c in crop_pairs(store, ids, sig, found)]
     videos = store.videos
     pairs = []
     for ra, rb, d, c, how in rows:
