@@ -114,8 +114,6 @@ def test_config_clips_per_video_and_workers_auto(small_store):
     b = build_data(load_config(raw), store)
     steps = len(b.train) // raw["data"]["batch_size"]
     assert steps >= AUTO_STEPS and len(b.train) % len(b.train_ids) == 0
-    b4 = build_data(load_config(raw), store, world_size=4)  # 4 processes: 4x the windows
-    assert len(b4.train) // 4 // raw["data"]["batch_size"] >= AUTO_STEPS
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.name for p in CONFIGS])

@@ -53,8 +53,8 @@ _TOLERANCE = 1e-6
 class Annotations:
     """``segments`` (``SEGMENT_DTYPE`` rows, a video's together, in video order) and their
     ``segment_labels`` (int32 class ids); ``video_labels`` (``VIDEO_LABEL_DTYPE``: the classes
-    of multi-label videos); ``signatures`` ((num_videos, SIGNATURE_WIDTH) uint64; (num_videos, SIGNATURE_FRAMES)
-    in a store built before crops were hashed) or None.
+    of multi-label videos); ``signatures`` ((num_videos, SIGNATURE_WIDTH) uint64; (num_videos,
+    SIGNATURE_FRAMES) in a store built before crops were hashed) or None.
     Arrays may be memory maps: read-only."""
 
     segments: np.ndarray

@@ -108,13 +108,12 @@ def make_dataset(
     sampler: str | None = None,
     sampler_options: dict | None = None,
     transform: Callable[..., Any] | Literal["auto"] | None = "auto",
-    world_size: int = 1,
 ):
     """The dataset of ``video_ids`` for training (``train=True``) or evaluation; windows come
     in the temporal layout (the contract applies the model's at the model boundary), and the
     evaluation transform is the contract's geometry. A training dataset draws
     ``data.clips_per_video`` windows per item of its sampler (auto:
-    :func:`auto_clips_per_video` for ``world_size`` processes)."""
+    :func:`auto_clips_per_video`)."""
     d = cfg.data
     if sampler is None:
         sampler = d.sampler if train else d.val_sampler
@@ -147,19 +146,21 @@ def make_dataset(
     if d.clips_per_video != "auto":
         return make(**kwargs, clips_per_video=d.clips_per_video)
     once = make(**kwargs)  # one window per item of the sampler: how many items that gives
-    clips = auto_clips_per_video(cfg, len(once), world_size) if once.sampler.random else 1
+    clips = auto_clips_per_video(cfg, len(once)) if once.sampler.random else 1
     return once if clips == 1 else make(**kwargs, clips_per_video=clips)
 
 
-def auto_clips_per_video(cfg, items: int, world_size: int = 1) -> int:
+def auto_clips_per_video(cfg, items: int) -> int:
     """``data.clips_per_video: auto``: the windows per video (per item of the sampler) that
-    give at least :data:`~hyperframes.train._config.AUTO_STEPS` optimizer steps an epoch with
-    ``items`` items drawn once, batches of ``data.batch_size`` on each of ``world_size``
-    processes, ``train.accumulate`` batches a step; 1 when one window already does, at most
-    :data:`~hyperframes.train._config.MAX_CLIPS`."""
+    give at least :data:`~hyperframes.train._config.AUTO_STEPS` optimizer steps an epoch of
+    one process with ``items`` items drawn once, batches of ``data.batch_size``,
+    ``train.accumulate`` batches a step; 1 when one window already does, at most
+    :data:`~hyperframes.train._config.MAX_CLIPS`. It depends on the config and the store
+    only, not on the number of processes, so a run resumed on another number keeps its epochs
+    (N processes share those steps: AUTO_STEPS / N each)."""
     from ._config import AUTO_STEPS, MAX_CLIPS
 
-    need = AUTO_STEPS * cfg.data.batch_size * world_size * cfg.train.accumulate
+    need = AUTO_STEPS * cfg.data.batch_size * cfg.train.accumulate
     return max(1, min(MAX_CLIPS, math.ceil(need / max(items, 1))))
 
 
@@ -168,7 +169,7 @@ def loader_workers(cfg) -> int | None:
     return None if cfg.data.workers == "auto" else int(cfg.data.workers)
 
 
-def build_data(cfg, store, *, world_size: int = 1) -> DataBundle:
+def build_data(cfg, store) -> DataBundle:
     """Split the store, check the classes, and make the train and validation datasets."""
     task = model_task(cfg)
     train_ids, how = resolve_split(store, cfg.data.train_split, cfg.data, role="train")
@@ -188,7 +189,7 @@ def build_data(cfg, store, *, world_size: int = 1) -> DataBundle:
         layout=model_layout(cfg),
         classes=classes,
         num_classes=num_classes,
-        train=make_dataset(cfg, store, train_ids, train=True, world_size=world_size),
+        train=make_dataset(cfg, store, train_ids, train=True),
         val=make_dataset(cfg, store, val_ids, train=False),
         train_ids=train_ids,
         val_ids=val_ids,

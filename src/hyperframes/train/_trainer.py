@@ -263,7 +263,7 @@ class _Run:
         self.store = open_store(
             cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit
         )
-        self.bundle = b = build_data(cfg, self.store, world_size=d.world_size)
+        self.bundle = b = build_data(cfg, self.store)
         check_leakage_of_split(cfg, self.store, b, d, self.run_dir)
         if d.main:
             split = {
