@@ -8,7 +8,7 @@ parts of it) is the one the build recorded in the index; a store built before si
 existed, or before the parts were hashed, gets them computed here from its stored frames (four
 reads per video). Every pair of videos is compared; a pair whose whole-frame hashes differ by
 at most ``SIMILAR_BITS`` (12) of 64 bits on average, over at least two frames, is the same
-content. A crop is then looked for (stores of up to ``CROP_MAX_VIDEOS`` videos): each video's
+content. A crop is then looked for (up to ``CROP_MAX_VIDEOS``, 2000, videos): each video's
 whole frames against every other's parts, and a pair within ``CROP_GATE_BITS`` (18) has the
 part refined on the other's frames (read from the store) to at most ``CROP_SIMILAR_BITS`` (7).
 
