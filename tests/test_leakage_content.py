@@ -336,3 +336,19 @@ def test_the_motion_demo_set_gets_no_new_similar_pair(tmp_path):
     s = open_store(tmp_path / "store")
     report = find_leakage(s, {i: "train" for i in range(len(s))})
     assert report.similar == []
+
+
+def test_beyond_the_crop_search_limit_the_report_says_crops_were_not_looked_for(
+    mirrored_and_cropped, monkeypatch
+):
+    import hyperframes.train._leakage as leakage
+    import hyperframes.train._similar as similar
+
+    _, s = mirrored_and_cropped
+    roles = {i: "train" for i in range(len(s))}
+    assert find_leakage(s, roles).crops_checked
+    monkeypatch.setattr(similar, "CROP_MAX_VIDEOS", 4)  # a small limit stands for a big store
+    monkeypatch.setattr(leakage, "CROP_MAX_VIDEOS", 4)
+    report = find_leakage(s, roles)
+    assert not report.crops_checked and report.to_dict()["crops_checked"] is False
+    assert all(p["match"] == "whole frames" for p in report.similar)

@@ -27,6 +27,7 @@ from pathlib import Path
 import xxhash
 
 from .._core._errors import DataError
+from .._core._signature import CROP_MAX_VIDEOS
 from ._similar import find_similar
 
 __all__ = ["LeakageReport", "check_leakage", "content_hash", "find_leakage"]
@@ -62,6 +63,8 @@ class LeakageReport:
     unchecked: int
     similar: list[dict] = dataclasses.field(default_factory=list)
     content_unchecked: int = 0
+    #: whether crops were looked for (not over more than ``CROP_MAX_VIDEOS`` videos)
+    crops_checked: bool = True
 
     @property
     def similar_across(self) -> list[dict]:
@@ -137,10 +140,13 @@ def find_leakage(store, roles: dict[int, str]) -> LeakageReport:
             labels.append(members)
     same_bytes = {int(v): k for k, group in enumerate(by_hash.values()) for v in group}
     similar, content_unchecked = find_similar(store, roles)
+    crops_checked = len(roles) <= CROP_MAX_VIDEOS
     similar = [
         p for p in similar if same_bytes.get(p["a"]["id"], -1) != same_bytes.get(p["b"]["id"], -2)
     ]
-    return LeakageReport(dupes, splits, labels, unchecked, similar, content_unchecked)
+    return LeakageReport(
+        dupes, splits, labels, unchecked, similar, content_unchecked, crops_checked
+    )
 
 
 def check_leakage(store, roles: dict[int, str], *, allow: bool = False) -> LeakageReport:
