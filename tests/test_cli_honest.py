@@ -270,4 +270,4 @@ def test_info_says_which_video_stream_each_video_came_from(real_store, tmp_path)
     src = Path(real_store.videos[2].path)
     build_store(src, single, BuildOptions(size="16", stream=0), progress=False)
     text = hyperframes_cli("info", single).stdout
-    assert "streams        v:0 of each file (build --stream 0); 0 videos" in text
+    assert "streams        v:0 of each file (build --stream v:0); 0 videos" in text

@@ -11,6 +11,7 @@ import pytest
 
 from _media import write_video
 from hyperframes import ConfigError, DataError, StoreError
+from hyperframes._core._signature import SIGNATURE_WIDTH
 from hyperframes.data import HyperframeDataset
 from hyperframes.sampling import (
     PerSegmentSampler,
@@ -64,7 +65,7 @@ def test_each_video_is_stored_once_with_its_segments(store, untrimmed):
     assert names == [["jump"], ["run"], ["sit"], ["wave"], ["jump"]]
     # a file listed with several labels is a multi-label video
     assert [s.classes[i] for i in ann.video_label_ids(a)] == ["jump", "run", "sit"]
-    assert ann.signatures.shape == (2, 4) and ann.signatures.dtype == np.uint64
+    assert ann.signatures.shape == (2, SIGNATURE_WIDTH) and ann.signatures.dtype == np.uint64
     listed = {r["name"] for r in s.manifest["index"]}
     assert {"index/segments.npy", "index/segment_labels.npy", "index/video_labels.npy"} <= listed
 

@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 import torch
+import yaml
 
 from _stores import tiny_train_config
 from hyperframes import ConfigError, DataError, InputError
@@ -53,11 +54,16 @@ def _same_weights(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-def test_a_run_writes_logs_plots_and_checkpoints(motion_store, tmp_path):
+def test_a_run_writes_logs_plots_and_checkpoints(motion_store, tmp_path, capfd):
     cfg = _config(motion_store)
     cfg["model"] = {"name": "channel_resnet18"}
     run = tmp_path / "run"
     s = run_training(cfg, run, progress=False)
+    # 6 training videos in batches of 2: 3 steps an epoch, said with the key that gives more
+    err = capfd.readouterr().err
+    assert "warning: an epoch is only 3 optimizer step(s): 6 training items (6 videos" in err
+    assert "set data.clips_per_video: 7 (windows drawn per video per epoch" in err
+    assert yaml.safe_load((run / "config.yaml").read_text())["data"]["workers"] == "auto"
     for name in (
         "config.yaml",
         "log.jsonl",

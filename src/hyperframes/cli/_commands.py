@@ -17,6 +17,7 @@ def build(args) -> int:
 
     options = BuildOptions(
         fps=args.fps,
+        fps_max=args.fps_max,
         size=args.size,
         codec=args.codec,
         dtype=args.dtype,

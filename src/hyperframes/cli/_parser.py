@@ -46,6 +46,18 @@ def _command(sub, name: str, summary: str, description: str | None = None):
     )
 
 
+def video_stream(text: str) -> int:
+    """``--stream``: ``v:K`` (the K-th video stream, as ``info`` prints it) or plain ``K``."""
+    value = text.strip()
+    number = value[2:] if value.lower().startswith("v:") else value
+    if not number.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a video stream; allowed: v:K or K, K >= 0 counting video streams "
+            "only (v:0 is the first video stream; `hyperframes info` shows each video's)"
+        )
+    return int(number)
+
+
 def _build_options(b) -> None:
     b.add_argument(
         "data", help="folder root/<label>/<video>, annotation file, frame folder or video"
@@ -70,7 +82,18 @@ def _build_options(b) -> None:
         help="folder the annotation's paths are relative to (default: the annotation's folder)",
     )
     b.add_argument(
-        "--fps", type=float, default=None, help="resample to this rate (default: native)"
+        "--fps",
+        type=float,
+        default=None,
+        help="resample every video to this rate, down or up (a slower source gets repeated "
+        "frames; the summary and info count them) (default: native)",
+    )
+    b.add_argument(
+        "--fps-max",
+        type=float,
+        default=None,
+        metavar="N",
+        help="resample down to N fps only the videos whose rate is higher; never upsample",
     )
     b.add_argument(
         "--size",
@@ -98,9 +121,11 @@ def _build_options(b) -> None:
     )
     b.add_argument(
         "--stream",
-        type=int,
+        type=video_stream,
         default=None,
-        help="video stream to decode, v:K counting video streams only (default: the widest)",
+        metavar="v:K",
+        help="video stream to decode, v:K (or K) counting video streams only, v:0 the first "
+        "(default: each file's widest)",
     )
     b.add_argument(
         "--jpeg-quality", type=int, default=90, help="with --codec jpeg: quality 1-100 (90)"

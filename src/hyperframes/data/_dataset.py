@@ -113,6 +113,9 @@ class HyperframeDataset(torch.utils.data.Dataset):
 
     ``store`` may be a URL (``s3://bucket/prefix``); ``cache_dir`` / ``cache_limit`` (bytes)
     give its reads a node-local cache (see :func:`hyperframes.store.open_store`).
+
+    ``clips_per_video=n`` draws n windows from each of a random sampler's items per epoch,
+    each its own item seeded by (seed, epoch, item) (:meth:`Sampler.with_clips_per_video`).
     """
 
     def __init__(
@@ -139,6 +142,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         register: str | None = None,
         cache_dir: str | os.PathLike | None = None,
         cache_limit: int | None = None,
+        clips_per_video: int = 1,
     ):
         self.store = _open(store, cache_dir, cache_limit)
         self.tracks = Tracks(
@@ -163,6 +167,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
             raise ConfigError("sampler_options apply to a sampler given by name only")
         if sampler.frames != frames:
             raise ConfigError(f"the sampler plans {sampler.frames} frames but frames={frames}")
+        if clips_per_video != 1:  # that many windows of each of the sampler's items
+            sampler = sampler.with_clips_per_video(clips_per_video)
         self.sampler = sampler
         videos = self.store.videos
         if split is not None and video_ids is not None:

@@ -6,8 +6,10 @@ function of (metadata, parameters, seed, epoch, item): the per-item generator is
 ``np.random.default_rng([seed, epoch, item])``, so any number of workers or processes, or an
 epoch resumed half-way, gives the same plans.
 
-Each video contributes ``count`` items (one per video, one per window, K clips...). The base
-class precomputes, once per video list, the videos that have items and the cumulative counts;
+Each video contributes ``count`` items (one per video, one per window, K clips...), times
+``clips_per_video`` (:meth:`Sampler.with_clips_per_video`, default 1): a random sampler then
+draws that many windows of each of its items per epoch, each its own item with its own
+``[seed, epoch, item]`` generator. The base class precomputes, once per video list, the videos that have items and the cumulative counts;
 ``plan`` maps an item to its video with one ``np.searchsorted``.
 
 Short videos (fewer frames than a window needs) follow ``short``:
@@ -21,6 +23,7 @@ Short videos (fewer frames than a window needs) follow ``short``:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -69,6 +72,8 @@ class Sampler:
     name: ClassVar[str] = ""
     #: True when plans depend on ``seed``/``epoch`` (training-time randomness)
     random: bool = False
+    #: items drawn per item of the sampler's own (:meth:`with_clips_per_video`)
+    clips_per_video: int = 1
 
     def __init__(self, *, frames: int, short: str = "error") -> None:
         self.frames = _positive_int("frames", frames, self.name)
@@ -132,6 +137,25 @@ class Sampler:
         state["_cache"] = None  # rebuilt in each worker; keeps pickles small
         return state
 
+    def with_clips_per_video(self, clips_per_video: int) -> Sampler:
+        """A copy of this sampler that draws ``clips_per_video`` windows for each item of its
+        own: items ``k*n .. k*n + n-1`` (n = ``clips_per_video``) are drawn as the ``k``-th
+        item is, each from its own ``[seed, epoch, item]`` generator, so an epoch holds n times
+        as many independently drawn windows of every video. Only for a random sampler (a
+        deterministic one would give the same window n times)."""
+        n = _positive_int("clips_per_video", clips_per_video, self.name)
+        if n > 1 and not self.random:
+            raise ConfigError(
+                f"clips_per_video={n}: the {self.name} sampler's windows do not depend on the "
+                "seed, so each would be the same window repeated; allowed with it: 1 (use "
+                "random, segments or duration with train=True, or per_segment with train=True, "
+                "to draw several windows of each video per epoch)"
+            )
+        out = copy.copy(self)
+        out.clips_per_video = n
+        out._cache = None
+        return out
+
     def num_items(self, videos: VideoTable | Sequence[VideoMeta]) -> int:
         """Number of items in one epoch over ``videos``."""
         return self._index(videos).total
@@ -161,7 +185,7 @@ class Sampler:
             )
         pos = int(np.searchsorted(index.ends, item, side="right"))
         video = int(index.videos[pos])
-        local = item - int(index.starts[pos])
+        local = (item - int(index.starts[pos])) // self.clips_per_video
         seed = _check_seed("seed", seed)
         epoch = _check_seed("epoch", epoch)
         return self._plan(index.table, video, local, bool(index.short[video]), item, seed, epoch)
@@ -187,7 +211,7 @@ class Sampler:
         short = np.asarray(self._short(table), dtype=bool)
         if short.any():
             self._check_short(table, short)
-        counts = np.asarray(self._counts(table, short), dtype=np.int64)
+        counts = np.asarray(self._counts(table, short), dtype=np.int64) * self.clips_per_video
         if self.short == "drop":
             counts = np.where(short, 0, counts)
         index = _Index(table, counts, short)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._core._atomic import save_npy_atomic
 from .._core._errors import StoreError
-from .._core._signature import SIGNATURE_FRAMES
+from .._core._signature import SIGNATURE_FRAMES, SIGNATURE_WIDTH
 from ._format import (
     SEGMENT_DTYPE,
     SEGMENT_LABEL_DTYPE,
@@ -53,7 +53,8 @@ _TOLERANCE = 1e-6
 class Annotations:
     """``segments`` (``SEGMENT_DTYPE`` rows, a video's together, in video order) and their
     ``segment_labels`` (int32 class ids); ``video_labels`` (``VIDEO_LABEL_DTYPE``: the classes
-    of multi-label videos); ``signatures`` ((num_videos, SIGNATURE_FRAMES) uint64) or None.
+    of multi-label videos); ``signatures`` ((num_videos, SIGNATURE_WIDTH) uint64; (num_videos,
+    SIGNATURE_FRAMES) in a store built before crops were hashed) or None.
     Arrays may be memory maps: read-only."""
 
     segments: np.ndarray
@@ -157,11 +158,15 @@ def build_annotations(
             ids = sorted({label_id[lbl] for lbl in seg.labels})
             seg_rows.append((v, s, e, len(seg_labels), len(ids)))
             seg_labels += ids
-    with_sigs = bool(records) and all("signature" in r for r in records)
+    # every record's of this version (one kept from an older build has 4 whole-frame hashes
+    # only: then none is written, and the leakage check computes them from the frames)
+    with_sigs = bool(records) and all(
+        len(r.get("signature") or ()) == SIGNATURE_WIDTH for r in records
+    )
     signatures = None
     if with_sigs:
         signatures = np.array([r["signature"] for r in records], dtype=SIGNATURE_DTYPE)
-        signatures = signatures.reshape(len(records), SIGNATURE_FRAMES)
+        signatures = signatures.reshape(len(records), SIGNATURE_WIDTH)
     ann = Annotations(
         np.array(seg_rows, SEGMENT_DTYPE),
         np.array(seg_labels, SEGMENT_LABEL_DTYPE),
@@ -292,8 +297,15 @@ def check_annotations(
                 f"{num_classes} classes; {ALTERED}"
             )
     sig = ann.signatures
-    if sig is not None and (sig.dtype != SIGNATURE_DTYPE or sig.shape != (n, SIGNATURE_FRAMES)):
+    widths = (SIGNATURE_WIDTH, SIGNATURE_FRAMES)  # this version's, and the first's
+    if sig is not None and (
+        sig.dtype != SIGNATURE_DTYPE
+        or sig.ndim != 2
+        or sig.shape[0] != n
+        or sig.shape[1] not in widths
+    ):
         raise StoreError(
             f"{where(SIGNATURES_FILE)}: holds {sig.dtype} of shape {sig.shape}; expected "
-            f"uint64 of shape ({n}, {SIGNATURE_FRAMES}), one signature per video; {ALTERED}"
+            f"uint64 of shape ({n}, {SIGNATURE_WIDTH}) (or ({n}, {SIGNATURE_FRAMES}), a store "
+            f"built before crops were hashed), one signature per video; {ALTERED}"
         )

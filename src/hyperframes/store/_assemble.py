@@ -40,6 +40,7 @@ from ._format import (
     pack_video_row,
 )
 from ._options import BuildOptions
+from ._rates import repeated_frames, upsampled_rows
 from ._shard import checksum_file, load_shard
 from ._sources import Source, source_stat
 from ._tracks import payload_ranges, track_keys, track_tables
@@ -244,7 +245,7 @@ def assemble(
             chunks[c0 : c0 + k] = [tuple(c) for c in r["chunks"]]
         details.append({key: r.get(key) for key in DETAIL_KEYS})
         if r.get("decode_errors"):
-            damaged.append(damage_row(r))
+            damaged.append(as_given(damage_row(r), s))
         if r.get("timestamp_gaps"):
             gaps.append({"path": r["path"], **r["timestamp_gaps"]})
         f0 += n
@@ -305,8 +306,17 @@ def assemble(
         }
         for f in index_files
     ]
+    repeats = repeated_frames(frames["source_index"], videos["frame_start"], videos["num_frames"])
+    upsampled = upsampled_rows(
+        [s.path for s in kept],
+        videos["fps"],
+        videos["num_frames"],
+        repeats,
+        lambda i: int(videos["num_frames_decoded"][i]),
+    )
     decoder = create_decoder(options.decoder)
-    failed = [{"path": p, "error": e} for p, e in failures.items()]
+    by_path = {s.path: s for s in sources}
+    failed = [as_given({"path": p, "error": e}, by_path.get(p)) for p, e in failures.items()]
     store_bytes = sum(r["bytes"] for r in shard_rows)
     source_bytes = int(videos["source_bytes"].sum())
     manifest = {
@@ -361,7 +371,25 @@ def assemble(
         skipped=list(skipped or []),
         notes=notes,
         gaps=gaps,
+        upsampled=upsampled,
     )
+
+
+def as_given(row: dict, source: Source | None) -> dict:
+    """A failed or damaged row of a source reached through a symlink, said under the path the
+    user gave: ``path`` that path, ``target`` the file it leads to, and an error's first
+    ``target:`` said as ``given -> target:``."""
+    if source is None or source.given is None:
+        return row
+    out = {**row, "path": source.given, "target": source.path}
+    if isinstance(row.get("error"), str):
+        text, at = row["error"], row["error"].find(f"{source.path}:")
+        if at >= 0:
+            text = text[:at] + source.shown + text[at + len(source.path) :]
+        else:
+            text = f"{source.shown}: {text}"
+        out["error"] = text
+    return out
 
 
 def damage_row(record: dict) -> dict:

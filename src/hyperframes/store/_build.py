@@ -24,13 +24,14 @@ from .._core._atomic import fsync_dir, remove_stale_temps, write_json_atomic
 from .._core._errors import ConfigError, HyperframesError, Interrupted, StoreError
 from .._core._progress import Progress
 from .._core._signals import interrupt_on_terminate, set_parent_death_signal, terminated
-from ._assemble import assemble, live_records
+from ._assemble import as_given, assemble, live_records
 from ._codecs import create_codec
 from ._describe import gap_text
 from ._format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
 from ._ingest import ingest
 from ._lock import StoreLock
 from ._options import BuildOptions
+from ._rates import upsampled_line
 from ._remote import is_url
 from ._shard import Orphaned, OutputError, ShardWriter, output_error, recover_all
 from ._sources import Source, scan_inputs, source_stat
@@ -62,6 +63,9 @@ class BuildReport:
     #: videos whose frames lie further apart than ``max_gap`` somewhere: ``{"path", "count",
     #: "seconds", "max_gap", "first"}`` (``first``: the first few gaps, [pts before, after])
     gaps: list[dict] = dataclasses.field(default_factory=list)
+    #: videos stored at a rate above their source's (``--fps``): frames repeated
+    #: (:func:`~hyperframes.store._rates.upsampled_rows`)
+    upsampled: list[dict] = dataclasses.field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -86,7 +90,7 @@ class BuildReport:
             )
         lines += [f"  {f['path']}: {f['error']}" for f in self.failed]
         lines.append(f"damaged (stored, the decoder reported errors): {len(self.damaged)}")
-        lines += [f"  {d['path']}: {d['summary']}" for d in self.damaged]
+        lines += [f"  {_named(d)}: {d['summary']}" for d in self.damaged]
         lines.append(f"skipped (not inputs): {len(self.skipped)}")
         lines += [f"  {d['path']}: {d['reason']}" for d in self.skipped]
         if self.gaps:
@@ -95,10 +99,21 @@ class BuildReport:
                 f"repeated frames): {len(self.gaps)}"
             )
             lines += [f"  {g['path']}: {gap_text(g)}" for g in self.gaps]
+        if self.upsampled:
+            lines.append(
+                f"upsampled (the source is slower than --fps: frames repeated, no new motion): "
+                f"{len(self.upsampled)}; --fps-max resamples only faster videos, never up"
+            )
+            lines += [upsampled_line(r) for r in self.upsampled]
         if self.notes:
             lines.append(f"segments adjusted: {len(self.notes)}")
             lines += [f"  {n['path']} (listed at {n['row']}): {n['note']}" for n in self.notes]
         return "\n".join(lines)
+
+
+def _named(row: dict) -> str:
+    """A report row's path, with the symlink's target beside it (``given -> target``)."""
+    return f"{row['path']} -> {row['target']}" if row.get("target") else row["path"]
 
 
 def _decoder_for(options: BuildOptions, kind: str) -> Decoder:
@@ -526,11 +541,12 @@ def dry_run(
             info = dec.probe(s.path, stream=options.stream)
             src_bytes += source_stat(s)[0]
         except (HyperframesError, OSError) as e:
-            unreadable.append({"path": s.path, "error": _error_text(e)})
+            unreadable.append(as_given({"path": s.path, "error": _error_text(e)}, s))
             continue
         dur = info.duration_seconds
-        if options.fps and dur:
-            n = int(dur * options.fps)
+        fps = options.target_fps(info.fps)
+        if fps and dur:
+            n = int(dur * fps)
         else:
             n = info.num_frames_from_header or int((dur or 0) * (info.fps or 0))
         hw = target_size(info.height, info.width, options.size) or (info.height, info.width)

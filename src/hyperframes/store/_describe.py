@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._rates import repeated_frames, upsampled_line, upsampled_rows
+
 __all__ = ["describe_store", "format_store_info", "gap_text"]
 
 
@@ -74,6 +76,7 @@ def describe_store(store) -> dict:
         "damaged": m.get("damaged", []),
         "gaps": m.get("gaps", []),
         "skipped": m.get("skipped", []),
+        "upsampled": _upsampled(v),
         "tracks": _tracks(store),
         "videos_shown": videos,
     }
@@ -101,6 +104,14 @@ def _splits_line(splits: dict[str, int]) -> str:
     if not splits:
         return "splits         none recorded (training splits the videos itself: data.val_fraction)"
     return "splits         " + ", ".join(f"{name} {n}" for name, n in splits.items())
+
+
+def _upsampled(v) -> list[dict]:
+    """The videos stored with repeated frames (a rate above the source's), from the index."""
+    if not len(v):
+        return []
+    repeats = repeated_frames(v.source_index_all, v.frame_start, v.num_frames)
+    return upsampled_rows(v.paths, v.fps, v.num_frames, repeats, lambda i: v[i].num_frames_decoded)
 
 
 def _tracks(store) -> dict:
@@ -169,6 +180,14 @@ def format_store_info(d: dict) -> str:
     lines += [f"  {x['path']}: {x['reason']}" for x in d["skipped"][:50]]
     if len(d["skipped"]) > 50:
         lines.append(f"  ... {len(d['skipped']) - 50} more (info --json lists all)")
+    up = d.get("upsampled") or []
+    if up:
+        lines.append(
+            f"upsampled      {len(up)} (stored at a rate above the source's: frames repeated)"
+        )
+        lines += [upsampled_line(r) for r in up[:20]]
+        if len(up) > 20:
+            lines.append(f"  ... {len(up) - 20} more (info --json lists all)")
     lines += _track_lines(d.get("tracks") or {})
     lines.append("videos (first 20):")
     for r in d["videos_shown"]:
@@ -246,7 +265,7 @@ def _streams_line(s: dict) -> str:
     if s["chosen_by"] == "widest":
         rule = "each file's widest video stream (build's default)"
     else:
-        rule = f"{s['chosen_by']} of each file (build --stream {s['chosen_by'][2:]})"
+        rule = f"{s['chosen_by']} of each file (build --stream {s['chosen_by']})"
     n = s["videos_not_first_stream"]
     return f"streams        {rule}; {n} video{'' if n == 1 else 's'} from a stream other than v:0"
 

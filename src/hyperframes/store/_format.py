@@ -29,10 +29,14 @@ A store is a folder::
       index/video_labels.npy     optional: one row per (video, class) of a multi-label video
                                  (``VIDEO_LABEL_DTYPE``), videos in index order; such a video's
                                  ``label_id`` is its one label or -1
-      index/signatures.npy       optional: uint64 (num_videos, ``SIGNATURE_FRAMES``): each
-                                 video's perceptual signature, pHashes of stored frames at
-                                 fixed fractions of its duration (0: no hash);
-                                 ``hyperframes._core._signature`` says how
+      index/signatures.npy       optional: uint64 (num_videos, ``SIGNATURE_WIDTH``): each
+                                 video's perceptual signature, mirror-blind pHashes of stored
+                                 frames at fixed fractions of its duration, of the whole frame
+                                 and of parts of it (0: no hash); ``hyperframes._core.
+                                 _signature`` says how. Stores built before the parts were
+                                 hashed hold (num_videos, ``SIGNATURE_FRAMES``) whole-frame
+                                 hashes of an older kind: read, and recomputed from the frames
+                                 by the leakage check
       index/audio.npy            optional (build --audio): one row per video (``AUDIO_DTYPE``):
                                  where its audio lies in its shard, or has_audio 0
       index/flow.npy             optional (build --flow): one row per video (``FLOW_DTYPE``):

@@ -84,6 +84,7 @@ def ingest(
             "to store it)"
         )
     hw = target_size(info.height, info.width, options.size)
+    fps = options.target_fps(info.fps)
     normalise = options.dtype == "float16"
     if normalise:
         mean = np.asarray(options.mean, np.float32).reshape(3, 1, 1) * 255.0
@@ -105,7 +106,7 @@ def ingest(
             decoder,
             source.path,
             stream=options.stream,
-            fps=options.fps,
+            fps=fps,
             counter=decoded,
             native_fps=info.fps,
             report=damage,
@@ -163,7 +164,7 @@ def ingest(
         "num_frames": len(pts),
         "num_frames_decoded": decoded[0],
         "num_frames_from_header": info.num_frames_from_header,
-        "fps": float(options.fps) if options.fps else _native_fps(pts, info.fps),
+        "fps": fps if fps else _native_fps(pts, info.fps),
         "stream": info.stream_index,
         "codec": info.codec,
         "source_size": [info.height, info.width],

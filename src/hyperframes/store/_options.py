@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 
 from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
 from .._core._errors import ConfigError
@@ -25,6 +26,8 @@ AUDIO_CHANNELS = (1, 2)
 @dataclasses.dataclass(frozen=True)
 class BuildOptions:
     fps: float | None = None  # None: keep every decoded frame
+    #: resample down to this rate a source whose header rate is faster; never up (None: off)
+    fps_max: float | None = None
     size: str = DEFAULT_SIZE  # "128" short side, "112x112" exact HxW, "none" native
     codec: str = "raw"
     dtype: str = "uint8"
@@ -65,8 +68,17 @@ class BuildOptions:
             raise ConfigError(
                 f"codec must be one of {', '.join(list_codecs())}, got {self.codec!r}"
             )
-        if self.fps is not None and not self.fps > 0:
-            raise ConfigError(f"fps must be a positive number, got {self.fps}")
+        for name in ("fps", "fps_max"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0
+            ):
+                raise ConfigError(f"{name} must be a positive number, got {value!r}")
+        if self.fps is not None and self.fps_max is not None:
+            raise ConfigError(
+                f"fps_max {self.fps_max:g} given with fps {self.fps:g}: give one; fps resamples "
+                "every video to that rate (up or down), fps_max only those faster than it"
+            )
         if self.dtype not in DTYPES:
             raise ConfigError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if self.dtype == "float16" and self.codec == "jpeg":
@@ -123,6 +135,16 @@ class BuildOptions:
                 f"flow_dtype must be one of {', '.join(FLOW_DTYPES)}, got {self.flow_dtype!r}"
             )
 
+    def target_fps(self, native_fps: float | None) -> float | None:
+        """The rate a source of ``native_fps`` (its header's; None: unknown) is resampled to,
+        or None to keep every decoded frame: ``fps``; under ``fps_max``, ``fps_max`` when the
+        source is faster, else None (a source of unknown rate is kept as it is)."""
+        if self.fps is not None:
+            return float(self.fps)
+        if self.fps_max is not None and native_fps and native_fps > self.fps_max * (1 + 1e-6):
+            return float(self.fps_max)
+        return None
+
     def content(self) -> dict:
         """The options that define the stored content (compared when a build resumes)."""
         d = dataclasses.asdict(self)
@@ -136,6 +158,8 @@ class BuildOptions:
             d.pop("jpeg_quality")
         if self.codec not in ("lz4", "zstd"):
             d.pop("chunk_frames")
+        if self.fps_max is None:
+            d.pop("fps_max")  # recorded when given (a store built without reads as before)
         # tracks are recorded when asked for (a store without them reads as before)
         if not self.audio:
             for k in ("audio", "audio_rate", "audio_channels"):

@@ -113,6 +113,14 @@ class Source:
     segments: tuple[Segment, ...] = ()
     labels: tuple[str, ...] | None = None
     row: str | None = None
+    #: the path as the user gave it (under DATA) when it is a symlink to ``path``; None when
+    #: the two are the same. Failures are reported under it, the target beside it.
+    given: str | None = None
+
+    @property
+    def shown(self) -> str:
+        """How reports name the source: ``given -> path`` for a symlink, else ``path``."""
+        return self.path if self.given is None else f"{self.given} -> {self.path}"
 
     def __post_init__(self) -> None:
         if self.kind not in ("video", "frames"):
@@ -218,7 +226,8 @@ class _Scanner:
         if first != str(path):
             self.skip(path, f"same file as {first}")
             return False
-        self.sources.append(Source(real, label, None, kind))
+        given = str(path) if str(path) != real else None
+        self.sources.append(Source(real, label, None, kind, given=given))
         return True
 
     def entries(
@@ -365,7 +374,8 @@ def scan_folder(data: str | os.PathLike) -> tuple[list[Source], list[dict]]:
     if not root.exists():
         raise InputError(f"{root}: no such file or folder (expected videos, a folder or a list)")
     if root.is_file():
-        return [Source(str(root.resolve()), None, None, "video")], []
+        real, given = str(root.resolve()), os.path.abspath(root)
+        return [Source(real, None, None, "video", given=given if given != real else None)], []
     scanner = _Scanner()
     root = Path(os.path.abspath(root))
     if _is_frame_dir(root):

@@ -73,6 +73,8 @@ MAX_WORKERS = 256  # data.workers
 MAX_EPOCHS = 100_000  # train.epochs
 MAX_CLIPS = 1024  # eval.clips, the samplers' clips
 MAX_SEED = 2**63 - 1
+#: optimizer steps per epoch that ``data.clips_per_video: auto`` draws enough windows for
+AUTO_STEPS = 20
 
 
 def _m(**meta) -> dict:
@@ -128,7 +130,27 @@ class DataConfig:
     )
     batch_size: int = field(default=16, metadata=_m(min=1, max=MAX_BATCH))
     val_batch_size: int | None = field(default=None, metadata=_m(min=1, max=MAX_BATCH))
-    workers: int = field(default=0, metadata=_m(min=0, max=MAX_WORKERS))
+    clips_per_video: int | str = field(
+        default=1,
+        metadata=_m(
+            min=1,
+            max=MAX_CLIPS,
+            auto=True,
+            help="windows the training sampler draws from each video per epoch, each its own "
+            f"seeded item (a random sampler only); auto: enough for {AUTO_STEPS} optimizer "
+            "steps per epoch (1 on a large store)",
+        ),
+    )
+    workers: int | str = field(
+        default="auto",
+        metadata=_m(
+            min=0,
+            max=MAX_WORKERS,
+            auto=True,
+            help="threads reading batches ahead; auto: the loader's default, the CPU count "
+            "(at most 8); 0 reads in the training loop",
+        ),
+    )
     memory: str = field(default="disk", metadata=_m(choices=("disk", "ram")))
     drop_last: bool = True
     mean: list[float] = field(default_factory=lambda: list(IMAGENET_MEAN), metadata=_m(length=3))
@@ -270,6 +292,10 @@ def _type_name(hint) -> str:
 
 
 def _allowed(hint, meta: dict) -> str:
+    if meta.get("auto"):  # a number, or the word auto (the field's default)
+        plain = {k: v for k, v in meta.items() if k != "auto"}
+        base = typing.get_args(hint)[0] if typing.get_args(hint) else hint
+        return _allowed(base, plain) + ", or auto"
     if "choices" in meta:
         return "one of " + ", ".join(str(c) for c in meta["choices"])
     bounds = []
@@ -338,12 +364,18 @@ def _scalar(key: str, value, hint, meta: dict):
 
 
 def _value(key: str, value, hint, meta: dict):
+    if meta.get("auto") and value == "auto":
+        return value
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        if value is None:
+        args = typing.get_args(hint)
+        inner = [a for a in args if a is not type(None)]
+        nullable = type(None) in args
+        if value is None and nullable:
             return None
-        return _value(key, value, inner[0], {**meta, "nullable": True})
+        if value is None or (isinstance(value, str) and meta.get("auto")):
+            raise _bad(key, value, hint, meta, "not an allowed value:")
+        return _value(key, value, inner[0], {**meta, "nullable": nullable})
     if origin is list:
         (item,) = typing.get_args(hint)
         if not isinstance(value, list | tuple):
@@ -588,11 +620,17 @@ def _cross_checks(cfg: Config) -> None:
     ):
         _check_clips(f"{key}_options", opts)
         try:
-            create_sampler(name, frames=cfg.data.frames, **opts)
+            sampler = create_sampler(name, frames=cfg.data.frames, **opts)
         except ConfigError as e:
             raise ConfigError(f"{key}: {e}") from None
         except TypeError as e:
             raise ConfigError(f"{key}_options: {e}") from None
+        clips = cfg.data.clips_per_video
+        if key == "data.sampler" and isinstance(clips, int) and clips > 1:
+            try:
+                sampler.with_clips_per_video(clips)
+            except ConfigError as e:
+                raise ConfigError(f"data.clips_per_video: {e} (data.sampler: {name})") from None
     if cfg.train.task is not None:
         _check_task(cfg, spec)
     _check_tracks(cfg, spec)

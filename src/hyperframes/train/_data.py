@@ -9,6 +9,7 @@ float, normalised, in the model's layout), as eval, predict and export do.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -27,7 +28,7 @@ from ..data.transforms import (
 from ._splits import resolve_split
 from ._tasks import get_task
 
-__all__ = ["DataBundle", "build_data", "make_dataset"]
+__all__ = ["DataBundle", "build_data", "loader_workers", "make_dataset"]
 
 
 @dataclasses.dataclass
@@ -110,7 +111,9 @@ def make_dataset(
 ):
     """The dataset of ``video_ids`` for training (``train=True``) or evaluation; windows come
     in the temporal layout (the contract applies the model's at the model boundary), and the
-    evaluation transform is the contract's geometry."""
+    evaluation transform is the contract's geometry. A training dataset draws
+    ``data.clips_per_video`` windows per item of its sampler (auto:
+    :func:`auto_clips_per_video`)."""
     d = cfg.data
     if sampler is None:
         sampler = d.sampler if train else d.val_sampler
@@ -129,12 +132,41 @@ def make_dataset(
         from ._segmentation import SegmentationDataset
 
         hflip = d.augmentation.hflip if train else 0.0
-        return SegmentationDataset(store, video_ids, hflip=hflip, **kwargs)
-    if transform == "auto":
-        transform = train_transform(d.augmentation) if train else eval_transform(d.augmentation)
-    if task == "multilabel":
-        kwargs["targets"] = "multi_hot"
-    return HyperframeDataset(store, video_ids=video_ids, transform=transform, **kwargs)
+        kwargs.update(store=store, video_ids=video_ids, hflip=hflip)
+        make: Callable[..., HyperframeDataset] = SegmentationDataset
+    else:
+        if transform == "auto":
+            transform = train_transform(d.augmentation) if train else eval_transform(d.augmentation)
+        if task == "multilabel":
+            kwargs["targets"] = "multi_hot"
+        kwargs.update(store=store, video_ids=video_ids, transform=transform)
+        make = HyperframeDataset
+    if not train or d.clips_per_video == 1:
+        return make(**kwargs)
+    if d.clips_per_video != "auto":
+        return make(**kwargs, clips_per_video=d.clips_per_video)
+    once = make(**kwargs)  # one window per item of the sampler: how many items that gives
+    clips = auto_clips_per_video(cfg, len(once)) if once.sampler.random else 1
+    return once if clips == 1 else make(**kwargs, clips_per_video=clips)
+
+
+def auto_clips_per_video(cfg, items: int) -> int:
+    """``data.clips_per_video: auto``: the windows per video (per item of the sampler) that
+    give at least :data:`~hyperframes.train._config.AUTO_STEPS` optimizer steps an epoch of
+    one process with ``items`` items drawn once, batches of ``data.batch_size``,
+    ``train.accumulate`` batches a step; 1 when one window already does, at most
+    :data:`~hyperframes.train._config.MAX_CLIPS`. It depends on the config and the store
+    only, not on the number of processes, so a run resumed on another number keeps its epochs
+    (N processes share those steps: AUTO_STEPS / N each)."""
+    from ._config import AUTO_STEPS, MAX_CLIPS
+
+    need = AUTO_STEPS * cfg.data.batch_size * cfg.train.accumulate
+    return max(1, min(MAX_CLIPS, math.ceil(need / max(items, 1))))
+
+
+def loader_workers(cfg) -> int | None:
+    """``data.workers`` as :func:`hyperframes.loader` takes it (auto: None, its default)."""
+    return None if cfg.data.workers == "auto" else int(cfg.data.workers)
 
 
 def build_data(cfg, store) -> DataBundle:

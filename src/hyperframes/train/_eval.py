@@ -260,7 +260,7 @@ def evaluate(
     clips: int = 10,
     crops: int = 3,
     batch_size: int | None = None,
-    workers: int = 0,
+    workers: int | None = 0,
     device: str = "auto",
     out: str | Path | None = None,
     classes_by_index: bool = False,

@@ -8,7 +8,8 @@ that no longer exists cannot be checked and is counted in ``unchecked``.
 
 Two store entries also show the same clip when their perceptual signatures match
 (:mod:`hyperframes.train._similar`): a remux, a re-encode or a resized copy has other bytes
-but the same content. Those pairs are ``similar`` (with their similarity, ``1 - mean
+but the same content, and so does a horizontal mirror or a crop keeping 70% of the area or
+more. Those pairs are ``similar`` (with their similarity, ``1 - mean
 differing bits / 64``); those across splits or labels are leaks too. Videos without enough
 structure to compare (flat frames) are counted in ``content_unchecked``.
 
@@ -26,6 +27,7 @@ from pathlib import Path
 import xxhash
 
 from .._core._errors import DataError
+from .._core._signature import CROP_MAX_VIDEOS
 from ._similar import find_similar
 
 __all__ = ["LeakageReport", "check_leakage", "content_hash", "find_leakage"]
@@ -61,6 +63,8 @@ class LeakageReport:
     unchecked: int
     similar: list[dict] = dataclasses.field(default_factory=list)
     content_unchecked: int = 0
+    #: whether crops were looked for (not over more than ``CROP_MAX_VIDEOS`` videos)
+    crops_checked: bool = True
 
     @property
     def similar_across(self) -> list[dict]:
@@ -88,8 +92,9 @@ class LeakageReport:
         for p in pairs[:limit]:
             a, b = p["a"], p["b"]
             lines.append(
-                f"  same content in two {' and two '.join(k + 's' for k in p['across'])} "
-                f"(similarity {p['similarity']:.2f}: {p['distance_bits']:g} of 64 bits differ "
+                f"  same content in two {' and two '.join(k + 's' for k in p['across'])}"
+                + (" (one a crop of the other)" if p.get("match") == "a crop" else "")
+                + f" (similarity {p['similarity']:.2f}: {p['distance_bits']:g} of 64 bits differ "
                 f"on average over {p['frames_compared']} frames): {a['path']} (split "
                 f"{a['split']}, label {a['label']}) ~ {b['path']} (split {b['split']}, label "
                 f"{b['label']})"
@@ -135,10 +140,13 @@ def find_leakage(store, roles: dict[int, str]) -> LeakageReport:
             labels.append(members)
     same_bytes = {int(v): k for k, group in enumerate(by_hash.values()) for v in group}
     similar, content_unchecked = find_similar(store, roles)
+    crops_checked = len(roles) <= CROP_MAX_VIDEOS
     similar = [
         p for p in similar if same_bytes.get(p["a"]["id"], -1) != same_bytes.get(p["b"]["id"], -2)
     ]
-    return LeakageReport(dupes, splits, labels, unchecked, similar, content_unchecked)
+    return LeakageReport(
+        dupes, splits, labels, unchecked, similar, content_unchecked, crops_checked
+    )
 
 
 def check_leakage(store, roles: dict[int, str], *, allow: bool = False) -> LeakageReport:
@@ -149,7 +157,8 @@ def check_leakage(store, roles: dict[int, str], *, allow: bool = False) -> Leaka
             f"leakage in {store.path}: {len(report.cross_split)} source video(s) appear in more "
             f"than one split and {len(report.cross_label)} under more than one label, and "
             f"{len(report.similar_across)} pair(s) of videos show the same content (a remux, "
-            "re-encode or resized copy, by perceptual signature) across splits or labels:\n"
+            "re-encode, resized, mirrored or cropped copy, by perceptual signature) across "
+            "splits or labels:\n"
             f"{report.describe()}\nremove the duplicates (or fix their labels), or set "
             "data.allow_leakage: true to train anyway"
         )

@@ -13,6 +13,7 @@ from torch import nn
 
 from .._core._device import resolve_device as core_resolve_device
 from .._core._errors import ConfigError, DataError
+from .._core._signature import CROP_MAX_VIDEOS
 from ._config import Config
 from ._ddp import Dist, broadcast_object
 from ._leakage import check_leakage
@@ -186,6 +187,12 @@ def check_leakage_of_split(cfg: Config, store, bundle, d: Dist, run_dir: Path) -
     message = broadcast_object(message, d)
     if message is not None:
         raise DataError(message)
+    if d.main and report is not None and not report.crops_checked:
+        print(
+            f"note: the leakage check compared whole frames only: crops are looked for over "
+            f"at most {CROP_MAX_VIDEOS} videos (this split has {len(_roles(store, bundle))})",
+            file=sys.stderr,
+        )
     if d.main and report is not None and (report.duplicates or report.similar):
         (run_dir / "leakage.json").write_text(json.dumps(report.to_dict(), indent=1) + "\n")
         if report.leaks:

@@ -80,8 +80,8 @@ from ._checkpoint import (
     save_checkpoint,
     set_rng_state,
 )
-from ._config import Config, load_config, save_config
-from ._data import build_data
+from ._config import AUTO_STEPS, Config, load_config, save_config
+from ._data import build_data, loader_workers
 from ._ddp import Dist, barrier, broadcast_object, setup, teardown
 from ._logging import EpochProgress, RunLogger, _clean, format_duration
 from ._predict import autocast, forward, predict
@@ -110,6 +110,39 @@ __all__ = ["TrainingInterrupted", "build_model", "run_training"]
 
 #: seconds between redraws of curves.png during training (always drawn after the last epoch)
 PLOT_EVERY_S = 20.0
+
+
+#: an epoch of fewer optimizer steps than this is warned about (a schedule and metrics of a
+#: few steps say little: a small store with one window per video per epoch)
+FEW_STEPS = 10
+
+
+def few_steps_warning(cfg: Config, videos: int, items: int, trainer, sampler) -> str:
+    """The warning for an epoch of fewer than :data:`FEW_STEPS` steps, naming the keys
+    (``sampler``: the training dataset's, with the windows it draws per video)."""
+    d = cfg.data
+    per = trainer.d.world_size * cfg.train.accumulate
+    drawn = sampler.clips_per_video
+    want = math.ceil(AUTO_STEPS * d.batch_size * per * drawn / max(items, 1))
+    if sampler.random:
+        fix = (
+            f"set data.clips_per_video: {max(want, drawn + 1)} (windows drawn per video per "
+            "epoch; auto draws enough) or lower data.batch_size"
+        )
+    else:
+        fix = (
+            f"lower data.batch_size, or use a random data.sampler (not {d.sampler}) with "
+            "data.clips_per_video"
+        )
+    return (
+        f"warning: an epoch is only {trainer.steps_per_epoch} optimizer step(s): {items} "
+        f"training items ({videos} videos, {drawn} window(s) drawn per video: "
+        f"data.clips_per_video {d.clips_per_video}) in batches of data.batch_size "
+        f"{d.batch_size}"
+        + (f" x {per} (processes x train.accumulate)" if per > 1 else "")
+        + (", the last partial batch dropped (data.drop_last)" if d.drop_last else "")
+        + f"; {FEW_STEPS} or more train better: {fix}"
+    )
 
 
 def _say(msg: str, enabled: bool) -> None:
@@ -275,6 +308,11 @@ class _Run:
             )
         acc = cfg.train.accumulate
         self.steps_per_epoch = math.ceil(self.micro_per_epoch / acc)
+        if self.steps_per_epoch < FEW_STEPS and d.main:
+            print(
+                few_steps_warning(cfg, len(b.train_ids), len(b.train), self, b.train.sampler),
+                file=sys.stderr,
+            )
         self.total_steps = cfg.train.epochs * self.steps_per_epoch
         self.warmup = round(cfg.train.warmup_epochs * self.steps_per_epoch)
         # the training state (what last.pt holds)
@@ -329,7 +367,7 @@ class _Run:
             if train
             else (cfg.data.val_batch_size or cfg.data.batch_size),
             shuffle=train,
-            workers=cfg.data.workers,
+            workers=loader_workers(cfg),
             balanced=train and cfg.train.balanced,
             rank=d.rank,
             world_size=d.world_size,
@@ -818,7 +856,7 @@ class _Run:
                     split=cfg.data.val_split,
                     clips=cfg.eval.clips,
                     crops=cfg.eval.crops,
-                    workers=cfg.data.workers,
+                    workers=loader_workers(cfg),
                     device=str(self.device),
                     out=self.run_dir / "eval_metrics.json",
                     verbose=False,
