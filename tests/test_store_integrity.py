@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from _media import make_beep_video, write_video
+from _stores import reseal
 from hyperframes import StoreError
 from hyperframes.store import BuildOptions, build_store, open_store, resign_store, verify_store
 from hyperframes.store._publish import publish_store, staging_dir
 from hyperframes.store._remote import filesystem
-from hyperframes.store._shard import checksum_file
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 DATA = Path(__file__).resolve().parent / "data"
@@ -71,15 +71,6 @@ def _manifest(store: Path) -> dict:
 
 def _write_manifest(store: Path, m: dict) -> None:
     (store / "manifest.json").write_text(json.dumps(m))
-
-
-def _reseal(store: Path) -> None:
-    """What a crafted store does: the manifest's sizes and checksums match its files."""
-    m = _manifest(store)
-    for row in m["index"]:
-        f = store / row["name"]
-        row["bytes"], row["checksum"] = f.stat().st_size, checksum_file(f)
-    _write_manifest(store, m)
 
 
 # -- index files against the manifest, at every open --------------------------------------
@@ -207,7 +198,7 @@ DEEP = "[" * 200_000 + "]" * 200_000
 def test_deeply_nested_json_is_a_store_error(store, s3_url, where, name):
     (store / name).write_text(DEEP)
     if name != "manifest.json":
-        _reseal(store)  # (a crafted store's manifest matches its files)
+        reseal(store)  # (a crafted store's manifest matches its files)
     target = str(store)
     if where == "url":
         _upload_all(store, s3_url)
@@ -243,7 +234,7 @@ def _claim_rows(f: Path, rows: int) -> None:
 
 def test_npy_header_claiming_a_trillion_rows_is_refused(store, s3_url):
     _claim_rows(store / "index" / "frames.npy", 10**12)
-    _reseal(store)
+    reseal(store)
     with pytest.raises(StoreError, match=r"frames\.npy: cannot be read as an index"):
         open_store(store)
     publish_store(store, s3_url)

@@ -69,6 +69,8 @@ _LAYOUT = 2
 #: seconds a failed cache is passed over before it is tried again
 RETRY_SECONDS = 60.0
 _FOOTER = 16
+#: what reads return: bytes fetched, or a view of bytes read from an entry (no copy)
+Bytes = bytes | memoryview
 
 
 class CacheWarning(RuntimeWarning):
@@ -130,11 +132,11 @@ class BlockCache:
         return xxhash.xxh3_128_hexdigest(text.encode())
 
     # -- entries --------------------------------------------------------------------------
-    def get(self, name: str, lo: int = 0, hi: int | None = None) -> bytes | None:
-        """Bytes ``lo:hi`` of the entry, or None when it is absent or damaged (a damaged one
-        is removed). Holds LOCK_SH on the entry while reading it, so it cannot be evicted
-        meanwhile. Checks the entry's seal and the checksum of every piece it serves, at
-        every read."""
+    def get(self, name: str, lo: int = 0, hi: int | None = None) -> Bytes | None:
+        """Bytes ``lo:hi`` of the entry (a view of one read of the file: no copy), or None
+        when it is absent or damaged (a damaged one is removed). Holds LOCK_SH on the entry
+        while reading it, so it cannot be evicted meanwhile. Checks the entry's seal and the
+        checksum of every piece it serves, at every read."""
         path = self.blocks / name
         try:
             fd = os.open(path, os.O_RDONLY)
@@ -153,7 +155,7 @@ class BlockCache:
         finally:
             os.close(fd)  # (releases the lock)
 
-    def _checked_read(self, fd: int, size: int, lo: int, hi: int | None) -> bytes | None:
+    def _checked_read(self, fd: int, size: int, lo: int, hi: int | None) -> Bytes | None:
         """Bytes ``lo:hi`` of the entry open as ``fd`` (``size`` bytes on disk) when its seal
         and the pieces holding them check, else None."""
         tail = os.pread(fd, min(size, self._seal_max), max(0, size - self._seal_max))
@@ -172,11 +174,12 @@ class BlockCache:
         first, last = lo // PIECE_BYTES, (hi - 1) // PIECE_BYTES
         start = first * PIECE_BYTES
         data = os.pread(fd, min((last + 1) * PIECE_BYTES, n) - start, start)
+        view = memoryview(data)  # (slices of it are not copies)
         for j in range(first, last + 1):
             a = (j - first) * PIECE_BYTES
-            if xxhash.xxh3_64_digest(data[a : a + PIECE_BYTES]) != sums[8 * j : 8 * j + 8]:
+            if xxhash.xxh3_64_digest(view[a : a + PIECE_BYTES]) != sums[8 * j : 8 * j + 8]:
                 return None
-        return data[lo - start : hi - start]
+        return view[lo - start : hi - start]
 
     def _drop_damaged(self, path: Path, inode: int) -> None:
         with self._locked(), contextlib.suppress(OSError):
@@ -296,7 +299,7 @@ class BlockCache:
         starts: Sequence[int],
         ends: Sequence[int],
         fetch: Callable[[list[int], list[int]], list[bytes]],
-    ) -> list[bytes]:
+    ) -> list[Bytes]:
         """Bytes ``starts[j]:ends[j]`` of an object of ``size`` bytes, through its blocks: the
         blocks not cached are fetched at once (runs of adjacent blocks as one range), cached
         when room can be made, and used either way. When the cache fails (any OSError of
@@ -309,13 +312,13 @@ class BlockCache:
             self._failed(e)
             return self._bypass(starts, ends, fetch)
 
-    def _bypass(self, starts, ends, fetch) -> list[bytes]:
+    def _bypass(self, starts, ends, fetch) -> list[Bytes]:
         got = fetch(list(starts), list(ends))
         with self._counts:
             self.bypassed += len(got)
         return got
 
-    def _through_blocks(self, key, size, starts, ends, fetch) -> list[bytes]:
+    def _through_blocks(self, key, size, starts, ends, fetch) -> list[Bytes]:
         bb = self.block_bytes
         span: dict[int, list[int]] = {}  # block -> [lo, hi] needed of it, block-relative
         for s, e in zip(starts, ends):
@@ -323,7 +326,7 @@ class BlockCache:
                 lo, hi = max(s, b * bb) - b * bb, min(e, (b + 1) * bb) - b * bb
                 have = span.setdefault(b, [lo, hi])
                 have[0], have[1] = min(have[0], lo), max(have[1], hi)
-        blocks: dict[int, tuple[int, bytes]] = {}  # block -> (lo, its bytes lo:hi)
+        blocks: dict[int, tuple[int, Bytes]] = {}  # block -> (lo, its bytes lo:hi)
         missing = []
         for b, (lo, hi) in sorted(span.items()):
             data = self.get(f"{key}-{b}", lo, hi)
