@@ -29,13 +29,9 @@ def verify_store(path: str | os.PathLike) -> list[str]:
     store = Path(path)
     if store.is_file() and store.suffix.lower() in (".h5", ".hdf5"):
         return _verify_hdf5(store)
-    if not (store / MANIFEST).exists():
-        raise StoreError(f"{store}: no store here ({MANIFEST} is missing)")
-    m = _load_json(store / MANIFEST)
-    try:
-        check_manifest(m, store / MANIFEST)
-    except StoreError as e:
-        return [str(e)]
+    m, problem = _folder_manifest(store)
+    if problem is not None:
+        return [problem]
     problems: list[str] = []
     damaged: dict[str, int] = {}  # shard name -> its problem's position
     unreadable = False
@@ -66,6 +62,18 @@ def verify_store(path: str | os.PathLike) -> list[str]:
             for name, at in damaged.items():
                 problems[at] += _damaged_videos(opened, opened.shard_names.index(name))
     return problems
+
+
+def _folder_manifest(store: Path) -> tuple[dict, str | None]:
+    """The manifest of the store folder, and what is wrong with its shape (None: nothing)."""
+    if not (store / MANIFEST).exists():
+        raise StoreError(f"{store}: no store here ({MANIFEST} is missing)")
+    m = _load_json(store / MANIFEST)
+    try:
+        check_manifest(m, store / MANIFEST)
+    except StoreError as e:
+        return m, str(e)
+    return m, None
 
 
 def _file_of(store: Path, kind: str, row: dict) -> Path:
@@ -127,13 +135,9 @@ def resign_store(path: str | os.PathLike) -> tuple[list[str], list[str]]:
             f"{path}: --resign re-signs a store folder; a store at a URL or in HDF5 is "
             "re-signed by copying it to a folder first (or rebuilt)"
         )
-    if not (store / MANIFEST).exists():
-        raise StoreError(f"{store}: no store here ({MANIFEST} is missing)")
-    m = _load_json(store / MANIFEST)
-    try:
-        check_manifest(m, store / MANIFEST)
-    except StoreError as e:
-        return [], [str(e)]
+    m, problem = _folder_manifest(store)
+    if problem is not None:
+        return [], [problem]
     problems: list[str] = []
     signed = []
     for kind, row, got in _file_checksums(store, m, problems):
