@@ -20,7 +20,13 @@ import torch
 from _stores import store_content
 from hyperframes._core._errors import ConfigError, StoreError
 from hyperframes.store import BuildOptions, build_store, open_store
-from hyperframes.store._cache import PIECE_BYTES, BlockCache, CacheWarning, entry_bytes
+from hyperframes.store._cache import (
+    PIECE_BYTES,
+    RETRY_SECONDS,
+    BlockCache,
+    CacheWarning,
+    entry_bytes,
+)
 from hyperframes.store._publish import publish_store, staging_dir
 from hyperframes.store._remote import filesystem
 from hyperframes.store._remote_store import open_remote
@@ -352,6 +358,10 @@ def test_cache_folder_removed_under_an_open_store(built, tmp_path):
     shutil.rmtree(cache)
     _reads_warn_once(s, want)
     assert s._source.cache.bypassed > 0
+    cache_ = s._source.cache
+    cache_.failure = (cache_.failure[0] - RETRY_SECONDS, cache_.failure[1])  # a minute later
+    assert np.array_equal(s.read_batch(WINDOWS).numpy(), want)
+    assert any((cache / "blocks").iterdir())  # the folder made anew, the cache in use again
 
 
 _READER = textwrap.dedent(
@@ -412,7 +422,13 @@ def test_reader_holding_an_entry_blocks_its_eviction(tmp_path):
 _FILLER = textwrap.dedent(
     """
     import os, sys
-    from hyperframes.store._cache import PIECE_BYTES, BlockCache, CacheWarning, entry_bytes
+    from hyperframes.store._cache import (
+    PIECE_BYTES,
+    RETRY_SECONDS,
+    BlockCache,
+    CacheWarning,
+    entry_bytes,
+)
     c = BlockCache(sys.argv[1], 10**9)
     real = os.fsync
     def stall(fd):

@@ -41,7 +41,8 @@ Guarantees (tested in ``tests/test_s3.py``):
   again, never served;
 - a cache that fails (its disk full, its folder removed, any OSError) never fails a read:
   the blocks are read from object storage directly, a ``CacheWarning`` says so once per
-  cache object, and the cache is tried again ``RETRY_SECONDS`` later.
+  cache object, and the cache is tried again ``RETRY_SECONDS`` later (its folders made
+  anew if they were removed).
 """
 
 from __future__ import annotations
@@ -307,6 +308,9 @@ class BlockCache:
         if not self._usable():
             return self._bypass(starts, ends, fetch)
         try:
+            if self.failure is not None:  # tried again: a removed folder is made anew
+                self.blocks.mkdir(parents=True, exist_ok=True)
+                self.tmp.mkdir(exist_ok=True)
             return self._through_blocks(key, size, starts, ends, fetch)
         except OSError as e:
             self._failed(e)
