@@ -162,7 +162,8 @@ def index_checksum(row: dict, listed_in) -> str:
             f"{want!r}); every index file is checked against its checksum at open. If the "
             "manifest was edited or written by another tool and the files are as built, "
             "re-sign it with `hyperframes verify --resign STORE` (it records the missing "
-            "checksums once the store opens), or rebuild the store"
+            "checksums once the store opens; a store at a URL is re-signed as a folder, then "
+            "uploaded again), or rebuild the store"
         )
     return want
 
