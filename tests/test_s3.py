@@ -422,13 +422,7 @@ def test_reader_holding_an_entry_blocks_its_eviction(tmp_path):
 _FILLER = textwrap.dedent(
     """
     import os, sys
-    from hyperframes.store._cache import (
-    PIECE_BYTES,
-    RETRY_SECONDS,
-    BlockCache,
-    CacheWarning,
-    entry_bytes,
-)
+    from hyperframes.store._cache import BlockCache
     c = BlockCache(sys.argv[1], 10**9)
     real = os.fsync
     def stall(fd):
