@@ -6,6 +6,7 @@ write."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -105,16 +106,14 @@ def test_every_index_file_is_checked_at_open(store):
     open_store(store).close()
 
 
-def test_url_index_object_edited_is_refused(tracked, s3_url):
+def test_url_index_object_edited_is_refused(tracked, s3_url, tmp_path):
     publish_store(tracked, s3_url)
     fs = filesystem(s3_url)
     key = f"{s3_url}/index/audio.npy"[5:]
-    arr = np.load(__import__("io").BytesIO(fs.cat_file(key)))
+    arr = np.load(io.BytesIO(fs.cat_file(key)))
     arr[0]["start_seconds"] += 0.5
-    local = Path(staging_dir(s3_url).parent) / "audio.npy"
-    local.parent.mkdir(parents=True, exist_ok=True)
-    np.save(local, arr)
-    fs.put_file(str(local), key)
+    np.save(tmp_path / "audio.npy", arr)
+    fs.put_file(str(tmp_path / "audio.npy"), key)
     with pytest.raises(StoreError, match=r"audio\.npy: has checksum"):
         open_store(s3_url)
 
@@ -224,8 +223,6 @@ def _claim_rows(f: Path, rows: int) -> None:
     arr = np.load(f)
     header = np.lib.format.header_data_from_array_1_0(arr)
     header["shape"] = (rows,)
-    import io
-
     buf = io.BytesIO()
     np.lib.format.write_array_header_1_0(buf, header)
     start = len(data) - arr.nbytes
