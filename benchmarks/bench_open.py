@@ -85,7 +85,11 @@ def fake_store(root: Path, videos: int, per_video: int) -> None:
     (root / "index" / "strings.json").write_text(json.dumps(strings))
     (root / "index" / "details.jsonl").write_text("")
     index_rows = [
-        {"name": f"index/{f}", "bytes": (root / "index" / f).stat().st_size, "checksum": "-"}
+        {
+            "name": f"index/{f}",
+            "bytes": (root / "index" / f).stat().st_size,
+            "checksum": checksum_file(root / "index" / f),
+        }
         for f in ("videos.npy", "frames.npy", "chunks.npy", "strings.json", "details.jsonl")
     ]
     manifest = {

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from _media import make_translating_video
+from _stores import reseal
 from hyperframes import DataError, StoreError
 from hyperframes.cli._main import main
 from hyperframes.store import BuildOptions, build_store, convert_to_hdf5, open_store, verify_store
@@ -177,6 +178,7 @@ def _rewrite(path: Path, table: np.ndarray) -> None:
     size = path.stat().st_size
     np.save(path, table)
     assert path.stat().st_size == size
+    reseal(path.parent.parent)  # (the manifest's checksum would refuse it first)
 
 
 @pytest.mark.parametrize(

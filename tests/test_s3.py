@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +20,13 @@ import torch
 from _stores import store_content
 from hyperframes._core._errors import ConfigError, StoreError
 from hyperframes.store import BuildOptions, build_store, open_store
-from hyperframes.store._cache import BlockCache
+from hyperframes.store._cache import (
+    PIECE_BYTES,
+    RETRY_SECONDS,
+    BlockCache,
+    CacheWarning,
+    entry_bytes,
+)
 from hyperframes.store._publish import publish_store, staging_dir
 from hyperframes.store._remote import filesystem
 from hyperframes.store._remote_store import open_remote
@@ -257,6 +264,106 @@ def test_cache_serves_and_refetches_damaged_entries(built, tmp_path):
     assert BlockCache(cache, 10**7).get(victim.name) is not None  # good again
 
 
+def _flip(path: Path, at: int) -> None:
+    """Invert one byte of ``path`` in place (same file, same inode, same size)."""
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0xFF]))
+
+
+def test_cache_entry_flipped_under_a_live_store_is_refetched(built, tmp_path):
+    """A byte changed in a cache entry after this very Store object read and checked it is
+    detected on the next read (every read checks what it serves) and fetched again."""
+    url, local = built["lz4"]
+    cache = tmp_path / "cache"
+    want = open_store(local).read_batch(WINDOWS).numpy()
+    s = open_remote(url, cache_dir=cache, cache_limit=10**7, cache_block_bytes=4096)
+    assert np.array_equal(s.read_batch(WINDOWS).numpy(), want)  # fills the cache
+    assert np.array_equal(s.read_batch(WINDOWS).numpy(), want)  # served from it
+    entries = sorted((cache / "blocks").iterdir())
+    before, misses = s._files.traffic.bytes, s._source.cache.misses
+    for e in entries:  # every entry damaged in place, inside the bytes it serves
+        _flip(e, 10)
+    assert np.array_equal(s.read_batch(WINDOWS).numpy(), want)
+    assert s._source.cache.misses == misses + len(entries)  # each refetched
+    assert s._files.traffic.bytes > before
+    assert np.array_equal(s.read_batch(WINDOWS).numpy(), want)  # good entries again
+
+
+def test_cache_checks_only_the_pieces_a_read_serves(tmp_path):
+    c = BlockCache(tmp_path, 10**8)
+    data = np.random.default_rng(0).bytes(5 * PIECE_BYTES + 123)
+    assert c.put("b", data)
+    entry = tmp_path / "blocks" / "b"
+    assert entry.stat().st_size == entry_bytes(len(data))
+    assert (
+        c.get("b", PIECE_BYTES + 7, 3 * PIECE_BYTES + 1)
+        == data[PIECE_BYTES + 7 : 3 * PIECE_BYTES + 1]
+    )
+    _flip(entry, 4 * PIECE_BYTES + 3)
+    assert c.get("b", 0, 100) == data[:100]  # a piece that still checks is served
+    assert c.get("b", 4 * PIECE_BYTES, 4 * PIECE_BYTES + 8) is None  # the damaged one never
+    assert not entry.exists()
+    assert c.put("b", data)
+    _flip(entry, entry.stat().st_size - 20)  # the seal itself
+    assert c.get("b", 0, 100) is None
+
+
+@pytest.fixture
+def full_tmpfs(tmp_path):
+    """A 1 MiB tmpfs mounted under tmp_path, filled to the last byte (a full cache disk)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"a tmpfs cannot be mounted here ({done.stderr.strip()}): needs root")
+    try:
+        (mnt / "cache").mkdir()
+        BlockCache(mnt / "cache", 10**9)  # its folders exist before the disk is full
+        with open(mnt / "filler", "wb") as f, pytest.raises(OSError, match="No space"):
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        yield mnt / "cache"
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def _reads_warn_once(store, want) -> None:
+    with pytest.warns(CacheWarning, match="reading from object storage directly") as caught:
+        for _ in range(3):
+            assert np.array_equal(store.read_batch(WINDOWS).numpy(), want)
+    assert len([w for w in caught if w.category is CacheWarning]) == 1
+
+
+def test_full_cache_disk_reads_from_object_storage(built, full_tmpfs):
+    url, local = built["lz4"]
+    want = open_store(local).read_batch(WINDOWS).numpy()
+    s = open_remote(url, cache_dir=full_tmpfs, cache_limit=10**9, cache_block_bytes=4096)
+    _reads_warn_once(s, want)
+    assert s._source.cache.bypassed > 0 and "No space" in s._source.cache.failure[1]
+    assert not list((full_tmpfs / "tmp").iterdir())  # no partial entry left behind
+
+
+def test_cache_folder_removed_under_an_open_store(built, tmp_path):
+    url, local = built["lz4"]
+    cache = tmp_path / "cache"
+    want = open_store(local).read_batch(WINDOWS).numpy()
+    s = open_remote(url, cache_dir=cache, cache_limit=10**7, cache_block_bytes=4096)
+    assert np.array_equal(s.read_batch(WINDOWS[:2]).numpy(), want[:2])
+    shutil.rmtree(cache)
+    _reads_warn_once(s, want)
+    assert s._source.cache.bypassed > 0
+    cache_ = s._source.cache
+    cache_.failure = (cache_.failure[0] - RETRY_SECONDS, cache_.failure[1])  # a minute later
+    assert np.array_equal(s.read_batch(WINDOWS).numpy(), want)
+    assert any((cache / "blocks").iterdir())  # the folder made anew, the cache in use again
+
+
 _READER = textwrap.dedent(
     """
     import sys, numpy as np
@@ -277,7 +384,7 @@ _READER = textwrap.dedent(
 
 def test_cache_limit_holds_under_concurrent_processes(built, tmp_path):
     url, _ = built["raw"]
-    cache, limit = tmp_path / "cache", 5 * (8192 + 16) + 100
+    cache, limit = tmp_path / "cache", 5 * entry_bytes(8192) + 100
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _READER, url, str(cache), str(limit), str(seed)],
@@ -296,7 +403,7 @@ def test_cache_limit_holds_under_concurrent_processes(built, tmp_path):
 def test_reader_holding_an_entry_blocks_its_eviction(tmp_path):
     import fcntl
 
-    c = BlockCache(tmp_path, 3 * (100 + 16))
+    c = BlockCache(tmp_path, 3 * entry_bytes(100))
     for i in range(3):
         assert c.put(f"k-{i}", bytes([i]) * 100)
     oldest = tmp_path / "blocks" / "k-0"

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from _media import write_video
+from _stores import reseal
 from hyperframes import ConfigError, DataError, StoreError
 from hyperframes._core._signature import SIGNATURE_WIDTH
 from hyperframes.data import HyperframeDataset
@@ -132,6 +133,7 @@ def test_altered_segments_are_refused_at_open(store, tmp_path, file, column, val
     else:
         arr[column][0] = value
     np.save(path, arr)  # same size: only the index checks can tell
+    reseal(copy)  # (as a crafted store would: its checksum matches)
     with pytest.raises(StoreError, match=message):
         open_store(copy)
 

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from _media import write_video
+from _stores import reseal
 from hyperframes import ConfigError, StoreError
 from hyperframes.store import BuildOptions, build_store, convert_to_hdf5, open_store, verify_store
-from hyperframes.store._shard import checksum_file
 
 CLI = [sys.executable, "-m", "hyperframes"]
 
@@ -60,22 +60,13 @@ def _all_frames(store, i: int) -> np.ndarray:
 
 
 # -- what an attacker does ----------------------------------------------------------------
-def _reseal(store: Path) -> None:
-    """Update the manifest's sizes and checksums to the files as they are now."""
-    m = json.loads((store / "manifest.json").read_text())
-    for row in m["index"]:
-        f = store / row["name"]
-        row["bytes"], row["checksum"] = f.stat().st_size, checksum_file(f)
-    (store / "manifest.json").write_text(json.dumps(m))
-
-
 def _edit_npy(store: Path, name: str, edit) -> None:
     """``edit(array)`` changes the array in place (a same-size edit) or returns a new one."""
     f = store / "index" / name
     arr = np.load(f)
     new = edit(arr)
     np.save(f, arr if new is None else new)
-    _reseal(store)
+    reseal(store)
 
 
 def _edit_rows(store: Path, name: str, **changes) -> None:
@@ -114,7 +105,7 @@ def test_shard_name_outside_the_store_is_refused(raw, name):
 
     _edit_json(raw / "manifest.json", point)
     _edit_json(raw / "index" / "strings.json", lambda s: s.update(shards=[name]))
-    _reseal(raw)
+    reseal(raw)
     with pytest.raises(
         StoreError, match=rf"manifest\.json: names the file {re.escape(repr(name))}"
     ):
@@ -132,7 +123,7 @@ def test_shard_name_outside_the_store_is_refused(raw, name):
 
 def test_shard_name_in_strings_only_is_refused(raw):
     _edit_json(raw / "index" / "strings.json", lambda s: s.update(shards=["/etc/passwd"]))
-    _reseal(raw)
+    reseal(raw)
     with pytest.raises(StoreError, match=r"strings\.json: lists the shards \['/etc/passwd'\]"):
         open_store(raw)
 
@@ -220,7 +211,7 @@ def test_label_out_of_range_is_refused(raw):
 
 def test_fewer_paths_than_videos_is_refused(raw):
     _edit_json(raw / "index" / "strings.json", lambda s: s["paths"].pop())
-    _reseal(raw)
+    reseal(raw)
     with pytest.raises(StoreError, match=r"strings\.json: lists 2 paths, .*videos\.npy has 3"):
         open_store(raw)
 
@@ -280,7 +271,7 @@ def test_index_table_of_another_dtype_is_refused(raw):
 
     v = np.load(raw / "index" / "videos.npy")
     np.save(raw / "index" / "videos.npy", v[list(VIDEO_DTYPE_V1.names)].astype(VIDEO_DTYPE_V1))
-    _reseal(raw)
+    reseal(raw)
     with pytest.raises(StoreError, match=r"videos\.npy: holds columns \(shard, .*\) in 1 dim"):
         open_store(raw)
 

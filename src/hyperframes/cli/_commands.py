@@ -78,6 +78,8 @@ def info(args) -> int:
 def verify(args) -> int:
     from ..store import verify_store
 
+    if args.resign:
+        return _resign(args.store)
     problems = verify_store(args.store)
     for p in problems:
         print(f"BAD  {p}")
@@ -85,6 +87,23 @@ def verify(args) -> int:
         print(f"{len(problems)} problem(s) in {args.store}")
         return EXIT_FATAL
     print(f"{args.store}: every checksum matches")
+    return EXIT_OK
+
+
+def _resign(store) -> int:
+    from ..store import resign_store
+
+    signed, problems = resign_store(store)
+    for p in problems:
+        print(f"BAD  {p}")
+    if problems:
+        print(f"{len(problems)} problem(s) in {store}: nothing re-signed")
+        return EXIT_FATAL
+    for f in signed:
+        print(f"signed  {f}")
+    print(
+        f"{store}: {len(signed)} checksum(s) recorded" if signed else f"{store}: nothing to re-sign"
+    )
     return EXIT_OK
 
 

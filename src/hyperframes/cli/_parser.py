@@ -424,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = _command(sub, "verify", "recompute every checksum of a store")
     v.add_argument("store", help=STORE_HELP)
+    v.add_argument(
+        "--resign",
+        action="store_true",
+        help="record the checksums a store folder's manifest lacks (an edited manifest), "
+        "once every file checks and the store opens; a checksum it has is never replaced",
+    )
     v.set_defaults(func=run.verify)
 
     s = _command(sub, "show", "write a window of frames as a PNG")

@@ -13,7 +13,7 @@ from ._options import BuildOptions
 from ._protocol import StoreReader
 from ._reader import Store, is_store, open_store
 from ._records import VideoRecord
-from ._verify import verify_store
+from ._verify import resign_store, verify_store
 
 __all__ = [
     "BuildOptions",
@@ -31,6 +31,7 @@ __all__ = [
     "list_codecs",
     "list_input_formats",
     "open_store",
+    "resign_store",
     "verify_store",
 ]
 

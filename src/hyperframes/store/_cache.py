@@ -14,11 +14,18 @@ whole shards or the exact ranges a window asked for, because:
 Layout of ``cache_dir``::
 
     .lock            flock(LOCK_EX) while inserting or evicting (one writer at a time)
-    blocks/KEY-B     an entry: the block's bytes, then 16 bytes: xxh3-64 of them, their length
+    blocks/KEY-B     an entry: the block's N bytes, then its seal (below)
     tmp/KEY-B.PID    an entry being written (under the lock: any found is a crash's, removed)
 
-KEY hashes the shard's URL, size, ETag and the block size, so a shard replaced at its URL
-never meets old blocks, and no name holds anything but a hash and a number.
+The seal: the xxh3-64 of each piece of ``PIECE_BYTES`` (64 KiB) of the block, 8 bytes each,
+then N (8 bytes), then the xxh3-64 of those piece checksums and N (8 bytes). Every read
+checks the seal and the pieces it serves (not the whole block: a window of a few kilobytes
+hashes at most two pieces, ~10 µs), so a byte changed in an entry at any time, even while
+a process has it open, is never served.
+
+KEY hashes the shard's URL, size, ETag, the block size and the entry layout's version, so a
+shard replaced at its URL never meets old blocks, and no name holds anything but a hash and
+a number.
 
 Guarantees (tested in ``tests/test_s3.py``):
 
@@ -30,7 +37,12 @@ Guarantees (tested in ``tests/test_s3.py``):
   eviction takes ``LOCK_EX | LOCK_NB`` and passes over a busy entry;
 - crashes: entries are written to ``tmp/``, fsynced and renamed into ``blocks/``, so a killed
   writer leaves at most a temp file (removed by the next insert), and every read checks the
-  trailer's length and checksum, so a damaged entry is dropped and fetched again, never served.
+  seal and the checksums of the pieces it serves, so a damaged entry is dropped and fetched
+  again, never served;
+- a cache that fails (its disk full, its folder removed, any OSError) never fails a read:
+  the blocks are read from object storage directly, a ``CacheWarning`` says so once per
+  cache object, and the cache is tried again ``RETRY_SECONDS`` later (its folders made
+  anew if they were removed).
 """
 
 from __future__ import annotations
@@ -39,6 +51,8 @@ import contextlib
 import fcntl
 import os
 import threading
+import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -46,14 +60,39 @@ import xxhash
 
 from .._core._errors import ConfigError
 
-__all__ = ["BLOCK_BYTES", "BlockCache"]
+__all__ = ["BLOCK_BYTES", "PIECE_BYTES", "BlockCache", "CacheWarning", "entry_bytes"]
 
 BLOCK_BYTES = 4 << 20
-_TRAILER = 16
+#: bytes per checksummed piece of an entry (what a read hashes at least)
+PIECE_BYTES = 64 << 10
+#: the entry layout's version, part of every key (entries of another layout are never read)
+_LAYOUT = 2
+#: seconds a failed cache is passed over before it is tried again
+RETRY_SECONDS = 60.0
+_FOOTER = 16
+#: what reads return: bytes fetched, or a view of bytes read from an entry (no copy)
+Bytes = bytes | memoryview
 
 
-def _trailer(data: bytes) -> bytes:
-    return xxhash.xxh3_64_intdigest(data).to_bytes(8, "little") + len(data).to_bytes(8, "little")
+class CacheWarning(RuntimeWarning):
+    """The node cache failed (full disk, removed folder, ...): reads go to object storage."""
+
+
+def _pieces(n: int) -> int:
+    return -(-n // PIECE_BYTES)
+
+
+def entry_bytes(n: int) -> int:
+    """Bytes on disk of an entry holding ``n`` bytes of a block (its bytes and its seal)."""
+    return n + 8 * _pieces(n) + _FOOTER
+
+
+def _seal(data: bytes) -> bytes:
+    sums = b"".join(
+        xxhash.xxh3_64_digest(data[i : i + PIECE_BYTES]) for i in range(0, len(data), PIECE_BYTES)
+    )
+    n = len(data).to_bytes(8, "little")
+    return sums + n + xxhash.xxh3_64_digest(sums + n)
 
 
 class BlockCache:
@@ -81,19 +120,24 @@ class BlockCache:
             ) from None
         self._lock_path = self.folder / ".lock"
         self.hits = self.misses = self.skipped = 0
-        #: entries this object has checked whole: name -> (inode, size)
-        self._checked: dict[str, tuple[int, int]] = {}
+        #: blocks read from object storage directly because the cache failed
+        self.bypassed = 0
+        #: the last failure: (time.monotonic() when it happened, what it was)
+        self.failure: tuple[float, str] | None = None
+        self._warned = False
+        self._seal_max = 8 * _pieces(block_bytes) + _FOOTER
         self._counts = threading.Lock()
 
     def key(self, url: str, size: int, etag: str) -> str:
-        return xxhash.xxh3_128_hexdigest(f"{url}\n{size}\n{etag}\n{self.block_bytes}".encode())
+        text = f"{url}\n{size}\n{etag}\n{self.block_bytes}\n{_LAYOUT}"
+        return xxhash.xxh3_128_hexdigest(text.encode())
 
     # -- entries --------------------------------------------------------------------------
-    def get(self, name: str, lo: int = 0, hi: int | None = None) -> bytes | None:
-        """Bytes ``lo:hi`` of the entry, or None when it is absent or damaged (a damaged one
-        is removed). Holds LOCK_SH on the entry while reading it, so it cannot be evicted
-        meanwhile. The first read of an entry by this cache object reads it whole and checks
-        its trailer; later reads of the same file (same inode and size) read the range only."""
+    def get(self, name: str, lo: int = 0, hi: int | None = None) -> Bytes | None:
+        """Bytes ``lo:hi`` of the entry (a view of one read of the file: no copy), or None
+        when it is absent or damaged (a damaged one is removed). Holds LOCK_SH on the entry
+        while reading it, so it cannot be evicted meanwhile. Checks the entry's seal and the
+        checksum of every piece it serves, at every read."""
         path = self.blocks / name
         try:
             fd = os.open(path, os.O_RDONLY)
@@ -102,23 +146,41 @@ class BlockCache:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)
             st = os.fstat(fd)
-            if self._checked.get(name) == (st.st_ino, st.st_size):
-                end = st.st_size - _TRAILER if hi is None else min(hi, st.st_size - _TRAILER)
-                body = os.pread(fd, max(0, end - lo), lo)
-            else:
-                with os.fdopen(os.dup(fd), "rb") as f:
-                    data = f.read()
-                whole, tail = data[:-_TRAILER], data[-_TRAILER:]
-                if len(data) < _TRAILER or tail != _trailer(whole):
-                    self._drop_damaged(path, st.st_ino)
-                    return None
-                self._checked[name] = (st.st_ino, st.st_size)
-                body = whole[lo:hi]
+            body = self._checked_read(fd, st.st_size, lo, hi)
+            if body is None:
+                self._drop_damaged(path, st.st_ino)
+                return None
             with contextlib.suppress(OSError):
                 os.utime(path)  # recently used: evicted last
             return body
         finally:
             os.close(fd)  # (releases the lock)
+
+    def _checked_read(self, fd: int, size: int, lo: int, hi: int | None) -> Bytes | None:
+        """Bytes ``lo:hi`` of the entry open as ``fd`` (``size`` bytes on disk) when its seal
+        and the pieces holding them check, else None."""
+        tail = os.pread(fd, min(size, self._seal_max), max(0, size - self._seal_max))
+        if len(tail) < _FOOTER:
+            return None
+        n = int.from_bytes(tail[-16:-8], "little")
+        k = _pieces(n)
+        if size != entry_bytes(n) or 8 * k + _FOOTER > len(tail):
+            return None
+        sums = tail[len(tail) - _FOOTER - 8 * k : len(tail) - 8]
+        if xxhash.xxh3_64_digest(sums) != tail[-8:]:
+            return None
+        hi = n if hi is None else min(hi, n)
+        if hi <= lo:
+            return b""
+        first, last = lo // PIECE_BYTES, (hi - 1) // PIECE_BYTES
+        start = first * PIECE_BYTES
+        data = os.pread(fd, min((last + 1) * PIECE_BYTES, n) - start, start)
+        view = memoryview(data)  # (slices of it are not copies)
+        for j in range(first, last + 1):
+            a = (j - first) * PIECE_BYTES
+            if xxhash.xxh3_64_digest(view[a : a + PIECE_BYTES]) != sums[8 * j : 8 * j + 8]:
+                return None
+        return view[lo - start : hi - start]
 
     def _drop_damaged(self, path: Path, inode: int) -> None:
         with self._locked(), contextlib.suppress(OSError):
@@ -136,8 +198,9 @@ class BlockCache:
 
     def put(self, name: str, data: bytes) -> bool:
         """Store an entry if room can be made for it; False when it cannot (every entry that
-        would have to go is in use, or the entry is larger than the limit)."""
-        need = len(data) + _TRAILER
+        would have to go is in use, or the entry is larger than the limit). An OSError
+        (disk full, folder removed) leaves no temp file behind and is raised."""
+        need = entry_bytes(len(data))
         if need > self.limit:
             return False
         with self._locked():
@@ -160,12 +223,17 @@ class BlockCache:
             if total + need > self.limit:
                 return False
             tmp = self.tmp / f"{name}.{os.getpid()}"
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.write(_trailer(data))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.blocks / name)
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.write(_seal(data))
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.blocks / name)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
             with contextlib.suppress(OSError):
                 dfd = os.open(self.blocks, os.O_RDONLY)
                 try:
@@ -202,6 +270,27 @@ class BlockCache:
                     total += e.stat().st_size
         return total
 
+    # -- failures -------------------------------------------------------------------------
+    def _failed(self, e: OSError) -> None:
+        """Note a failure of the cache: it is passed over for ``RETRY_SECONDS``; the first
+        one of this object warns."""
+        what = f"{type(e).__name__}: {e}"
+        with self._counts:
+            self.failure = (time.monotonic(), what)
+            warn, self._warned = not self._warned, True
+        if warn:
+            warnings.warn(
+                f"the node cache {self.folder} failed ({what}); reading from object storage "
+                f"directly, and trying the cache again every {RETRY_SECONDS:.0f} s; free its "
+                "disk or fix the folder to cache again",
+                CacheWarning,
+                stacklevel=4,
+            )
+
+    def _usable(self) -> bool:
+        f = self.failure
+        return f is None or time.monotonic() - f[0] >= RETRY_SECONDS
+
     # -- ranges through blocks ------------------------------------------------------------
     def read_ranges(
         self,
@@ -211,10 +300,29 @@ class BlockCache:
         starts: Sequence[int],
         ends: Sequence[int],
         fetch: Callable[[list[int], list[int]], list[bytes]],
-    ) -> list[bytes]:
+    ) -> list[Bytes]:
         """Bytes ``starts[j]:ends[j]`` of an object of ``size`` bytes, through its blocks: the
         blocks not cached are fetched at once (runs of adjacent blocks as one range), cached
-        when room can be made, and used either way."""
+        when room can be made, and used either way. When the cache fails (any OSError of
+        its files), the ranges are fetched directly (see the module)."""
+        if not self._usable():
+            return self._bypass(starts, ends, fetch)
+        try:
+            if self.failure is not None:  # tried again: a removed folder is made anew
+                self.blocks.mkdir(parents=True, exist_ok=True)
+                self.tmp.mkdir(exist_ok=True)
+            return self._through_blocks(key, size, starts, ends, fetch)
+        except OSError as e:
+            self._failed(e)
+            return self._bypass(starts, ends, fetch)
+
+    def _bypass(self, starts, ends, fetch) -> list[Bytes]:
+        got = fetch(list(starts), list(ends))
+        with self._counts:
+            self.bypassed += len(got)
+        return got
+
+    def _through_blocks(self, key, size, starts, ends, fetch) -> list[Bytes]:
         bb = self.block_bytes
         span: dict[int, list[int]] = {}  # block -> [lo, hi] needed of it, block-relative
         for s, e in zip(starts, ends):
@@ -222,7 +330,7 @@ class BlockCache:
                 lo, hi = max(s, b * bb) - b * bb, min(e, (b + 1) * bb) - b * bb
                 have = span.setdefault(b, [lo, hi])
                 have[0], have[1] = min(have[0], lo), max(have[1], hi)
-        blocks: dict[int, tuple[int, bytes]] = {}  # block -> (lo, its bytes lo:hi)
+        blocks: dict[int, tuple[int, Bytes]] = {}  # block -> (lo, its bytes lo:hi)
         missing = []
         for b, (lo, hi) in sorted(span.items()):
             data = self.get(f"{key}-{b}", lo, hi)
@@ -241,13 +349,23 @@ class BlockCache:
                 else:
                     runs.append([b])
             got = fetch([r[0] * bb for r in runs], [min((r[-1] + 1) * bb, size) for r in runs])
+            failure = None
             for r, data in zip(runs, got):
                 for j, b in enumerate(r):
                     block = data[j * bb : (j + 1) * bb]
                     blocks[b] = (0, block)
-                    if not self.put(f"{key}-{b}", block):
+                    if failure is not None:
+                        continue
+                    try:
+                        stored = self.put(f"{key}-{b}", block)
+                    except OSError as err:  # fetched already: used, not cached
+                        failure = err
+                        continue
+                    if not stored:
                         with self._counts:
                             self.skipped += 1
+            if failure is not None:
+                self._failed(failure)
         out = []
         for s, e in zip(starts, ends):
             parts = []

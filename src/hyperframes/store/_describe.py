@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core._text import printable
 from ._rates import repeated_frames, upsampled_line, upsampled_rows
 
 __all__ = ["describe_store", "format_store_info", "gap_text"]
@@ -199,7 +200,7 @@ def format_store_info(d: dict) -> str:
             + (f", DAMAGED: {r['decode_errors']} decoder errors" if r["decode_errors"] else "")
             + f") [{r['label']}] {r['path']}"
         )
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # (names from files may hold control characters)
 
 
 def _track_lines(t: dict) -> list[str]:

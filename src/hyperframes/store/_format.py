@@ -52,7 +52,9 @@ A store is a folder::
 
 ``manifest.json`` holds: ``format``, ``format_version``, the build (options, decoder and its
 version, codec and its parameters, dtype, layout, normalisation), ``shards`` and ``index``
-(each file's name, bytes and ``checksum_algorithm`` checksum), ``num_videos``,
+(each file's name, bytes and ``checksum_algorithm`` checksum; every reader checks each index
+file against its checksum at every open and refuses a manifest without them, which
+``hyperframes verify --resign`` records), ``num_videos``,
 ``num_frames``, ``store_bytes``, ``source_bytes``, ``classes``, and the inputs not stored:
 ``failed``, ``damaged`` (stored with decoder errors) and ``skipped``; ``notes``
 (optional): ``{"path", "row", "note"}`` for each segment the build clamped to its video's end

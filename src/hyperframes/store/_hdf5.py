@@ -71,6 +71,7 @@ import xxhash
 from .._core._atomic import fsync_dir, remove_stale_temps, temp_path
 from .._core._device import batch_out
 from .._core._errors import ConfigError, DataError, StoreError
+from .._core._text import printable
 from ._annotations import ANNOTATION_FILES, read_annotations
 from ._format import VIDEO_DTYPES
 from ._reader import (
@@ -250,8 +251,9 @@ def convert_to_hdf5(
                     chunks = (max(1, min(chunk_frames, len(frames))), *frames.shape[1:])
                 ds = grp.create_dataset(f"{v:08d}", data=frames, chunks=chunks, **filt)
                 frames_bytes += ds.id.get_storage_size()
-                ds.attrs["path"] = rec.path
-                ds.attrs["label"] = rec.label or ""
+                # (for people reading the file: the index's strings keep the exact names)
+                ds.attrs["path"] = printable(rec.path)
+                ds.attrs["label"] = printable(rec.label or "")
                 ds.attrs["fps"] = rec.fps
                 bar.advance()
                 bar.add_frames(rec.num_frames)
@@ -303,7 +305,7 @@ class H5Store(TrackMethods):
             )
         try:
             self.manifest = json.loads(h5.attrs["manifest"])
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, RecursionError) as e:
             raise StoreError(f"{where}: its manifest attribute cannot be read ({e})") from None
         check_manifest(self.manifest, f"{where}: attribute 'manifest'")
         self.manifest = _file_manifest(self.manifest, self.path.stat().st_size, where)
@@ -311,7 +313,7 @@ class H5Store(TrackMethods):
         self._frames = self._dataset("index/frames")
         try:
             strings = json.loads(self._dataset("index/strings"))
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, RecursionError) as e:
             raise StoreError(f"{where}:/index/strings cannot be read as JSON ({e})") from None
         files = IndexFiles(
             videos=f"{where}:/index/videos",

@@ -15,6 +15,7 @@ worker uploads its shards with it); ``/work/notes/s3_api.md`` describes it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,7 +28,14 @@ from .._core._errors import StoreError
 from ._format import MANIFEST
 from ._remote import _bare, _reason, filesystem, is_url, join_url
 
-__all__ = ["build_to_url", "convert_to_url", "publish_file", "publish_store", "staging_dir"]
+__all__ = [
+    "build_to_url",
+    "check_write_access",
+    "convert_to_url",
+    "publish_file",
+    "publish_store",
+    "staging_dir",
+]
 
 #: part size of multipart uploads (s3fs uploads files under twice this in one PUT)
 PART_BYTES = 50 << 20
@@ -92,6 +100,26 @@ def publish_file(local_path: str | os.PathLike, url: str) -> bool:
     return True
 
 
+def check_write_access(url: str, *, folder: bool) -> None:
+    """Write and delete a small probe object under the store's prefix ``url`` (``folder``)
+    or next to the HDF5 file's key ``url``, so that wrong credentials or a missing bucket
+    are a StoreError before any video is decoded, not after."""
+    name = f".hyperframes-write-check-{os.getpid()}"
+    probe = join_url(url, name) if folder else f"{url.rstrip('/')}{name}"
+    fs = filesystem(url)
+    try:
+        fs.pipe_file(_bare(probe), b"hyperframes checks it can write here; safe to delete\n")
+    except Exception as e:  # the client's own error types (PermissionError, ClientError ...)
+        raise StoreError(
+            f"{url}: cannot be written ({_reason(e)}); nothing was built. Check the "
+            "credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE or "
+            "~/.aws/credentials), the endpoint (AWS_ENDPOINT_URL) and that the bucket "
+            "exists and lets them write"
+        ) from None
+    with contextlib.suppress(Exception):  # written, not deletable: harmless, the build goes on
+        fs.rm_file(_bare(probe))
+
+
 def publish_store(folder: str | os.PathLike, url: str) -> dict:
     """Upload the finished store ``folder`` to ``url``: shards, index files, manifest last.
     Returns ``{"uploaded": n, "skipped": n, "bytes": n}`` (bytes sent)."""
@@ -104,10 +132,12 @@ def publish_store(folder: str | os.PathLike, url: str) -> dict:
     remote_manifest = join_url(url, MANIFEST)
     try:
         old = fs.cat_file(_bare(remote_manifest))
+        if old is not None and old != manifest.read_bytes():
+            fs.rm_file(_bare(remote_manifest))  # the URL is incomplete until the new one is in
     except FileNotFoundError:
-        old = None
-    if old is not None and old != manifest.read_bytes():
-        fs.rm_file(_bare(remote_manifest))  # the URL is incomplete until the new one is in
+        pass
+    except Exception as e:
+        raise StoreError(f"{remote_manifest}: cannot be replaced ({_reason(e)})") from None
     done = {"uploaded": 0, "skipped": 0, "bytes": 0}
     names = [f"shards/{r['name']}" for r in m["shards"]] + [r["name"] for r in m["index"]]
     for rel in [*names, MANIFEST]:
@@ -124,8 +154,10 @@ def build_to_url(data, url: str, options, **build_kwargs):
     """``build_store(data, url)``: build in :func:`staging_dir`, upload, remove the staging."""
     from ._build import build_store
 
+    hdf5 = options is not None and options.format == "hdf5"
+    check_write_access(url, folder=not hdf5)
     staging = staging_dir(url)
-    if options is not None and options.format == "hdf5":
+    if hdf5:
         staging.mkdir(parents=True, exist_ok=True)
         local = staging / Path(_bare(url)).name
         report = build_store(data, local, options, **build_kwargs)
@@ -142,6 +174,7 @@ def convert_to_url(store, url: str, **convert_kwargs) -> str:
     """``convert_to_hdf5(store, url)``: write the file in the staging folder, then upload."""
     from ._hdf5 import convert_to_hdf5
 
+    check_write_access(url, folder=False)
     staging = staging_dir(url)
     staging.mkdir(parents=True, exist_ok=True)
     local = convert_to_hdf5(store, staging / Path(_bare(url)).name, **convert_kwargs)

@@ -2,14 +2,17 @@
 
 A store may come from elsewhere (copied, shared, downloaded), so opening checks it cannot reach
 outside itself or return wrong frames silently: the manifest's shape, file names (plain names
-inside the store), sizes, dtypes, and every index row against the others and against the shard
-files' sizes (vectorised, see ``_records.check_table`` / ``check_payload``). Payload bytes are
-not read at open; ``check="video"`` verifies each video's payload checksum on its first read.
+inside the store), sizes, dtypes, every index file against the checksum the manifest records
+for it (at every open: a label, an audio rate or a flow size edited in place is refused), and
+every index row against the others and against the shard files' sizes (vectorised, see
+``_records.check_table`` / ``check_payload``). Payload bytes are not read at open;
+``check="video"`` verifies each video's payload checksum on its first read.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import stat
 import threading
@@ -29,6 +32,7 @@ from ._format import (
     AUDIO_FILE,
     BUILD_PARAMS,
     CHANGE_FILE,
+    CHECKSUM_ALGORITHM,
     CHUNKS_FILE,
     FLOW_FILE,
     FLOW_SCORE_FILE,
@@ -117,11 +121,68 @@ def check_option(check) -> None:
         )
 
 
+def parse_json(raw: bytes | str, where):
+    """JSON of a store's file (``where`` names it): a StoreError when it is not JSON, or
+    nests deeper than the parser's stack (a crafted file), never a RecursionError."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise StoreError(
+            f"{where}: nests deeper than a JSON reader follows (a crafted or corrupt file); "
+            "a store's JSON nests a few levels: the store is corrupt"
+        ) from None
+    except ValueError as e:
+        raise StoreError(f"{where}: cannot be read as JSON ({e}); the store is corrupt") from None
+
+
 def _load_json(path: Path):
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as e:
+        raw = path.read_bytes()
+    except OSError as e:
         raise StoreError(f"{path}: cannot be read as JSON ({e}); the store is corrupt") from None
+    return parse_json(raw, path)
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def is_checksum(value) -> bool:
+    """Whether ``value`` is a checksum as manifests record them (xxh3-128, 32 hex digits)."""
+    return isinstance(value, str) and len(value) == 32 and _HEX.issuperset(value)
+
+
+def index_checksum(row: dict, listed_in) -> str:
+    """The checksum the manifest records for an index file (every store's manifest records
+    one per file, format versions 1 and 2 alike); a StoreError saying how to re-sign the
+    store when it records none."""
+    want = row.get("checksum")
+    if not isinstance(want, str) or not is_checksum(want):
+        raise StoreError(
+            f"{listed_in}: records no {CHECKSUM_ALGORITHM} checksum for {row['name']} (it has "
+            f"{want!r}); every index file is checked against its checksum at open. If the "
+            "manifest was edited or written by another tool and the files are as built, "
+            "re-sign it with `hyperframes verify --resign STORE` (it records the missing "
+            "checksums once the store opens; a store at a URL is re-signed as a folder, then "
+            "uploaded again), or rebuild the store"
+        )
+    return want
+
+
+def checksum_mapped(f: Path) -> str:
+    """xxh3-128 of the file, hashed through a memory map (no copy of its bytes)."""
+    with open(f, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return xxhash.xxh3_128_hexdigest(b"")
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return xxhash.xxh3_128_hexdigest(mm)
+
+
+def checksum_mismatch(where, got: str, want: str, size: int) -> StoreError:
+    return StoreError(
+        f"{where}: has checksum {got} ({size} bytes), the manifest recorded {want}: the file "
+        "was changed or damaged after the build; restore it (or rebuild the store), and run "
+        "`hyperframes verify` to see what else changed"
+    )
 
 
 #: manifest keys a reader relies on, and their JSON types
@@ -166,6 +227,12 @@ def check_manifest(m, path: str | os.PathLike) -> None:
                     f"{path}: the {key!r} entry {row!r} does not name a file and its size in "
                     f"bytes: {ALTERED}"
                 )
+    algorithm = m.get("checksum_algorithm", CHECKSUM_ALGORITHM)
+    if algorithm != CHECKSUM_ALGORITHM:
+        raise StoreError(
+            f"{path}: checksum_algorithm {algorithm!r} is unknown; this hyperframes reads "
+            f"stores whose checksums are {CHECKSUM_ALGORITHM}: {ALTERED}"
+        )
     if m["dtype"] not in ALLOWED_DTYPES:
         raise StoreError(
             f"{path}: dtype {m['dtype']!r} is not a stored element type; a store holds "
@@ -285,6 +352,16 @@ class LocalFolder:
     def check_size(self, folder: str, name, listed: int, listed_in) -> int:
         return _file_size(own_file(self.path / folder, name, listed_in), listed)
 
+    def check_index(self, name, listed: int, checksum: str, listed_in) -> None:
+        f = own_file(self.path / INDEX_DIR, name, listed_in)
+        _file_size(f, listed)
+        try:
+            got = checksum_mapped(f)
+        except OSError as e:
+            raise StoreError(f"{f}: cannot be read ({e.strerror})") from None
+        if got != checksum:
+            raise checksum_mismatch(f, got, checksum, listed)
+
     def npy(self, name: str) -> np.ndarray:
         return _load_npy(self.path / INDEX_DIR / name)
 
@@ -324,7 +401,8 @@ class Store(TrackMethods):
                     f"{manifest_path}: the index file {row['name']!r} is not in {INDEX_DIR}/: "
                     f"{ALTERED}"
                 )
-            files.check_size(INDEX_DIR, name, row["bytes"], manifest_path)
+            want = index_checksum(row, manifest_path)
+            files.check_index(name, row["bytes"], want, manifest_path)
             listed.add(name)
         for name in (VIDEOS_FILE, FRAMES_FILE, CHUNKS_FILE, STRINGS_FILE):
             if name not in listed:

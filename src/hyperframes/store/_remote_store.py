@@ -12,7 +12,7 @@ it (the manifest is uploaded last, see ``_publish``).
 from __future__ import annotations
 
 import io
-import json
+import math
 import os
 
 import numpy as np
@@ -20,6 +20,7 @@ import xxhash
 
 from .._core._errors import ConfigError, StoreError
 from ._format import INDEX_DIR, MANIFEST
+from ._reader import checksum_mismatch, parse_json
 from ._records import ALTERED
 from ._remote import RemoteFiles, is_url, join_url
 from ._source import RemoteShards
@@ -51,6 +52,33 @@ def open_remote(
     elif cache_limit is not None:
         raise ConfigError(f"cache_limit={cache_limit!r} needs a cache_dir (where to keep it)")
     return Store(url, check=check, files=RemoteFolder(url, cache=cache))
+
+
+def npy_from_bytes(data: bytes, where) -> np.ndarray:
+    """The array of an ``.npy`` file's bytes, its header checked against the bytes it has
+    before anything is allocated: a header claiming more rows than the data holds (a
+    crafted file asking for terabytes) is a StoreError, not a MemoryError."""
+    try:
+        f = io.BytesIO(data)  # (shares the bytes: no copy)
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        else:
+            raise ValueError(f"npy format version {version} is unknown")
+        if dtype.hasobject:
+            raise ValueError(f"dtype {dtype} holds Python objects")
+        body = len(data) - f.tell()
+        want = math.prod(shape) * dtype.itemsize
+        if want != body:
+            raise ValueError(
+                f"its header says shape {shape} of {dtype} ({want} bytes), it holds {body}"
+            )
+        flat = np.frombuffer(data, dtype, offset=f.tell())
+        return flat.reshape(shape, order="F") if fortran else flat.reshape(shape)
+    except (OSError, ValueError, TypeError) as e:
+        raise StoreError(f"{where}: cannot be read as an index ({e}); {ALTERED}") from None
 
 
 def remote_is_store(url: str) -> bool:
@@ -99,13 +127,7 @@ class RemoteFolder:
                     "`convert`) command to finish it"
                 )
             raise StoreError(f"{self.path}: no store here (no object under this URL)")
-        raw = self.files.read(MANIFEST)
-        try:
-            m = json.loads(raw)
-        except ValueError as e:
-            raise StoreError(
-                f"{self.where(MANIFEST)}: cannot be read as JSON ({e}); the store is corrupt"
-            ) from None
+        m = parse_json(self.files.read(MANIFEST), self.where(MANIFEST))
         self._manifest = m if isinstance(m, dict) else {}
         return m
 
@@ -119,37 +141,29 @@ class RemoteFolder:
                 f"{self.where(rel)}: is {info['size']} bytes, the manifest says {listed}: the "
                 "object is truncated or damaged; rebuild the store or upload it again"
             )
-        if folder == INDEX_DIR:  # fetched once, checked against the manifest's checksum
-            data = self.files.read(rel)
-            want = next(
-                (r.get("checksum") for r in self._manifest.get("index", []) if r["name"] == rel),
-                None,
-            )
-            got = xxhash.xxh3_128_hexdigest(data)
-            if len(data) != listed or (want is not None and got != want):
-                raise StoreError(
-                    f"{self.where(rel)}: has checksum {got} ({len(data)} bytes), the manifest "
-                    f"recorded {want} ({listed} bytes): the object is damaged or changed; "
-                    "upload the store again"
-                )
-            self._index[name] = data
         return listed
 
+    def check_index(self, name, listed: int, checksum: str, listed_in) -> None:
+        """The index object, fetched once, against its size and the manifest's checksum."""
+        self.check_size(INDEX_DIR, name, listed, listed_in)
+        data = self.files.read(f"{INDEX_DIR}/{name}")
+        got = xxhash.xxh3_128_hexdigest(data)
+        if len(data) != listed or got != checksum:
+            raise checksum_mismatch(self.where(INDEX_DIR, name), got, checksum, len(data))
+        self._index[name] = data
+
     def npy(self, name: str) -> np.ndarray:
+        where = self.where(INDEX_DIR, name)
         try:
-            return np.load(io.BytesIO(self._index[name]), allow_pickle=False)
-        except (KeyError, OSError, ValueError) as e:
-            raise StoreError(
-                f"{self.where(INDEX_DIR, name)}: cannot be read as an index ({e}); {ALTERED}"
-            ) from None
+            return npy_from_bytes(self._index[name], where)
+        except KeyError:
+            raise StoreError(f"{where}: not listed in the manifest; {ALTERED}") from None
 
     def json(self, name: str):
-        try:
-            return json.loads(self._index[name])
-        except (KeyError, ValueError) as e:
-            raise StoreError(
-                f"{self.where(INDEX_DIR, name)}: cannot be read as JSON ({e}); the store is corrupt"
-            ) from None
+        where = self.where(INDEX_DIR, name)
+        if name not in self._index:
+            raise StoreError(f"{where}: not listed in the manifest; {ALTERED}")
+        return parse_json(self._index[name], where)
 
     def shards(self, names: list[str], sizes) -> RemoteShards:
         listing = self.files.listing()

@@ -100,7 +100,7 @@ class RemoteShards:
     def _rel(self, k: int) -> str:
         return f"shards/{self.names[k]}"
 
-    def fetch(self, k: int, starts: np.ndarray, ends: np.ndarray) -> list[bytes]:
+    def fetch(self, k: int, starts: np.ndarray, ends: np.ndarray) -> list[bytes | memoryview]:
         """Bytes ``starts[j]:ends[j]`` of shard ``k`` (ranges already coalesced)."""
         if self.cache is None:
             return self.files.read_ranges(self._rel(k), starts.tolist(), ends.tolist())

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .._core._atomic import write_json_atomic
 from .._core._errors import StoreError
-from ._format import INDEX_DIR, MANIFEST, SHARDS_DIR
-from ._reader import Store, _load_json, check_manifest, own_file
+from ._format import CHECKSUM_ALGORITHM, INDEX_DIR, MANIFEST, SHARDS_DIR
+from ._reader import LocalFolder, Store, _load_json, check_manifest, is_checksum, own_file
 from ._remote import is_url
 from ._shard import checksum_file
 
@@ -28,47 +29,27 @@ def verify_store(path: str | os.PathLike) -> list[str]:
     store = Path(path)
     if store.is_file() and store.suffix.lower() in (".h5", ".hdf5"):
         return _verify_hdf5(store)
-    if not (store / MANIFEST).exists():
-        raise StoreError(f"{store}: no store here ({MANIFEST} is missing)")
-    m = _load_json(store / MANIFEST)
-    try:
-        check_manifest(m, store / MANIFEST)
-    except StoreError as e:
-        return [str(e)]
+    m, problem = _folder_manifest(store)
+    if problem is not None:
+        return [problem]
     problems: list[str] = []
     damaged: dict[str, int] = {}  # shard name -> its problem's position
     unreadable = False
-    for kind, row in [("index", r) for r in m["index"]] + [("shard", r) for r in m["shards"]]:
-        try:
-            if kind == "index":
-                folder, _, name = row["name"].partition("/")
-                if folder != INDEX_DIR:
-                    raise StoreError(
-                        f"{store / MANIFEST}: the index file {row['name']!r} is not in {INDEX_DIR}/"
-                    )
-                f = own_file(store / INDEX_DIR, name, store / MANIFEST)
-            else:
-                f = own_file(store / SHARDS_DIR, row["name"], store / MANIFEST)
-        except StoreError as e:
-            problems.append(str(e))
+    for kind, row, got in _file_checksums(store, m, problems):
+        if got is None:
             unreadable = True
-            continue
-        if not f.is_file():
-            problems.append(f"{f}: missing")
-            unreadable = True
-            continue
-        size = f.stat().st_size
-        if size != row["bytes"]:
-            problems.append(f"{f}: {size} bytes, expected {row['bytes']} (truncated or damaged)")
-            unreadable = True
-            continue
-        got = checksum_file(f)
-        if got != row.get("checksum"):
+        elif not is_checksum(row.get("checksum")):
+            problems.append(
+                f"{_file_of(store, kind, row)}: the manifest records no checksum for it "
+                f"({row.get('checksum')!r}); if the files are as built, `hyperframes verify "
+                f"--resign {store}` records the missing checksums"
+            )
+        elif got != row.get("checksum"):
             if kind == "shard":
                 damaged[row["name"]] = len(problems)
             problems.append(
-                f"{f}: checksum {got} does not match the manifest's {row.get('checksum')} "
-                f"({m.get('checksum_algorithm')})"
+                f"{_file_of(store, kind, row)}: checksum {got} does not match the manifest's "
+                f"{row.get('checksum')} ({m.get('checksum_algorithm')})"
             )
     if unreadable:
         return problems
@@ -81,6 +62,106 @@ def verify_store(path: str | os.PathLike) -> list[str]:
             for name, at in damaged.items():
                 problems[at] += _damaged_videos(opened, opened.shard_names.index(name))
     return problems
+
+
+def _folder_manifest(store: Path) -> tuple[dict, str | None]:
+    """The manifest of the store folder, and what is wrong with its shape (None: nothing)."""
+    if not (store / MANIFEST).exists():
+        raise StoreError(f"{store}: no store here ({MANIFEST} is missing)")
+    m = _load_json(store / MANIFEST)
+    try:
+        check_manifest(m, store / MANIFEST)
+    except StoreError as e:
+        return m, str(e)
+    return m, None
+
+
+def _file_of(store: Path, kind: str, row: dict) -> Path:
+    """The file of a manifest's ``index`` or ``shards`` row (a plain name in its folder)."""
+    if kind == "index":
+        folder, _, name = row["name"].partition("/")
+        if folder != INDEX_DIR:
+            raise StoreError(
+                f"{store / MANIFEST}: the index file {row['name']!r} is not in {INDEX_DIR}/"
+            )
+        return own_file(store / INDEX_DIR, name, store / MANIFEST)
+    return own_file(store / SHARDS_DIR, row["name"], store / MANIFEST)
+
+
+def _file_checksums(store: Path, m: dict, problems: list[str]):
+    """``(kind, row, checksum)`` of every file the manifest lists, in its order; checksum
+    None for a file that is missing, of the wrong size or not the store's own (the problem
+    appended to ``problems``)."""
+    for kind, row in [("index", r) for r in m["index"]] + [("shard", r) for r in m["shards"]]:
+        try:
+            f = _file_of(store, kind, row)
+        except StoreError as e:
+            problems.append(str(e))
+            yield kind, row, None
+            continue
+        if not f.is_file():
+            problems.append(f"{f}: missing")
+            yield kind, row, None
+            continue
+        size = f.stat().st_size
+        if size != row["bytes"]:
+            problems.append(f"{f}: {size} bytes, expected {row['bytes']} (truncated or damaged)")
+            yield kind, row, None
+            continue
+        yield kind, row, checksum_file(f)
+
+
+class _Resigned(LocalFolder):
+    """A store folder read with a manifest not yet written (what ``resign_store`` checks)."""
+
+    def __init__(self, path: Path, manifest: dict):
+        super().__init__(path)
+        self._manifest = manifest
+
+    def manifest(self) -> dict:
+        return self._manifest
+
+
+def resign_store(path: str | os.PathLike) -> tuple[list[str], list[str]]:
+    """Record the checksums a folder store's manifest lacks (a manifest edited, or written by
+    another tool: open refuses a store whose index files have none). ``(files signed,
+    problems)``: the manifest is rewritten (atomically) only when every file it lists is
+    present with its size, every checksum it has still matches (one that does not is a
+    damaged file, reported and never replaced), and the store opens with the new
+    checksums; otherwise nothing is written and the problems say why."""
+    store = Path(path)
+    if is_url(path) or store.is_file():
+        raise StoreError(
+            f"{path}: --resign re-signs a store folder; a store at a URL or in HDF5 is "
+            "re-signed by copying it to a folder first (or rebuilt)"
+        )
+    m, problem = _folder_manifest(store)
+    if problem is not None:
+        return [], [problem]
+    problems: list[str] = []
+    signed = []
+    for kind, row, got in _file_checksums(store, m, problems):
+        if got is None:
+            continue
+        have = row.get("checksum")
+        if not is_checksum(have):
+            row["checksum"] = got
+            signed.append(str(_file_of(store, kind, row)))
+        elif have != got:
+            problems.append(
+                f"{_file_of(store, kind, row)}: checksum {got} does not match the manifest's "
+                f"{have}: the file is damaged (not re-signed; restore it or rebuild the store)"
+            )
+    if problems:
+        return [], problems
+    m.setdefault("checksum_algorithm", CHECKSUM_ALGORITHM)
+    try:
+        Store(store, files=_Resigned(store, m)).close()
+    except StoreError as e:
+        return [], [str(e)]
+    if signed:
+        write_json_atomic(store / MANIFEST, m)
+    return signed, []
 
 
 def _damaged_videos(store: Store, shard: int) -> str:

@@ -1,0 +1,24 @@
+"""Text from files shown to people: file names and labels may hold any byte."""
+
+from __future__ import annotations
+
+__all__ = ["printable"]
+
+
+def printable(text: str, *, keep: str = "\n") -> str:
+    """``text`` with every character a terminal would not show as itself written as an
+    escape: control characters (an ESC from a file name would drive the terminal) as
+    ``\\x1b``, and a byte of a file name that is not UTF-8 (decoded by Python as a lone
+    surrogate) as ``\\xff``. The characters of ``keep`` stay as they are. The result is
+    valid UTF-8 (HDF5 attributes need it too)."""
+    if all(c.isprintable() or c in keep for c in text):
+        return text
+    out = []
+    for c in text:
+        if c.isprintable() or c in keep:
+            out.append(c)
+        elif "\udc80" <= c <= "\udcff":  # os.fsdecode's surrogateescape of byte 0x80..0xff
+            out.append(f"\\x{ord(c) - 0xDC00:02x}")
+        else:
+            out.append(c.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
