@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from _media import smooth_texture
-from hyperframes import DataError
-from hyperframes.data import HyperframeDataset, collate_hyperframes, loader
+from hyperframes import ConfigError, DataError
+from hyperframes.data import HyperframeDataset, PrefetchLoader, collate_hyperframes, loader
 from hyperframes.data._record import BatchMeta, BatchSamples
 from hyperframes.data.transforms import (
     CenterCrop,
@@ -179,3 +179,44 @@ def test_mixed_shapes_without_a_size_transform_still_explain(mixed):
     ds = _ds(mixed, None)
     with pytest.raises(DataError, match="different sizes"):
         collate_hyperframes(ds.__getitems__(list(range(len(ds)))))
+
+
+def _normalised(batch):
+    from hyperframes.data.transforms import normalize
+
+    return normalize(batch.frames, (0.5, 0.5, 0.5), (0.25, 0.25, 0.25))
+
+
+def test_prefetch_on_the_cpu_hands_batches_through_prepared(mixed):
+    dl = loader(_ds(mixed, CenterCrop(36)), batch_size=4, workers=0, shuffle=False)
+    want = [b.frames.clone() for b in dl]
+    pf = PrefetchLoader(dl, "cpu", prepare=_normalised)
+    got = list(pf)
+    assert len(pf) == len(dl) == len(got) and pf.dataset is dl.dataset
+    for (batch, x), frames in zip(got, want):
+        assert torch.equal(batch.frames, frames)
+        assert torch.allclose(x, (frames.float() / 255 - 0.5) / 0.25)
+
+
+needs_cuda = pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason="GPU prefetch (pinned memory, side CUDA stream) needs a CUDA GPU; none here",
+)
+
+
+@needs_cuda
+def test_prefetch_to_the_gpu_on_a_side_stream_gives_the_cpu_results(mixed):
+    dl = loader(_ds(mixed, AUG), batch_size=4, workers=2, shuffle=False, pin_memory=True)
+    want = [_normalised(b) for b in dl]
+    got = list(PrefetchLoader(dl, "cuda", prepare=_normalised))
+    assert len(got) == len(want)
+    for (batch, x), w in zip(got, want):
+        assert batch.frames.is_cuda and x.is_cuda
+        torch.testing.assert_close(x.cpu(), w)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without a GPU")
+def test_prefetch_to_a_missing_gpu_is_refused_with_the_way_out(mixed):
+    dl = loader(_ds(mixed, CenterCrop(36)), batch_size=4, workers=0)
+    with pytest.raises(ConfigError, match="no CUDA GPU here; give device='cpu'"):
+        PrefetchLoader(dl, "cuda")

@@ -13,6 +13,7 @@ from ._collate import collate_windows
 from ._dataset import HyperframeDataset
 from ._loader import HyperframeLoader, collate_hyperframes, loader
 from ._memory import InMemoryStore
+from ._prefetch import PrefetchLoader
 from ._record import Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
 from ._warp import (
@@ -34,6 +35,7 @@ __all__ = [
     "InMemoryStore",
     "KeyframeWindow",
     "LogMelOptions",
+    "PrefetchLoader",
     "collate_hyperframes",
     "collate_windows",
     "column_times",
