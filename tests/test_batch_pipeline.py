@@ -220,3 +220,13 @@ def test_prefetch_to_a_missing_gpu_is_refused_with_the_way_out(mixed):
     dl = loader(_ds(mixed, CenterCrop(36)), batch_size=4, workers=0)
     with pytest.raises(ConfigError, match="no CUDA GPU here; give device='cpu'"):
         PrefetchLoader(dl, "cuda")
+
+
+def test_bench_reads_mixed_shapes_through_the_crop_path(mixed):
+    from hyperframes.bench import format_bench, run_bench
+
+    result = run_bench(mixed.path, frames=T, batch=3, windows=6, decoders=[], budget_seconds=0.1)
+    assert result["crop"] == [40, 40]  # the smallest frame's short side
+    assert result["window_bytes"] == T * 3 * 40 * 40  # memcpy of the crop path's output
+    assert result["rows"]["store:raw"]["windows_per_s"] > 0
+    assert "crop path" in format_bench(result)
