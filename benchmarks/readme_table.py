@@ -37,8 +37,23 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 | predict, TSN-ResNet18, per-frame feature reuse vs full windows (`bench_predict.py`) | PRED | speed-up shown |
 | windows/s with audio (log-mel), flow planes, registration vs frames only; store bytes each track adds (`bench_tracks.py`) | TRACKS | reported |
 | lz4 store on S3 (SeaweedFS on 127.0.0.1), windows/s: cold (range GETs) / warm node cache / local disk (`bench_s3.py`) | S3_ROW | reported |
+| batch pipeline (`bench_pipeline.py`; 13 real clips of 4:3 and 16:9, short side 128; loader 2 threads, T=16, batches of 32, sliding windows every 4th start, shuffled): `CenterCrop(112)` vs a memcpy of the same output bytes through the loader | PIPE_CENTER | ≥ 0.5x |
+| `RandomResizedCrop(112)` + `RandomHorizontalFlip()` vs `CenterCrop(112)`; the same + `ColorJitter(0.4, 0.4, 0.4)` | PIPE_AUG | ≥ 0.7x; ≥ 0.5x |
+| uniform 112x112 store, no transform, vs a memcpy through the loader | PIPE_UNIFORM | ≥ 0.8x |
+| the batch pipeline vs the per-sample path, same transforms: CenterCrop, RandomResizedCrop + flip, + jitter | PIPE_VS | reported |
 
 Windows/s in that run: STORE_ROWS. On-the-fly decoders: DEC_ROWS.
+The batch pipeline rows come from one run (load average PIPE_LOAD on 2 cores while it ran: a
+memcpy of the batches managed PIPE_MEMCPY windows/s through the loader), so their ratios,
+measured in interleaved rounds, are what counts. Where they miss: a resizing crop is compute,
+not a copy. Resizing the 16x3 planes of a window to 112x112 (OpenCV bilinear on uint8, the
+fastest resizer measured here: torch's batched `interpolate` on uint8 and one 48-channel
+channel-last resize were slower) measured 0.7-5 ms per window against 0.05-0.25 ms for copying
+its bytes, so on this CPU `RandomResizedCrop` cannot come within 0.7x of a crop that only
+copies; colour jitter adds three passes over the batch (a brightness table, a contrast table
+per frame, a grey blend for saturation: ~1.5 ms per window). CenterCrop and uniform windows
+are copies plus the per-window planning, meta columns and boxes in Python, which a loaded
+machine makes dear; those two ratios are to be measured again on a quiet machine.
 Numbers move with the machine's load (the read benchmark records its load average). raw and lz4
 do not gain from a second thread here: raw reads are memory copies already at the machine's
 memory bandwidth, and an lz4 chunk decodes in ~20 µs, so the GIL changes hands that often; jpeg is
@@ -79,6 +94,14 @@ def main() -> None:
     wait = load("train_wait")
     startup = load("startup")
     tracks = load("tracks")
+    pipe = load("pipeline")
+    pr = pipe["ratios"]
+
+    def pipe_ratio(name: str) -> str:
+        r = pr[name]
+        text = f"{r['ratio']:.2f}x"
+        return text if r["met"] in (True, None) else f"{text} **missed**"
+
     rows, t = read["rows"], read["targets"]
     sizes = build["store_size_by_codec"]
     tsn = {r["mode"]: r for r in pred["rows"] if r["model"] == "tsn_resnet18"}
@@ -132,6 +155,16 @@ def main() -> None:
         f"frames/s ({tsn['reuse']['speedup_vs_naive']:.1f}x; re-decoding every window: "
         f"{tsn['redecode']['frames_per_second']:.0f})",
         "TRACKS": _tracks_cell(tracks),
+        "PIPE_CENTER": pipe_ratio("center_vs_memcpy"),
+        "PIPE_AUG": pipe_ratio("rrc_flip_vs_center")
+        + "; "
+        + pipe_ratio("rrc_flip_jitter_vs_center"),
+        "PIPE_UNIFORM": pipe_ratio("uniform_none_vs_memcpy"),
+        "PIPE_VS": ", ".join(
+            pipe_ratio(f"{k}_vs_per_sample") for k in ("center", "rrc_flip", "rrc_flip_jitter")
+        ),
+        "PIPE_LOAD": f"{max(pipe['load_average_1min']):.0f}",
+        "PIPE_MEMCPY": f"{pipe['windows_per_s']['mixed/memcpy']:,.0f}",
         "STORE_ROWS": ", ".join(
             f"{k.split(':')[1]} {v['windows_per_s']:.0f}"
             for k, v in rows.items()
