@@ -230,3 +230,11 @@ def test_bench_reads_mixed_shapes_through_the_crop_path(mixed):
     assert result["window_bytes"] == T * 3 * 40 * 40  # memcpy of the crop path's output
     assert result["rows"]["store:raw"]["windows_per_s"] > 0
     assert "crop path" in format_bench(result)
+
+
+def test_a_crop_larger_than_some_frames_names_the_sizes(mixed):
+    ds = _ds(mixed, CenterCrop(46))  # the 64x40 and 44x44 videos cannot give it
+    with pytest.raises(
+        DataError, match="CenterCrop: crop 46x46 is larger than the (64x40|44x44) frames"
+    ):
+        ds.__getitems__(list(range(len(ds))))

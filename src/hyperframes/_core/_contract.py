@@ -10,9 +10,11 @@ cannot disagree. From a source frame to the model, in order:
    frame) and resize to ``size`` (``"128"`` short side, ``"112x96"`` exact, None native).
    Predict does it as frames arrive (:meth:`InputContract.store_size`);
 2. **window** -- ``frames`` (T) stored frames, ``frame_stride`` apart;
-3. **geometry** -- with a ``crop`` s: the short side resized to s (torchvision bilinear,
-   antialiased), then the central s x s square (:meth:`InputContract.resize_crop`; eval's
-   extra views take the square at the start or end of the longer side instead);
+3. **geometry** -- with a ``crop`` s: the central square of the short side resized to s x s
+   (:meth:`InputContract.crop_box` / :meth:`InputContract.resize_crop`: OpenCV's resize on the
+   CPU, the batch pipeline's, so the dataset's eval crop and predict give the same pixels;
+   torchvision's antialiased bilinear on a GPU; eval's extra views take the square at the
+   start or end of the longer side instead);
 4. **values** -- uint8 to float32 in [0, 1], then ``(x - mean) / std`` per channel
    (a ``dtype="float16"`` store holds frames normalised at build time: only cast);
 5. **layout** -- the batch rearranged for the model (:mod:`hyperframes._core._layouts`), once per
