@@ -235,6 +235,6 @@ def test_bench_reads_mixed_shapes_through_the_crop_path(mixed):
 def test_a_crop_larger_than_some_frames_names_the_sizes(mixed):
     ds = _ds(mixed, CenterCrop(46))  # the 64x40 and 44x44 videos cannot give it
     with pytest.raises(
-        DataError, match="CenterCrop: crop 46x46 is larger than the (64x40|44x44) frames"
+        DataError, match=r"CenterCrop: crop 46x46 is larger than the (64x40|44x44) frames"
     ):
         ds.__getitems__(list(range(len(ds))))
