@@ -46,9 +46,10 @@ Windows/s in that run: STORE_ROWS. On-the-fly decoders: DEC_ROWS.
 The batch pipeline rows come from one run (load average PIPE_LOAD on 2 cores while it ran: a
 memcpy of the batches managed PIPE_MEMCPY windows/s through the loader), so their ratios,
 measured in interleaved rounds, are what counts. Where they miss: a resizing crop is compute,
-not a copy. Resizing the 16x3 planes of a window to 112x112 (OpenCV bilinear on uint8, the
-fastest resizer measured here: torch's batched `interpolate` on uint8 and one 48-channel
-channel-last resize were slower) measured 0.7-5 ms per window against 0.05-0.25 ms for copying
+not a copy. Resizing the 16x3 planes of a window to 112x112 (OpenCV bilinear on uint8,
+plane by plane; on a quiet moment it measured faster than torch's `interpolate` and a
+48-channel channel-last resize, but through the loader here it costs about what the per-sample
+path's torchvision resize does, the row above) measured 0.7-5 ms per window against 0.05-0.25 ms for copying
 its bytes, so on this CPU `RandomResizedCrop` cannot come within 0.7x of a crop that only
 copies; colour jitter adds three passes over the batch (a brightness table, a contrast table
 per frame, a grey blend for saturation: ~1.5 ms per window). CenterCrop and uniform windows
