@@ -14,7 +14,7 @@ from ._dataset import HyperframeDataset
 from ._loader import HyperframeLoader, collate_hyperframes, loader
 from ._memory import InMemoryStore
 from ._prefetch import PrefetchLoader
-from ._record import Hyperframe, HyperframeBatch
+from ._record import BatchMeta, Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
 from ._warp import (
     compose_flow,
@@ -27,6 +27,7 @@ from ._warp import (
 
 __all__ = [
     "BalancedSampler",
+    "BatchMeta",
     "EpochSampler",
     "Hyperframe",
     "HyperframeBatch",
