@@ -28,9 +28,13 @@ import torch
 from torch.nn import functional as F
 
 __all__ = [
+    "box_to_frame",
+    "chain_pairs",
     "compose_flow",
     "compose_flows",
     "compose_homography",
+    "crop_flow",
+    "homographies_to_key",
     "resize_flow",
     "warp_by_flow",
     "warp_by_homography",
@@ -67,6 +71,25 @@ def resize_flow(flow: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
     return (out * scale).reshape(*lead, 2, *size)
 
 
+def chain_pairs(pairs: torch.Tensor, lo, hi) -> torch.Tensor:
+    """(N, 2, h, w): item ``n`` is the flow through ``pairs[lo[n]] .. pairs[hi[n] - 1]`` (the
+    pair flows of consecutive frames, ``hi > lo``), chained as :func:`compose_flow` does; all
+    items advance together, one batched sampling per chaining step."""
+    lo = np.asarray(lo, np.int64).reshape(-1)
+    hi = np.asarray(hi, np.int64).reshape(-1)
+    h, w = pairs.shape[-2:]
+    total = pairs[torch.from_numpy(hi - 1)].float()
+    steps = hi - lo
+    if not steps.size or int(steps.max()) <= 1:
+        return total
+    base = _base_grid(h, w)
+    for m in range(1, int(steps.max())):  # F_kj = F_k + F_(k+1)j(p + F_k), k = j-1-m
+        act = torch.from_numpy(np.flatnonzero(steps > m))
+        step = pairs[torch.from_numpy(hi[act.numpy()] - 1 - m)].float()
+        total[act] = step + _sample(total[act], base + step)
+    return total
+
+
 def compose_flow(pair_flows: torch.Tensor, first: int, i: int, j: int) -> torch.Tensor:
     """Flow (2, h, w) from stored frame ``i`` to stored frame ``j``, from ``pair_flows``
     (n, 2, h, w) holding pairs ``first .. first + n - 1`` (module doc)."""
@@ -75,14 +98,7 @@ def compose_flow(pair_flows: torch.Tensor, first: int, i: int, j: int) -> torch.
         return torch.zeros(2, h, w, dtype=torch.float32)
     if j < i:
         return -compose_flow(pair_flows, first, j, i)
-    total = pair_flows[j - 1 - first].float().clone()
-    if j - i == 1:
-        return total
-    base = _base_grid(h, w)
-    for k in range(j - 2, i - 1, -1):  # F_kj = F_k + F_(k+1)j(p + F_k)
-        step = pair_flows[k - first].float()
-        total = step + _sample(total[None], (base + step)[None])[0]
-    return total
+    return chain_pairs(pair_flows, [i - first], [j - first])[0]
 
 
 def compose_flows(pair_flows: torch.Tensor, first: int, key: int, targets) -> torch.Tensor:
@@ -118,10 +134,86 @@ def compose_flows(pair_flows: torch.Tensor, first: int, key: int, targets) -> to
 def compose_homography(pair_h: np.ndarray, key: int, f: int) -> np.ndarray:
     """(3, 3) mapping frame ``f`` coordinates to frame ``key`` coordinates, from ``pair_h``
     (F-1, 3, 3) whose entry ``k`` maps frame ``k + 1`` to frame ``k``."""
-    m = np.eye(3)
-    for k in range(min(key, f), max(key, f)):
-        m = m @ np.asarray(pair_h[k], np.float64)  # frame max -> frame min
-    return m if f >= key else np.linalg.inv(m)
+    return homographies_to_key(pair_h, key, [f])[0]
+
+
+def homographies_to_key(pair_h: np.ndarray, key: int, frames) -> np.ndarray:
+    """(len(frames), 3, 3): :func:`compose_homography` for each stored frame of ``frames``,
+    from one running product over the span (``M_f`` maps frame f to the span's first frame;
+    frame f to the key is ``inv(M_key) M_f``)."""
+    f = np.asarray(frames, np.int64).reshape(-1)
+    lo = min(int(key), int(f.min())) if f.size else int(key)
+    hi = max(int(key), int(f.max())) if f.size else int(key)
+    prefix = np.empty((hi - lo + 1, 3, 3))
+    prefix[0] = np.eye(3)
+    for k in range(lo, hi):
+        prefix[k - lo + 1] = prefix[k - lo] @ np.asarray(pair_h[k], np.float64)
+    return np.linalg.inv(prefix[int(key) - lo]) @ prefix[f - lo]
+
+
+def box_to_frame(boxes, out_size: tuple[int, int], flip=None) -> np.ndarray:
+    """(B, 3, 3) mapping output pixel coordinates of a crop to the frame's: output pixel
+    (u, v) of a ``boxes`` (B, 4) (y0, x0, h, w) crop resized to ``out_size`` (h', w') lies at
+    frame pixel (x0 + (u + 0.5) w / w' - 0.5, ...) (pixel centres at integers, as a resize
+    without ``align_corners``); ``flip`` (B,) mirrors u first."""
+    b = np.asarray(boxes, np.float64).reshape(-1, 4)
+    oh, ow = int(out_size[0]), int(out_size[1])
+    sx, sy = b[:, 3] / ow, b[:, 2] / oh
+    m = np.zeros((len(b), 3, 3))
+    m[:, 0, 0], m[:, 1, 1], m[:, 2, 2] = sx, sy, 1.0
+    m[:, 0, 2] = b[:, 1] + 0.5 * sx - 0.5
+    m[:, 1, 2] = b[:, 0] + 0.5 * sy - 0.5
+    if flip is not None:
+        f = np.asarray(flip, bool).reshape(-1)
+        m[f, 0, 2] += sx[f] * (ow - 1)
+        m[f, 0, 0] = -sx[f]
+    return m
+
+
+def crop_flow(
+    flow: torch.Tensor, boxes, frame_size: tuple[int, int], out_size: tuple[int, int], flip=None
+) -> torch.Tensor:
+    """Flow (B, n, 2, h, w) of frames of ``frame_size`` (H, W) cropped to ``boxes`` (B, 4)
+    (y0, x0, bh, bw in frame pixels; mapped to the flow's own resolution) and resized to
+    ``out_size``, vectors in output pixels; dx negated and mirrored where ``flip`` (B,).
+    One bilinear ``grid_sample`` for the batch (edge values repeated past the frame's border;
+    no antialiasing when the box shrinks), or plain slicing where every box is whole flow
+    pixels at the output size."""
+    bsz, n, _, h, w = flow.shape
+    big_h, big_w = int(frame_size[0]), int(frame_size[1])
+    oh, ow = int(out_size[0]), int(out_size[1])
+    b = np.asarray(boxes, np.float64).reshape(bsz, 4)
+    fl = np.zeros(bsz, bool) if flip is None else np.asarray(flip, bool).reshape(bsz)
+    scale = np.stack([big_w / w * ow / b[:, 3], big_h / h * oh / b[:, 2]], 1)  # (B, 2)
+    scale[fl, 0] *= -1.0
+    fy, fx = h / big_h, w / big_w
+    y0, x0 = b[:, 0] * fy, b[:, 1] * fx
+    whole = (
+        np.allclose(b[:, 2] * fy, oh)
+        and np.allclose(b[:, 3] * fx, ow)
+        and np.allclose(y0, np.rint(y0))
+        and np.allclose(x0, np.rint(x0))
+    )
+    if whole:  # the box is whole flow pixels at the output size: slices, no resampling
+        out = torch.empty(bsz, n, 2, oh, ow, dtype=torch.float32)
+        for k, (y, x) in enumerate(zip(np.rint(y0).astype(int), np.rint(x0).astype(int))):
+            part = flow[k, :, :, y : y + oh, x : x + ow]
+            out[k] = part.flip(-1) if fl[k] else part
+    else:
+        m = box_to_frame(b, (oh, ow), fl)  # output pixel -> frame pixel
+        u = np.arange(ow, dtype=np.float64)
+        v = np.arange(oh, dtype=np.float64)
+        # frame pixel x -> normalised (align_corners=False): (2x + 1) / W - 1, any resolution
+        gx = (2 * (m[:, 0, 0, None] * u + m[:, 0, 2, None]) + 1) / big_w - 1  # (B, w')
+        gy = (2 * (m[:, 1, 1, None] * v + m[:, 1, 2, None]) + 1) / big_h - 1  # (B, h')
+        grid = torch.empty(bsz, oh, ow, 2, dtype=torch.float32)
+        grid[..., 0] = torch.from_numpy(gx)[:, None, :]
+        grid[..., 1] = torch.from_numpy(gy)[:, :, None]
+        src = flow.reshape(bsz, n * 2, h, w).float()
+        out = F.grid_sample(
+            src, grid, mode="bilinear", padding_mode="border", align_corners=False
+        ).view(bsz, n, 2, oh, ow)
+    return out.mul_(torch.from_numpy(scale.astype(np.float32)).view(bsz, 1, 2, 1, 1))
 
 
 def _like(warped: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
