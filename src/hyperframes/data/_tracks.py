@@ -147,7 +147,7 @@ class Tracks:
         start, dur = frame_intervals_batch(pts, fps, mask)
         times = column_grid(start, dur, k)  # (B, T, k)
         has_audio = getattr(self.store, "has_audio", False)
-        by_rate: dict[int, list[tuple[torch.Tensor, np.ndarray, np.ndarray]]] = {}
+        by_rate: dict[int, list[tuple[torch.Tensor, np.ndarray, np.ndarray, np.ndarray]]] = {}
         for video in np.unique(videos).tolist():
             info = self.store.audio_info(video) if has_audio else None
             rows = np.flatnonzero((videos == video) & mask.any(1))
@@ -158,16 +158,25 @@ class Tracks:
                 continue
             by_rate.setdefault(int(info["rate"]), []).append(got)  # type: ignore[index]
         for rate, parts in by_rate.items():
-            cols = logmel_of(torch.cat([p[0] for p in parts]), rate, opts)  # (M, n_mels)
-            b = torch.from_numpy(np.concatenate([p[1] for p in parts]))
-            j = torch.from_numpy(np.concatenate([p[2] for p in parts]))
+            n_fft = opts.n_fft(rate)
+            frames = torch.empty(sum(len(p[1]) for p in parts), n_fft, dtype=torch.float32)
+            at = 0
+            for span, starts, _, _ in parts:  # every column's samples, into one buffer
+                rows_of = frames[at : at + len(starts)]
+                where = torch.from_numpy(starts)
+                torch.index_select(span.unfold(0, n_fft, 1), 0, where, out=rows_of)
+                at += len(starts)
+            cols = logmel_of(frames, rate, opts)  # (M, n_mels)
+            b = torch.from_numpy(np.concatenate([p[2] for p in parts]))
+            j = torch.from_numpy(np.concatenate([p[3] for p in parts]))
             out[b, :, j] = cols.view(-1, k, n_mels).transpose(1, 2)
             amask[b, j] = True
         return out.view(bsz, n_mels, t * k), amask
 
     def _audio_frames(self, video: int, info: dict, times, mask, rows):
-        """The STFT frames (M, window) of the valid columns of windows ``rows`` of
-        ``video`` (one read), with each one's (window, frame) — or None without audio. Each
+        """The samples of ``video`` the valid columns of windows ``rows`` need (one read),
+        where each column's STFT frame starts in them (M,), and each one's (window, frame)
+        — or None without audio. Each
         window's sample grid is the one :meth:`read_audio` of that window alone reads
         (first sample nearest its first column less one window), so columns match it."""
         opts = self.audio
@@ -185,20 +194,19 @@ class Tracks:
         begin = centre.astype(np.int64) - win // 2  # absolute sample index of each frame
         w_row, w_frame = np.nonzero(valid)
         begin = begin[w_row, w_frame].reshape(-1)  # (M,) valid frames' columns, in order
-        a, z = int(begin.min()), int(begin.max()) + win
+        a, z = int(begin.min()), int(begin.max()) + opts.n_fft(rate)  # rows of n_fft
         got = self.store.read_audio(video, first_s + (a - 2) / rate, first_s + (z + 2) / rate)
         if got is None:
             return None
         samples, _, got_first = got
         x = torch.as_tensor(np.asarray(samples, np.float32))
-        x = (x.mean(0) if x.ndim == 2 else x).reshape(-1)
+        x = (x[0] if x.shape[0] == 1 else x.mean(0)) if x.ndim == 2 else x.reshape(-1)
         at = round((float(got_first) - first_s) * rate)  # absolute index of x[0]
         span = torch.zeros(z - a, dtype=torch.float32)
         lo, hi = max(a, at), min(z, at + x.numel())
         if hi > lo:
             span[lo - a : hi - a] = x[lo - at : hi - at]
-        index = torch.from_numpy(begin - a)[:, None] + torch.arange(win)[None, :]
-        return span[index], rows[w_row], w_frame
+        return span, begin - a, rows[w_row], w_frame
 
     # -- flow --------------------------------------------------------------------------------
     def _read_pairs(self, videos: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> torch.Tensor:
