@@ -288,8 +288,9 @@ def plan_crops(ds, batches, *, side: int, random_crop: bool) -> list[dict]:
 class CropReader:
     """Frames only through the crop: one ``read_batch`` into a reused (B, T, C, H, W)
     buffer, each window's box resized into a reused (B, T, C, side, side) uint8 buffer
-    (torchvision's uint8 bilinear, antialiased; a plain copy where the box is the output
-    size), flips as index operations."""
+    (OpenCV's SIMD bilinear per plane, 2.5-3x faster here than torchvision's antialiased
+    uint8 resize per window; a plain copy where the box is the output size), flips as index
+    operations."""
 
     def __init__(self, store, side: int):
         self.store, self.side = store, side
@@ -297,8 +298,8 @@ class CropReader:
         self.out_buf = None
 
     def frames(self, plan: dict):
+        import cv2
         import torch
-        import torchvision.transforms.v2.functional as TF
 
         videos, idx = plan["videos"], plan["idx"]
         requests = list(zip(videos.tolist(), idx))
@@ -309,19 +310,23 @@ class CropReader:
             self.out_buf = torch.empty(*shape[:3], self.side, self.side, dtype=torch.uint8)
         read = self.store.read_batch(requests, out=self.read_buf)
         out = self.out_buf
+        src, dst, size = read.numpy(), out.numpy(), (self.side, self.side)
         for b, (y, x, bh, bw) in enumerate(plan["boxes"].tolist()):
-            if (bh, bw) == (self.side, self.side):
-                crop = read[b, :, :, y : y + bh, x : x + bw]
-            else:
-                crop = TF.resized_crop(read[b], y, x, bh, bw, [self.side] * 2, antialias=True)
+            if (bh, bw) == size:
+                dst[b] = src[b, :, :, y : y + bh, x : x + bw]
+            else:  # OpenCV's SIMD bilinear, plane by plane, straight into the batch
+                for f in range(shape[1]):
+                    for ch in range(shape[2]):
+                        box = src[b, f, ch, y : y + bh, x : x + bw]
+                        cv2.resize(box, size, dst=dst[b, f, ch], interpolation=cv2.INTER_LINEAR)
             if plan["flip"][b]:
-                crop = crop.flip(-1)
-            out[b].copy_(crop)
+                dst[b] = dst[b, ..., ::-1].copy()
         return out
 
 
 def run_batched(variant: str, reader: CropReader, tracks, plan: dict, channel_buf) -> int:
     """One batch of ``variant`` through the crop; returns its windows."""
+
     frames = reader.frames(plan)
     videos, idx, mask = plan["videos"], plan["idx"], plan["mask"]
     out_size = (reader.side, reader.side)
@@ -333,10 +338,12 @@ def run_batched(variant: str, reader: CropReader, tracks, plan: dict, channel_bu
     elif variant == "flow":
         tracks["flow"].window_flow_batch(videos, idx, plan["boxes"], out_size, plan["flip"])
     elif variant == "flow_channel":  # the channel layout: frames in [0, 1], then the planes
-        flow = tracks["flow"].window_flow_batch(videos, idx, plan["boxes"], out_size, plan["flip"])
         b, t, c = frames.shape[:3]
-        channel_buf[:, : t * c].copy_(frames.view(b, t * c, *out_size)).div_(255.0)
-        channel_buf[:, t * c :].copy_(flow.view(b, -1, *out_size))
+        planes = channel_buf[:, t * c :].view(b, t - 1, 2, *out_size)
+        tracks["flow"].window_flow_batch(
+            videos, idx, plan["boxes"], out_size, plan["flip"], out=planes
+        )
+        channel_buf[:, : t * c].copy_(frames.view(b, t * c, *out_size)).mul_(1 / 255.0)
     elif variant.startswith("register_"):
         key = 0
         tracks[variant].registered_batch(frames, videos, idx, plan["boxes"], key, flip=plan["flip"])
@@ -458,6 +465,9 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.torch_threads)
+    import cv2
+
+    cv2.setNumThreads(args.torch_threads)  # the batched crop's resize: one thread as well
     if args.quick:
         args.seconds, args.rounds, args.min_seconds = 2.0, 1, 0.2
     tmp = Path(tempfile.mkdtemp(prefix="hf-bench-tracks-"))

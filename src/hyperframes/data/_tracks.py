@@ -286,6 +286,8 @@ class Tracks:
         boxes: np.ndarray,
         out_size: tuple[int, int],
         flip: np.ndarray,
+        *,
+        out: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """(B, T-1, 2, h, w) window flows (:meth:`window_flow`) of store ``videos`` (B,) at
         stored ``idx`` (B, T), cropped to ``boxes`` (B, 4) (y0, x0, h, w in stored-frame
@@ -297,22 +299,26 @@ class Tracks:
         size (a CenterCrop). Same as :meth:`window_flow` then :func:`follow_geometry` with
         the box, but for the resize filter (bilinear at the output pixels here, where a
         shrinking RandomResizedCrop antialiases; and the box edge reads just outside the
-        box)."""
+        box). ``out``: a (B, T-1, 2, h, w) tensor to write into (a view of the channel
+        layout's buffer will do)."""
         videos = np.asarray(videos, np.int64).reshape(-1)
         idx = np.asarray(idx, np.int64)
         bsz, t = idx.shape
         oh, ow = int(out_size[0]), int(out_size[1])
-        out = torch.zeros(bsz, max(t - 1, 0), 2, oh, ow, dtype=torch.float32)
+        if out is None:
+            out = torch.empty(bsz, max(t - 1, 0), 2, oh, ow, dtype=torch.float32)
         if t < 2 or not bsz:
             return out
         boxes = np.asarray(boxes).reshape(bsz, 4)
         flip = np.asarray(flip, bool).reshape(bsz)
-        for rows, frame_size in self._flow_groups(videos):
+        groups = self._flow_groups(videos)
+        for rows, frame_size in groups:
             flows = self._window_pairs(videos[rows], idx[rows])
-            got = crop_flow(flows, boxes[rows], frame_size, (oh, ow), flip[rows])
-            if len(rows) == bsz:
-                return got
-            out[torch.from_numpy(rows)] = got
+            if len(groups) == 1:  # the whole batch: straight into out
+                return crop_flow(flows, boxes, frame_size, (oh, ow), flip, out=out)
+            out[torch.from_numpy(rows)] = crop_flow(
+                flows, boxes[rows], frame_size, (oh, ow), flip[rows]
+            )
         return out
 
     def _flow_groups(self, videos: np.ndarray):

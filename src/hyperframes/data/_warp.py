@@ -23,6 +23,8 @@ frame ``k + 1`` to frame ``k`` (homogeneous, x right, y down, pixel centres at i
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 from torch.nn import functional as F
@@ -49,14 +51,24 @@ def _base_grid(h: int, w: int, dtype=torch.float32) -> torch.Tensor:
     return torch.stack([xs, ys])
 
 
-def _sample(img: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
-    """Bilinear samples of ``img`` (N, C, h, w) at pixel ``coords`` (N, 2, h', w') (x, y);
-    zeros outside."""
-    h, w = img.shape[-2:]
-    gx = coords[:, 0] * (2.0 / max(w - 1, 1)) - 1.0
-    gy = coords[:, 1] * (2.0 / max(h - 1, 1)) - 1.0
-    grid = torch.stack([gx, gy], -1)
+def _sample_at(img: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+    """Bilinear samples of ``img`` (N, C, h, w) at each pixel p moved by ``flow`` (N, 2, h, w)
+    (x, y): ``img(p + flow(p))``, zeros outside. The sampling grid is built in one pass
+    (``(p + flow) * 2 / (size - 1) - 1``, align_corners)."""
+    n, _, h, w = flow.shape
+    scale = torch.tensor([2.0 / max(img.shape[-1] - 1, 1), 2.0 / max(img.shape[-2] - 1, 1)])
+    grid = torch.empty(n, h, w, 2, dtype=torch.float32)
+    torch.addcmul(
+        _bias(h, w, float(scale[0]), float(scale[1])), flow.permute(0, 2, 3, 1), scale, out=grid
+    )
     return F.grid_sample(img, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
+
+
+@functools.lru_cache(maxsize=32)
+def _bias(h: int, w: int, sx: float, sy: float) -> torch.Tensor:
+    """(h, w, 2): each pixel's normalised position (x sx - 1, y sy - 1)."""
+    grid = _base_grid(h, w).permute(1, 2, 0)
+    return (grid * torch.tensor([sx, sy]) - 1.0).contiguous()
 
 
 def resize_flow(flow: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
@@ -77,16 +89,14 @@ def chain_pairs(pairs: torch.Tensor, lo, hi) -> torch.Tensor:
     items advance together, one batched sampling per chaining step."""
     lo = np.asarray(lo, np.int64).reshape(-1)
     hi = np.asarray(hi, np.int64).reshape(-1)
-    h, w = pairs.shape[-2:]
     total = pairs[torch.from_numpy(hi - 1)].float()
     steps = hi - lo
     if not steps.size or int(steps.max()) <= 1:
         return total
-    base = _base_grid(h, w)
     for m in range(1, int(steps.max())):  # F_kj = F_k + F_(k+1)j(p + F_k), k = j-1-m
         act = torch.from_numpy(np.flatnonzero(steps > m))
         step = pairs[torch.from_numpy(hi[act.numpy()] - 1 - m)].float()
-        total[act] = step + _sample(total[act], base + step)
+        total[act] = step + _sample_at(total[act], step)
     return total
 
 
@@ -111,13 +121,12 @@ def compose_flows(pair_flows: torch.Tensor, first: int, key: int, targets) -> to
     want: dict[int, list[int]] = {}
     for n, t in enumerate(targets):
         want.setdefault(t, []).append(n)
-    base = _base_grid(h, w)
     later = [t for t in want if t > key]
     if later:
         total = torch.zeros(2, h, w, dtype=torch.float32)
         for j in range(key, max(later)):  # total: F_key,j -> F_key,(j+1)
             step = pair_flows[j - first].float()
-            total = total + _sample(step[None], (base + total)[None])[0]
+            total = total + _sample_at(step[None], total[None])[0]
             for n in want.get(j + 1, ()):
                 out[n] = total
     earlier = [t for t in want if t < key]
@@ -125,7 +134,7 @@ def compose_flows(pair_flows: torch.Tensor, first: int, key: int, targets) -> to
         total = torch.zeros(2, h, w, dtype=torch.float32)
         for k in range(key - 1, min(earlier) - 1, -1):  # total: F_(k+1),key -> F_k,key
             step = pair_flows[k - first].float()
-            total = step + _sample(total[None], (base + step)[None])[0]
+            total = step + _sample_at(total[None], step[None])[0]
             for n in want.get(k, ()):
                 out[n] = -total
     return out
@@ -171,14 +180,21 @@ def box_to_frame(boxes, out_size: tuple[int, int], flip=None) -> np.ndarray:
 
 
 def crop_flow(
-    flow: torch.Tensor, boxes, frame_size: tuple[int, int], out_size: tuple[int, int], flip=None
+    flow: torch.Tensor,
+    boxes,
+    frame_size: tuple[int, int],
+    out_size: tuple[int, int],
+    flip=None,
+    *,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Flow (B, n, 2, h, w) of frames of ``frame_size`` (H, W) cropped to ``boxes`` (B, 4)
     (y0, x0, bh, bw in frame pixels; mapped to the flow's own resolution) and resized to
     ``out_size``, vectors in output pixels; dx negated and mirrored where ``flip`` (B,).
     One bilinear ``grid_sample`` for the batch (edge values repeated past the frame's border;
     no antialiasing when the box shrinks), or plain slicing where every box is whole flow
-    pixels at the output size."""
+    pixels at the output size. Written into ``out`` (B, n, 2, h', w') when given (a view of
+    a bigger buffer will do)."""
     bsz, n, _, h, w = flow.shape
     big_h, big_w = int(frame_size[0]), int(frame_size[1])
     oh, ow = int(out_size[0]), int(out_size[1])
@@ -194,26 +210,27 @@ def crop_flow(
         and np.allclose(y0, np.rint(y0))
         and np.allclose(x0, np.rint(x0))
     )
-    if whole:  # the box is whole flow pixels at the output size: slices, no resampling
+    if out is None:
         out = torch.empty(bsz, n, 2, oh, ow, dtype=torch.float32)
+    if whole:  # the box is whole flow pixels at the output size: slices, no resampling
         for k, (y, x) in enumerate(zip(np.rint(y0).astype(int), np.rint(x0).astype(int))):
             part = flow[k, :, :, y : y + oh, x : x + ow]
             out[k] = part.flip(-1) if fl[k] else part
-    else:
-        m = box_to_frame(b, (oh, ow), fl)  # output pixel -> frame pixel
-        u = np.arange(ow, dtype=np.float64)
-        v = np.arange(oh, dtype=np.float64)
-        # frame pixel x -> normalised (align_corners=False): (2x + 1) / W - 1, any resolution
-        gx = (2 * (m[:, 0, 0, None] * u + m[:, 0, 2, None]) + 1) / big_w - 1  # (B, w')
-        gy = (2 * (m[:, 1, 1, None] * v + m[:, 1, 2, None]) + 1) / big_h - 1  # (B, h')
-        grid = torch.empty(bsz, oh, ow, 2, dtype=torch.float32)
-        grid[..., 0] = torch.from_numpy(gx)[:, None, :]
-        grid[..., 1] = torch.from_numpy(gy)[:, :, None]
-        src = flow.reshape(bsz, n * 2, h, w).float()
-        out = F.grid_sample(
-            src, grid, mode="bilinear", padding_mode="border", align_corners=False
-        ).view(bsz, n, 2, oh, ow)
-    return out.mul_(torch.from_numpy(scale.astype(np.float32)).view(bsz, 1, 2, 1, 1))
+        out[torch.from_numpy(np.flatnonzero(fl)), :, 0] *= -1.0  # the scale is 1 but for dx
+        return out
+    m = box_to_frame(b, (oh, ow), fl)  # output pixel -> frame pixel
+    u = np.arange(ow, dtype=np.float64)
+    v = np.arange(oh, dtype=np.float64)
+    # frame pixel x -> normalised (align_corners=False): (2x + 1) / W - 1, any resolution
+    gx = (2 * (m[:, 0, 0, None] * u + m[:, 0, 2, None]) + 1) / big_w - 1  # (B, w')
+    gy = (2 * (m[:, 1, 1, None] * v + m[:, 1, 2, None]) + 1) / big_h - 1  # (B, h')
+    grid = torch.empty(bsz, oh, ow, 2, dtype=torch.float32)
+    grid[..., 0] = torch.from_numpy(gx)[:, None, :]
+    grid[..., 1] = torch.from_numpy(gy)[:, :, None]
+    src = flow.reshape(bsz, n * 2, h, w).float()
+    got = F.grid_sample(src, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    factor = torch.from_numpy(scale.astype(np.float32)).view(bsz, 1, 2, 1, 1)
+    return torch.mul(got.view(bsz, n, 2, oh, ow), factor, out=out)
 
 
 def _like(warped: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
@@ -227,17 +244,20 @@ def warp_by_homography(frames: torch.Tensor, to_key: np.ndarray) -> torch.Tensor
     coordinates to the key frame's (identity for the key itself). Output pixel p of frame
     t is frame t at ``inv(to_key[t]) p``."""
     t, _, h, w = frames.shape
-    inv = torch.from_numpy(np.linalg.inv(np.asarray(to_key, np.float64))).float()  # key -> t
-    base = _base_grid(h, w).reshape(2, -1)
-    homog = torch.cat([base, torch.ones(1, base.shape[1])])  # (3, h*w)
-    mapped = inv @ homog  # (T, 3, h*w)
-    coords = (mapped[:, :2] / mapped[:, 2:].clamp_min(1e-8)).reshape(t, 2, h, w)
-    return _like(_sample(frames.float(), coords), frames)
+    inv = np.linalg.inv(np.asarray(to_key, np.float64))  # key -> t, pixels
+    # then pixels -> normalised (align_corners), before the division by z: one matmul gives
+    # the grid's numerators and z
+    norm = np.array([[2.0 / max(w - 1, 1), 0, -1], [0, 2.0 / max(h - 1, 1), -1], [0, 0, 1]])
+    g = torch.from_numpy(norm @ inv).float()  # (T, 3, 3)
+    base = _base_grid(h, w).reshape(2, -1).T  # (h*w, 2)
+    homog = torch.cat([base, torch.ones(base.shape[0], 1)], 1)  # (h*w, 3)
+    mapped = homog @ g.transpose(1, 2)  # (T, h*w, 3)
+    grid = (mapped[..., :2] / mapped[..., 2:].clamp_min(1e-8)).view(t, h, w, 2)
+    out = F.grid_sample(frames.float(), grid, mode="bilinear", align_corners=True)
+    return _like(out, frames)
 
 
 def warp_by_flow(frames: torch.Tensor, key_to_frame: torch.Tensor) -> torch.Tensor:
     """Frames (T, C, H, W) warped onto the key frame by ``key_to_frame`` (T, 2, H, W), the
     flow from the key frame to each frame (zero for the key): output p = frame_t(p + flow)."""
-    h, w = frames.shape[-2:]
-    coords = _base_grid(h, w)[None] + key_to_frame.float()
-    return _like(_sample(frames.float(), coords), frames)
+    return _like(_sample_at(frames.float(), key_to_frame.float()), frames)
