@@ -38,6 +38,7 @@ from ._warp import (
     box_to_frame,
     chain_pairs,
     compose_flows,
+    compose_flows_batch,
     crop_flow,
     homographies_to_key,
     resize_flow,
@@ -403,16 +404,16 @@ class Tracks:
             out_to_key = np.linalg.inv(box)[:, None] @ to_key @ box[:, None]
             return warp_by_homography(flat, out_to_key.reshape(-1, 3, 3)).view(frames.shape)
         fl = np.zeros(bsz, bool) if flip is None else np.asarray(flip, bool).reshape(bsz)
-        flows = torch.zeros(bsz, t, 2, oh, ow, dtype=torch.float32)
+        flows = torch.empty(bsz, t, 2, oh, ow, dtype=torch.float32)
         for rows, frame_size in self._flow_groups(videos):
-            h, w = self.store.flow_shape(int(videos[rows[0]]))
-            keyed = torch.zeros(len(rows), t, 2, h, w, dtype=torch.float32)
-            for n, b in enumerate(rows.tolist()):
-                got = self._key_flows(int(videos[b]), idx[b], key)
-                if got is not None:  # None: a one-frame video, nothing moves
-                    keyed[n] = got
-            got = crop_flow(keyed, boxes[rows], frame_size, (oh, ow), fl[rows])
-            flows[torch.from_numpy(rows)] = got
+            g_idx = idx[rows]
+            lo, hi = g_idx.min(1), g_idx.max(1)
+            pairs = self._read_pairs(videos[rows], lo, hi)
+            offset = np.concatenate([[0], np.cumsum(hi - lo)[:-1]]) - lo
+            keyed = compose_flows_batch(pairs, offset, g_idx[:, key], g_idx)
+            flows[torch.from_numpy(rows)] = crop_flow(
+                keyed, boxes[rows], frame_size, (oh, ow), fl[rows]
+            )
         return warp_by_flow(flat, flows.view(bsz * t, 2, oh, ow)).view(frames.shape)
 
 

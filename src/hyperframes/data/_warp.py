@@ -34,6 +34,7 @@ __all__ = [
     "chain_pairs",
     "compose_flow",
     "compose_flows",
+    "compose_flows_batch",
     "compose_homography",
     "crop_flow",
     "homographies_to_key",
@@ -53,22 +54,21 @@ def _base_grid(h: int, w: int, dtype=torch.float32) -> torch.Tensor:
 
 def _sample_at(img: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     """Bilinear samples of ``img`` (N, C, h, w) at each pixel p moved by ``flow`` (N, 2, h, w)
-    (x, y): ``img(p + flow(p))``, zeros outside. The sampling grid is built in one pass
-    (``(p + flow) * 2 / (size - 1) - 1``, align_corners)."""
+    (x, y): ``img(p + flow(p))``, zeros outside. The sampling grid is built one component at
+    a time (``(p + flow) * 2 / (size - 1) - 1``, align_corners), contiguous reads only."""
     n, _, h, w = flow.shape
-    scale = torch.tensor([2.0 / max(img.shape[-1] - 1, 1), 2.0 / max(img.shape[-2] - 1, 1)])
+    sx, sy = 2.0 / max(img.shape[-1] - 1, 1), 2.0 / max(img.shape[-2] - 1, 1)
+    bias = _bias(h, w, sx, sy)
     grid = torch.empty(n, h, w, 2, dtype=torch.float32)
-    torch.addcmul(
-        _bias(h, w, float(scale[0]), float(scale[1])), flow.permute(0, 2, 3, 1), scale, out=grid
-    )
+    grid[..., 0] = torch.add(bias[0], flow[:, 0], alpha=sx)
+    grid[..., 1] = torch.add(bias[1], flow[:, 1], alpha=sy)
     return F.grid_sample(img, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
 
 
 @functools.lru_cache(maxsize=32)
 def _bias(h: int, w: int, sx: float, sy: float) -> torch.Tensor:
-    """(h, w, 2): each pixel's normalised position (x sx - 1, y sy - 1)."""
-    grid = _base_grid(h, w).permute(1, 2, 0)
-    return (grid * torch.tensor([sx, sy]) - 1.0).contiguous()
+    """(2, h, w): each pixel's normalised position (x sx - 1, y sy - 1)."""
+    return _base_grid(h, w) * torch.tensor([sx, sy]).view(2, 1, 1) - 1.0
 
 
 def resize_flow(flow: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
@@ -115,28 +115,43 @@ def compose_flows(pair_flows: torch.Tensor, first: int, key: int, targets) -> to
     """(len(targets), 2, h, w): the flow from stored frame ``key`` to each stored frame of
     ``targets``, from ``pair_flows`` (n, 2, h, w) holding pairs ``first .. first + n - 1``;
     one chaining sweep forwards and one backwards (module doc)."""
-    h, w = pair_flows.shape[-2:]
-    targets = [int(t) for t in targets]
-    out = torch.zeros(len(targets), 2, h, w, dtype=torch.float32)
-    want: dict[int, list[int]] = {}
-    for n, t in enumerate(targets):
-        want.setdefault(t, []).append(n)
-    later = [t for t in want if t > key]
-    if later:
-        total = torch.zeros(2, h, w, dtype=torch.float32)
-        for j in range(key, max(later)):  # total: F_key,j -> F_key,(j+1)
-            step = pair_flows[j - first].float()
-            total = total + _sample_at(step[None], total[None])[0]
-            for n in want.get(j + 1, ()):
-                out[n] = total
-    earlier = [t for t in want if t < key]
-    if earlier:
-        total = torch.zeros(2, h, w, dtype=torch.float32)
-        for k in range(key - 1, min(earlier) - 1, -1):  # total: F_(k+1),key -> F_k,key
-            step = pair_flows[k - first].float()
-            total = step + _sample_at(total[None], step[None])[0]
-            for n in want.get(k, ()):
-                out[n] = -total
+    t = np.asarray(targets, np.int64).reshape(1, -1)
+    return compose_flows_batch(pair_flows, np.array([-first]), np.array([key]), t)[0]
+
+
+def compose_flows_batch(pairs: torch.Tensor, offset, keys, targets) -> torch.Tensor:
+    """(B, T, 2, h, w): :func:`compose_flows` of B windows at once, each from stored frame
+    ``keys[b]`` to each of ``targets[b]`` (B, T), window b's stored pair k being
+    ``pairs[k + offset[b]]``. The windows sweep together: one batched sampling per step
+    forwards and one per step backwards."""
+    offset = np.asarray(offset, np.int64).reshape(-1)
+    keys = np.asarray(keys, np.int64).reshape(-1)
+    targets = np.asarray(targets, np.int64)
+    bsz, t = targets.shape
+    h, w = pairs.shape[-2:]
+    out = torch.zeros(bsz, t, 2, h, w, dtype=torch.float32)
+    for sign in (1, -1):  # forwards: F_key,j -> F_key,(j+1); backwards: F_(k+1),key -> F_k,key
+        ahead = (targets - keys[:, None]) * sign  # steps from the key to each target
+        reach = np.where(ahead > 0, ahead, 0).max(1) if t else np.zeros(bsz, np.int64)
+        total = torch.zeros(bsz, 2, h, w, dtype=torch.float32)
+        for m in range(int(reach.max()) if bsz else 0):
+            act = np.flatnonzero(reach > m)
+            pair = keys[act] + m if sign > 0 else keys[act] - 1 - m
+            step = pairs[torch.from_numpy(pair + offset[act])].float()
+            if act.size == bsz:  # every window still sweeping: no gather, no scatter
+                total = (
+                    total + _sample_at(step, total) if sign > 0 else step + _sample_at(total, step)
+                )
+            else:
+                at = torch.from_numpy(act)
+                if sign > 0:
+                    total[at] = total[at] + _sample_at(step, total[at])
+                else:
+                    total[at] = step + _sample_at(total[at], step)
+            rows, cols = np.nonzero(ahead[act] == m + 1)
+            if rows.size:
+                got = total[torch.from_numpy(act[rows])]
+                out[torch.from_numpy(act[rows]), torch.from_numpy(cols)] = got * sign
     return out
 
 
@@ -249,10 +264,11 @@ def warp_by_homography(frames: torch.Tensor, to_key: np.ndarray) -> torch.Tensor
     # the grid's numerators and z
     norm = np.array([[2.0 / max(w - 1, 1), 0, -1], [0, 2.0 / max(h - 1, 1), -1], [0, 0, 1]])
     g = torch.from_numpy(norm @ inv).float()  # (T, 3, 3)
-    base = _base_grid(h, w).reshape(2, -1).T  # (h*w, 2)
-    homog = torch.cat([base, torch.ones(base.shape[0], 1)], 1)  # (h*w, 3)
-    mapped = homog @ g.transpose(1, 2)  # (T, h*w, 3)
-    grid = (mapped[..., :2] / mapped[..., 2:].clamp_min(1e-8)).view(t, h, w, 2)
+    base = _base_grid(h, w).reshape(2, -1)
+    homog = torch.cat([base, torch.ones(1, base.shape[1])])  # (3, h*w)
+    mapped = g @ homog  # (T, 3, h*w)
+    grid = (mapped[:, :2] / mapped[:, 2:].clamp_min(1e-8)).transpose(1, 2)
+    grid = grid.contiguous().view(t, h, w, 2)
     out = F.grid_sample(frames.float(), grid, mode="bilinear", align_corners=True)
     return _like(out, frames)
 
