@@ -14,6 +14,15 @@ Registration happens first, on the frames as stored: ``"homography"`` composes t
 per-pair homographies between each frame and the key frame; ``"flow"`` warps by the chained
 flow from the key frame (backwards: the negated forward flow). ``sample.flow`` stays the flow
 of the unregistered frames.
+
+Per batch (the batch pipeline: frames already read, cropped to a box per window and resized
+into one buffer): :meth:`Tracks.read_audio_batch` (the samples read once per video of the
+batch, one STFT for all columns), :meth:`Tracks.window_flow_batch` (the stored flow
+dequantised in torch, chained for every window at once, cropped to each box and resized in
+one ``grid_sample``: :func:`._warp.crop_flow`) and :meth:`Tracks.registered_batch` (the
+homographies conjugated by each box, or the key flows cropped like the window flow, then one
+warp over B*T on the output buffer: only the box's pixels exist there). The per-window
+methods run on the same code with a batch of one.
 """
 
 from __future__ import annotations

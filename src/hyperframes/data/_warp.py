@@ -15,8 +15,15 @@ frame ``k + 1`` to frame ``k`` (homogeneous, x right, y down, pixel centres at i
   each way (linear in the span, where one :func:`compose_flow` per frame is quadratic):
   forwards ``F_k(j+1)(p) = F_kj(p) + F_j(p + F_kj(p))``, backwards the recursion above,
   negated.
+* :func:`chain_pairs` and :func:`compose_flows_batch` are the same chaining for many windows
+  at once (all items advance together: one batched sampling per step); the single-window
+  functions run on them.
 * :func:`compose_homography` maps frame ``f`` coordinates to frame ``key`` coordinates (the
-  product of the pairs between them, or its inverse backwards).
+  product of the pairs between them, or its inverse backwards); :func:`homographies_to_key`
+  for every frame of a window from one running product.
+* :func:`box_to_frame` and :func:`crop_flow` carry a crop box resized to an output size (and
+  a flip) into the motion: the matrix from output to frame pixels, and the flow of a box
+  resampled at the output pixels with its vectors in output pixels (one ``grid_sample``).
 * :func:`warp_by_homography` / :func:`warp_by_flow` resample frames onto the key frame
   (bilinear, zeros outside), keeping the dtype (uint8 is rounded back).
 """
