@@ -267,6 +267,8 @@ def warp_by_homography(frames: torch.Tensor, to_key: np.ndarray) -> torch.Tensor
     t is frame t at ``inv(to_key[t]) p``."""
     t, _, h, w = frames.shape
     inv = np.linalg.inv(np.asarray(to_key, np.float64))  # key -> t, pixels
+    if frames.dtype == torch.uint8 and frames.device.type == "cpu":
+        return _warp_planes(frames, inv, None)
     # then pixels -> normalised (align_corners), before the division by z: one matmul gives
     # the grid's numerators and z
     norm = np.array([[2.0 / max(w - 1, 1), 0, -1], [0, 2.0 / max(h - 1, 1), -1], [0, 0, 1]])
@@ -280,7 +282,39 @@ def warp_by_homography(frames: torch.Tensor, to_key: np.ndarray) -> torch.Tensor
     return _like(out, frames)
 
 
+def _warp_planes(
+    frames: torch.Tensor, key_to_frame: np.ndarray | None, flow: torch.Tensor | None
+) -> torch.Tensor:
+    """uint8 frames (T, C, H, W) on the CPU warped frame by frame with OpenCV's SIMD
+    bilinear (fixed point, 1/32 pixel), zeros outside: output p of frame t is frame t at
+    ``key_to_frame[t] p`` (a homography), or at ``p + flow[t](p)``. Several times faster
+    here than a float ``grid_sample`` with its conversions both ways, within a grey level
+    or two of it."""
+    import cv2
+
+    t, c, h, w = frames.shape
+    if c > 4:  # OpenCV warps up to 4 interleaved channels at once
+        parts = frames.split(4, 1)
+        return torch.cat([_warp_planes(p, key_to_frame, flow) for p in parts], 1)
+    planes = frames.contiguous().numpy()
+    out = np.empty_like(planes)
+    flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+    if flow is not None:
+        moved = (flow + _base_grid(h, w)).numpy()  # (T, 2, H, W) where each pixel reads
+    for k in range(t):  # one call a frame, its planes interleaved (SIMD merge and split)
+        src = cv2.merge(list(planes[k])) if c > 1 else planes[k, 0]
+        if flow is None:
+            assert key_to_frame is not None
+            got = cv2.warpPerspective(src, key_to_frame[k], (w, h), flags=flags, borderValue=0)
+        else:
+            got = cv2.remap(src, moved[k, 0], moved[k, 1], cv2.INTER_LINEAR, borderValue=0)
+        out[k] = np.stack(cv2.split(got)) if c > 1 else got
+    return torch.from_numpy(out)
+
+
 def warp_by_flow(frames: torch.Tensor, key_to_frame: torch.Tensor) -> torch.Tensor:
     """Frames (T, C, H, W) warped onto the key frame by ``key_to_frame`` (T, 2, H, W), the
     flow from the key frame to each frame (zero for the key): output p = frame_t(p + flow)."""
+    if frames.dtype == torch.uint8 and frames.device.type == "cpu":
+        return _warp_planes(frames, None, key_to_frame.float())
     return _like(_sample_at(frames.float(), key_to_frame.float()), frames)
