@@ -264,3 +264,37 @@ def test_batched_registration_agrees_with_the_per_window_warp_inside_the_box(flo
             moving = (batch[b].float() - batch[b, key].float())[..., m:-m, m:-m].abs().mean()
             assert float(still) < float(moving) / 3
     store.close()
+
+
+def test_opencv_uint8_warps_match_the_float_warps(small_flow_store):
+    """uint8 frames on the CPU warp with OpenCV (fixed-point bilinear); float frames with
+    grid_sample: the same pixels within two grey levels, zeros outside alike; and the int8
+    flow dequantised in torch for a batch equals the store's own read."""
+    from _media import smooth_texture
+    from hyperframes.data import warp_by_flow, warp_by_homography
+
+    tex = torch.from_numpy(smooth_texture(40, 48, seed=2))
+    frames = tex[None, None].repeat(3, 3, 1, 1)  # (T=3, C=3, 40, 48)
+    to_key = np.stack(
+        [
+            np.eye(3),
+            [[1, 0.02, -2.5], [0.01, 1, 1.25], [0, 0, 1]],
+            [[0.95, 0, 3], [0, 1.05, -2], [1e-4, 0, 1]],
+        ]
+    )
+    flow = torch.randn(3, 2, 40, 48) * 0.3 + torch.tensor([1.5, -0.75]).view(1, 2, 1, 1)
+    for got, want in [
+        (warp_by_homography(frames, to_key), warp_by_homography(frames.float(), to_key)),
+        (warp_by_flow(frames, flow), warp_by_flow(frames.float(), flow)),
+    ]:
+        assert got.dtype == torch.uint8 and got.shape == frames.shape
+        diff = (got.float() - want.round().clamp(0, 255)).abs()
+        assert float(diff.max()) <= 2 and float(diff.mean()) < 0.5, diff.max()
+    store = open_store(small_flow_store)
+    tracks = Tracks(store, flow=True)
+    pairs = tracks._read_pairs(np.array([0, 0]), np.array([1, 4]), np.array([3, 8]))
+    want = np.concatenate(
+        [store.read_flow(0, np.arange(1, 3)), store.read_flow(0, np.arange(4, 8))]
+    )
+    np.testing.assert_allclose(pairs.numpy(), want, rtol=0, atol=1e-6)
+    store.close()
