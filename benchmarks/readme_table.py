@@ -36,6 +36,7 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 | `HyperframeDataset` over it: create / plan one item (random, sliding, duration) | DATASET | < 1 s / < 100 µs |
 | predict, TSN-ResNet18, per-frame feature reuse vs full windows (`bench_predict.py`) | PRED | speed-up shown |
 | windows/s with audio (log-mel), flow planes, registration vs frames only; store bytes each track adds (`bench_tracks.py`) | TRACKS | reported |
+| tracks per batch (`Tracks.*_batch`) vs frames only through the same crop, T=8, batches of 32 to 96², one thread (`bench_tracks.py`) | BATCHED_TRACKS | log-mel ≥ 0.7x, flow planes ≥ 0.5x, registration ≥ 0.3x |
 | lz4 store on S3 (SeaweedFS on 127.0.0.1), windows/s: cold (range GETs) / warm node cache / local disk (`bench_s3.py`) | S3_ROW | reported |
 | batch pipeline (`bench_pipeline.py`; 13 real clips of 4:3 and 16:9, short side 128; loader 2 threads, T=16, batches of 32, sliding windows every 4th start, shuffled): `CenterCrop(112)` vs a memcpy of the same output bytes through the loader | PIPE_CENTER | ≥ 0.5x |
 | `RandomResizedCrop(112)` + `RandomHorizontalFlip()` vs `CenterCrop(112)`; the same + `ColorJitter(0.4, 0.4, 0.4)` | PIPE_AUG | ≥ 0.7x; ≥ 0.5x |
@@ -92,6 +93,27 @@ def _tracks_cell(tracks: dict) -> str:
         f"+{s['audio_flow_float16']['flow_over_frames']:.0%}, int8 "
         f"+{s['audio_flow_int8']['flow_over_frames']:.0%}"
     )
+
+
+def _batched_tracks_cell(tracks: dict) -> str:
+    """Per crop: the batched tracks' ratios to frames only through that crop (same run)."""
+    targets = tracks.get("batched_targets")
+    if not targets:
+        return "not measured"
+    names = {"center": "CenterCrop", "rrc_flip": "RandomResizedCrop + flip"}
+    parts = []
+    for crop, rows in tracks["batched"].items():
+
+        def cell(k: str, crop: str = crop) -> str:
+            return _met(targets[f"{k}_{crop}"], "{:.2f}x")
+
+        parts.append(
+            f"{names.get(crop, crop)} ({rows['frames']['windows_per_s']:,.0f} frames-only "
+            f"windows/s): log-mel {cell('audio_logmel')}, flow planes {cell('flow_channel')}, "
+            f"registered by homography {cell('register_homography')} / by flow "
+            f"{cell('register_flow')}"
+        )
+    return "; ".join(parts)
 
 
 def main() -> None:
@@ -171,6 +193,7 @@ def main() -> None:
         ),
         "PIPE_LOAD": f"{max(pipe['load_average_1min']):.0f}",
         "PIPE_MEMCPY": f"{pipe['windows_per_s']['mixed/memcpy']:,.0f}",
+        "BATCHED_TRACKS": _batched_tracks_cell(tracks),
         "STORE_ROWS": ", ".join(
             f"{k.split(':')[1]} {v['windows_per_s']:.0f}"
             for k, v in rows.items()
