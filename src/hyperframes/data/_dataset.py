@@ -15,7 +15,15 @@ from .._core._errors import ConfigError, DataError
 from .._core._layouts import list_layouts
 from ..sampling import PerFrame, Plan, VideoTable, change_score, create_sampler
 from ._buffers import BatchBuffers
-from ._pipeline import BatchPlan, Drawn, Recipe, augment, batch_tracks, plan_batch, recipe_of
+from ._pipeline import (
+    BatchPlan,
+    Recipe,
+    batch_tracks,
+    flip_all,
+    jitter_all,
+    plan_batch,
+    recipe_of,
+)
 from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
 from ._targets import TARGETS, TargetMaker, store_segments
 from ._tracks import Tracks, follow_geometry
@@ -308,15 +316,14 @@ class HyperframeDataset(torch.utils.data.Dataset):
             self.recipe is not None
             # a subclass that finishes samples its own way keeps the per-sample path
             and type(self)._finish is HyperframeDataset._finish
-            and self.tracks.register is None
             and self.store.dtype == np.uint8
             and self.device.type == "cpu"
         )
 
     def read_batch(self, indices: Sequence) -> HyperframeBatch | None:
         """The batch of ``indices`` through the batch pipeline, with no per-sample object;
-        None when the pipeline does not take this dataset's transform or options
-        (registration, a float store, frames on a GPU) or the windows come out in different
+        None when the pipeline does not take this dataset's transform or options (a float
+        store, frames on a GPU) or the windows come out in different
         sizes (no fixed-size crop over a store of mixed shapes)."""
         if not self._pipeline_takes() or not len(indices):
             return None
@@ -338,8 +345,11 @@ class HyperframeDataset(torch.utils.data.Dataset):
             self.reader.read_batch(requests, out=frames)
         else:
             read_boxes(self.reader, requests, drawn.boxes, frames.numpy())
-        augment(frames, self.recipe, drawn)
-        return self._assemble(frames, plan, drawn)
+        flip_all(frames, drawn)
+        meta = self._meta_columns(plan)
+        frames, tracks = batch_tracks(self, plan, drawn, meta["pts_seconds"], frames)
+        jitter_all(frames, self.recipe, drawn)  # after registration, as the per-sample path
+        return self._assemble(frames, plan, meta, tracks)
 
     def _meta_columns(self, plan: BatchPlan) -> BatchMeta:
         videos, b = self.store.videos, len(plan)
@@ -364,12 +374,12 @@ class HyperframeDataset(torch.utils.data.Dataset):
         }
         return BatchMeta(columns, b)
 
-    def _assemble(self, frames: torch.Tensor, plan: BatchPlan, drawn: Drawn) -> HyperframeBatch:
-        """The batch record of frames read and augmented by the pipeline: tracks, labels,
-        targets, then dtype, layout and flow planes."""
-        meta = self._meta_columns(plan)
+    def _assemble(
+        self, frames: torch.Tensor, plan: BatchPlan, meta: BatchMeta, tracks: dict
+    ) -> HyperframeBatch:
+        """The batch record of frames read and augmented by the pipeline, with its tracks:
+        labels, targets, then dtype, layout and flow planes."""
         pts = meta["pts_seconds"]
-        tracks = batch_tracks(self, plan, drawn, pts)
         pairs = list(zip(plan.videos.tolist(), plan.segments.tolist()))
         labels = torch.tensor([self._targets.label(v, g) for v, g in pairs], dtype=torch.int64)
         targets = [

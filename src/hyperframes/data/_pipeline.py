@@ -251,55 +251,41 @@ def jitter_batch(frames: np.ndarray, factors: np.ndarray) -> None:
                 cv2.addWeighted(plane, fs, grey, 1.0 - fs, -0.49, dst=plane)
 
 
-def augment(frames: torch.Tensor, recipe: Recipe, drawn: Drawn) -> None:
-    """The steps after the crop, in order, in place on the (B, T, C, h, w) buffer."""
+def flip_all(frames: torch.Tensor, drawn: Drawn) -> None:
+    """Every flip step at once (a flip commutes with colour jitter: the windows mirrored an
+    odd number of times are mirrored once), in place."""
+    flip_batch(frames, drawn.flips)
+
+
+def jitter_all(frames: torch.Tensor, recipe: Recipe, drawn: Drawn) -> None:
+    """The colour jitter steps, in their order, in place on the (B, T, C, h, w) buffer."""
     for step, p in zip(recipe.after, drawn.params):
-        if isinstance(step, RandomHorizontalFlip):
-            flip_batch(frames, p)
-        elif (p != 1.0).any():
+        if not isinstance(step, RandomHorizontalFlip) and (p != 1.0).any():
             jitter_batch(frames.numpy(), p)
 
 
 # -- tracks ------------------------------------------------------------------------------------
-def _flow_into_box(flow: np.ndarray, box, size: tuple[int, int], flip: bool) -> np.ndarray:
-    """(n, 2, H, W) stored-size flow cropped to ``box``, resized to ``size`` (vectors scaled
-    by the resize) and mirrored with ``flip`` (dx negated): the frames' geometry."""
-    from ..store._crop import resize_planes
-
-    n = flow.shape[0]
-    out = np.empty((n, 2, *size), np.float32)
-    if n:
-        resize_planes(np.ascontiguousarray(flow, np.float32), box, out)
-        out[:, 0] *= size[1] / box[3]
-        out[:, 1] *= size[0] / box[2]
-        if flip:
-            out = out[..., ::-1].copy()
-            out[:, 0] *= -1
-    return out
-
-
-def batch_tracks(dataset, plan: BatchPlan, drawn: Drawn, pts: np.ndarray) -> dict:
-    """Every track of the batch, in one place (the swap point for batched track reads):
-    ``audio`` (B, n_mels, T*k) and ``audio_mask`` (B, T), ``flow`` (B, T-1, 2, h, w) moved
-    with each sample's box and flip. Missing tracks are absent from the result."""
+def batch_tracks(
+    dataset, plan: BatchPlan, drawn: Drawn, pts: np.ndarray, frames: torch.Tensor
+) -> tuple[torch.Tensor, dict]:
+    """Every track of the batch, in one place, each one call for the whole batch
+    (:class:`~._tracks.Tracks`' batched methods): ``frames`` registered onto each window's
+    key frame (``register=``; frames 0, or T//2 in the keyframe layout) through each
+    sample's box and flip; ``audio`` (B, n_mels, T*k) and ``audio_mask`` (B, T) at the
+    frames' ``pts`` (B, T); ``flow`` (B, T-1, 2, h, w) moved with each sample's box and
+    flip. Returns the frames and the tracks present."""
     tracks, videos = dataset.tracks, dataset.store.videos
     out: dict = {}
+    if tracks.register is not None:
+        key = plan.index.shape[1] // 2 if dataset.layout == "keyframe" else 0
+        frames = tracks.registered_batch(
+            frames, plan.videos, plan.index, drawn.boxes, key, flip=drawn.flips
+        )
     if tracks.audio is not None:
-        pairs = [
-            tracks.read_audio(
-                int(v), videos.paths[int(v)], pts[k], float(videos.fps[int(v)]), plan.mask[k]
-            )
-            for k, v in enumerate(plan.videos)
-        ]
-        out["audio"] = torch.stack([a for a, _ in pairs])
-        out["audio_mask"] = torch.stack([m for _, m in pairs])
+        fps = np.asarray(videos.fps, np.float64)[plan.videos]
+        out["audio"], out["audio_mask"] = tracks.read_audio_batch(plan.videos, pts, fps, plan.mask)
     if tracks.flow:
-        shapes = videos.shapes
-        flips = drawn.flips
-        flows = []
-        for k, v in enumerate(plan.videos.tolist()):
-            stored = (int(shapes[v][1]), int(shapes[v][2]))
-            f = tracks.window_flow(v, plan.index[k], stored).numpy()
-            flows.append(_flow_into_box(f, drawn.boxes[k], drawn.size, bool(flips[k])))
-        out["flow"] = torch.from_numpy(np.stack(flows))
-    return out
+        out["flow"] = tracks.window_flow_batch(
+            plan.videos, plan.index, drawn.boxes, drawn.size, drawn.flips
+        )
+    return frames, out
