@@ -121,6 +121,10 @@ class HyperframeDataset(torch.utils.data.Dataset):
       was applied (None without).
     See :mod:`hyperframes.data._tracks`.
 
+    A batch (``__getitems__``, as the loader reads) whose transform the batch pipeline knows
+    (a crop, flips, colour jitter; :mod:`hyperframes.data._pipeline`) is read whole into one
+    buffer with its tracks, with no per-sample object; other transforms go sample by sample.
+
     ``store`` may be a URL (``s3://bucket/prefix``); ``cache_dir`` / ``cache_limit`` (bytes)
     give its reads a node-local cache (see :func:`hyperframes.store.open_store`).
     """

@@ -12,7 +12,8 @@ allocated once (from the dataset's pool, or in shared memory inside a worker pro
    straight into the (B, T, C, h, w) uint8 batch buffer, whatever the stored shapes;
 4. **augment**: flips as an index operation on the buffer, colour jitter as uint8 operations
    with per-sample factors (:func:`jitter_batch`);
-5. **tracks** (:func:`batch_tracks`): audio, and flow moved with the frames' boxes.
+5. **tracks** (:func:`batch_tracks`): registration through each sample's box and flip,
+   log-mel audio and flow moved with the frames' boxes, each one call for the batch.
 
 A transform is taken by the pipeline when it is one of, or a :class:`~.transforms.Compose`
 of, a first spatial step (``CenterCrop``, ``RandomCrop``, ``RandomResizedCrop``, ``Resize``
@@ -24,6 +25,8 @@ Pixels differ from the per-sample path by the resize filter only: OpenCV's bilin
 (``INTER_LINEAR``, area averaging ``INTER_AREA`` when shrinking) on uint8 against
 torchvision's antialiased bilinear; and colour jitter computes its grey (contrast's mean,
 saturation's blend) with OpenCV's uint8 arithmetic, within a level or two of torchvision's.
+Registration warps the cropped frames, so near a box's edges, where content comes from
+outside the box, it gives zeros where the per-sample path (warping whole frames) has pixels.
 """
 
 from __future__ import annotations
