@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from _media import smooth_texture
+from _media import smooth_texture, write_lossless
 from hyperframes import ConfigError, DataError
 from hyperframes.data import HyperframeDataset, PrefetchLoader, collate_hyperframes, loader
 from hyperframes.data._record import BatchMeta, BatchSamples
@@ -33,23 +33,10 @@ SIZES = [(48, 64), (64, 40), (44, 44)]  # (height, width): three aspect ratios
 
 def _write_colour_clip(path: Path, height: int, width: int, *, seed: int, frames: int = 10):
     """A lossless (FFV1) clip of a smooth colour texture drifting a pixel per frame."""
-    import av
-
     canvas = np.stack(
         [smooth_texture(height + frames, width + frames, seed=seed * 3 + c) for c in range(3)], -1
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with av.open(str(path), "w") as out:
-        s = out.add_stream("ffv1", rate=10)
-        s.width, s.height, s.pix_fmt = width, height, "yuv444p"
-        for k in range(frames):
-            img = np.ascontiguousarray(canvas[k : k + height, k : k + width])
-            f = av.VideoFrame.from_ndarray(img, format="rgb24")
-            f.pts = k
-            for pkt in s.encode(f):
-                out.mux(pkt)
-        for pkt in s.encode():
-            out.mux(pkt)
+    write_lossless(path, [canvas[k : k + height, k : k + width] for k in range(frames)], 10)
 
 
 @pytest.fixture(scope="module")
