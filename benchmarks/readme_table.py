@@ -49,15 +49,17 @@ memcpy of the batches managed PIPE_MEMCPY windows/s through the loader), so thei
 measured in interleaved rounds, are what counts. Where they miss: a resizing crop is compute,
 not a copy. Resizing the 16x3 planes of a window to 112x112 (OpenCV bilinear on uint8,
 plane by plane; on a quiet moment it measured faster than torch's `interpolate` and a
-48-channel channel-last resize, but through the loader here it costs about what the per-sample
-path's torchvision resize does, the row above) measured 0.7-5 ms per window against 0.05-0.25 ms for copying
+48-channel channel-last resize, and through the loader the pipeline's
+resizing crop ran 1.0-1.6x the per-sample path's torchvision resize over three runs, the row
+above) measured 0.7-5 ms per window against 0.05-0.25 ms for copying
 its bytes, so on this CPU `RandomResizedCrop` cannot come within 0.7x of a crop that only
 copies; colour jitter adds three passes over the batch (a brightness table, a contrast table
 per frame, a grey blend for saturation: ~1.5 ms per window). A CenterCrop of
-mixed shapes copies 112-byte rows out of longer frame rows: measured 2.5x the time of a flat
-copy of the same bytes (numpy and torch alike, 47 against 20 µs per window at best), which
-bounds it near 0.4x a memcpy; uniform windows are flat copies plus the per-window planning in
-Python (~20 µs a window), which a loaded machine makes dear.
+mixed shapes copies 112-byte rows out of longer frame rows (measured 2.5x the time of a flat
+copy of the same bytes, numpy and torch alike, 47 against 20 µs per window at best), which is
+what it gives up to a memcpy; uniform windows are flat copies plus the per-window planning,
+labels and boxes in Python (~20 µs a window against ~50-250 µs for the copy), where uniform
+windows miss 0.8x.
 `hyperframes bench` on four of those clips (three frame shapes, read through the crop path,
 `--codecs raw`) measured raw reads at 0.61x a memcpy of the crop's bytes in the same session
 (target ≥ 0.5x; 0.17x before, when mixed shapes were read as a list of tensors).
