@@ -56,6 +56,7 @@ bench: setup
 	$(BIN)/python benchmarks/bench_train_wait.py
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_tracks.py
+	$(BIN)/python benchmarks/bench_pipeline.py
 	$(BIN)/python benchmarks/bench_s3.py
 	$(BIN)/python benchmarks/readme_table.py
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # On a machine with a CUDA GPU: the GPU tests (memory="cuda", batch augmentation on the GPU,
+# prefetch to the GPU on a side stream,
 # a jpeg store decoded by nvJPEG) and the training data-wait benchmark on the GPU, in under
 # 5 minutes. Writes benchmarks/results/gpu.json (the benchmark's result plus the tests' summary).
 # Run from the repository root: bash benchmarks/gpu_check.sh
@@ -13,7 +14,8 @@ mkdir -p "$RESULTS"
 # 1. the GPU tests (skipped without a GPU, so here they must pass, not skip)
 set +e
 timeout 120 "$PY" -m pytest -p no:cacheprovider -q -rs tests/test_gpu.py \
-    tests/test_dataset.py::test_gpu_resident_mode 2>&1 | tee "$RESULTS/gpu_tests.log"
+    tests/test_dataset.py::test_gpu_resident_mode \
+    tests/test_batch_pipeline.py::test_prefetch_to_the_gpu_on_a_side_stream_gives_the_cpu_results 2>&1 | tee "$RESULTS/gpu_tests.log"
 TESTS_RC=${PIPESTATUS[0]}
 set -e
 

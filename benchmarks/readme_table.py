@@ -36,9 +36,33 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 | `HyperframeDataset` over it: create / plan one item (random, sliding, duration) | DATASET | < 1 s / < 100 µs |
 | predict, TSN-ResNet18, per-frame feature reuse vs full windows (`bench_predict.py`) | PRED | speed-up shown |
 | windows/s with audio (log-mel), flow planes, registration vs frames only; store bytes each track adds (`bench_tracks.py`) | TRACKS | reported |
+| tracks per batch (`Tracks.*_batch`) vs frames only through the same crop, T=8, batches of 32 to 96², one thread (`bench_tracks.py`) | BATCHED_TRACKS | log-mel ≥ 0.7x, flow planes ≥ 0.5x, registration ≥ 0.3x |
 | lz4 store on S3 (SeaweedFS on 127.0.0.1), windows/s: cold (range GETs) / warm node cache / local disk (`bench_s3.py`) | S3_ROW | reported |
+| batch pipeline (`bench_pipeline.py`; 13 real clips of 4:3 and 16:9, short side 128; loader 2 threads, T=16, batches of 32, sliding windows every 4th start, shuffled): `CenterCrop(112)` vs a memcpy of the same output bytes through the loader | PIPE_CENTER | ≥ 0.5x |
+| `RandomResizedCrop(112)` + `RandomHorizontalFlip()` vs `CenterCrop(112)`; the same + `ColorJitter(0.4, 0.4, 0.4)` | PIPE_AUG | ≥ 0.7x; ≥ 0.5x |
+| uniform 112x112 store, no transform, vs a memcpy through the loader | PIPE_UNIFORM | ≥ 0.8x |
+| the batch pipeline vs the per-sample path, same transforms: CenterCrop, RandomResizedCrop + flip, + jitter | PIPE_VS | reported |
 
 Windows/s in that run: STORE_ROWS. On-the-fly decoders: DEC_ROWS.
+The batch pipeline rows come from one run (load average PIPE_LOAD on 2 cores while it ran: a
+memcpy of the batches managed PIPE_MEMCPY windows/s through the loader), so their ratios,
+measured in interleaved rounds, are what counts. Where they miss: a resizing crop is compute,
+not a copy. Resizing the 16x3 planes of a window to 112x112 (OpenCV bilinear on uint8,
+plane by plane; on a quiet moment it measured faster than torch's `interpolate` and a
+48-channel channel-last resize, and through the loader the pipeline's
+resizing crop ran 1.0-1.6x the per-sample path's torchvision resize over three runs, the row
+above) measured 0.7-5 ms per window against 0.05-0.25 ms for copying
+its bytes, so on this CPU `RandomResizedCrop` cannot come within 0.7x of a crop that only
+copies; colour jitter adds three passes over the batch (a brightness table, a contrast table
+per frame, a grey blend for saturation: ~1.5 ms per window). A CenterCrop of
+mixed shapes copies 112-byte rows out of longer frame rows (measured 2.5x the time of a flat
+copy of the same bytes, numpy and torch alike, 47 against 20 µs per window at best), which is
+what it gives up to a memcpy; uniform windows are flat copies plus the per-window planning,
+labels and boxes in Python (~20 µs a window against ~50-250 µs for the copy), where uniform
+windows miss 0.8x.
+`hyperframes bench` on four of those clips (three frame shapes, read through the crop path,
+`--codecs raw`) measured raw reads at 0.61x a memcpy of the crop's bytes in the same session
+(target ≥ 0.5x; 0.17x before, when mixed shapes were read as a list of tensors).
 Numbers move with the machine's load (the read benchmark records its load average). raw and lz4
 do not gain from a second thread here: raw reads are memory copies already at the machine's
 memory bandwidth, and an lz4 chunk decodes in ~20 µs, so the GIL changes hands that often; jpeg is
@@ -73,12 +97,41 @@ def _tracks_cell(tracks: dict) -> str:
     )
 
 
+def _batched_tracks_cell(tracks: dict) -> str:
+    """Per crop: the batched tracks' ratios to frames only through that crop (same run)."""
+    targets = tracks.get("batched_targets")
+    if not targets:
+        return "not measured"
+    names = {"center": "CenterCrop", "rrc_flip": "RandomResizedCrop + flip"}
+    parts = []
+    for crop, rows in tracks["batched"].items():
+
+        def cell(k: str, crop: str = crop) -> str:
+            return _met(targets[f"{k}_{crop}"], "{:.2f}x")
+
+        parts.append(
+            f"{names.get(crop, crop)} ({rows['frames']['windows_per_s']:,.0f} frames-only "
+            f"windows/s): log-mel {cell('audio_logmel')}, flow planes {cell('flow_channel')}, "
+            f"registered by homography {cell('register_homography')} / by flow "
+            f"{cell('register_flow')}"
+        )
+    return "; ".join(parts)
+
+
 def main() -> None:
     read, build, opened, pred = load("read"), load("build"), load("open"), load("predict")
     s3 = load("s3")
     wait = load("train_wait")
     startup = load("startup")
     tracks = load("tracks")
+    pipe = load("pipeline")
+    pr = pipe["ratios"]
+
+    def pipe_ratio(name: str) -> str:
+        r = pr[name]
+        text = f"{r['ratio']:.2f}x"
+        return text if r["met"] in (True, None) else f"{text} **missed**"
+
     rows, t = read["rows"], read["targets"]
     sizes = build["store_size_by_codec"]
     tsn = {r["mode"]: r for r in pred["rows"] if r["model"] == "tsn_resnet18"}
@@ -132,6 +185,17 @@ def main() -> None:
         f"frames/s ({tsn['reuse']['speedup_vs_naive']:.1f}x; re-decoding every window: "
         f"{tsn['redecode']['frames_per_second']:.0f})",
         "TRACKS": _tracks_cell(tracks),
+        "PIPE_CENTER": pipe_ratio("center_vs_memcpy"),
+        "PIPE_AUG": pipe_ratio("rrc_flip_vs_center")
+        + "; "
+        + pipe_ratio("rrc_flip_jitter_vs_center"),
+        "PIPE_UNIFORM": pipe_ratio("uniform_none_vs_memcpy"),
+        "PIPE_VS": ", ".join(
+            pipe_ratio(f"{k}_vs_per_sample") for k in ("center", "rrc_flip", "rrc_flip_jitter")
+        ),
+        "PIPE_LOAD": f"{max(pipe['load_average_1min']):.0f}",
+        "PIPE_MEMCPY": f"{pipe['windows_per_s']['mixed/memcpy']:,.0f}",
+        "BATCHED_TRACKS": _batched_tracks_cell(tracks),
         "STORE_ROWS": ", ".join(
             f"{k.split(':')[1]} {v['windows_per_s']:.0f}"
             for k, v in rows.items()

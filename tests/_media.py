@@ -215,27 +215,36 @@ def make_translating_video(
     x in frame k is at x + dx in frame k+1), subpixel shifts included: each frame is the
     texture of a larger canvas sampled at a shifted grid (bilinear). Encoded losslessly (FFV1,
     .mkv)."""
-    import av
     import cv2
 
     pad = int(np.ceil(max(abs(dx), abs(dy)) * frames)) + 8
     canvas = smooth_texture(size + 2 * pad, size + 2 * pad, seed=seed).astype(np.float32)
+    images = []
+    for k in range(frames):
+        # frame k shows canvas at (x - k*dx, y - k*dy): content moves by +dx, +dy per frame
+        m = np.float32([[1, 0, pad - k * dx], [0, 1, pad - k * dy]])
+        grey = cv2.warpAffine(
+            canvas,
+            m,
+            (size, size),
+            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+            borderMode=cv2.BORDER_REFLECT,
+        )
+        images.append(np.repeat(np.clip(grey + 0.5, 0, 255).astype(np.uint8)[:, :, None], 3, 2))
+    return write_lossless(path, images, fps)
+
+
+def write_lossless(path: Path, images, fps: int) -> Path:
+    """RGB ``images`` (H, W, 3) uint8 as a lossless FFV1 clip (.mkv) at ``fps``."""
+    import av
+
+    h, w = images[0].shape[:2]
     path.parent.mkdir(parents=True, exist_ok=True)
     with av.open(str(path), "w") as out:
         s = out.add_stream("ffv1", rate=fps)
-        s.width, s.height, s.pix_fmt = size, size, "yuv444p"
-        for k in range(frames):
-            # frame k shows canvas at (x - k*dx, y - k*dy): content moves by +dx, +dy per frame
-            m = np.float32([[1, 0, pad - k * dx], [0, 1, pad - k * dy]])
-            grey = cv2.warpAffine(
-                canvas,
-                m,
-                (size, size),
-                flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                borderMode=cv2.BORDER_REFLECT,
-            )
-            img = np.repeat(np.clip(grey + 0.5, 0, 255).astype(np.uint8)[:, :, None], 3, 2)
-            f = av.VideoFrame.from_ndarray(img, format="rgb24")
+        s.width, s.height, s.pix_fmt = w, h, "yuv444p"
+        for k, img in enumerate(images):
+            f = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24")
             f.pts = k
             for pkt in s.encode(f):
                 out.mux(pkt)

@@ -168,3 +168,37 @@ def test_an_hdf5_copy_serves_the_same_flow(moving_store, tmp_path):
     assert torch.equal(torch.cat([x.flow for x in got]), ref)
     frames = torch.stack([a[i].frames for i in range(len(a))])
     assert torch.equal(torch.cat([x.frames for x in got]), frames)
+
+
+def test_batch_pipeline_moves_flow_with_each_samples_box_and_flip(moving_store):
+    """The batch path (boxes drawn per sample, one buffer) gives the flow the per-sample path's
+    geometry gives: cropped and resized with the frames' box (vectors scaled), dx negated
+    when the sample is mirrored."""
+    from hyperframes.data import collate_hyperframes
+    from hyperframes.data._record import BatchSamples
+    from hyperframes.data.transforms import RandomResizedCrop
+
+    aug = Compose([RandomResizedCrop(48, scale=(0.3, 0.6)), RandomHorizontalFlip()])
+
+    def batch(pipeline: bool):
+        ds = HyperframeDataset(
+            moving_store,
+            "sliding",
+            frames=T,
+            transform=aug,
+            flow=True,
+            sampler_options={"window_stride": 1},
+            seed=4,
+        )
+        if not pipeline:
+            ds.recipe = None
+        samples = ds.__getitems__(list(range(len(ds))))
+        assert isinstance(samples, BatchSamples) == pipeline  # read whole, or per sample
+        return collate_hyperframes(samples)
+
+    fast, slow = batch(True), batch(False)
+    assert fast.flow.shape == slow.flow.shape == (len(fast), T - 1, 2, 48, 48)
+    for k in range(len(fast)):
+        want, got = interior_mean(slow.flow[k], 8), interior_mean(fast.flow[k], 8)
+        assert torch.sign(got[0]) == torch.sign(want[0])  # the flip's dx sign, sample by sample
+        torch.testing.assert_close(got, want, atol=0.25, rtol=0.1)

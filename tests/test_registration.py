@@ -134,3 +134,30 @@ def test_the_keyframe_layout_registers_onto_the_middle_frame(panning_store):
     ctx = s.frames.context
     assert diff_to_key(ctx, key) < diff_to_key(plain, key) / 3
     torch.testing.assert_close(s.frames.key.float(), plain[key].float(), atol=1, rtol=0)
+
+
+@pytest.mark.parametrize("mode", ["homography", "flow"])
+def test_the_batch_pipeline_registers_through_each_samples_crop_and_flip(panning_store, mode):
+    """Registration in the batch pipeline (the whole batch warped through each sample's
+    crop box and flip, then colour jitter): every window still holds still."""
+    from hyperframes.data._record import BatchSamples
+    from hyperframes.data.transforms import (
+        ColorJitter,
+        Compose,
+        RandomHorizontalFlip,
+        RandomResizedCrop,
+    )
+
+    aug = Compose(
+        [RandomResizedCrop(40, scale=(0.4, 0.7)), RandomHorizontalFlip(), ColorJitter(0.2)]
+    )
+    opts = {"clips": 2}
+    kw = {"frames": T, "transform": aug, "sampler_options": opts, "seed": 1}
+    reg = HyperframeDataset(panning_store, "uniform", register=mode, **kw)
+    plain = HyperframeDataset(panning_store, "uniform", **kw)
+    samples = reg.__getitems__([0, 1])
+    assert isinstance(samples, BatchSamples)  # not the per-sample path
+    for k in range(2):
+        got, moving = samples[k].frames, plain[k].frames
+        assert samples[k].meta["registered"] == mode
+        assert diff_to_key(got, margin=8) < diff_to_key(moving, margin=8) / 3

@@ -10,9 +10,11 @@ cannot disagree. From a source frame to the model, in order:
    frame) and resize to ``size`` (``"128"`` short side, ``"112x96"`` exact, None native).
    Predict does it as frames arrive (:meth:`InputContract.store_size`);
 2. **window** -- ``frames`` (T) stored frames, ``frame_stride`` apart;
-3. **geometry** -- with a ``crop`` s: the short side resized to s (torchvision bilinear,
-   antialiased), then the central s x s square (:meth:`InputContract.resize_crop`; eval's
-   extra views take the square at the start or end of the longer side instead);
+3. **geometry** -- with a ``crop`` s: the central square of the short side resized to s x s
+   (:meth:`InputContract.crop_box` / :meth:`InputContract.resize_crop`: OpenCV's resize on the
+   CPU, the batch pipeline's, so the dataset's eval crop and predict give the same pixels;
+   torchvision's antialiased bilinear on a GPU; eval's extra views take the square at the
+   start or end of the longer side instead);
 4. **values** -- uint8 to float32 in [0, 1], then ``(x - mean) / std`` per channel
    (a ``dtype="float16"`` store holds frames normalised at build time: only cast);
 5. **layout** -- the batch rearranged for the model (:mod:`hyperframes._core._layouts`), once per
@@ -310,34 +312,49 @@ class InputContract:
         return (self.frames - 1) * self.frame_stride + 1
 
     # -- preparing input ---------------------------------------------------------------------
-    def resize_crop(self, frames, *, position: str = "centre"):
-        """Step 3 on a (..., C, H, W) tensor: with ``crop`` s, the short side resized to s and
-        the s x s square at ``position`` along the longer side; without, the whole frame (a
-        ``position`` other than centre then takes the square of the short side there: eval's
-        extra views). Frames already s x s come back as they are."""
+    def crop_box(self, height: int, width: int, position: str = "centre"):
+        """Step 3 as a box of a ``height`` x ``width`` stored frame: ``((top, left, h, w),
+        (out_h, out_w))``. With ``crop`` s, the square of the short side at ``position`` along
+        the longer side, resized to s x s; without, the whole frame (a ``position`` other than
+        centre then takes the square of the short side there, unresized: eval's extra
+        views)."""
         if position not in POSITIONS:
             raise ConfigError(f"position {position!r}: allowed: {', '.join(POSITIONS)}")
-        h, w = frames.shape[-2:]
-        side = self.crop
-        if side is None:
-            if position == "centre":
-                return frames
-            side = min(h, w)
-        elif min(h, w) != side:
-            import torchvision.transforms.v2.functional as F
-
-            frames = F.resize(frames, [side], antialias=True)
-            h, w = frames.shape[-2:]
-        if (h, w) == (side, side):
-            return frames
+        h, w = int(height), int(width)
+        if self.crop is None and position == "centre":
+            return (0, 0, h, w), (h, w)
+        side = min(h, w)
 
         def offset(length: int, along: bool) -> int:
             if not along or position == "centre":
                 return (length - side) // 2
             return 0 if position == "start" else length - side
 
-        top, left = offset(h, h > w), offset(w, w >= h)
-        return frames[..., top : top + side, left : left + side]
+        box = (offset(h, h > w), offset(w, w >= h), side, side)
+        return box, (self.crop, self.crop) if self.crop is not None else (side, side)
+
+    def resize_crop(self, frames, *, position: str = "centre"):
+        """Step 3 on a (..., C, H, W) tensor: the box of :meth:`crop_box` resized to its size
+        (uint8 or float32 on the CPU: OpenCV's resize, the batch pipeline's, so eval and
+        predict see the same pixels; elsewhere torchvision's antialiased bilinear). Frames
+        already of the output size come back as they are."""
+        import torch
+
+        h, w = frames.shape[-2:]
+        (top, left, bh, bw), size = self.crop_box(h, w, position)
+        if (top, left, bh, bw) == (0, 0, h, w) and size == (h, w):
+            return frames
+        if (bh, bw) == size:
+            return frames[..., top : top + bh, left : left + bw]
+        if frames.device.type == "cpu" and frames.dtype in (torch.uint8, torch.float32):
+            from ._resize import resize_planes
+
+            out = torch.empty((*frames.shape[:-2], *size), dtype=frames.dtype)
+            resize_planes(frames.numpy(), (top, left, bh, bw), out.numpy())
+            return out
+        import torchvision.transforms.v2.functional as F
+
+        return F.resized_crop(frames, top, left, bh, bw, list(size), antialias=True)
 
     def normalize(self, frames, *, device=None):
         """Step 4 on a (..., C, H, W) tensor (moved to ``device`` first): uint8 to float32,
@@ -364,8 +381,6 @@ class InputContract:
         ``audio`` a ``models.AudioVisual(video, audio)``). ``flow`` (…, T-1, 2, H, W) and
         ``audio`` (…, n_mels, T*k): the window's tracks, required when the contract has
         them (step 6), ignored otherwise."""
-        from ._layouts import to_layout
-
         if getattr(frames, "ndim", 0) not in (4, 5):
             shape = tuple(frames.shape) if hasattr(frames, "shape") else type(frames).__name__
             raise DataError(
@@ -377,18 +392,18 @@ class InputContract:
                 f"prepare: the model takes windows of {self.frames} frames, got "
                 f"{frames.shape[-4]} (shape {tuple(frames.shape)})"
             )
-        x = self.resize_crop(frames, position=position)
-        out = to_layout(self.normalize(x, device=device), self.layout)
+        x = self.normalize(self.resize_crop(frames, position=position), device=device)
         if self.flow:
-            out = self._with_flow(out, flow, frames.shape[-4], device)
+            flow = self._check_flow(flow, frames.shape[-4], tuple(x.shape[-2:]))
+        out = model_frames(x, self.layout, flow=flow if self.flow else None)
         if self.audio is not None:
             out = self._with_audio(out, audio, device)
         return out
 
-    def _with_flow(self, video, flow, t: int, device):
+    def _check_flow(self, flow, t: int, size: tuple):
         import torch
 
-        want = (t - 1, 2, *video.shape[-2:])
+        want = (t - 1, 2, *size)
         if not isinstance(flow, torch.Tensor) or tuple(flow.shape[-4:]) != want:
             got = tuple(flow.shape) if isinstance(flow, torch.Tensor) else type(flow).__name__
             raise DataError(
@@ -396,8 +411,7 @@ class InputContract:
                 f"{want[3]}) to the frames (the model was trained with flow channels); got "
                 f"{got}. Flow comes from a store built with --flow and a dataset with flow=True"
             )
-        flow = flow.to(device=video.device, dtype=video.dtype, non_blocking=True)
-        return torch.cat([video, flow.flatten(-4, -3)], -3)
+        return flow
 
     def _with_audio(self, video, audio, device):
         import torch
@@ -443,6 +457,28 @@ class ContractCrop:
 
     def __repr__(self) -> str:
         return f"ContractCrop(crop={self.contract.crop}, position={self.position!r})"
+
+
+def model_frames(frames, layout: str, dtype: str = "uint8", flow=None):
+    """Dtype, layout and flow planes of a window (T, C, H, W) or a batch (B, T, C, H, W) of
+    frames: the one implementation the dataset and :meth:`InputContract.prepare` share.
+    uint8 frames become ``dtype`` (a float dtype: scaled to [0, 1]), float frames are kept;
+    in the channel layout ``flow`` (…, T-1, 2, H, W) is appended as 2*(T-1) planes (frames
+    made float first). Other layouts leave the flow beside the frames."""
+    import torch
+
+    from ._layouts import to_layout
+
+    if dtype != "uint8" and frames.dtype == torch.uint8:
+        frames = frames.to(getattr(torch, dtype)).div_(255.0)
+    window = to_layout(frames, layout)
+    if flow is None or layout != "channel":
+        return window
+    assert isinstance(window, torch.Tensor)  # the channel layout is a tensor
+    if not window.is_floating_point():
+        window = window.to(torch.float32).div_(255.0)
+    planes = flow.flatten(-4, -3).to(device=window.device, dtype=window.dtype, non_blocking=True)
+    return torch.cat([window, planes], -3)
 
 
 # --------------------------------------------------------------------------- resolving

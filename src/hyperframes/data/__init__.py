@@ -13,7 +13,8 @@ from ._collate import collate_windows
 from ._dataset import HyperframeDataset
 from ._loader import HyperframeLoader, collate_hyperframes, loader
 from ._memory import InMemoryStore
-from ._record import Hyperframe, HyperframeBatch
+from ._prefetch import PrefetchLoader
+from ._record import BatchMeta, Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
 from ._warp import (
     compose_flow,
@@ -26,6 +27,7 @@ from ._warp import (
 
 __all__ = [
     "BalancedSampler",
+    "BatchMeta",
     "EpochSampler",
     "Hyperframe",
     "HyperframeBatch",
@@ -34,6 +36,7 @@ __all__ = [
     "InMemoryStore",
     "KeyframeWindow",
     "LogMelOptions",
+    "PrefetchLoader",
     "collate_hyperframes",
     "collate_windows",
     "column_times",

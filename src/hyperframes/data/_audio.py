@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,9 +36,13 @@ from .._core._errors import ConfigError
 __all__ = [
     "AUDIO_MISSING",
     "LogMelOptions",
+    "column_grid",
     "column_times",
     "frame_intervals",
+    "frame_intervals_batch",
+    "frames_at",
     "logmel_columns",
+    "logmel_of",
     "mel_filterbank",
     "resolve_audio",
 ]
@@ -122,23 +125,48 @@ def frame_intervals(pts_seconds, fps: float) -> tuple[np.ndarray, np.ndarray]:
     """(start, duration) in seconds of each frame of a window shown at ``pts_seconds`` (T,)
     (module doc: ``d_j = t_{j+1} - t_j``, the last frame as the step before it, ``1/fps``
     where a step is not positive)."""
-    t = np.asarray(pts_seconds, np.float64).reshape(-1)
-    period = 1.0 / fps if fps and math.isfinite(fps) and fps > 0 else 1.0 / 30.0
-    d = np.full(t.shape, period)
-    if t.size > 1:
-        steps = np.diff(t)
-        d[:-1] = steps
-        d[-1] = steps[-1]
-    d[~(d > 0)] = period
-    return t, d
+    t = np.asarray(pts_seconds, np.float64).reshape(1, -1)
+    start, dur = frame_intervals_batch(t, [fps], np.ones(t.shape, bool))
+    return start[0], dur[0]
+
+
+def frame_intervals_batch(pts_seconds, fps, mask) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`frame_intervals` of B windows at once: ``pts_seconds`` (B, T), ``fps`` (B,),
+    ``mask`` (B, T) the frames that count (a window's padding is left out: each valid frame
+    lasts until the next valid one). (start, duration) (B, T); unmasked entries are
+    meaningless."""
+    t = np.asarray(pts_seconds, np.float64)
+    m = np.asarray(mask, bool)
+    rate = np.asarray(fps, np.float64).reshape(-1)
+    ok = np.isfinite(rate) & (rate > 0)
+    period = np.where(ok, 1.0 / np.where(ok, rate, 1.0), 1.0 / 30.0)[:, None]
+    order = np.argsort(~m, axis=1, kind="stable")  # the valid frames first, in order
+    start = np.take_along_axis(t, order, 1)
+    count = m.sum(1)
+    d = np.broadcast_to(period, t.shape).copy()
+    if t.shape[1] > 1:
+        steps = np.diff(start, axis=1)
+        inner = np.arange(t.shape[1] - 1)[None, :] < (count - 1)[:, None]
+        d[:, :-1] = np.where(inner, steps, d[:, :-1])
+        rows = np.flatnonzero(count > 1)
+        d[rows, count[rows] - 1] = steps[rows, count[rows] - 2]
+    d = np.where(d > 0, d, period)
+    dur = np.empty_like(d)
+    np.put_along_axis(dur, order, d, 1)
+    return t, dur
 
 
 def column_times(pts_seconds, fps: float, columns_per_frame: int) -> np.ndarray:
     """Centre time (seconds) of each of the T*k columns: ``t_j + (i + 0.5) * d_j / k``."""
     start, dur = frame_intervals(pts_seconds, fps)
+    return column_grid(start, dur, columns_per_frame).reshape(-1)
+
+
+def column_grid(start: np.ndarray, dur: np.ndarray, columns_per_frame: int) -> np.ndarray:
+    """(..., T, k) column centres of frames starting at ``start`` lasting ``dur`` (..., T)."""
     k = int(columns_per_frame)
     offsets = (np.arange(k, dtype=np.float64) + 0.5) / k
-    return (start[:, None] + offsets[None, :] * dur[:, None]).reshape(-1)
+    return start[..., None] + offsets * dur[..., None]
 
 
 def mel_filterbank(
@@ -183,17 +211,47 @@ def logmel_columns(
     x = x.reshape(-1)
     times = np.asarray(times_seconds, np.float64).reshape(-1)
     win = options.window_samples(rate)
-    n_fft = options.n_fft(rate)
     centre = np.rint((times - first_sample_seconds) * rate).astype(np.int64)
     start = centre - win // 2
-    # only the stretch the columns touch, zero-padded where they reach past the samples
-    lo, hi = int(start.min()), int(start.max()) + win
+    # only the stretch the columns touch (each frame read as n_fft samples, of which the
+    # window keeps the first win), zero-padded where they reach past the samples
+    n_fft = options.n_fft(rate)
+    lo, hi = int(start.min()), int(start.max()) + n_fft
     span = torch.zeros(hi - lo, dtype=torch.float32)
     a, b = max(lo, 0), min(hi, x.numel())
     if b > a:
         span[a - lo : b - lo] = x[a:b]
-    index = torch.from_numpy(start - lo)[:, None] + torch.arange(win)[None, :]
-    frames = span[index] * torch.hann_window(win, periodic=True)
-    power = torch.fft.rfft(frames, n=n_fft).abs().square()  # (M, n_fft//2+1)
+    return logmel_of(frames_at(span, start - lo, n_fft), int(rate), options).T.contiguous()
+
+
+def frames_at(span: torch.Tensor, starts: np.ndarray, win: int) -> torch.Tensor:
+    """(M, win): the ``win`` samples of ``span`` from each of ``starts`` (M,), copied as rows
+    of a strided view (no per-sample index)."""
+    return span.unfold(0, win, 1).index_select(0, torch.from_numpy(np.asarray(starts, np.int64)))
+
+
+@functools.lru_cache(maxsize=16)
+def _twice(fb: torch.Tensor) -> torch.Tensor:
+    return fb.repeat_interleave(2, dim=0)
+
+
+@functools.lru_cache(maxsize=8)
+def _hann(win: int, n_fft: int) -> torch.Tensor:
+    """A periodic Hann window of ``win`` samples, zero to ``n_fft``."""
+    out = torch.zeros(n_fft)
+    out[:win] = torch.hann_window(win, periodic=True)
+    return out
+
+
+def logmel_of(frames: torch.Tensor, rate: int, options: LogMelOptions) -> torch.Tensor:
+    """(M, n_mels) log-mel of ``frames`` (M, n_fft) of samples (module doc: the first
+    window_samples of each are windowed, the rest count as zeros; an rfft of n_fft, the
+    power through the mel filterbank, ``log(mel + eps)``). One batched transform for all M
+    frames (of any number of windows); ``frames`` is overwritten."""
+    win, n_fft = options.window_samples(rate), options.n_fft(rate)
+    # the rfft of a whole n_fft row: torch's own zero padding (n=) is several times slower
+    spec = torch.fft.rfft(frames.mul_(_hann(win, n_fft)))
+    parts = torch.view_as_real(spec).square_().flatten(1)  # (M, 2 (n_fft//2+1)): re², im²
     fb = _filterbank(options.n_mels, n_fft, int(rate), float(options.fmin), options.fmax)
-    return torch.log(power @ fb + options.eps).T.contiguous()
+    # the power re² + im² summed by the filterbank's matmul: each filter row twice
+    return torch.log_(parts @ _twice(fb) + options.eps)

@@ -10,11 +10,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from .._core._contract import model_frames
 from .._core._errors import ConfigError, DataError
-from .._core._layouts import list_layouts, to_layout
+from .._core._layouts import list_layouts
 from ..sampling import PerFrame, Plan, VideoTable, change_score, create_sampler
 from ._buffers import BatchBuffers
-from ._record import Hyperframe
+from ._pipeline import (
+    BatchPlan,
+    Recipe,
+    batch_tracks,
+    flip_all,
+    jitter_all,
+    plan_batch,
+    recipe_of,
+)
+from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
 from ._targets import TARGETS, TargetMaker, store_segments
 from ._tracks import Tracks, follow_geometry
 from .transforms import Window, transform_generator
@@ -110,6 +120,10 @@ class HyperframeDataset(torch.utils.data.Dataset):
       0; T//2 in the keyframe layout) before the transform; ``meta["registered"]`` says which
       was applied (None without).
     See :mod:`hyperframes.data._tracks`.
+
+    A batch (``__getitems__``, as the loader reads) whose transform the batch pipeline knows
+    (a crop, flips, colour jitter; :mod:`hyperframes.data._pipeline`) is read whole into one
+    buffer with its tracks, with no per-sample object; other transforms go sample by sample.
 
     ``store`` may be a URL (``s3://bucket/prefix``); ``cache_dir`` / ``cache_limit`` (bytes)
     give its reads a node-local cache (see :func:`hyperframes.store.open_store`).
@@ -215,6 +229,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
             self.reader = CudaJpegReader(self.store, device=decode_device)
         self._buffers = BatchBuffers()
         self._len = self.sampler.num_items(self.table)
+        #: what the batch pipeline does with ``transform`` (None: the per-sample path)
+        self.recipe: Recipe | None = recipe_of(transform)
 
     @property
     def in_channels(self) -> int:
@@ -297,12 +313,117 @@ class HyperframeDataset(torch.utils.data.Dataset):
         p = self.sampler.plan(self.table, item, seed=self.seed, epoch=epoch)
         return Plan(int(self.video_ids[p.video]), p.frame_indices, p.mask, p.clip, p.segment)
 
-    def __getitems__(self, indices: Sequence) -> list[Hyperframe]:
+    def __getitems__(self, indices: Sequence) -> Sequence[Hyperframe]:
+        """The samples of ``indices``: read as one batch by the batch pipeline
+        (:mod:`hyperframes.data._pipeline`) when it knows the transform (a
+        :class:`BatchSamples`, which the loader's collation passes on whole), else sample by
+        sample."""
+        batch = self.read_batch(indices)
+        if batch is not None:
+            return BatchSamples(batch)
         keys = [self._key(i) for i in indices]
         plans = [self.plan(k) for k in keys]
         requests = [(p.video, p.frame_indices) for p in plans]
         read = self.reader.read_batch(requests, out=self._batch_buffer(requests))
         return [self._finish(read[b], plans[b], keys[b], plans[b].video) for b in range(len(plans))]
+
+    def _pipeline_takes(self) -> bool:
+        return (
+            self.recipe is not None
+            # a subclass that finishes samples its own way keeps the per-sample path
+            and type(self)._finish is HyperframeDataset._finish
+            and self.store.dtype == np.uint8
+            and self.device.type == "cpu"
+        )
+
+    def read_batch(self, indices: Sequence) -> HyperframeBatch | None:
+        """The batch of ``indices`` through the batch pipeline, with no per-sample object;
+        None when the pipeline does not take this dataset's transform or options (a float
+        store, frames on a GPU) or the windows come out in different
+        sizes (no fixed-size crop over a store of mixed shapes)."""
+        if not self._pipeline_takes() or not len(indices):
+            return None
+        assert self.recipe is not None
+        plan = plan_batch(self, indices)
+        shapes = np.asarray(self.store.videos.shapes)[plan.videos]
+        if len(set(shapes[:, 0].tolist())) != 1:
+            return None
+        drawn = self.recipe.draw(self.seed, plan, shapes[:, 1:])
+        if drawn is None:
+            return None
+        from ..store._crop import read_boxes
+
+        shape = (len(plan), plan.index.shape[1], int(shapes[0, 0]), *drawn.size)
+        frames = self._buffer(shape)
+        requests = list(zip(plan.videos, plan.index))
+        whole = (drawn.boxes[:, :2] == 0).all() and (drawn.boxes[:, 2:] == drawn.size).all()
+        if whole and (shapes[:, 1:] == drawn.size).all():  # no crop: the reader's batch read
+            self.reader.read_batch(requests, out=frames)
+        else:
+            read_boxes(self.reader, requests, drawn.boxes, frames.numpy())
+        flip_all(frames, drawn)
+        meta = self._meta_columns(plan)
+        frames, tracks = batch_tracks(self, plan, drawn, meta["pts_seconds"], frames)
+        jitter_all(frames, self.recipe, drawn)  # after registration, as the per-sample path
+        return self._assemble(frames, plan, meta, tracks)
+
+    def _meta_columns(self, plan: BatchPlan) -> BatchMeta:
+        videos, b = self.store.videos, len(plan)
+        rows = np.asarray(videos.frame_start)[plan.videos][:, None] + plan.index
+        segments = np.full(b, -1, np.int64)
+        has = plan.segments >= 0
+        segments[has] = np.asarray(self._segment_rows)[plan.segments[has]]
+        columns = {
+            "video": [videos.paths[v] for v in plan.videos.tolist()],
+            "video_id": plan.videos.copy(),
+            "frame_indices": videos.source_index_all[rows],
+            "stored_indices": plan.index.copy(),
+            "pts_seconds": videos.pts_seconds_all[rows],
+            "fps": np.asarray(videos.fps, np.float64)[plan.videos],
+            "frames": np.full(b, plan.index.shape[1], np.int64),
+            "seed": np.full(b, self.seed, np.int64),
+            "epoch": plan.epochs.copy(),
+            "item": plan.items.copy(),
+            "clip": plan.clips.copy(),
+            "segment": segments,
+            "registered": [self.tracks.register] * b,
+        }
+        return BatchMeta(columns, b)
+
+    def _assemble(
+        self, frames: torch.Tensor, plan: BatchPlan, meta: BatchMeta, tracks: dict
+    ) -> HyperframeBatch:
+        """The batch record of frames read and augmented by the pipeline, with its tracks:
+        labels, targets, then dtype, layout and flow planes."""
+        pts = meta["pts_seconds"]
+        pairs = list(zip(plan.videos.tolist(), plan.segments.tolist()))
+        labels = torch.tensor([self._targets.label(v, g) for v, g in pairs], dtype=torch.int64)
+        targets = [
+            self._targets.target(v, g, pts[k], plan.mask[k]) for k, (v, g) in enumerate(pairs)
+        ]
+        from ._collate import collate_targets
+
+        flow = tracks.get("flow")
+        window = model_frames(frames, self.layout, self.dtype, flow)
+        return HyperframeBatch(
+            window,
+            labels,
+            torch.from_numpy(plan.mask.copy()),
+            meta,
+            collate_targets(targets),
+            tracks.get("audio"),
+            tracks.get("audio_mask"),
+            flow,
+        )
+
+    def _buffer(self, shape: tuple[int, ...]) -> torch.Tensor:
+        """A (B, T, C, H, W) buffer of the store's dtype: from the pool, or in shared memory
+        inside a DataLoader worker process (the batch then reaches the main process without
+        another copy)."""
+        if torch.utils.data.get_worker_info() is not None:
+            dtype = torch.from_numpy(np.empty(0, self.store.dtype)).dtype
+            return torch.empty(shape, dtype=dtype).share_memory_()
+        return self._buffers.take(shape, self.store.dtype)
 
     def _batch_buffer(self, requests) -> torch.Tensor | None:
         """One (B, T, C, H, W) buffer for a uniform batch: reused from batch to batch (see
@@ -314,11 +435,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         shapes = {tuple(all_shapes[v].tolist()) for v, _ in requests}
         if len(shapes) != 1:
             return None
-        shape = (len(requests), len(requests[0][1]), *shapes.pop())
-        if torch.utils.data.get_worker_info() is not None:
-            dtype = torch.from_numpy(np.empty(0, self.store.dtype)).dtype
-            return torch.empty(shape, dtype=dtype).share_memory_()
-        return self._buffers.take(shape, self.store.dtype)
+        return self._buffer((len(requests), len(requests[0][1]), *shapes.pop()))
 
     def _finish(self, frames: torch.Tensor, plan, key, video_id: int) -> Hyperframe:
         epoch, item = key
@@ -354,8 +471,6 @@ class HyperframeDataset(torch.utils.data.Dataset):
                     "(set changes_count=True and use a sampler policy that expects it)"
                 )
             frames, idx, mask = out
-        if self.dtype != "uint8" and frames.dtype == torch.uint8:
-            frames = frames.to(getattr(torch, self.dtype)).div_(255.0)
         videos = self.store.videos
         stored = idx.numpy()
         rows = videos.frame_start[video_id] + stored
@@ -383,11 +498,5 @@ class HyperframeDataset(torch.utils.data.Dataset):
         target = self._targets.target(
             video_id, plan.segment, meta["pts_seconds"], mask.cpu().numpy()
         )
-        window = to_layout(frames, self.layout)
-        if flow is not None and self.layout == "channel":
-            assert isinstance(window, torch.Tensor)  # the channel layout is a tensor
-            if not window.is_floating_point():
-                window = window.to(torch.float32).div_(255.0)
-            planes = flow.flatten(0, 1).to(device=window.device, dtype=window.dtype)
-            window = torch.cat([window, planes])
+        window = model_frames(frames, self.layout, self.dtype, flow)
         return Hyperframe(window, label, mask, meta, target, audio, audio_mask, flow)

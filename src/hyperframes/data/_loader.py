@@ -31,7 +31,7 @@ import torch.utils.data
 from .._core._layouts import KeyframeWindow
 from ._collate import collate_targets, collate_track, collate_windows
 from ._loader_state import continue_at, make_state, position, read_state
-from ._record import Hyperframe, HyperframeBatch
+from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
 
 
@@ -65,7 +65,11 @@ def _view_of_one_batch(tensors: Sequence[torch.Tensor | KeyframeWindow]) -> torc
     return t0.as_strided((len(tensors), *t0.shape), (n, *t0.stride()), off)
 
 
-def collate_hyperframes(samples: list[Hyperframe]) -> HyperframeBatch:
+def collate_hyperframes(samples: Sequence[Hyperframe]) -> HyperframeBatch:
+    """Stack samples into a :class:`HyperframeBatch`; a batch the dataset read whole
+    (:class:`BatchSamples`) is returned as it is."""
+    if isinstance(samples, BatchSamples):
+        return samples.batch
     windows = [s.frames for s in samples]
     batch = _view_of_one_batch(windows)
     frames = batch if batch is not None else collate_windows(windows)
@@ -76,7 +80,7 @@ def collate_hyperframes(samples: list[Hyperframe]) -> HyperframeBatch:
         frames,
         labels,
         mask,
-        [s.meta for s in samples],
+        BatchMeta.from_dicts([s.meta for s in samples]),
         target,
         collate_track([s.audio for s in samples], "audio"),
         collate_track([s.audio_mask for s in samples], "audio_mask"),

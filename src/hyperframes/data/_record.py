@@ -16,7 +16,10 @@ H, W)."""
 from __future__ import annotations
 
 import dataclasses
+import numbers
+from collections.abc import Iterator, Mapping, Sequence
 
+import numpy as np
 import torch
 
 from .._core._layouts import KeyframeWindow
@@ -80,23 +83,106 @@ class Hyperframe:
         )
 
 
+def _column(values: list):
+    """One meta field of a batch as a column: an array when every value is an array of one
+    shape or a number, else a list."""
+    first = values[0]
+    if isinstance(first, np.ndarray) and all(
+        isinstance(v, np.ndarray) and v.shape == first.shape for v in values
+    ):
+        return np.stack(values)
+    if all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values):
+        return np.asarray(values, np.int64)
+    if all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+        return np.asarray(values, np.float64)
+    return list(values)
+
+
+def _cell(column, k: int):
+    value = column[k]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+class BatchMeta(Sequence):
+    """A batch's ``meta`` as columns: ``meta["pts_seconds"]`` is (B, T), ``meta["item"]``
+    (B,), ``meta["video"]`` a list of B paths. Indexing by position (``meta[k]``) or
+    iterating gives each sample's dict, as :class:`Hyperframe` carries it."""
+
+    def __init__(self, columns: Mapping, size: int) -> None:
+        self.columns = dict(columns)
+        self.size = int(size)
+        for name, col in self.columns.items():
+            if len(col) != self.size:
+                raise ValueError(f"meta column {name!r} has {len(col)} rows, expected {size}")
+
+    @classmethod
+    def from_dicts(cls, metas: Sequence[Mapping]) -> BatchMeta:
+        """The columns of per-sample meta dicts (every dict with the same keys)."""
+        names = list(metas[0]) if len(metas) else []
+        return cls({n: _column([m[n] for m in metas]) for n in names}, len(metas))
+
+    def __len__(self) -> int:
+        return self.size
+
+    def keys(self):
+        return self.columns.keys()
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return self.columns[key]
+        if isinstance(key, slice):
+            return [self[k] for k in range(self.size)[key]]
+        k = range(self.size)[key]
+        return {name: _cell(col, k) for name, col in self.columns.items()}
+
+    def __iter__(self) -> Iterator[dict]:
+        return (self[k] for k in range(self.size))
+
+    def __repr__(self) -> str:
+        return f"BatchMeta({self.size} samples: {', '.join(self.columns)})"
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class HyperframeBatch:
-    """A batch: ``frames`` (B, ...), ``labels`` (B,), ``mask`` (B, T), a list of ``meta`` and
-    ``target`` (B, ...), the samples' targets stacked (None when they have none); ``audio``,
-    ``audio_mask`` and ``flow`` stacked likewise (module doc)."""
+    """A batch: ``frames`` (B, ...), ``labels`` (B,), ``mask`` (B, T), ``meta`` as columns
+    (:class:`BatchMeta`; ``meta[k]`` is sample k's dict) and ``target`` (B, ...), the
+    samples' targets stacked (None when they have none); ``audio``, ``audio_mask`` and
+    ``flow`` stacked likewise (module doc)."""
 
     frames: torch.Tensor | KeyframeWindow
     labels: torch.Tensor
     mask: torch.Tensor
-    meta: list[dict]
+    meta: BatchMeta
     target: torch.Tensor | None = None
     audio: torch.Tensor | None = None
     audio_mask: torch.Tensor | None = None
     flow: torch.Tensor | None = None
 
+    def __post_init__(self):
+        if not isinstance(self.meta, BatchMeta):  # a list of per-sample dicts
+            object.__setattr__(self, "meta", BatchMeta.from_dicts(list(self.meta)))
+
     def __len__(self) -> int:
         return int(self.labels.shape[0])
+
+    def sample(self, k: int) -> Hyperframe:
+        """Sample ``k`` as a :class:`Hyperframe` (views of the batch's tensors)."""
+        f = self.frames
+        frames = KeyframeWindow(f.key[k], f.context[k]) if isinstance(f, KeyframeWindow) else f[k]
+
+        def row(t):
+            return None if t is None else t[k]
+
+        return Hyperframe(
+            frames,
+            int(self.labels[k]),
+            self.mask[k],
+            self.meta[k],
+            row(self.target),
+            row(self.audio),
+            row(self.audio_mask),
+            row(self.flow),
+        )
 
     def __repr__(self) -> str:
         target = _tracks(self)
@@ -132,3 +218,21 @@ class HyperframeBatch:
     def pin_memory(self) -> HyperframeBatch:
         """Called by the DataLoader when ``pin_memory=True``."""
         return self._map(lambda t: t.pin_memory())
+
+
+class BatchSamples(Sequence):
+    """What a dataset's ``__getitems__`` returns when it read the batch whole: a sequence of
+    :class:`Hyperframe` made on access from ``batch`` (a :class:`HyperframeBatch`), which
+    :func:`~hyperframes.data.collate_hyperframes` hands on as it is, without per-sample
+    objects."""
+
+    def __init__(self, batch: HyperframeBatch) -> None:
+        self.batch = batch
+
+    def __len__(self) -> int:
+        return len(self.batch)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self.batch.sample(i) for i in range(len(self))[k]]
+        return self.batch.sample(range(len(self))[k])

@@ -762,17 +762,22 @@ class Store(TrackMethods):
 
         return torch.from_numpy(self.read_numpy(video, frame_indices))
 
-    def read_batch(self, requests: Sequence[tuple], *, out=None):
+    def read_batch(self, requests: Sequence[tuple], *, out=None, size=None, boxes=None):
         """Many ``(video, frame_indices)`` reads in one call, planned by location.
 
         Returns one ``(B, T, C, H, W)`` tensor when every request has the same shape (written
-        into ``out`` when given), else a list of tensors.
+        into ``out`` when given), else a list of tensors. With ``size`` (h, w) every window is
+        cropped to its box of ``boxes`` ((B, 4) ``(top, left, height, width)`` in its stored
+        pixels; default: the centred box of ``size``) and resized to ``size`` into one
+        (B, T, C, h, w) tensor, whatever the stored shapes (:mod:`hyperframes.store._crop`).
         """
         import torch
 
         reqs = [(self._video_id(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
         for v, ix in reqs:
             self._check_indices(v, ix)
+        if size is not None or boxes is not None:
+            return self._read_boxes(reqs, size, boxes, out)
         geoms = [self._geom(v) for v, _ in reqs]
         if not self._source.is_local:  # every range of the batch fetched at once
             self._source.prefetch([(g[0], *self._ranges(g, ix)) for (_, ix), g in zip(reqs, geoms)])
@@ -794,6 +799,28 @@ class Store(TrackMethods):
         for b in order:
             result[b] = torch.from_numpy(self.read_numpy(*reqs[b]))
         return result
+
+    def _read_boxes(self, reqs, size, boxes, out):
+        """``read_batch`` with ``size`` / ``boxes``."""
+        import torch
+
+        from ._crop import centre_boxes, read_boxes
+
+        if size is None:
+            raise DataError("read_batch: boxes= needs size= (h, w), the size they resize to")
+        size = (int(size[0]), int(size[1]))
+        shapes = {(len(ix), int(self._geom(v)[4])) for v, ix in reqs}
+        if len(shapes) != 1:
+            raise DataError(
+                f"read_batch: windows of different lengths or channels {sorted(shapes)} cannot "
+                "share one buffer"
+            )
+        ((t, c),) = shapes
+        if boxes is None:
+            boxes = centre_boxes([self._geom(v)[5:7] for v, _ in reqs], size)
+        out = batch_out(out, (len(reqs), t, c, *size), self.dtype)
+        read_boxes(self, reqs, boxes, out.numpy())
+        return out if isinstance(out, torch.Tensor) else torch.from_numpy(out)
 
     def _read_batch_at(self, vids: list[int], idx: np.ndarray, arr: np.ndarray) -> None:
         """``read_batch`` for a codec that decodes between addresses (lz4): every window's runs

@@ -425,11 +425,27 @@ class Tracks:
             )
         if not idx.size:
             return np.zeros((0, 2, h, w), np.float32)
-        dtype = np.dtype(_FLOW_NP[int(r["dtype"])])
         lo, hi = int(idx.min()), int(idx.max()) + 1  # the pairs from the first to the last asked
+        span, scale = self.read_flow_stored(i, lo, hi)
+        return dequantise(span[idx - lo], scale)
+
+    def read_flow_stored(self, i: int, lo: int, hi: int) -> tuple[np.ndarray, float]:
+        """Pairs ``lo .. hi - 1`` as stored, (hi - lo, 2, h, w) float16 or int8 (a read-only
+        view of the payload where the store maps it), and the scale turning them into
+        pixels."""
+        r = self._need_flow()[i]
+        pairs, h, w = int(r["num_pairs"]), int(r["height"]), int(r["width"])
+        if not 0 <= lo <= hi <= pairs:
+            raise DataError(
+                f"flow pairs {lo}..{hi - 1} are out of range for video {i} ({self.paths[i]}), "
+                f"which has {pairs} pairs (frames - 1)"
+            )
+        dtype = np.dtype(_FLOW_NP[int(r["dtype"])])
         per_pair = 2 * h * w * dtype.itemsize
-        span = self._bytes("flow", i, lo * per_pair, hi * per_pair)
-        return dequantise(span.view(dtype).reshape(hi - lo, 2, h, w)[idx - lo], float(r["scale"]))
+        span = self._bytes("flow", i, lo * per_pair, hi * per_pair) if hi > lo else None
+        if span is None:
+            return np.zeros((0, 2, h, w), dtype), float(r["scale"])
+        return span.view(dtype).reshape(hi - lo, 2, h, w), float(r["scale"])
 
     def homographies(self, i: int) -> np.ndarray | None:
         if self.flow is None:
@@ -495,6 +511,11 @@ class TrackMethods:
         """Flow of pairs ``pair_indices`` (pair k: stored frame k -> k+1) as ``(n, 2, h, w)``
         float32 pixels of the flow size (component 0 dx, 1 dy), dequantised."""
         return self._tracks.read_flow(self._video_id(video), pair_indices)
+
+    def read_flow_stored(self, video, lo: int, hi: int) -> tuple[np.ndarray, float]:
+        """Flow of pairs ``lo .. hi - 1`` as stored (float16, or int8 to multiply by the
+        returned scale): what a batched reader dequantises itself, in one op per batch."""
+        return self._tracks.read_flow_stored(self._video_id(video), lo, hi)
 
     def homographies(self, video) -> np.ndarray | None:
         """``(F-1, 3, 3)`` float32: H_k maps a pixel of stored frame k+1 to frame k; None

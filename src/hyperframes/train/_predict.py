@@ -71,9 +71,10 @@ def predict(
             with autocast(device, *amp):
                 out = forward(model, x, batch.mask.to(device))
             parts.append(task.predictions(out.float(), target))
-            items.extend(int(m["item"]) for m in batch.meta)
-            video_ids.extend(int(m["video_id"]) for m in batch.meta)
-            segments.extend(int(m.get("segment", -1)) for m in batch.meta)
+            meta = batch.meta.columns  # the batch's meta as columns
+            items.extend(np.asarray(meta["item"]).tolist())
+            video_ids.extend(np.asarray(meta["video_id"]).tolist())
+            segments.extend(np.asarray(meta.get("segment", [-1] * len(batch))).tolist())
             if progress is not None:
                 progress(len(batch))
     finally:

@@ -1,0 +1,244 @@
+"""The batch pipeline (issue 20): windows/s of real training input through the loader, side by
+side in one run, against a memcpy of the same output bytes through the same loader.
+
+Stores (Python API, ``build_store``, codec raw, 2 build workers), from the real clips of
+../shared/videos (test.mp4 340x256, test.avi 320x240, nasa_13013.mp4 320x180, av1_video.mkv
+640x360, part_0.mp4 340x256: aspect ratios 4:3, 4:3, 16:9, 16:9, 4:3), copies to 13 files:
+
+  mixed    ``size="128"``: the short side 128, the long side 170-228 (mixed shapes)
+  uniform  ``size="112x112"``: every frame 112x112
+
+Loader: ``hyperframes.loader`` with 2 worker threads, batches of 32, windows of T=16 from the
+``sliding`` sampler starting every 4th frame, shuffled; one torch intra-op thread (as the
+track benchmark does: torch's default of a thread per core contends on this shared 2-core
+box); stores in the page cache (one warm-up pass). Variants:
+
+  mixed/memcpy             32x16x3x112x112 bytes copied from RAM into a batch buffer, through
+                           the same loader (the anchor of the mixed store's ratios)
+  mixed/center             ``CenterCrop(112)``
+  mixed/rrc_flip           ``RandomResizedCrop(112)`` + ``RandomHorizontalFlip()``
+  mixed/rrc_flip_jitter    the same + ``ColorJitter(0.4, 0.4, 0.4)``
+  mixed/*_per_sample       the same transforms on the per-sample path (the pipeline off), as
+                           every batch was read before issue 20 (a quarter of the batches)
+  uniform/memcpy           the uniform store's output bytes copied as above
+  uniform/none             the uniform store, no transform
+
+Variants are measured in interleaved rounds (each round runs every variant once over the
+same batches, so all see the same machine load); windows/s is the median over rounds and each
+ratio the median of the per-round ratios. The machine is shared with other jobs: the ratios
+within one run are what this measures, the absolute numbers move with the load (the load
+average is recorded).
+
+Run: .venv/bin/python benchmarks/bench_pipeline.py [--quick: a smoke run that writes nothing]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REAL_CLIP, write_result
+
+BATCH, FRAMES, SIZE, START_EVERY = 32, 16, 112, 4
+CLIPS = ["test.mp4", "test.avi", "nasa_13013.mp4", "av1_video.mkv", "part_0.mp4"]
+
+
+def make_sources(root: Path, copies: int = 13) -> str:
+    videos = REAL_CLIP.parent
+    for i in range(copies):
+        name = CLIPS[i % len(CLIPS)]
+        dst = root / ("a" if i % 2 else "b") / f"clip_{i:02d}{Path(name).suffix}"
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(videos / name, dst)
+    return f"{copies} copies of {', '.join(CLIPS)} (real clips of ../shared/videos)"
+
+
+class MemcpyDataset:
+    """Batches of ``shape`` bytes copied from a RAM array at shifting offsets into a pooled
+    batch buffer: what a read at memory speed costs through the same loader."""
+
+    def __init__(self, n: int, window_shape: tuple[int, ...], *, seed: int = 0):
+        from hyperframes.data._buffers import BatchBuffers
+
+        self.n, self.window_shape, self.seed, self.epoch = n, window_shape, seed, 0
+        per = int(np.prod(window_shape))
+        self.src = np.random.default_rng(0).integers(0, 255, 64 * per, dtype=np.uint8)
+        self._buffers = BatchBuffers()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __getitems__(self, keys):
+        out = self._buffers.take((len(keys), *self.window_shape), np.uint8)
+        flat = out.numpy().reshape(len(keys), -1)
+        per = flat.shape[1]
+        for k, (_, item) in enumerate(keys):
+            at = (int(item) % 63) * per
+            np.copyto(flat[k], self.src[at : at + per])
+        return out
+
+
+def _ident(batch):
+    return batch
+
+
+def loader_rate(make, batches: int) -> float:
+    """Windows/s of the first ``batches`` batches of a fresh loader over ``make()``."""
+    from hyperframes.data import loader
+
+    ds = make()
+    kw = {"collate_fn": _ident} if isinstance(ds, MemcpyDataset) else {}
+    dl = loader(ds, batch_size=BATCH, workers=2, shuffle=True, mode="threads", **kw)
+    n, t0 = 0, time.perf_counter()
+    batches_of = iter(dl)
+    for k, b in enumerate(batches_of):
+        n += len(b)
+        if k + 1 >= batches:
+            break
+    rate = n / (time.perf_counter() - t0)
+    batches_of.close()  # batches not started are cancelled; wait for those being read, so
+    if getattr(dl, "_pool", None) is not None:  # they do not run into the next variant
+        dl._pool.shutdown(wait=True)
+        dl._pool = None
+    return rate
+
+
+def variants(mixed: str, uniform: str) -> dict:
+    from hyperframes.data import HyperframeDataset
+    from hyperframes.data import transforms as T
+
+    def ds(path, transform=None, *, per_sample=False):
+        def make():
+            d = HyperframeDataset(
+                path,
+                "sliding",
+                frames=FRAMES,
+                seed=0,
+                transform=transform,
+                sampler_options={"window_stride": START_EVERY, "short": "pad"},
+            )
+            if per_sample:
+                d.recipe = None
+            return d
+
+        return make
+
+    def aug(jitter: bool):
+        steps = [T.RandomResizedCrop(SIZE), T.RandomHorizontalFlip()]
+        return T.Compose(steps + ([T.ColorJitter(0.4, 0.4, 0.4)] if jitter else []))
+
+    n_mixed = len(ds(mixed)())
+    n_uniform = len(ds(uniform)())
+    shape = (FRAMES, 3, SIZE, SIZE)
+    return {
+        "mixed/memcpy": lambda: MemcpyDataset(n_mixed, shape),
+        "mixed/center": ds(mixed, T.CenterCrop(SIZE)),
+        "mixed/rrc_flip": ds(mixed, aug(False)),
+        "mixed/rrc_flip_jitter": ds(mixed, aug(True)),
+        "mixed/center_per_sample": ds(mixed, T.CenterCrop(SIZE), per_sample=True),
+        "mixed/rrc_flip_per_sample": ds(mixed, aug(False), per_sample=True),
+        "mixed/rrc_flip_jitter_per_sample": ds(mixed, aug(True), per_sample=True),
+        "uniform/memcpy": lambda: MemcpyDataset(n_uniform, shape),
+        "uniform/none": ds(uniform),
+    }
+
+
+RATIOS = {
+    "center_vs_memcpy": ("mixed/center", "mixed/memcpy", 0.5),
+    "rrc_flip_vs_center": ("mixed/rrc_flip", "mixed/center", 0.7),
+    "rrc_flip_jitter_vs_center": ("mixed/rrc_flip_jitter", "mixed/center", 0.5),
+    "uniform_none_vs_memcpy": ("uniform/none", "uniform/memcpy", 0.8),
+    "center_vs_per_sample": ("mixed/center", "mixed/center_per_sample", None),
+    "rrc_flip_vs_per_sample": ("mixed/rrc_flip", "mixed/rrc_flip_per_sample", None),
+    "rrc_flip_jitter_vs_per_sample": (
+        "mixed/rrc_flip_jitter",
+        "mixed/rrc_flip_jitter_per_sample",
+        None,
+    ),
+}
+
+
+def measure(mixed: str, uniform: str, *, rounds: int, batches: int) -> dict:
+    vs = variants(mixed, uniform)
+    for make in vs.values():  # warm-up: page cache, buffers, OpenCV's first calls
+        loader_rate(make, 2)
+    rates: dict[str, list[float]] = {k: [] for k in vs}
+    for r in range(rounds):
+        for k, make in vs.items():  # the slow per-sample paths: fewer batches
+            n = max(4, batches // 4) if k.endswith("per_sample") else batches
+            rates[k].append(loader_rate(make, n))
+        print(f"round {r + 1}/{rounds}:", {k: round(v[-1]) for k, v in rates.items()}, flush=True)
+    out: dict = {
+        "windows_per_s": {k: statistics.median(v) for k, v in rates.items()},
+        "rounds": rates,
+        "ratios": {},
+    }
+    for name, (a, b, target) in RATIOS.items():
+        ratio = statistics.median(x / y for x, y in zip(rates[a], rates[b]))
+        out["ratios"][name] = {
+            "ratio": ratio,
+            "target": target,
+            "met": None if target is None else ratio >= target,
+        }
+    return out
+
+
+def build(data: Path, out: Path, size: str) -> str:
+    from hyperframes.store import BuildOptions, build_store
+
+    build_store(data, out, BuildOptions(size=size, workers=2), progress=False)
+    return str(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batches", type=int, default=20, help="batches per variant and round")
+    ap.add_argument("--quick", action="store_true", help="a smoke run; writes nothing")
+    args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.batches = 1, 3
+    import cv2
+    import torch
+
+    torch.set_num_threads(1)
+    cv2.setNumThreads(1)
+    load = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        sources = make_sources(root / "data", copies=5 if args.quick else 13)
+        mixed = build(root / "data", root / "mixed", "128")
+        uniform = build(root / "data", root / "uniform", f"{SIZE}x{SIZE}")
+        load.append(os.getloadavg()[0])
+        result = measure(mixed, uniform, rounds=args.rounds, batches=args.batches)
+        load.append(os.getloadavg()[0])
+    result = {
+        "sources": sources,
+        "setup": (
+            f"loader, 2 worker threads, batches of {BATCH}, T={FRAMES}, sliding windows every "
+            f"{START_EVERY}th start, shuffled, one torch thread, OpenCV one thread, page cache"
+        ),
+        "load_average_1min": load,
+        **result,
+    }
+    for name, r in result["ratios"].items():
+        print(f"{name:32s} {r['ratio']:.2f}x (target {r['target']})")
+    if not args.quick:
+        write_result("pipeline", result)
+
+
+if __name__ == "__main__":
+    main()

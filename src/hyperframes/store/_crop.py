@@ -1,0 +1,109 @@
+"""Read + crop + resize in one pass: windows of any stored shape straight into one
+``(B, T, C, h, w)`` batch buffer.
+
+Each window ``b`` has a box ``(top, left, height, width)`` in its stored frames' pixels. A raw
+store on local disk is read through its memory map: only the box's rows and columns of each
+frame are touched, and each (C) plane of the box is resized by OpenCV (uint8 SIMD,
+``INTER_LINEAR``; ``INTER_AREA`` when the box is larger than the output, which keeps the
+antialiasing a downscale needs) straight into its plane of the batch buffer, with no tensor
+per window and no channel-last copy (measured on a 2-core box: resizing each plane in place
+0.7 ms per 16-frame window, one 48-channel channel-last resize 2.9 ms with its copies, torch's
+batched ``interpolate`` on uint8 2.7 ms, on float 9.8 ms). A box of the output's size is a
+plain copy. Other readers (codec stores, stores at a URL, a store held in RAM) decode the
+window's whole frames once into a per-thread scratch array and crop from there.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._core._errors import DataError
+from .._core._resize import resize_planes
+
+_local = threading.local()
+
+
+def _scratch(shape: tuple[int, ...], dtype) -> np.ndarray:
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    buf = getattr(_local, "frames", None)
+    if buf is None or buf.size < size:
+        buf = _local.frames = np.empty(size, np.uint8)
+    return buf[:size].view(dtype).reshape(shape)
+
+
+def check_boxes(boxes: np.ndarray, shapes: Sequence[tuple[int, int]], where: str) -> np.ndarray:
+    """``boxes`` (B, 4) int64 ``(top, left, height, width)``, each inside its frames."""
+    boxes = np.asarray(boxes, np.int64)
+    if boxes.shape != (len(shapes), 4):
+        raise DataError(f"{where}: boxes must be ({len(shapes)}, 4), got {boxes.shape}")
+    for b, ((h, w), (y, x, bh, bw)) in enumerate(zip(shapes, boxes.tolist())):
+        if bh < 1 or bw < 1 or y < 0 or x < 0 or y + bh > h or x + bw > w:
+            raise DataError(
+                f"{where}: box {b} (top {y}, left {x}, {bh}x{bw}) is not inside its {h}x{w} "
+                "frames; boxes are (top, left, height, width) in stored-frame pixels"
+            )
+    return boxes
+
+
+def centre_boxes(shapes: Sequence[tuple[int, int]], size: tuple[int, int]) -> np.ndarray:
+    """(B, 4) centred boxes of ``size`` in frames of ``shapes`` (as ``CenterCrop`` places
+    them); a frame smaller than ``size`` is a :class:`DataError`."""
+    boxes = []
+    for h, w in shapes:
+        if size[0] > h or size[1] > w:
+            raise DataError(
+                f"a centred {size[0]}x{size[1]} box does not fit {h}x{w} frames; give boxes= "
+                "(then the box is resized to size) or a smaller size"
+            )
+        boxes.append((round((h - size[0]) / 2.0), round((w - size[1]) / 2.0), *size))
+    return np.asarray(boxes, np.int64).reshape(-1, 4)
+
+
+def _copy_box(frames: np.ndarray, idx: np.ndarray, box, out: np.ndarray) -> None:
+    """``frames[idx]`` cropped to ``box`` into ``out``: a strided run is one slice copy (no
+    fancy indexing, which would first make a contiguous copy of the whole video)."""
+    y, x, bh, bw = box
+    step = int(idx[1] - idx[0]) if len(idx) > 1 else 1
+    if len(idx) and step > 0 and bool(np.all(np.diff(idx) == step)):
+        np.copyto(out, frames[idx[0] : idx[-1] + 1 : step, :, y : y + bh, x : x + bw])
+        return
+    for j, i in enumerate(idx.tolist()):
+        np.copyto(out[j], frames[i, :, y : y + bh, x : x + bw])
+
+
+def read_boxes(reader, requests: Sequence[tuple], boxes, out: np.ndarray) -> np.ndarray:
+    """Window ``b`` of ``requests`` ((video, frame_indices) pairs, every window T frames),
+    cropped to ``boxes[b]`` and resized into ``out[b]`` ((B, T, C, h, w), the store's dtype).
+    Returns ``out``."""
+    reqs = [(int(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
+    shapes = reader.videos.shapes
+    hw = [(int(shapes[v][1]), int(shapes[v][2])) for v, _ in reqs]
+    boxes = check_boxes(boxes, hw, "read_boxes")
+    b, t = out.shape[:2]
+    if len(reqs) != b or any(len(ix) != t for _, ix in reqs):
+        raise DataError(
+            f"read_boxes: out {out.shape} needs {b} windows of {t} frames, got "
+            f"{[len(ix) for _, ix in reqs]}"
+        )
+    mapped = (  # a raw store on local disk: read through its memory map
+        getattr(reader, "codec_name", None) == "raw"
+        and getattr(getattr(reader, "_source", None), "is_local", False)
+        and callable(getattr(reader, "frames_view", None))
+    )
+    for k, ((video, idx), box) in enumerate(zip(reqs, boxes.tolist())):
+        if mapped:
+            reader._check_indices(video, idx)
+            frames = reader.frames_view(video)
+        else:
+            c, h, w = (int(s) for s in shapes[video])
+            frames = reader.read_numpy(video, idx, out=_scratch((t, c, h, w), out.dtype))
+            idx = np.arange(t)
+        if tuple(box[2:]) == out.shape[-2:]:
+            _copy_box(frames, idx, box, out[k])
+            continue
+        for j, i in enumerate(idx.tolist()):
+            resize_planes(frames[i], box, out[k, j])
+    return out
