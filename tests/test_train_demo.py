@@ -36,18 +36,23 @@ def test_demo_configs_validate():
 
 
 def test_hyperframes_beat_single_frames(tmp_path):
-    """The demo's headline at about a fifth of its size: the channel-stacked ResNet-18 learns the
-    direction of motion from T=8 frames; the same network on single frames cannot."""
+    """The demo's headline at about a third of its size: the channel-stacked ResNet-18 learns the
+    direction of motion from T=8 frames; the same network on single frames cannot.
+
+    Sized for a margin on any machine: at 14 videos per class and 8 epochs the T=8 run fitted
+    its 40 training videos (train accuracy 0.94) but reached only 0.62-0.69 on held-out ones for
+    three seeds (and 0.625 on another CPU), too few videos to generalise from; at 24 videos per
+    class and 10 epochs seeds 0, 1 and 2 all reached 1.000."""
     data, store = tmp_path / "motion", tmp_path / "store"
-    make_motion_dataset(data, classes=DEMO_CLASSES, videos_per_class=14, frames=28, seed=0)
+    make_motion_dataset(data, classes=DEMO_CLASSES, videos_per_class=24, frames=28, seed=0)
     build_store(data, store, BuildOptions(size="none"), progress=False)
     configs = demo_configs(str(store), str(store))
     accuracy = {}
     for name in ("hyperframe_t8", "single_frame_t1"):
         cfg = configs[name]
-        cfg["train"]["epochs"] = 8
+        cfg["train"]["epochs"] = 10
         summary = run_training(cfg, tmp_path / name, progress=False)
-        assert summary["split"]["val_videos"] == 16
+        assert summary["split"]["val_videos"] == 24
         accuracy[name] = summary["final"]["val_top1"]
     assert accuracy["hyperframe_t8"] >= 0.75, accuracy
     assert accuracy["single_frame_t1"] <= 0.5, accuracy  # chance is 0.25
