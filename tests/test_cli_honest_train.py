@@ -261,7 +261,7 @@ def test_export_writes_one_onnx_file_that_carries_its_contract(run, tmp_path, ca
     ort = pytest.importorskip("onnxruntime")
     out = tmp_path / "onnx"
     assert main(["export", str(run / "best.pt"), "--onnx", str(out / "m.onnx")]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["m.json", "m.onnx"]
+    assert sorted(p.name for p in out.iterdir()) == ["m.onnx", "m.onnx.json"]
     session = ort.InferenceSession(str(out / "m.onnx"), providers=["CPUExecutionProvider"])
     meta = session.get_modelmeta().custom_metadata_map
     contract = load_checkpoint(run / "best.pt")["contract"]

@@ -18,6 +18,8 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
     _pictures   a window of frames as a PNG
     _plots      run plots (curves, confusion, bars)
     _urls       whether a store path is an object-storage URL (``s3://bucket/prefix``)
+    _resize     crop + resize of frame planes with OpenCV (the batch pipeline, box reads, eval crop)
+    _text       file names and labels made printable (control bytes escaped)
 
 Importing a core module imports nothing from the packages above it; the few functions that
 need them (the contract asks the store and the model registry) import their public

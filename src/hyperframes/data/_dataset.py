@@ -351,7 +351,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         drawn = self.recipe.draw(self.seed, plan, shapes[:, 1:])
         if drawn is None:
             return None
-        from ..store._crop import read_boxes
+        from ..store import read_boxes
 
         shape = (len(plan), plan.index.shape[1], int(shapes[0, 0]), *drawn.size)
         frames = self._buffer(shape)

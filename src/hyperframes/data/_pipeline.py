@@ -8,7 +8,7 @@ allocated once (from the dataset's pool, or in shared memory inside a worker pro
 2. **draw** (:meth:`Recipe.draw`): each sample's crop box, flip and colour factors, drawn from
    the sample's own generator (:func:`~.transforms.transform_generator`) in the order the
    transforms draw them, so boxes are the per-sample path's and the same for any worker count;
-3. **read + crop + resize** (:func:`hyperframes.store._crop.read_boxes`): each box resized
+3. **read + crop + resize** (:func:`hyperframes.store.read_boxes`): each box resized
    straight into the (B, T, C, h, w) uint8 batch buffer, whatever the stored shapes;
 4. **augment**: flips as an index operation on the buffer, colour jitter as uint8 operations
    with per-sample factors (:func:`jitter_batch`);
@@ -40,12 +40,18 @@ import torch
 
 from .._core._contract import ContractCrop
 from .._core._errors import DataError
-from ..store._crop import centre_boxes
-from .transforms import Compose, transform_generator
-from .transforms import _random as R
-from .transforms._color import ColorJitter
-from .transforms._spatial import CenterCrop, RandomCrop, RandomHorizontalFlip, RandomResizedCrop
-from .transforms._spatial import Resize as _Resize
+from ..store import centre_boxes
+from . import transforms as R
+from .transforms import (
+    CenterCrop,
+    ColorJitter,
+    Compose,
+    RandomCrop,
+    RandomHorizontalFlip,
+    RandomResizedCrop,
+    transform_generator,
+)
+from .transforms import Resize as _Resize
 
 __all__ = ["BatchPlan", "Recipe", "batch_tracks", "jitter_batch", "plan_batch", "recipe_of"]
 

@@ -388,10 +388,10 @@ def preprocessing_recipe(contract: InputContract, inputs: dict[str, list] | None
         "crop": crop,
         "crop_resize": None
         if crop is None
-        else f"short side to {crop}, long side int(long * {crop} / short) (rounded down), "
-        "bilinear with antialiasing (torchvision resize antialias=True; Pillow's BILINEAR "
-        f"agrees to 1 level), then the central {crop} x {crop} square: top = (H - {crop}) // "
-        f"2, left = (W - {crop}) // 2; nothing when the frame is already {crop} x {crop}",
+        else "the central square of side s = min(H, W): top = (H - s) // 2, left = (W - s) // 2, "
+        f"resized to the central {crop} x {crop} with OpenCV's cv2.resize on the RGB frame, "
+        "INTER_AREA when it shrinks, INTER_LINEAR when it enlarges (plain slicing when s = "
+        f"{crop}); nothing when the frame is already {crop} x {crop}",
         "values": "float32 x / 255, then (x - mean[c]) / std[c] per RGB channel",
         "mean": list(contract.mean),
         "std": list(contract.std),

@@ -7,6 +7,7 @@ and the input formats it reads (``list_input_formats``) are imported on first us
 import importlib
 
 from ._codecs import list_codecs
+from ._crop import centre_boxes, read_boxes
 from ._describe import describe_store, format_store_info
 from ._hdf5 import conversion_summary, convert_to_hdf5
 from ._options import BuildOptions
@@ -22,6 +23,7 @@ __all__ = [
     "StoreReader",
     "VideoRecord",
     "build_store",
+    "centre_boxes",
     "conversion_summary",
     "convert_to_hdf5",
     "describe_store",
@@ -31,6 +33,7 @@ __all__ = [
     "list_codecs",
     "list_input_formats",
     "open_store",
+    "read_boxes",
     "resign_store",
     "verify_store",
 ]
