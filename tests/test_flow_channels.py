@@ -202,3 +202,20 @@ def test_batch_pipeline_moves_flow_with_each_samples_box_and_flip(moving_store):
         want, got = interior_mean(slow.flow[k], 8), interior_mean(fast.flow[k], 8)
         assert torch.sign(got[0]) == torch.sign(want[0])  # the flip's dx sign, sample by sample
         torch.testing.assert_close(got, want, atol=0.25, rtol=0.1)
+
+
+def test_a_batch_that_registers_by_flow_and_carries_flow_reads_its_pair_flows_once(
+    moving_store, monkeypatch
+):
+    ds = HyperframeDataset(moving_store, "sliding", frames=T, flow=True, register="flow")
+    reads = []
+    stored = ds.store.read_flow_stored
+
+    def counted(video, lo, hi):
+        reads.append((video, lo, hi))
+        return stored(video, lo, hi)
+
+    monkeypatch.setattr(ds.store, "read_flow_stored", counted)
+    batch = ds.__getitems__(list(range(len(ds))))
+    assert batch.batch.flow is not None and batch.batch.flow.shape[0] == len(ds)
+    assert len(reads) == len(set(reads)) == len(ds)  # one read per window, not one per track

@@ -19,7 +19,7 @@ from ._pipeline import (
     BatchPlan,
     Recipe,
     batch_tracks,
-    flip_all,
+    flip_batch,
     jitter_all,
     plan_batch,
     recipe_of,
@@ -361,7 +361,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
             self.reader.read_batch(requests, out=frames)
         else:
             read_boxes(self.reader, requests, drawn.boxes, frames.numpy())
-        flip_all(frames, drawn)
+        flip_batch(frames, drawn.flips)  # every flip step at once (they commute with jitter)
         meta = self._meta_columns(plan)
         frames, tracks = batch_tracks(self, plan, drawn, meta["pts_seconds"], frames)
         jitter_all(frames, self.recipe, drawn)  # after registration, as the per-sample path

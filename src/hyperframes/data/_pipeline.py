@@ -260,12 +260,6 @@ def jitter_batch(frames: np.ndarray, factors: np.ndarray) -> None:
                 cv2.addWeighted(plane, fs, grey, 1.0 - fs, -0.49, dst=plane)
 
 
-def flip_all(frames: torch.Tensor, drawn: Drawn) -> None:
-    """Every flip step at once (a flip commutes with colour jitter: the windows mirrored an
-    odd number of times are mirrored once), in place."""
-    flip_batch(frames, drawn.flips)
-
-
 def jitter_all(frames: torch.Tensor, recipe: Recipe, drawn: Drawn) -> None:
     """The colour jitter steps, in their order, in place on the (B, T, C, h, w) buffer."""
     for step, p in zip(recipe.after, drawn.params):

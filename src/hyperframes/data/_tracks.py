@@ -97,7 +97,7 @@ class Tracks:
                 f"register={register!r}: allowed: None, {', '.join(map(repr, REGISTER_MODES))}"
             )
         self.register = register
-        self._last_pairs: tuple[tuple[int, int, int], torch.Tensor] | None = None
+        self._last_pairs: tuple[tuple[bytes, bytes, bytes], torch.Tensor] | None = None
         where = getattr(store, "path", store)
         if (flow or register == "flow") and not getattr(store, "has_flow", False):
             what = "flow=True" if flow else "register='flow'"
@@ -221,7 +221,20 @@ class Tracks:
     # -- flow --------------------------------------------------------------------------------
     def _read_pairs(self, videos: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> torch.Tensor:
         """The stored pair flows ``lo[b] .. hi[b] - 1`` of each ``videos[b]`` (all of one
-        flow size), end to end in one float32 tensor, dequantised in one op per window."""
+        flow size), end to end in one float32 tensor, dequantised in one op per window.
+
+        A window or batch asks twice with register="flow" and flow=True (the registration,
+        then the flow): the last read is kept and handed out again (read-only to callers;
+        one tuple, swapped whole: safe with the thread loader's workers)."""
+        key = (videos.tobytes(), np.asarray(lo).tobytes(), np.asarray(hi).tobytes())
+        last = self._last_pairs
+        if last is not None and last[0] == key:
+            return last[1]
+        flat = self._read_pairs_now(videos, lo, hi)
+        self._last_pairs = (key, flat)
+        return flat
+
+    def _read_pairs_now(self, videos: np.ndarray, lo: np.ndarray, hi: np.ndarray):
         store = self.store
         h, w = store.flow_shape(int(videos[0]))
         flat = torch.empty(int((hi - lo).sum()), 2, h, w, dtype=torch.float32)
@@ -244,15 +257,8 @@ class Tracks:
     def _pairs(self, video: int, idx: np.ndarray) -> tuple[torch.Tensor, int]:
         """The stored pair flows spanning ``idx`` and the first pair's index."""
         lo, hi = int(idx.min()), int(idx.max())
-        # one window asks twice with register="flow" and flow=True: the last read is kept
-        # (one tuple, swapped whole: safe with the thread loader's workers)
-        last = self._last_pairs
-        if last is not None and last[0] == (video, lo, hi):
-            return last[1], lo
         one = np.asarray([video], np.int64)
-        pairs = self._read_pairs(one, np.asarray([lo]), np.asarray([hi]))
-        self._last_pairs = ((video, lo, hi), pairs)
-        return pairs, lo
+        return self._read_pairs(one, np.asarray([lo]), np.asarray([hi])), lo
 
     def _window_pairs(self, videos, idx: np.ndarray) -> torch.Tensor:
         """(B, T-1, 2, h, w) window flows of stored ``idx`` (B, T) at the flow size (module
@@ -260,16 +266,12 @@ class Tracks:
         videos = np.asarray(videos, np.int64).reshape(-1)
         bsz, t = idx.shape
         lo, hi = idx.min(1), idx.max(1)
-        if len(videos) == 1:
-            flat, _ = self._pairs(int(videos[0]), idx[0])
-        else:
-            flat = self._read_pairs(videos, lo, hi)
+        flat = self._read_pairs(videos, lo, hi)
         h, w = self.store.flow_shape(int(videos[0]))
         offset = np.concatenate([[0], np.cumsum(hi - lo)[:-1]]) - lo  # pair p of b: p + offset
         a, c = idx[:, :-1], idx[:, 1:]
         if (c - a == 1).all():  # consecutive frames: the stored pairs themselves, in order
-            out = flat.view(bsz, t - 1, 2, h, w)
-            return out.clone() if len(videos) == 1 else out  # never hand out the kept read
+            return flat.view(bsz, t - 1, 2, h, w)  # a view of the kept read: read-only
         out = torch.zeros(bsz * (t - 1), 2, h, w, dtype=torch.float32)
         moving = np.flatnonzero((a != c).reshape(-1))
         if moving.size:
@@ -287,7 +289,9 @@ class Tracks:
         idx = np.asarray(idx, np.int64)
         if len(idx) < 2:
             return torch.zeros(0, 2, *size)
-        return resize_flow(self._window_pairs([video], idx[None])[0], size)
+        flows = self._window_pairs([video], idx[None])[0]
+        out = resize_flow(flows, size)
+        return flows.clone() if out is flows else out  # never hand out the kept read
 
     def window_flow_batch(
         self,
