@@ -186,6 +186,24 @@ def folder(tmp: Path) -> Path:
     return tmp / "d"
 
 
+def videofolder(tmp: Path) -> Path:
+    _video(tmp / "vf" / "train" / "a.mp4")
+    (tmp / "vf" / "train" / "metadata.csv").write_text("file_name,label\na.mp4,cat\n")
+    return tmp / "vf"
+
+
+def hf_disk(tmp: Path) -> Path:
+    datasets = pytest.importorskip("datasets", reason="the hf extra (datasets) is not installed")
+    _video(tmp / "v.mp4")
+    feats = datasets.Features(
+        {"video": datasets.Value("string"), "label": datasets.ClassLabel(names=["x"])}
+    )
+    datasets.Dataset.from_dict({"video": ["../v.mp4"], "label": [0]}, features=feats).save_to_disk(
+        str(tmp / "saved")
+    )
+    return tmp / "saved"
+
+
 # each dataset: how to lay it out, where its videos are relative to the tmp folder (None: the
 # default root works) and how many rows (files for a folder) it has
 LAYOUTS = {
@@ -198,6 +216,8 @@ LAYOUTS = {
     "ssv2": (ssv2, "20bn-something-something-v2", 3),
     "charades": (charades, "Charades_v1_480", 2),
     "activitynet": (activitynet, None, 3),
+    "videofolder": (videofolder, None, 1),
+    "hf_disk": (hf_disk, None, 1),
 }
 
 

@@ -215,13 +215,13 @@ def test_frame_folder_forms_account_for_stray_files(tmp_path):
 
 def test_a_folder_with_nothing_to_store_says_what_it_skipped(tmp_path):
     data = tmp_path / "data"
-    write_video(data / "train" / "walk" / "w.mp4", frames=5)  # one level too deep
-    write_audio_only(data / "train" / "talk.m4a")
+    write_video(data / "clips" / "walk" / "w.mp4", frames=5)  # one level too deep
+    write_audio_only(data / "clips" / "talk.m4a")
     with pytest.raises(InputError) as caught:
         scan(data)
     msg = str(caught.value)
     assert msg.startswith(f"{data}: found no videos and no frame folders")
-    assert f"1 nested below a label folder (e.g. {data}/train/walk/w.mp4)" in msg
+    assert f"1 nested below a label folder (e.g. {data}/clips/walk/w.mp4)" in msg
     assert "1 no video stream (audio only)" in msg
 
 

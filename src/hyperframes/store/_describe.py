@@ -67,6 +67,7 @@ def describe_store(store) -> dict:
         },
         "classes": store.classes,
         "splits": _splits(v),
+        "class_counts": class_counts(store.classes, v),
         "store_bytes": m.get("store_bytes") if hdf5 is None else hdf5["file_bytes"],
         "source_bytes": m.get("source_bytes"),
         "shards": m.get("shards"),
@@ -94,6 +95,37 @@ def _splits(videos) -> dict[str, int]:
     return {names[k]: int(n) for k, n in enumerate(counts.tolist()) if n and names[k]}
 
 
+#: the key ``class_counts`` counts videos without a label under
+UNLABELLED = "(unlabelled)"
+#: the key ``class_counts["by_split"]`` counts videos without a split under
+NO_SPLIT = "(no split)"
+
+
+def class_counts(classes: list[str], videos) -> dict:
+    """Videos per class: ``{"all": {class: n}, "by_split": {split: {class: n}}}``, every class
+    listed (0 included), videos without a label under :data:`UNLABELLED` (when there are any);
+    ``by_split`` holds the recorded splits in the store's order, then :data:`NO_SPLIT` for
+    videos without one (``{}`` when the store records no split)."""
+    labels = np.asarray(videos.label_ids, np.int64) if len(videos) else np.zeros(0, np.int64)
+    split_ids = np.asarray(videos.split_ids) if len(videos) else np.zeros(0, np.int64)
+
+    def count(mask: np.ndarray) -> dict[str, int]:
+        got = labels[mask]
+        out = {name: int((got == k).sum()) for k, name in enumerate(classes)}
+        if (got < 0).any():
+            out[UNLABELLED] = int((got < 0).sum())
+        return out
+
+    by_split: dict[str, dict[str, int]] = {}
+    if (split_ids >= 0).any():
+        for k, name in enumerate(videos.splits):
+            if (split_ids == k).any():
+                by_split[name] = count(split_ids == k)
+        if (split_ids < 0).any():
+            by_split[NO_SPLIT] = count(split_ids < 0)
+    return {"all": count(np.ones(len(labels), bool)), "by_split": by_split}
+
+
 def _classes_line(classes: list[str]) -> str:
     if not classes:
         return "classes        unlabelled (no class folders or labels in the inputs)"
@@ -104,7 +136,11 @@ def _classes_line(classes: list[str]) -> str:
 def _splits_line(splits: dict[str, int]) -> str:
     if not splits:
         return "splits         none recorded (training splits the videos itself: data.val_fraction)"
-    return "splits         " + ", ".join(f"{name} {n}" for name, n in splits.items())
+    return (
+        "splits         "
+        + ", ".join(f"{name} {n}" for name, n in splits.items())
+        + " (data.train_split / data.val_split, or HyperframeDataset(split=...))"
+    )
 
 
 def _upsampled(v) -> list[dict]:

@@ -8,6 +8,9 @@ form is:
 
 - a folder ``root/<label>/<video>`` (labels from folder names; a ``<video>`` may also be a
   folder of frame images),
+- a folder ``root/<split>/<label>/<video>``: when every folder at the top is named like a split
+  (:data:`SPLIT_NAMES`: ``train``, ``val``, ``test``, ...), each is read as the folder form
+  above and its videos record the folder's name (as written) as their split,
 - a folder of frame folders ``root/<video_dir>/img_00001.jpg`` (mmaction2 "rawframes"),
 - a single frame folder,
 - a single video file.
@@ -26,8 +29,8 @@ of a frame folder that is a source, or a skipped row ``{"path", "reason"}``. The
   stored once (``"same file as ..."``);
 - files in a folder nested below a label folder that is not a frame folder are skipped
   (``"nested below a label folder"``), not stored under the top label: the usual cause is a
-  ``root/<split>/<label>/<video>`` tree given one level too high, where recursing would store
-  every video under the label ``train``;
+  ``root/<split>/<label>/<video>`` tree whose split folders are not named like splits, where
+  recursing would store every video under the split's name as its label;
 - a folder is a frame folder when it holds images and no videos; its files that are not images
   are skipped (``"not a frame image"``).
 """
@@ -65,6 +68,18 @@ VIDEO_EXTENSIONS = frozenset(
 )
 IMAGE_EXTENSIONS = frozenset([".jpg", ".jpeg", ".png", ".bmp"])
 ANNOTATION_EXTENSIONS = frozenset([".txt", ".csv", ".lst", ".list"])
+#: top folder names read as splits (compared lower-cased): ``root/<split>/<label>/<video>``
+SPLIT_NAMES = frozenset(
+    ["train", "training", "val", "valid", "validation", "dev", "test", "testing", "eval"]
+)
+#: the folder layouts the ``folder`` form reads (what an error about an unknown layout lists)
+FOLDER_LAYOUTS = (
+    "root/<label>/<video>",
+    "root/<split>/<label>/<video> (split folders named " + "/".join(sorted(SPLIT_NAMES)) + ")",
+    "root/<video_dir>/<frame images> (frame folders)",
+    "a single frame folder",
+    "a single video file",
+)
 
 # Probing a file of unknown extension: its first 16 KiB name the container (FFmpeg's default,
 # 1 MiB, costs ~70 ms on each large junk file), 256 KiB list the streams; "file" keeps a
@@ -215,6 +230,7 @@ class _Scanner:
         self.sources: list[Source] = []
         self.skipped: list[dict] = []
         self._first: dict[str, str] = {}  # resolved path -> the path it was first listed as
+        self.split: str | None = None  # the split folder being walked (split layouts)
 
     def skip(self, path: Path, reason: str) -> None:
         self.skipped.append({"path": str(path), "reason": reason})
@@ -227,7 +243,7 @@ class _Scanner:
             self.skip(path, f"same file as {first}")
             return False
         given = str(path) if str(path) != real else None
-        self.sources.append(Source(real, label, None, kind, given=given))
+        self.sources.append(Source(real, label, self.split, kind, given=given))
         return True
 
     def entries(
@@ -280,6 +296,28 @@ class _Scanner:
     def folder(self, root: Path) -> None:
         ancestors = frozenset([os.path.realpath(root)])
         listing = self.entries(root, ancestors, top=True)
+        subdirs = [p for p, kind in listing if kind == "dir"]
+        if _is_split_layout(subdirs):
+            for path, kind in listing:
+                if kind == "file":
+                    self.file(path, None)
+            for d in subdirs:
+                self.split = d.name
+                self.labels(d, ancestors | {os.path.realpath(d)})
+            self.split = None
+            return
+        self.labels(root, ancestors, listing)
+
+    def labels(
+        self,
+        root: Path,
+        ancestors: frozenset[str],
+        listing: list[tuple[Path, str]] | None = None,
+    ) -> None:
+        """``root/<label>/<video>``, or ``root/<video_dir>/<frames>`` when every folder in
+        ``root`` is a frame folder; ``root``'s own files are unlabelled sources."""
+        if listing is None:
+            listing = self.entries(root, ancestors)
         subdirs = [p for p, kind in listing if kind == "dir"]
         for path, kind in listing:
             if kind == "file":
@@ -339,6 +377,16 @@ class _Scanner:
             self.skip(path, reason)
 
 
+def _is_split_layout(subdirs: list[Path]) -> bool:
+    """Every top folder is named like a split and one is not a frame folder (a frame folder
+    named ``train`` is a video)."""
+    return (
+        bool(subdirs)
+        and all(d.name.lower() in SPLIT_NAMES for d in subdirs)
+        and not all(_is_frame_dir(d) for d in subdirs)
+    )
+
+
 def scan_inputs(
     data: str | os.PathLike,
     input_format: str | None = None,
@@ -388,7 +436,11 @@ def scan_folder(data: str | os.PathLike) -> tuple[list[Source], list[dict]]:
 
 
 def _found_nothing(root: Path, skipped: list[dict]) -> str:
-    msg = f"{root}: found no videos and no frame folders; expected root/<label>/<video>"
+    msg = (
+        f"{root}: found no videos and no frame folders; the folder layouts read are "
+        + "; ".join(FOLDER_LAYOUTS)
+        + " (or an annotation file: see --input-format)"
+    )
     if not skipped:
         return msg
     example: dict[str, str] = {}
@@ -396,7 +448,13 @@ def _found_nothing(root: Path, skipped: list[dict]) -> str:
         example.setdefault(row["reason"], row["path"])
     counts = collections.Counter(row["reason"] for row in skipped)
     parts = [f"{n} {reason} (e.g. {example[reason]})" for reason, n in counts.most_common()]
-    return f"{msg}; skipped {len(skipped)}: " + ", ".join(parts)
+    msg = f"{msg}; skipped {len(skipped)}: " + ", ".join(parts)
+    if "nested below a label folder" in counts:
+        msg += (
+            "; if the top folders are splits, name them train/val/test, or list the videos in "
+            "a CSV with path,label,split columns"
+        )
+    return msg
 
 
 def listed_kind(path: Path) -> str:

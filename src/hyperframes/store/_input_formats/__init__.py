@@ -10,6 +10,8 @@ kinetics   ``label,youtube_id,time_start,time_end,split`` CSVs (:mod:`._kinetics
 ssv2       Something-Something v2 JSON lists + labels JSON (:mod:`._ssv2`)
 charades   Charades CSVs with ``actions`` (:mod:`._charades`)
 activitynet ActivityNet's ``database`` JSON (:mod:`._activitynet`)
+videofolder Hugging Face videofolder: videos + ``metadata.csv``/``.jsonl`` (:mod:`._videofolder`)
+hf_disk    a ``datasets`` dataset saved with ``save_to_disk`` (:mod:`._hf_disk`)
 ========== =================================================================================
 
 Each module's docstring says what DATA is, where the videos are looked for and how class ids
@@ -31,6 +33,8 @@ from . import (  # noqa: F401
     _ssv2,
     _charades,
     _activitynet,
+    _videofolder,
+    _hf_disk,
 )
 
 # isort: on

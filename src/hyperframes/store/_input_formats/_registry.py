@@ -130,7 +130,9 @@ def detect_input_format(data: str | os.PathLike) -> str:
     if best == 0:
         raise InputError(
             f"{path}: cannot tell its input format from its name or content; pass "
-            f"input_format, one of: {', '.join(_FORMATS)}"
+            f"input_format, one of: {', '.join(_FORMATS)} ("
+            + "; ".join(f"{f.name}: {f.summary}" for f in _FORMATS.values())
+            + ")"
         )
     if len(found) > 1:
         raise InputError(
