@@ -60,11 +60,15 @@ bench: setup
 	$(BIN)/python benchmarks/bench_s3.py
 	$(BIN)/python benchmarks/readme_table.py
 
-# System libraries the optional decoders need (torchcodec loads FFmpeg's shared libraries).
+# System packages: the FFmpeg libraries torchcodec loads; Chromium for the report page test.
 system-deps:
 	@if ! ldconfig -p | grep -q libavcodec; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq ffmpeg >/dev/null; \
 	  else echo "install the FFmpeg libraries (apt-get install ffmpeg) for torchcodec"; fi; \
+	fi
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "install Chromium (apt-get install chromium) for the report's browser test"; fi; \
 	fi
 
 clean:

@@ -123,6 +123,22 @@ def show(args) -> int:
     return EXIT_OK
 
 
+def report(args) -> int:
+    from ..viz import write_report
+
+    path = write_report(
+        args.store,
+        args.out,
+        config=args.config,
+        sampler=args.sampler,
+        frames=args.frames,
+        videos=args.videos,
+        preview=args.preview,
+    )
+    print(f"wrote {path}: open it in a browser (one file, no server)")
+    return EXIT_OK
+
+
 def convert(args) -> int:
     from ..store import conversion_summary, convert_to_hdf5
 

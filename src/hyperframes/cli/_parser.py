@@ -25,6 +25,7 @@ EXAMPLES = {
     "info": "hyperframes info store --json | head",
     "verify": "hyperframes verify store",
     "show": "hyperframes show store --video 3 --start 40 --frames 16 --stride 2 --out w.png",
+    "report": "hyperframes report store --out report --sampler keyframes --frames 8",
     "convert": "hyperframes convert store --format hdf5 --out store.h5",
     "bench": "hyperframes bench videos/ --codecs raw,jpeg --windows 256 --keep bench_stores",
     "models": "hyperframes models --json",
@@ -445,6 +446,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="window.png", help="PNG to write (default window.png)")
     _cache_options(s)
     s.set_defaults(func=run.show)
+
+    r = _command(sub, "report", "write one HTML page to look at a store (no server needed)")
+    r.add_argument("store", help=STORE_HELP)
+    r.add_argument("--out", required=True, help="folder to write report.html in")
+    r.add_argument("--config", help="preview the training windows of this YAML config")
+    r.add_argument("--sampler", default="uniform", help="sampler to preview (default uniform)")
+    r.add_argument("--frames", type=int, default=8, help="frames per window (default 8)")
+    r.add_argument("--videos", type=int, default=20, help="video rows (default 20)")
+    r.add_argument("--preview", type=int, default=3, help="sampler items shown (default 3)")
+    r.set_defaults(func=run.report)
 
     c = _command(sub, "convert", "write a store in another format")
     c.add_argument("store", help="a store folder, or its URL (s3://bucket/prefix)")
