@@ -55,9 +55,9 @@ def test_info_counts_videos_per_split_and_class(split_store, capsys):
     assert d["splits"] == {"train": 3, "val": 3}
     assert d["class_counts"]["by_split"] == {
         "train": {"cat": 2, "dog": 1},
-        "val": {"cat": 1, "dog": 1, "(unlabelled)": 1},
+        "val": {"cat": 1, "dog": 1, "(no single label)": 1},
     }
-    assert d["class_counts"]["all"] == {"cat": 3, "dog": 2, "(unlabelled)": 1}
+    assert d["class_counts"]["all"] == {"cat": 3, "dog": 2, "(no single label)": 1}
     assert main(["info", str(split_store)]) == 0
     assert "splits         train 3, val 3" in capsys.readouterr().out
 

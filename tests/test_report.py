@@ -76,11 +76,28 @@ def test_the_page_is_self_contained(report):
     assert all(src.startswith("data:image/png;base64,") for src in images)
 
 
-@needs_chromium
-def test_the_page_renders_in_chromium_with_the_counts_of_info(report, tmp_path):
-    page, info = report
-    dom, console = _chromium(page, tmp_path / "profile", "--dump-dom")
+@pytest.fixture(scope="module")
+def rendered(report, tmp_path_factory) -> tuple[str, list[str], Path]:
+    """One Chromium run over the page: its DOM after the script ran, the console messages,
+    and a 1000x1400 screenshot."""
+    if CHROMIUM is None:
+        pytest.skip("no chromium binary found (make system-deps installs Debian's chromium)")
+    tmp = tmp_path_factory.mktemp("chromium")
+    shot = tmp / "shot.png"
+    args = ("--dump-dom", f"--screenshot={shot}", "--window-size=1000,1400")
+    dom, console = _chromium(report[0], tmp / "profile", *args)
+    return dom, console, shot
+
+
+def test_the_page_renders_in_chromium_with_no_console_message(rendered):
+    _, console, _ = rendered
     assert console == []
+
+
+@needs_chromium
+def test_the_counts_on_the_rendered_page_are_those_of_info(report, rendered):
+    _, info = report
+    dom = rendered[0]
     assert 'data-ready="yes"' in dom  # the page's script ran to its end
     cells = re.findall(r'data-class="([^"]*)" data-split="([^"]*)">(\d+)<', dom)
     shown = {(html.unescape(c), html.unescape(s)): int(n) for c, s, n in cells}
@@ -97,15 +114,10 @@ def test_the_page_renders_in_chromium_with_the_counts_of_info(report, tmp_path):
 
 
 @needs_chromium
-def test_the_screenshot_is_not_blank(report, tmp_path):
+def test_the_screenshot_is_not_blank(rendered):
     from PIL import Image
 
-    page, _ = report
-    shot = tmp_path / "shot.png"
-    _, console = _chromium(
-        page, tmp_path / "profile", f"--screenshot={shot}", "--window-size=1000,1400"
-    )
-    assert console == []
+    shot = rendered[2]
     pixels = np.asarray(Image.open(shot).convert("RGB"), np.float32)
     assert pixels.shape[:2] == (1400, 1000)
     assert pixels.std() > 20  # text, tables and frames, not one colour

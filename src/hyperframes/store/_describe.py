@@ -95,15 +95,17 @@ def _splits(videos) -> dict[str, int]:
     return {names[k]: int(n) for k, n in enumerate(counts.tolist()) if n and names[k]}
 
 
-#: the key ``class_counts`` counts videos without a label under
-UNLABELLED = "(unlabelled)"
+#: the key ``class_counts`` counts videos without one label under: unlabelled videos, and
+#: multi-label ones (several classes, or segments of several classes)
+UNLABELLED = "(no single label)"
 #: the key ``class_counts["by_split"]`` counts videos without a split under
 NO_SPLIT = "(no split)"
 
 
 def class_counts(classes: list[str], videos) -> dict:
     """Videos per class: ``{"all": {class: n}, "by_split": {split: {class: n}}}``, every class
-    listed (0 included), videos without a label under :data:`UNLABELLED` (when there are any);
+    listed (0 included), videos without one label (unlabelled, multi-label) under
+    :data:`UNLABELLED` (when there are any);
     ``by_split`` holds the recorded splits in the store's order, then :data:`NO_SPLIT` for
     videos without one (``{}`` when the store records no split)."""
     labels = np.asarray(videos.label_ids, np.int64) if len(videos) else np.zeros(0, np.int64)
