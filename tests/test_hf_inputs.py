@@ -125,3 +125,15 @@ def test_a_saved_video_feature_with_embedded_bytes_is_a_failed_row(tmp_path):
     ds.save_to_disk(str(tmp_path / "saved"))
     with pytest.raises(InputError, match=r"holds the video's bytes, not a path"):
         scan_inputs(tmp_path / "saved")
+
+
+def test_without_the_datasets_package_a_saved_dataset_says_which_extra(tmp_path, monkeypatch):
+    import sys
+
+    saved = _saved_dataset(tmp_path)
+    monkeypatch.setitem(sys.modules, "datasets", None)  # as if it were not installed
+    assert detect_input_format(saved) == "hf_disk"  # detection reads file names only
+    with pytest.raises(
+        InputError, match=r"saved\b.*'datasets' package: pip install hyperframes\[hf\]"
+    ):
+        scan_inputs(saved, root=tmp_path)
