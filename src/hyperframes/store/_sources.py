@@ -69,9 +69,7 @@ VIDEO_EXTENSIONS = frozenset(
 IMAGE_EXTENSIONS = frozenset([".jpg", ".jpeg", ".png", ".bmp"])
 ANNOTATION_EXTENSIONS = frozenset([".txt", ".csv", ".lst", ".list"])
 #: top folder names read as splits (compared lower-cased): ``root/<split>/<label>/<video>``
-SPLIT_NAMES = frozenset(
-    ["train", "training", "val", "valid", "validation", "dev", "test", "testing", "eval"]
-)
+SPLIT_NAMES = frozenset("train training val valid validation dev test testing eval".split())
 #: the folder layouts the ``folder`` form reads (what an error about an unknown layout lists)
 FOLDER_LAYOUTS = (
     "root/<label>/<video>",
@@ -308,12 +306,7 @@ class _Scanner:
             return
         self.labels(root, ancestors, listing)
 
-    def labels(
-        self,
-        root: Path,
-        ancestors: frozenset[str],
-        listing: list[tuple[Path, str]] | None = None,
-    ) -> None:
+    def labels(self, root: Path, ancestors: frozenset[str], listing: list | None = None) -> None:
         """``root/<label>/<video>``, or ``root/<video_dir>/<frames>`` when every folder in
         ``root`` is a frame folder; ``root``'s own files are unlabelled sources."""
         if listing is None:
@@ -380,11 +373,8 @@ class _Scanner:
 def _is_split_layout(subdirs: list[Path]) -> bool:
     """Every top folder is named like a split and one is not a frame folder (a frame folder
     named ``train`` is a video)."""
-    return (
-        bool(subdirs)
-        and all(d.name.lower() in SPLIT_NAMES for d in subdirs)
-        and not all(_is_frame_dir(d) for d in subdirs)
-    )
+    named = bool(subdirs) and all(d.name.lower() in SPLIT_NAMES for d in subdirs)
+    return named and not all(_is_frame_dir(d) for d in subdirs)
 
 
 def scan_inputs(
