@@ -69,7 +69,9 @@ VIDEO_EXTENSIONS = frozenset(
 IMAGE_EXTENSIONS = frozenset([".jpg", ".jpeg", ".png", ".bmp"])
 ANNOTATION_EXTENSIONS = frozenset([".txt", ".csv", ".lst", ".list"])
 #: top folder names read as splits (compared lower-cased): ``root/<split>/<label>/<video>``
-SPLIT_NAMES = frozenset("train training val valid validation dev test testing eval".split())
+SPLIT_NAMES = frozenset(
+    ["train", "training", "val", "valid", "validation", "dev", "test", "testing", "eval"]
+)
 #: the folder layouts the ``folder`` form reads (what an error about an unknown layout lists)
 FOLDER_LAYOUTS = (
     "root/<label>/<video>",
