@@ -48,6 +48,32 @@ def test_a_videofolder_is_detected_and_read_with_its_splits(tmp_path):
     ]
     assert inputs.classes == ["cat", "dog"]
     assert inputs.sources[0].row == f"{data}/test/metadata.csv:2"
+    assert [dict(s.fields) for s in inputs.sources] == [
+        {"caption": "x"},
+        {"caption": "a cat"},
+        {"caption": "a dog"},
+        {"caption": "both"},
+    ]
+
+
+def test_a_videofolder_store_keeps_labels_splits_and_the_other_columns(tmp_path, capsys):
+    from hyperframes.cli import main
+
+    data = videofolder(tmp_path / "vf")
+    assert (
+        main(["build", str(data), "--out", str(tmp_path / "s"), "--size", "none", "--quiet"]) == 0
+    )
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "s"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["splits"] == {"test": 1, "train": 3} and d["classes"] == ["cat", "dog"]
+    assert d["fields"] == {
+        str(data / "test" / "clips" / "d.mp4"): {"caption": "x"},
+        **{
+            str(data / "train" / n): {"caption": c}
+            for n, c in (("a.mp4", "a cat"), ("b.mp4", "a dog"), ("c.mp4", "both"))
+        },
+    }
 
 
 def test_videofolder_without_a_label_column_takes_the_folder_name(tmp_path):
@@ -75,7 +101,11 @@ def _saved_dataset(tmp: Path) -> Path:
     datasets = pytest.importorskip("datasets", reason="the hf extra (datasets) is not installed")
     names = ["walk", "run", "jump"]
     feats = datasets.Features(
-        {"video": datasets.Value("string"), "label": datasets.ClassLabel(names=names)}
+        {
+            "video": datasets.Value("string"),
+            "label": datasets.ClassLabel(names=names),
+            "n": datasets.Value("int32"),
+        }
     )
     splits = {"train": [("v0.mp4", 2), ("v1.mp4", 0)], "validation": [("v2.mp4", 1)]}
     parts = {}
@@ -83,7 +113,11 @@ def _saved_dataset(tmp: Path) -> Path:
         for name, _ in rows:
             _video(tmp / "videos" / name)
         parts[split] = datasets.Dataset.from_dict(
-            {"video": [f"videos/{n}" for n, _ in rows], "label": [k for _, k in rows]},
+            {
+                "video": [f"videos/{n}" for n, _ in rows],
+                "label": [k for _, k in rows],
+                "n": [int(n[1]) for n, _ in rows],
+            },
             features=feats,
         )
     out = tmp / "saved"
@@ -111,6 +145,10 @@ def test_a_saved_datasets_dataset_builds_with_its_class_labels_and_splits(tmp_pa
     store = open_store(tmp_path / "store")
     assert store.classes == ["walk", "run", "jump"]
     by_name = {Path(v.path).name: (v.label, v.split) for v in store.videos}
+    fields = store.manifest["fields"]
+    assert {Path(p).name: f for p, f in fields.items()} == {
+        f"v{i}.mp4": {"n": str(i)} for i in range(3)
+    }
     assert by_name == {
         "v0.mp4": ("jump", "train"),
         "v1.mp4": ("walk", "train"),

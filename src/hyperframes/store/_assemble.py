@@ -356,6 +356,9 @@ def assemble(
         "skipped": list(skipped or []),
         "notes": notes,
     }
+    fields = {s.path: dict(s.fields) for s in kept if s.fields}
+    if fields:  # the other columns of an annotation's rows (a videofolder's), by path
+        manifest["fields"] = fields
     write_json_atomic(store / MANIFEST, manifest)
     _remove_dead_shards(store, set(shards))
     return BuildReport(

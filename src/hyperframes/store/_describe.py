@@ -78,6 +78,7 @@ def describe_store(store) -> dict:
         "damaged": m.get("damaged", []),
         "gaps": m.get("gaps", []),
         "skipped": m.get("skipped", []),
+        "fields": m.get("fields", {}),
         "upsampled": _upsampled(v),
         "tracks": _tracks(store),
         "videos_shown": videos,

@@ -131,6 +131,9 @@ class Source:
     #: the path as the user gave it (under DATA) when it is a symlink to ``path``; None when
     #: the two are the same. Failures are reported under it, the target beside it.
     given: str | None = None
+    #: other columns of the source's row, ``(name, value)`` (a videofolder's captions, ids);
+    #: the manifest keeps them (``fields``), ``info --json`` shows them
+    fields: tuple[tuple[str, str], ...] = ()
 
     @property
     def shown(self) -> str:

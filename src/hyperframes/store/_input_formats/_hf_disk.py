@@ -7,7 +7,8 @@ dataset's folder). Needs the ``hf`` extra (``pip install hyperframes[hf]``).
 
 Splits: a ``DatasetDict``'s split names. Labels: the first ``ClassLabel`` column (``label``
 preferred): class ids and names are its ``names``, in its order; without one the videos are
-unlabelled.
+unlabelled. The other plain (``Value``) columns are kept as each video's fields (the
+manifest's ``fields``).
 """
 
 from __future__ import annotations
@@ -98,6 +99,9 @@ def read_hf_disk(data: Path, root: Path | None) -> Inputs:
             raise InputError(f"{data}: split {split!r} has other class names than the others")
         classes = names if names is not None else classes
         ids = ds[label_col] if label_col else [None] * len(ds)
+        extra = [k for k, f in ds.features.items() if k not in (column, label_col)]
+        extra = [k for k in extra if isinstance(ds.features[k], datasets.Value)]
+        values = {k: ds[k] for k in extra}
         where_split = f"{data}/{split}" if split else str(data)
         for i, ((path, embedded), lid) in enumerate(zip(_paths(datasets, ds, column), ids)):
             where = f"{where_split}:{i + 1}"  # row i + 1 of the split
@@ -113,5 +117,6 @@ def read_hf_disk(data: Path, root: Path | None) -> Inputs:
                 )
                 continue
             label = None if lid is None or lid < 0 or names is None else names[lid]
-            rows.add(rows.path(path), where, label=label, split=split, listed=path)
+            fields = tuple((k, str(values[k][i])) for k in extra if values[k][i] is not None)
+            rows.add(rows.path(path), where, label=label, split=split, listed=path, fields=fields)
     return rows.inputs(classes)

@@ -185,6 +185,7 @@ class Rows:
         segments: tuple[Segment, ...] = (),
         kind: str | None = None,
         listed: str | None = None,
+        fields: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.rows += 1
         key = os.fspath(path)
@@ -194,7 +195,7 @@ class Rows:
             if not os.path.exists(key):
                 self._missing.add(key)
             kind = listed_kind(Path(key))
-        new = Source(key, label, split, kind, segments, labels, row)
+        new = Source(key, label, split, kind, segments, labels, row, fields=fields)
         old = self._sources.get(key)
         if old is None:
             self._sources[key] = new

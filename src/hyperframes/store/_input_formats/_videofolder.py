@@ -7,8 +7,8 @@ DATA is the folder (or one metadata file). The split is the folder holding the m
 when that folder is a split folder (``train``, ``val``, ``test``, ...; else none), or a
 ``split`` column. The label is the ``label`` column (a name or a class id; a JSON list in
 ``metadata.jsonl`` is a multi-label row); without one, a file inside a ``<label>/`` folder takes
-the folder's name, as Hugging Face's folder builder does. Other columns are not labels and are
-not stored (the build keeps paths, labels and splits).
+the folder's name, as Hugging Face's folder builder does. Other columns (captions, ids, ...)
+are kept as the video's fields: the manifest's ``fields`` (``info --json``), by path.
 
 Class ids: names sorted; integer labels keep their ids.
 """
@@ -25,6 +25,12 @@ from ._registry import SPECIFIC, Probe, register_input_format
 from ._rows import RowError, Rows, csv_rows, read_text
 
 METADATA = ("metadata.csv", "metadata.jsonl")
+_KNOWN = ("file_name", "label", "split")  # the columns that are not fields
+
+
+def _text(value) -> str:
+    """A field's value as text: strings as they are, other JSON values as JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def _metadata_files(data: Path) -> list[Path]:
@@ -113,5 +119,8 @@ def read_videofolder(data: Path, root: Path | None) -> Inputs:
                 rows.fail(path, where, str(e))
                 continue
             split = str(row.get("split") or "").strip() or folder_split
-            rows.add(path, where, label=label, labels=labels, split=split, listed=listed)
+            fields = tuple((k, _text(v)) for k, v in row.items() if k not in _KNOWN)
+            rows.add(
+                path, where, label=label, labels=labels, split=split, listed=listed, fields=fields
+            )
     return rows.inputs()
