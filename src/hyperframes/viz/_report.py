@@ -298,7 +298,11 @@ def write_report(
     n = len(store.videos)
     rows = "".join(_video_row(store, v) for v in range(min(videos, n)))
     shown = min(videos, n)
-    ds, what = _preview_dataset(store, config, sampler, sampler_options, frames, seed)
+    if preview and n:
+        ds, what = _preview_dataset(store, config, sampler, sampler_options, frames, seed)
+        preview_html = _preview(store, ds, what, preview)
+    else:
+        preview_html = "<h2 id='preview'>Sampler preview: none asked for, or no video</h2>"
     body = [
         f"<h1>{_esc(d['store'])}</h1>",
         f"<p id='summary'>{d['num_videos']} videos, {d['num_frames']} frames, "
@@ -321,7 +325,7 @@ def write_report(
         "<span>yellow bands: labelled segments</span></p>",
         "<p><input id='filter' placeholder='filter by path or label'></p>",
         f"<table><tr><th>#</th><th>video</th><th>frames</th><th>timeline</th></tr>{rows}</table>",
-        _preview(store, ds, what, preview),
+        preview_html,
     ]
     page = (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
