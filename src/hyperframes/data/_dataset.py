@@ -357,11 +357,19 @@ class HyperframeDataset(torch.utils.data.Dataset):
         frames = self._buffer(shape)
         requests = list(zip(plan.videos, plan.index))
         whole = (drawn.boxes[:, :2] == 0).all() and (drawn.boxes[:, 2:] == drawn.size).all()
+        # every flip step at once (they commute with jitter), in the read's pass
         if whole and (shapes[:, 1:] == drawn.size).all():  # no crop: the reader's batch read
             self.reader.read_batch(requests, out=frames)
+            flip_batch(frames, drawn.flips)
         else:
-            read_boxes(self.reader, requests, drawn.boxes, frames.numpy())
-        flip_batch(frames, drawn.flips)  # every flip step at once (they commute with jitter)
+            read_boxes(
+                self.reader,
+                requests,
+                drawn.boxes,
+                frames.numpy(),
+                flips=drawn.flips,
+                filter=self.recipe.filter,
+            )
         meta = self._meta_columns(plan)
         frames, tracks = batch_tracks(self, plan, drawn, meta["pts_seconds"], frames)
         jitter_all(frames, self.recipe, drawn)  # after registration, as the per-sample path
