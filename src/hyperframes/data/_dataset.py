@@ -412,7 +412,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         from ._collate import collate_targets
 
         flow = tracks.get("flow")
-        window = model_frames(frames, self.layout, self.dtype, flow)
+        window = model_frames(frames, self.layout, self.dtype, flow, alloc=self._take_float)
         return HyperframeBatch(
             window,
             labels,
@@ -423,6 +423,12 @@ class HyperframeDataset(torch.utils.data.Dataset):
             tracks.get("audio_mask"),
             flow,
         )
+
+    def _take_float(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """A float buffer for :func:`model_frames` (pooled as the frames' buffers are)."""
+        if torch.utils.data.get_worker_info() is not None:
+            return torch.empty(shape, dtype=dtype).share_memory_()
+        return self._buffers.take(shape, torch.empty(0, dtype=dtype).numpy().dtype)
 
     def _buffer(self, shape: tuple[int, ...]) -> torch.Tensor:
         """A (B, T, C, H, W) buffer of the store's dtype: from the pool, or in shared memory

@@ -213,8 +213,11 @@ def crop_flow(
     """Flow (B, n, 2, h, w) of frames of ``frame_size`` (H, W) cropped to ``boxes`` (B, 4)
     (y0, x0, bh, bw in frame pixels; mapped to the flow's own resolution) and resized to
     ``out_size``, vectors in output pixels; dx negated and mirrored where ``flip`` (B,).
-    One bilinear ``grid_sample`` for the batch (edge values repeated past the frame's border;
-    no antialiasing when the box shrinks), or plain slicing where every box is whole flow
+    Bilinear sampling at the output pixels, an axis-aligned ``cv2.warpAffine`` per plane
+    (edge values repeated past the frame's border; no antialiasing when the box shrinks;
+    OpenCV's interpolation weights are fixed point, 1/32 pixel: on smooth flow within 1e-3 of
+    torch's ``grid_sample``, which took 3.4 ms a 7-pair 112x112 window here against
+    ~0.3 ms), or plain slicing where every box is whole flow
     pixels at the output size. Written into ``out`` (B, n, 2, h', w') when given (a view of
     a bigger buffer will do)."""
     bsz, n, _, h, w = flow.shape
@@ -240,19 +243,28 @@ def crop_flow(
             out[k] = part.flip(-1) if fl[k] else part
         out[torch.from_numpy(np.flatnonzero(fl)), :, 0] *= -1.0  # the scale is 1 but for dx
         return out
+    import cv2
+
     m = box_to_frame(b, (oh, ow), fl)  # output pixel -> frame pixel
-    u = np.arange(ow, dtype=np.float64)
-    v = np.arange(oh, dtype=np.float64)
-    # frame pixel x -> normalised (align_corners=False): (2x + 1) / W - 1, any resolution
-    gx = (2 * (m[:, 0, 0, None] * u + m[:, 0, 2, None]) + 1) / big_w - 1  # (B, w')
-    gy = (2 * (m[:, 1, 1, None] * v + m[:, 1, 2, None]) + 1) / big_h - 1  # (B, h')
-    grid = torch.empty(bsz, oh, ow, 2, dtype=torch.float32)
-    grid[..., 0] = torch.from_numpy(gx)[:, None, :]
-    grid[..., 1] = torch.from_numpy(gy)[:, :, None]
-    src = flow.reshape(bsz, n * 2, h, w).float()
-    got = F.grid_sample(src, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    # frame pixel x -> flow pixel (x + 0.5) w / W - 0.5 (pixel centres, any resolution)
+    ax, ay = m[:, 0, 0] * fx, m[:, 1, 1] * fy
+    bx, by = (m[:, 0, 2] + 0.5) * fx - 0.5, (m[:, 1, 2] + 0.5) * fy - 0.5
+    src = flow.reshape(bsz, n * 2, h, w).float().contiguous().numpy()
+    got = np.empty((bsz, n * 2, oh, ow), np.float32)
+    flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+    for k in range(bsz):  # an axis-aligned affine map per window, every plane in OpenCV
+        mk = np.array([[ax[k], 0.0, bx[k]], [0.0, ay[k], by[k]]])
+        for p in range(n * 2):
+            cv2.warpAffine(
+                src[k, p],
+                mk,
+                (ow, oh),
+                dst=got[k, p],
+                flags=flags,
+                borderMode=cv2.BORDER_REPLICATE,
+            )
     factor = torch.from_numpy(scale.astype(np.float32)).view(bsz, 1, 2, 1, 1)
-    return torch.mul(got.view(bsz, n, 2, oh, ow), factor, out=out)
+    return torch.mul(torch.from_numpy(got).view(bsz, n, 2, oh, ow), factor, out=out)
 
 
 def _like(warped: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:
