@@ -61,14 +61,52 @@ def _base_grid(h: int, w: int, dtype=torch.float32) -> torch.Tensor:
 
 def _sample_at(img: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     """Bilinear samples of ``img`` (N, C, h, w) at each pixel p moved by ``flow`` (N, 2, h, w)
-    (x, y): ``img(p + flow(p))``, zeros outside. The sampling grid is built one component at
-    a time (``(p + flow) * 2 / (size - 1) - 1``, align_corners), contiguous reads only."""
+    (x, y): ``img(p + flow(p))``, zeros outside. OpenCV's ``remap`` per plane (fixed-point
+    weights, 1/32 pixel; float32 CPU tensors), which ran 3-4x faster than torch's
+    ``grid_sample`` (align_corners, zero padding: the same samples to ~1e-3) on this
+    machine; other devices keep ``grid_sample``."""
+    if img.device.type != "cpu" or flow.device.type != "cpu":
+        return _grid_sample_at(img, flow)
+    import cv2
+
+    n, _, h, w = flow.shape
+    src = img.float().contiguous().numpy()
+    fl = flow.float().contiguous().numpy()
+    xs, ys = _pixel_grid(h, w)
+    out = np.empty((n, src.shape[1], h, w), np.float32)
+    for k in range(n):
+        mx, my = xs + fl[k, 0], ys + fl[k, 1]
+        for c in range(src.shape[1]):
+            cv2.remap(
+                src[k, c],
+                mx,
+                my,
+                cv2.INTER_LINEAR,
+                dst=out[k, c],
+                borderMode=cv2.BORDER_CONSTANT,
+                borderValue=0.0,
+            )
+    return torch.from_numpy(out)
+
+
+@functools.lru_cache(maxsize=32)
+def _pixel_grid(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+    ys, xs = np.meshgrid(
+        np.arange(h, dtype=np.float32), np.arange(w, dtype=np.float32), indexing="ij"
+    )
+    return xs, ys
+
+
+def _grid_sample_at(img: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+    """:func:`_sample_at` by ``grid_sample`` (any device). The sampling grid is built one
+    component at a time (``(p + flow) * 2 / (size - 1) - 1``, align_corners), contiguous
+    reads only."""
     n, _, h, w = flow.shape
     sx, sy = 2.0 / max(img.shape[-1] - 1, 1), 2.0 / max(img.shape[-2] - 1, 1)
     bias = _bias(h, w, sx, sy)
-    grid = torch.empty(n, h, w, 2, dtype=torch.float32)
-    grid[..., 0] = torch.add(bias[0], flow[:, 0], alpha=sx)
-    grid[..., 1] = torch.add(bias[1], flow[:, 1], alpha=sy)
+    grid = torch.empty(n, h, w, 2, dtype=torch.float32, device=flow.device)
+    grid[..., 0] = torch.add(bias[0].to(flow.device), flow[:, 0], alpha=sx)
+    grid[..., 1] = torch.add(bias[1].to(flow.device), flow[:, 1], alpha=sy)
     return F.grid_sample(img, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
 
 
