@@ -76,8 +76,20 @@ class BatchPlan:
 
 
 def plan_batch(dataset, indices: Sequence) -> BatchPlan:
-    """Plan every item of ``indices`` (ints or (epoch, item)) of ``dataset``."""
+    """Plan every item of ``indices`` (ints or (epoch, item)) of ``dataset``: the sampler's
+    :meth:`~hyperframes.sampling.Sampler.plan_columns`, all items at once (``dataset.plan``
+    item by item where a subclass plans its own way)."""
+    from ._dataset import HyperframeDataset
+
     keys = [dataset._key(i) for i in indices]
+    epochs = np.asarray([k[0] for k in keys], np.int64)
+    items = np.asarray([k[1] for k in keys], np.int64)
+    if type(dataset).plan is HyperframeDataset.plan:
+        video, index, mask, clip, segment = dataset.sampler.plan_columns(
+            dataset.table, items, epochs, seed=dataset.seed
+        )
+        ids = np.asarray(dataset.video_ids, np.int64)[video]
+        return BatchPlan(epochs, items, ids, index, mask, clip, segment)
     plans = [dataset.plan(k) for k in keys]
     lengths = {len(p.frame_indices) for p in plans}
     if len(lengths) > 1:
@@ -86,8 +98,8 @@ def plan_batch(dataset, indices: Sequence) -> BatchPlan:
             "short='pad' keeps T fixed"
         )
     return BatchPlan(
-        np.asarray([k[0] for k in keys], np.int64),
-        np.asarray([k[1] for k in keys], np.int64),
+        epochs,
+        items,
         np.asarray([p.video for p in plans], np.int64),
         np.stack([np.asarray(p.frame_indices, np.int64) for p in plans]),
         np.stack([np.asarray(p.mask, bool) for p in plans]),
