@@ -45,9 +45,15 @@ def resize_planes(
         np.copyto(dst, crop)
     else:
         interp = _interp(bh, bw, oh, ow, filter)
-        lead = crop.shape[:-2]
-        for p in np.ndindex(*lead):  # views, never a copy of a strided crop
-            cv2.resize(crop[p], (ow, oh), dst=dst[p], interpolation=interp)
+        size = (ow, oh)
+        if crop.ndim == 4:  # a window (T, C, ...): plain loops, ~1 us a plane (ndindex: ~3)
+            for t in range(crop.shape[0]):
+                ct, dt = crop[t], dst[t]
+                for c in range(crop.shape[1]):
+                    cv2.resize(ct[c], size, dst=dt[c], interpolation=interp)
+        else:
+            for p in np.ndindex(*crop.shape[:-2]):  # views, never a copy of a strided crop
+                cv2.resize(crop[p], size, dst=dst[p], interpolation=interp)
     if flip:
         flip_planes(dst)
 

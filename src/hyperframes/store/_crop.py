@@ -62,13 +62,23 @@ def centre_boxes(shapes: Sequence[tuple[int, int]], size: tuple[int, int]) -> np
     return np.asarray(boxes, np.int64).reshape(-1, 4)
 
 
-def _copy_box(frames: np.ndarray, idx: np.ndarray, box, out: np.ndarray) -> None:
-    """``frames[idx]`` cropped to ``box`` into ``out``: a strided run is one slice copy (no
-    fancy indexing, which would first make a contiguous copy of the whole video)."""
-    y, x, bh, bw = box
+def _run(idx: np.ndarray) -> slice | None:
+    """``idx`` as a slice when it is a strided run of frames (a view, where fancy indexing
+    would first copy the whole frames), else None."""
+    if not len(idx):
+        return None
     step = int(idx[1] - idx[0]) if len(idx) > 1 else 1
-    if len(idx) and step > 0 and bool(np.all(np.diff(idx) == step)):
-        np.copyto(out, frames[idx[0] : idx[-1] + 1 : step, :, y : y + bh, x : x + bw])
+    if step > 0 and bool(np.all(np.diff(idx) == step)):
+        return slice(int(idx[0]), int(idx[-1]) + 1, step)
+    return None
+
+
+def _copy_box(frames: np.ndarray, idx: np.ndarray, box, out: np.ndarray) -> None:
+    """``frames[idx]`` cropped to ``box`` into ``out``: a strided run is one slice copy."""
+    y, x, bh, bw = box
+    run = _run(idx)
+    if run is not None:
+        np.copyto(out, frames[run, :, y : y + bh, x : x + bw])
         return
     for j, i in enumerate(idx.tolist()):
         np.copyto(out[j], frames[i, :, y : y + bh, x : x + bw])
@@ -120,8 +130,12 @@ def read_boxes(
             if flip[k]:
                 flip_planes(out[k])
             continue
-        for j, i in enumerate(idx.tolist()):
-            resize_planes(frames[i], box, out[k, j], filter=filter)
+        run = _run(idx)
+        if run is not None:  # a strided run of frames: one view, one call for the window
+            resize_planes(frames[run], box, out[k], filter=filter)
+        else:
+            for j, i in enumerate(idx.tolist()):
+                resize_planes(frames[i], box, out[k, j], filter=filter)
         if flip[k]:
             flip_planes(out[k])
     return out
