@@ -98,6 +98,49 @@ def test_store_read_batch_crops_mixed_shapes_into_a_tensor(mixed):
         mixed.read_batch(reqs, boxes=boxes + np.array([0, 9, 0, 0]), size=(24, 24))
 
 
+def test_read_boxes_flips_in_its_pass_and_resizes_with_the_filter_asked(mixed):
+    import cv2
+
+    from hyperframes.store import read_boxes
+
+    reqs = [(v, np.arange(T)) for v in range(3)]
+    hw = [tuple(s[1:]) for s in np.asarray(mixed.videos.shapes).tolist()]
+    assert all(h >= 44 and w >= 40 for h, w in hw)
+    boxes = np.array([[0, 0, 40, 40], [4, 2, 20, 16], [0, 0, 44, 40]])  # shrink, enlarge, 2x
+    flips = np.array([True, False, True])
+    plain = read_boxes(mixed, reqs, boxes, np.empty((3, T, 3, 22, 22), np.uint8))
+    fused = read_boxes(mixed, reqs, boxes, np.empty_like(plain), flips=flips)
+    assert np.array_equal(fused[0], plain[0][..., ::-1]) and np.array_equal(fused[1], plain[1])
+    assert np.array_equal(fused[2], plain[2][..., ::-1])
+    lin = read_boxes(mixed, reqs, boxes, np.empty_like(plain), filter="linear")
+    frames = [mixed.read_numpy(v, [1])[0, 2] for v in range(3)]
+
+    def want(k, interp):
+        y, x, h, w = boxes[k]
+        crop = np.ascontiguousarray(frames[k][y : y + h, x : x + w])
+        return cv2.resize(crop, (22, 22), interpolation=interp)
+
+    # "area" (the default: fixed resizes, the eval crop) averages whenever it shrinks ...
+    assert np.array_equal(plain[0, 1, 2], want(0, cv2.INTER_AREA))
+    # ... "linear" (random resized crops) is bilinear below a 2x shrink, area from 2x on
+    assert np.array_equal(lin[0, 1, 2], want(0, cv2.INTER_LINEAR))
+    assert not np.array_equal(lin[0, 1, 2], plain[0, 1, 2])
+    assert np.array_equal(lin[2, 1, 2], want(2, cv2.INTER_AREA))
+    assert np.array_equal(lin[1], plain[1])  # enlarging: bilinear either way
+    with pytest.raises(DataError, match="filter must be one of"):
+        read_boxes(mixed, reqs, boxes, np.empty_like(plain), filter="cubic")
+    with pytest.raises(DataError, match="flips must be"):
+        read_boxes(mixed, reqs, boxes, np.empty_like(plain), flips=[True])
+
+
+def test_random_resized_crops_take_the_linear_filter_fixed_resizes_the_area_one():
+    from hyperframes.data._pipeline import recipe_of
+
+    assert recipe_of(Compose([RandomResizedCrop(32), RandomHorizontalFlip()])).filter == "linear"
+    assert recipe_of(Resize((32, 32))).filter == "area"
+    assert recipe_of(CenterCrop(32)).filter == "area"
+
+
 def _batches(dl) -> dict:
     return {
         int(m["item"]): (b.frames[k].clone(), tuple(m["stored_indices"].tolist()))

@@ -149,6 +149,35 @@ def test_plans_are_valid_and_deterministic(name, counts, frames, stride, seed, e
         assert p == fresh.plan(VideoTable.from_metas(videos), item, seed=seed, epoch=epoch)
 
 
+@FAST
+@given(
+    name=st.sampled_from(ALL),
+    counts=st.lists(st.integers(1, 60), min_size=1, max_size=5),
+    frames=st.integers(1, 10),
+    stride=st.integers(1, 3),
+    window_stride=st.integers(1, 5),
+    seed=st.integers(0, 2**32),
+)
+def test_plan_columns_equal_the_plans_item_by_item(
+    name, counts, frames, stride, window_stride, seed
+):
+    """The batch pipeline plans a batch as columns at once (sliding: index arithmetic, the
+    others item by item): the same windows and masks as ``plan``, any mix of epochs."""
+    videos = VideoTable.from_metas(metas(counts))
+    kw = {"window_stride": window_stride} if name == "sliding" else {}
+    s = make(name, frames, stride=stride, **kw)
+    n = s.num_items(videos)
+    items = np.random.default_rng(seed % 1000).integers(0, n, 7)
+    epochs = np.arange(7) % 3
+    video, idx, mask, clip, segment = s.plan_columns(videos, items, epochs, seed=seed)
+    for k, (i, e) in enumerate(zip(items, epochs)):
+        p = s.plan(videos, int(i), seed=seed, epoch=int(e))
+        assert video[k] == p.video and clip[k] == p.clip and segment[k] == p.segment
+        assert np.array_equal(idx[k], p.frame_indices) and np.array_equal(mask[k], p.mask)
+    with pytest.raises(DataError, match="out of range"):
+        s.plan_columns(videos, np.array([n]), np.array([0]), seed=seed)
+
+
 @pytest.mark.parametrize("name", sorted(RANDOM))
 def test_different_seeds_and_epochs_differ(name):
     videos = metas([300] * 20)

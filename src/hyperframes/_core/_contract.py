@@ -459,26 +459,40 @@ class ContractCrop:
         return f"ContractCrop(crop={self.contract.crop}, position={self.position!r})"
 
 
-def model_frames(frames, layout: str, dtype: str = "uint8", flow=None):
+def model_frames(frames, layout: str, dtype: str = "uint8", flow=None, *, alloc=None):
     """Dtype, layout and flow planes of a window (T, C, H, W) or a batch (B, T, C, H, W) of
     frames: the one implementation the dataset and :meth:`InputContract.prepare` share.
     uint8 frames become ``dtype`` (a float dtype: scaled to [0, 1]), float frames are kept;
     in the channel layout ``flow`` (…, T-1, 2, H, W) is appended as 2*(T-1) planes (frames
-    made float first). Other layouts leave the flow beside the frames."""
+    made float first). Other layouts leave the flow beside the frames.
+
+    ``alloc(shape, torch_dtype)``: where a new float tensor comes from (the dataset's pooled
+    batch buffers: a fresh 60 MB tensor per batch is fresh pages to fault in, which made
+    ``torch.cat`` of the flow planes cost 4x its copy); frames are converted straight into
+    it and the flow planes copied beside them."""
     import torch
 
     from ._layouts import to_layout
 
+    new = alloc or (lambda shape, dt: torch.empty(shape, dtype=dt, device=frames.device))
+    float_dt = torch.float32 if dtype == "uint8" else getattr(torch, dtype)
+    if flow is not None and layout == "channel":
+        window = to_layout(frames, layout)
+        assert isinstance(window, torch.Tensor)  # the channel layout is a tensor
+        planes = flow.flatten(-4, -3)
+        dt = window.dtype if window.is_floating_point() else float_dt
+        shape = (*window.shape[:-3], window.shape[-3] + planes.shape[-3], *window.shape[-2:])
+        out = new(shape, dt)
+        n = window.shape[-3]
+        head = out.narrow(-3, 0, n)
+        head.copy_(window)
+        if not window.is_floating_point():
+            head.div_(255.0)
+        out.narrow(-3, n, planes.shape[-3]).copy_(planes, non_blocking=True)
+        return out
     if dtype != "uint8" and frames.dtype == torch.uint8:
-        frames = frames.to(getattr(torch, dtype)).div_(255.0)
-    window = to_layout(frames, layout)
-    if flow is None or layout != "channel":
-        return window
-    assert isinstance(window, torch.Tensor)  # the channel layout is a tensor
-    if not window.is_floating_point():
-        window = window.to(torch.float32).div_(255.0)
-    planes = flow.flatten(-4, -3).to(device=window.device, dtype=window.dtype, non_blocking=True)
-    return torch.cat([window, planes], -3)
+        frames = new(tuple(frames.shape), float_dt).copy_(frames).div_(255.0)
+    return to_layout(frames, layout)
 
 
 # --------------------------------------------------------------------------- resolving

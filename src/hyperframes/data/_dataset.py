@@ -357,11 +357,19 @@ class HyperframeDataset(torch.utils.data.Dataset):
         frames = self._buffer(shape)
         requests = list(zip(plan.videos, plan.index))
         whole = (drawn.boxes[:, :2] == 0).all() and (drawn.boxes[:, 2:] == drawn.size).all()
+        # every flip step at once (they commute with jitter), in the read's pass
         if whole and (shapes[:, 1:] == drawn.size).all():  # no crop: the reader's batch read
             self.reader.read_batch(requests, out=frames)
+            flip_batch(frames, drawn.flips)
         else:
-            read_boxes(self.reader, requests, drawn.boxes, frames.numpy())
-        flip_batch(frames, drawn.flips)  # every flip step at once (they commute with jitter)
+            read_boxes(
+                self.reader,
+                requests,
+                drawn.boxes,
+                frames.numpy(),
+                flips=drawn.flips,
+                filter=self.recipe.filter,
+            )
         meta = self._meta_columns(plan)
         frames, tracks = batch_tracks(self, plan, drawn, meta["pts_seconds"], frames)
         jitter_all(frames, self.recipe, drawn)  # after registration, as the per-sample path
@@ -404,7 +412,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         from ._collate import collate_targets
 
         flow = tracks.get("flow")
-        window = model_frames(frames, self.layout, self.dtype, flow)
+        window = model_frames(frames, self.layout, self.dtype, flow, alloc=self._take_float)
         return HyperframeBatch(
             window,
             labels,
@@ -415,6 +423,12 @@ class HyperframeDataset(torch.utils.data.Dataset):
             tracks.get("audio_mask"),
             flow,
         )
+
+    def _take_float(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """A float buffer for :func:`model_frames` (pooled as the frames' buffers are)."""
+        if torch.utils.data.get_worker_info() is not None:
+            return torch.empty(shape, dtype=dtype).share_memory_()
+        return self._buffers.take(shape, torch.empty(0, dtype=dtype).numpy().dtype)
 
     def _buffer(self, shape: tuple[int, ...]) -> torch.Tensor:
         """A (B, T, C, H, W) buffer of the store's dtype: from the pool, or in shared memory

@@ -22,8 +22,8 @@ with (h, w), the input contract's eval crop) followed by ``RandomHorizontalFlip`
 anything else and the dataset uses the per-sample path.
 
 Pixels differ from the per-sample path by the resize filter only: OpenCV's bilinear
-(``INTER_LINEAR``, area averaging ``INTER_AREA`` when shrinking) on uint8 against
-torchvision's antialiased bilinear; and colour jitter computes its grey (contrast's mean,
+(``INTER_LINEAR``; area averaging ``INTER_AREA`` when a fixed resize shrinks, or when a random
+resized crop shrinks by 2x or more) on uint8 against torchvision's antialiased bilinear; and colour jitter computes its grey (contrast's mean,
 saturation's blend) with OpenCV's uint8 arithmetic, within a level or two of torchvision's.
 Registration warps the cropped frames, so near a box's edges, where content comes from
 outside the box, it gives zeros where the per-sample path (warping whole frames) has pixels.
@@ -40,6 +40,7 @@ import torch
 
 from .._core._contract import ContractCrop
 from .._core._errors import DataError
+from .._core._resize import flip_planes
 from ..store import centre_boxes
 from . import transforms as R
 from .transforms import (
@@ -75,8 +76,20 @@ class BatchPlan:
 
 
 def plan_batch(dataset, indices: Sequence) -> BatchPlan:
-    """Plan every item of ``indices`` (ints or (epoch, item)) of ``dataset``."""
+    """Plan every item of ``indices`` (ints or (epoch, item)) of ``dataset``: the sampler's
+    :meth:`~hyperframes.sampling.Sampler.plan_columns`, all items at once (``dataset.plan``
+    item by item where a subclass plans its own way)."""
+    from ._dataset import HyperframeDataset
+
     keys = [dataset._key(i) for i in indices]
+    epochs = np.asarray([k[0] for k in keys], np.int64)
+    items = np.asarray([k[1] for k in keys], np.int64)
+    if type(dataset).plan is HyperframeDataset.plan:
+        video, index, mask, clip, segment = dataset.sampler.plan_columns(
+            dataset.table, items, epochs, seed=dataset.seed
+        )
+        ids = np.asarray(dataset.video_ids, np.int64)[video]
+        return BatchPlan(epochs, items, ids, index, mask, clip, segment)
     plans = [dataset.plan(k) for k in keys]
     lengths = {len(p.frame_indices) for p in plans}
     if len(lengths) > 1:
@@ -85,8 +98,8 @@ def plan_batch(dataset, indices: Sequence) -> BatchPlan:
             "short='pad' keeps T fixed"
         )
     return BatchPlan(
-        np.asarray([k[0] for k in keys], np.int64),
-        np.asarray([k[1] for k in keys], np.int64),
+        epochs,
+        items,
         np.asarray([p.video for p in plans], np.int64),
         np.stack([np.asarray(p.frame_indices, np.int64) for p in plans]),
         np.stack([np.asarray(p.mask, bool) for p in plans]),
@@ -160,6 +173,12 @@ class Recipe:
     after: tuple
 
     @property
+    def filter(self) -> str:
+        """The resize filter (:mod:`hyperframes._core._resize`): ``"linear"`` for random
+        resized crops (training), ``"area"`` for fixed resizes and the eval crop."""
+        return "linear" if isinstance(self.crop, RandomResizedCrop) else "area"
+
+    @property
     def random(self) -> bool:
         return any(getattr(s, "random", False) for s in (self.crop, *self.after))
 
@@ -217,22 +236,28 @@ class Recipe:
 
 # -- augmentation on the batch -----------------------------------------------------------------
 def flip_batch(frames: torch.Tensor, flips: np.ndarray) -> None:
-    """Mirror, in place, the (B, T, C, h, w) windows whose ``flips`` is True."""
-    sel = torch.from_numpy(np.flatnonzero(flips))
-    if len(sel):
-        frames[sel] = frames[sel].flip(-1)
+    """Mirror, in place, the (B, T, C, h, w) windows whose ``flips`` is True (OpenCV's flip
+    per window: torch's ``frames[sel] = frames[sel].flip(-1)`` gathers, flips and scatters,
+    ~1 ms a 16-frame 112x112 window against ~0.04 ms)."""
+    arr = frames.numpy()
+    for k in np.flatnonzero(flips).tolist():
+        flip_planes(arr[k])
 
 
-def _lut(scale: float, offset: float) -> np.ndarray:
-    """uint8 table of ``trunc(clamp(v * scale + offset, 0, 255))`` (torchvision's blend)."""
-    return np.clip(np.arange(256, dtype=np.float64) * scale + offset, 0, 255).astype(np.uint8)
+#: added to an affine map before OpenCV rounds it to uint8: ``round(v - 0.49)`` truncates, as
+#: torchvision's uint8 blend does (``(a * x + b).clamp(0, 255).to(uint8)``), but for fractions
+#: within 0.01 of the next level
+_TRUNC = -0.49
 
 
 def jitter_batch(frames: np.ndarray, factors: np.ndarray) -> None:
     """Colour jitter, in place, of uint8 (B, T, C, h, w) ``frames`` with (B, 3) per-sample
     brightness, contrast, saturation factors (1: unchanged), in that order, as torchvision's
-    ``adjust_*``: brightness is a table (exact), contrast a table per frame around the
-    frame's mean grey, saturation a blend with each pixel's grey (OpenCV uint8 arithmetic)."""
+    ``adjust_*``: brightness one affine pass over the window, contrast one per frame around
+    the frame's mean grey, saturation a blend with each pixel's grey; each pass OpenCV's SIMD
+    uint8 arithmetic with saturation (``convertScaleAbs`` for brightness, whose results are
+    never negative, ``addWeighted`` for the rest: two to three times faster than a lookup
+    table, which gathers byte by byte)."""
     import cv2
 
     b, t, c, h, w = frames.shape
@@ -242,22 +267,23 @@ def jitter_batch(frames: np.ndarray, factors: np.ndarray) -> None:
         fb, fc, fs = (float(v) for v in factors[k])
         sample = frames[k].reshape(t, c * hw)
         if fb != 1.0:
-            rows = sample.reshape(-1, w)
-            cv2.LUT(rows, _lut(fb, 0.0), dst=rows)
+            cv2.convertScaleAbs(sample, dst=sample, alpha=fb, beta=_TRUNC)
         if fc != 1.0:
             sums = cv2.reduce(sample.reshape(t * c, hw), 1, cv2.REDUCE_SUM, dtype=cv2.CV_32S)
             means = sums.reshape(t, c) @ weights / hw
             if c == 3:
                 means = means - 0.5  # torchvision floors each pixel's grey before the mean
             for j in range(t):
-                row = sample[j].reshape(c * h, w)
-                cv2.LUT(row, _lut(fc, (1.0 - fc) * float(means[j])), dst=row)
+                row = sample[j : j + 1]
+                beta = (1.0 - fc) * float(means[j]) + _TRUNC
+                # addWeighted saturates at 0; convertScaleAbs would mirror a negative value
+                cv2.addWeighted(row, fc, row, 0.0, beta, dst=row)
         if fs != 1.0 and c == 3:
             r, g, bl = sample[:, :hw], sample[:, hw : 2 * hw], sample[:, 2 * hw :]
             grey = cv2.addWeighted(r, 0.2989, g, 0.587, 0.0)
             grey = cv2.addWeighted(grey, 1.0, bl, 0.114, 0.0)
             for plane in (r, g, bl):  # strided views: OpenCV writes them in place
-                cv2.addWeighted(plane, fs, grey, 1.0 - fs, -0.49, dst=plane)
+                cv2.addWeighted(plane, fs, grey, 1.0 - fs, _TRUNC, dst=plane)
 
 
 def jitter_all(frames: torch.Tensor, recipe: Recipe, drawn: Drawn) -> None:

@@ -309,7 +309,7 @@ class Tracks:
         vectors in output pixels, dx negated where ``flip`` (B,): the geometry a
         crop-resize-flip gave the frames. Read, dequantised, chained and resampled per
         group of windows sharing a flow and frame size (one group on most stores): one
-        ``grid_sample`` per group, none where every box is whole flow pixels at the output
+        resampling per group (:func:`._warp.crop_flow`), none where every box is whole flow pixels at the output
         size (a CenterCrop). Same as :meth:`window_flow` then :func:`follow_geometry` with
         the box, but for the resize filter (bilinear at the output pixels here, where a
         shrinking RandomResizedCrop antialiases; and the box edge reads just outside the

@@ -61,14 +61,52 @@ def _base_grid(h: int, w: int, dtype=torch.float32) -> torch.Tensor:
 
 def _sample_at(img: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     """Bilinear samples of ``img`` (N, C, h, w) at each pixel p moved by ``flow`` (N, 2, h, w)
-    (x, y): ``img(p + flow(p))``, zeros outside. The sampling grid is built one component at
-    a time (``(p + flow) * 2 / (size - 1) - 1``, align_corners), contiguous reads only."""
+    (x, y): ``img(p + flow(p))``, zeros outside. OpenCV's ``remap`` per plane (fixed-point
+    weights, 1/32 pixel; float32 CPU tensors), which ran 3-4x faster than torch's
+    ``grid_sample`` (align_corners, zero padding: the same samples to ~1e-3) on this
+    machine; other devices keep ``grid_sample``."""
+    if img.device.type != "cpu" or flow.device.type != "cpu":
+        return _grid_sample_at(img, flow)
+    import cv2
+
+    n, _, h, w = flow.shape
+    src = img.float().contiguous().numpy()
+    fl = flow.float().contiguous().numpy()
+    xs, ys = _pixel_grid(h, w)
+    out = np.empty((n, src.shape[1], h, w), np.float32)
+    for k in range(n):
+        mx, my = xs + fl[k, 0], ys + fl[k, 1]
+        for c in range(src.shape[1]):
+            cv2.remap(
+                src[k, c],
+                mx,
+                my,
+                cv2.INTER_LINEAR,
+                dst=out[k, c],
+                borderMode=cv2.BORDER_CONSTANT,
+                borderValue=0.0,
+            )
+    return torch.from_numpy(out)
+
+
+@functools.lru_cache(maxsize=32)
+def _pixel_grid(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+    ys, xs = np.meshgrid(
+        np.arange(h, dtype=np.float32), np.arange(w, dtype=np.float32), indexing="ij"
+    )
+    return xs, ys
+
+
+def _grid_sample_at(img: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+    """:func:`_sample_at` by ``grid_sample`` (any device). The sampling grid is built one
+    component at a time (``(p + flow) * 2 / (size - 1) - 1``, align_corners), contiguous
+    reads only."""
     n, _, h, w = flow.shape
     sx, sy = 2.0 / max(img.shape[-1] - 1, 1), 2.0 / max(img.shape[-2] - 1, 1)
     bias = _bias(h, w, sx, sy)
-    grid = torch.empty(n, h, w, 2, dtype=torch.float32)
-    grid[..., 0] = torch.add(bias[0], flow[:, 0], alpha=sx)
-    grid[..., 1] = torch.add(bias[1], flow[:, 1], alpha=sy)
+    grid = torch.empty(n, h, w, 2, dtype=torch.float32, device=flow.device)
+    grid[..., 0] = torch.add(bias[0].to(flow.device), flow[:, 0], alpha=sx)
+    grid[..., 1] = torch.add(bias[1].to(flow.device), flow[:, 1], alpha=sy)
     return F.grid_sample(img, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
 
 
@@ -213,8 +251,11 @@ def crop_flow(
     """Flow (B, n, 2, h, w) of frames of ``frame_size`` (H, W) cropped to ``boxes`` (B, 4)
     (y0, x0, bh, bw in frame pixels; mapped to the flow's own resolution) and resized to
     ``out_size``, vectors in output pixels; dx negated and mirrored where ``flip`` (B,).
-    One bilinear ``grid_sample`` for the batch (edge values repeated past the frame's border;
-    no antialiasing when the box shrinks), or plain slicing where every box is whole flow
+    Bilinear sampling at the output pixels, an axis-aligned ``cv2.warpAffine`` per plane
+    (edge values repeated past the frame's border; no antialiasing when the box shrinks;
+    OpenCV's interpolation weights are fixed point, 1/32 pixel: on smooth flow within 1e-3 of
+    torch's ``grid_sample``, which took 3.4 ms a 7-pair 112x112 window here against
+    ~0.3 ms), or plain slicing where every box is whole flow
     pixels at the output size. Written into ``out`` (B, n, 2, h', w') when given (a view of
     a bigger buffer will do)."""
     bsz, n, _, h, w = flow.shape
@@ -240,19 +281,28 @@ def crop_flow(
             out[k] = part.flip(-1) if fl[k] else part
         out[torch.from_numpy(np.flatnonzero(fl)), :, 0] *= -1.0  # the scale is 1 but for dx
         return out
+    import cv2
+
     m = box_to_frame(b, (oh, ow), fl)  # output pixel -> frame pixel
-    u = np.arange(ow, dtype=np.float64)
-    v = np.arange(oh, dtype=np.float64)
-    # frame pixel x -> normalised (align_corners=False): (2x + 1) / W - 1, any resolution
-    gx = (2 * (m[:, 0, 0, None] * u + m[:, 0, 2, None]) + 1) / big_w - 1  # (B, w')
-    gy = (2 * (m[:, 1, 1, None] * v + m[:, 1, 2, None]) + 1) / big_h - 1  # (B, h')
-    grid = torch.empty(bsz, oh, ow, 2, dtype=torch.float32)
-    grid[..., 0] = torch.from_numpy(gx)[:, None, :]
-    grid[..., 1] = torch.from_numpy(gy)[:, :, None]
-    src = flow.reshape(bsz, n * 2, h, w).float()
-    got = F.grid_sample(src, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    # frame pixel x -> flow pixel (x + 0.5) w / W - 0.5 (pixel centres, any resolution)
+    ax, ay = m[:, 0, 0] * fx, m[:, 1, 1] * fy
+    bx, by = (m[:, 0, 2] + 0.5) * fx - 0.5, (m[:, 1, 2] + 0.5) * fy - 0.5
+    src = flow.reshape(bsz, n * 2, h, w).float().contiguous().numpy()
+    got = np.empty((bsz, n * 2, oh, ow), np.float32)
+    flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+    for k in range(bsz):  # an axis-aligned affine map per window, every plane in OpenCV
+        mk = np.array([[ax[k], 0.0, bx[k]], [0.0, ay[k], by[k]]])
+        for p in range(n * 2):
+            cv2.warpAffine(
+                src[k, p],
+                mk,
+                (ow, oh),
+                dst=got[k, p],
+                flags=flags,
+                borderMode=cv2.BORDER_REPLICATE,
+            )
     factor = torch.from_numpy(scale.astype(np.float32)).view(bsz, 1, 2, 1, 1)
-    return torch.mul(got.view(bsz, n, 2, oh, ow), factor, out=out)
+    return torch.mul(torch.from_numpy(got).view(bsz, n, 2, oh, ow), factor, out=out)
 
 
 def _like(warped: torch.Tensor, frames: torch.Tensor) -> torch.Tensor:

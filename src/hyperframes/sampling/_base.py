@@ -201,6 +201,47 @@ class Sampler:
         """``plan`` for several items."""
         return [self.plan(videos, int(i), seed=seed, epoch=epoch) for i in items]
 
+    def plan_columns(
+        self,
+        videos: VideoTable | Sequence[VideoMeta],
+        items: np.ndarray,
+        epochs: np.ndarray,
+        *,
+        seed: int = 0,
+    ) -> tuple[np.ndarray, ...]:
+        """The plans of ``items`` (B,) in ``epochs`` (B,) as columns: ``(video (B,),
+        frame_indices (B, T), mask (B, T), clip (B,), segment (B,))``, equal to :meth:`plan`
+        item by item (samplers whose plans are index arithmetic compute them at once)."""
+        plans = [self.plan(videos, int(i), seed=seed, epoch=int(e)) for i, e in zip(items, epochs)]
+        lengths = {len(p.frame_indices) for p in plans}
+        if len(lengths) > 1:
+            raise DataError(
+                f"cannot batch windows of different lengths {sorted(lengths)}; the sampler's "
+                "short='pad' keeps T fixed"
+            )
+        t = lengths.pop() if lengths else self.frames
+        return (
+            np.asarray([p.video for p in plans], np.int64),
+            np.asarray([p.frame_indices for p in plans], np.int64).reshape(len(plans), t),
+            np.asarray([p.mask for p in plans], bool).reshape(len(plans), t),
+            np.asarray([p.clip for p in plans], np.int64),
+            np.asarray([p.segment for p in plans], np.int64),
+        )
+
+    def _positions(self, index: _Index, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(video (B,), local window number (B,)) of ``items`` (checked in range)."""
+        items = np.asarray(items, np.int64).reshape(-1)
+        bad = (items < 0) | (items >= index.total)
+        if bad.any():
+            item = int(items[bad][0])
+            raise DataError(
+                f"item {item} is out of range: the {self.name} sampler has {index.total} items "
+                f"over {len(index.table)} videos (valid items are 0..{index.total - 1})"
+            )
+        pos = np.searchsorted(index.ends, items, side="right")
+        local = (items - index.starts[pos]) // self.clips_per_video
+        return index.videos[pos].astype(np.int64), local
+
     # -- machinery -----------------------------------------------------------------------------
     def _index(self, videos: VideoTable | Sequence[VideoMeta]) -> _Index:
         cache = self._cache

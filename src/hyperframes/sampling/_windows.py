@@ -57,6 +57,19 @@ class SlidingSampler(_StridedSampler):
         idx, mask = self._window(local * self.window_stride, int(table.num_frames[video]))
         return Plan(video, idx, mask)
 
+    def plan_columns(self, videos, items, epochs, *, seed: int = 0) -> tuple[np.ndarray, ...]:
+        """:meth:`Sampler.plan_columns` at once: windows are index arithmetic."""
+        index = self._index(videos)
+        video, local = self._positions(index, items)
+        idx = (local * self.window_stride)[:, None] + np.arange(self.frames) * self.stride
+        n = index.table.num_frames[video].astype(np.int64)[:, None]
+        mask = idx < n
+        if not mask.all():  # past the end: the last real index repeated, as finish() does
+            last = np.where(mask, idx, -1).max(1, keepdims=True)
+            idx = np.where(mask, idx, np.where(last >= 0, last, n - 1))
+        zeros = np.zeros(len(video), np.int64)
+        return video, idx, mask, zeros, zeros - 1
+
 
 @register_sampler("uniform")
 class UniformSampler(_StridedSampler):

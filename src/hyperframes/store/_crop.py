@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._core._errors import DataError
-from .._core._resize import resize_planes
+from .._core._resize import FILTERS, flip_planes, resize_planes
 
 _local = threading.local()
 
@@ -62,22 +62,43 @@ def centre_boxes(shapes: Sequence[tuple[int, int]], size: tuple[int, int]) -> np
     return np.asarray(boxes, np.int64).reshape(-1, 4)
 
 
-def _copy_box(frames: np.ndarray, idx: np.ndarray, box, out: np.ndarray) -> None:
-    """``frames[idx]`` cropped to ``box`` into ``out``: a strided run is one slice copy (no
-    fancy indexing, which would first make a contiguous copy of the whole video)."""
-    y, x, bh, bw = box
+def _run(idx: np.ndarray) -> slice | None:
+    """``idx`` as a slice when it is a strided run of frames (a view, where fancy indexing
+    would first copy the whole frames), else None."""
+    if not len(idx):
+        return None
     step = int(idx[1] - idx[0]) if len(idx) > 1 else 1
-    if len(idx) and step > 0 and bool(np.all(np.diff(idx) == step)):
-        np.copyto(out, frames[idx[0] : idx[-1] + 1 : step, :, y : y + bh, x : x + bw])
+    if step > 0 and bool(np.all(np.diff(idx) == step)):
+        return slice(int(idx[0]), int(idx[-1]) + 1, step)
+    return None
+
+
+def _copy_box(frames: np.ndarray, idx: np.ndarray, box, out: np.ndarray) -> None:
+    """``frames[idx]`` cropped to ``box`` into ``out``: a strided run is one slice copy."""
+    y, x, bh, bw = box
+    run = _run(idx)
+    if run is not None:
+        np.copyto(out, frames[run, :, y : y + bh, x : x + bw])
         return
     for j, i in enumerate(idx.tolist()):
         np.copyto(out[j], frames[i, :, y : y + bh, x : x + bw])
 
 
-def read_boxes(reader, requests: Sequence[tuple], boxes, out: np.ndarray) -> np.ndarray:
+def read_boxes(
+    reader,
+    requests: Sequence[tuple],
+    boxes,
+    out: np.ndarray,
+    *,
+    flips=None,
+    filter: str = "area",
+) -> np.ndarray:
     """Window ``b`` of ``requests`` ((video, frame_indices) pairs, every window T frames),
-    cropped to ``boxes[b]`` and resized into ``out[b]`` ((B, T, C, h, w), the store's dtype).
-    Returns ``out``."""
+    cropped to ``boxes[b]`` and resized into ``out[b]`` ((B, T, C, h, w), the store's dtype),
+    mirrored left-right where ``flips[b]`` ((B,) bools) in the same pass; ``filter`` is the
+    resize's (:mod:`hyperframes._core._resize`: ``"area"`` or ``"linear"``). Returns ``out``."""
+    if filter not in FILTERS:
+        raise DataError(f"read_boxes: filter must be one of {FILTERS}, got {filter!r}")
     reqs = [(int(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
     shapes = reader.videos.shapes
     hw = [(int(shapes[v][1]), int(shapes[v][2])) for v, _ in reqs]
@@ -93,6 +114,9 @@ def read_boxes(reader, requests: Sequence[tuple], boxes, out: np.ndarray) -> np.
         and getattr(getattr(reader, "_source", None), "is_local", False)
         and callable(getattr(reader, "frames_view", None))
     )
+    flip = [False] * b if flips is None else [bool(f) for f in np.asarray(flips).reshape(-1)]
+    if len(flip) != b:
+        raise DataError(f"read_boxes: flips must be ({b},), got {len(flip)}")
     for k, ((video, idx), box) in enumerate(zip(reqs, boxes.tolist())):
         if mapped:
             reader._check_indices(video, idx)
@@ -103,7 +127,15 @@ def read_boxes(reader, requests: Sequence[tuple], boxes, out: np.ndarray) -> np.
             idx = np.arange(t)
         if tuple(box[2:]) == out.shape[-2:]:
             _copy_box(frames, idx, box, out[k])
+            if flip[k]:
+                flip_planes(out[k])
             continue
-        for j, i in enumerate(idx.tolist()):
-            resize_planes(frames[i], box, out[k, j])
+        run = _run(idx)
+        if run is not None:  # a strided run of frames: one view, one call for the window
+            resize_planes(frames[run], box, out[k], filter=filter)
+        else:
+            for j, i in enumerate(idx.tolist()):
+                resize_planes(frames[i], box, out[k, j], filter=filter)
+        if flip[k]:
+            flip_planes(out[k])
     return out
