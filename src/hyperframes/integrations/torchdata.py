@@ -5,9 +5,10 @@ dataset, with the epoch order of :func:`hyperframes.loader` (a function of ``(se
 shared by ranks) and its resumable state: the sampler's iterator is what torchdata saves, and its
 state is the loader state of :mod:`hyperframes.data._loader_state` (the epoch and the position
 reached in the epoch's *global* order). So ``state_dict()`` taken mid-epoch and given to
-``load_state_dict()`` of a new loader (any ``num_workers``, even another world size) yields
-exactly the remaining samples; the keys carry the epoch (``(epoch, item)``), so persistent
-workers need no restart between epochs::
+``load_state_dict()`` of a new loader (with the same ``num_workers``: torchdata's own state
+differs with and without worker processes; any world size) yields exactly the remaining
+samples, the same for any ``num_workers``; the keys carry the epoch (``(epoch, item)``), so
+persistent workers need no restart between epochs::
 
     from hyperframes.integrations.torchdata import stateful_loader
 
