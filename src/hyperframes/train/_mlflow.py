@@ -9,7 +9,8 @@ there:
 * params: the resolved config, flattened (``data.frames``, ``train.lr``...);
 * metrics: every scalar of every record of ``log.jsonl`` under the names TensorBoard gets
   (``step/loss``, ``epoch/val_acc``...), at the record's step;
-* artifacts, when the run ends: ``config.yaml``, ``epochs.csv``, ``summary.json``, the plots
+* artifacts, when the run ends: ``config.yaml``, ``epochs.csv``, ``summary.json``,
+  ``split.json`` (and ``eval_metrics.json`` with ``eval.clips``/``eval.crops``), the plots
   (``plots/curves.png``, ``plots/confusion.png``) and the best checkpoint
   (``checkpoint/best.pt``).
 
@@ -38,6 +39,8 @@ ARTIFACTS = (
     ("", "config.yaml"),
     ("", "epochs.csv"),
     ("", "summary.json"),
+    ("", "split.json"),
+    ("", "eval_metrics.json"),
     ("plots", "curves.png"),
     ("plots", "confusion.png"),
     ("checkpoint", "best.pt"),
