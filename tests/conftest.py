@@ -107,3 +107,23 @@ def s3_url(s3_server, request, monkeypatch, tmp_path) -> str:
 
     monkeypatch.setenv("HYPERFRAMES_CACHE", str(tmp_path / "hf-cache"))
     return f"s3://{s3_server['bucket']}/{request.node.name[:40]}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture(scope="session")
+def tiny_motion_store(tmp_path_factory) -> Path:
+    """A store of 3 motion classes x 3 videos (12 frames, 32x32, stored at their size), with
+    no recorded split (the generated one: 6 train / 3 val): for the integrations' tests."""
+    from hyperframes.demo import make_motion_dataset
+    from hyperframes.store import BuildOptions, build_store
+
+    base = tmp_path_factory.mktemp("tiny_motion")
+    make_motion_dataset(
+        base / "videos",
+        classes=("left", "right", "up"),
+        videos_per_class=3,
+        frames=12,
+        size=32,
+        seed=1,
+    )
+    build_store(base / "videos", base / "store", BuildOptions(size="none"), progress=False)
+    return base / "store"

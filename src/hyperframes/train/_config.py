@@ -249,6 +249,19 @@ class TrainConfig:
         default=0, metadata=_m(min=0, help="also save last.pt every N steps (0: epoch ends)")
     )
     log_every: int = field(default=10, metadata=_m(min=1))
+    loggers: list[str] = field(
+        default_factory=lambda: ["tensorboard"],
+        metadata=_m(
+            choices=("tensorboard", "mlflow"),
+            help="where scalars go besides log.jsonl; mlflow also gets the config, the plots "
+            "and best.pt (pip install 'hyperframes[mlflow]')",
+        ),
+    )
+    mlflow_uri: str | None = field(
+        default=None,
+        metadata=_m(help="MLflow tracking URI; null: sqlite:///<out>/mlflow.db"),
+    )
+    mlflow_experiment: str = "hyperframes"
 
 
 @dataclasses.dataclass

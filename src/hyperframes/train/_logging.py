@@ -1,6 +1,7 @@
 """Run logs: every record to ``log.jsonl``, one row per epoch to ``epochs.csv``, and the same
-scalars to TensorBoard (``tb/``) when the ``tensorboard`` package is installed; and the
-progress bar of an epoch (:class:`EpochProgress`).
+scalars to TensorBoard (``tb/``) when the ``tensorboard`` package is installed, and to MLflow
+with ``train.loggers: [..., mlflow]`` (:mod:`hyperframes.train._mlflow`); and the progress bar
+of an epoch (:class:`EpochProgress`).
 
 Only rank 0 logs (``enabled=False`` elsewhere). When a run resumes from a checkpoint, the
 records written after it (before the interruption) are dropped from ``log.jsonl`` and
@@ -61,10 +62,14 @@ class RunLogger:
         resume_step: int | None = None,
         resume_records: int | None = None,
         history: list[dict] | None = None,
+        mlflow: dict | None = None,
     ) -> None:
+        """``mlflow``: the :class:`~hyperframes.train._mlflow.MlflowLogger` options (``uri``,
+        ``experiment``, ``params``), None for no MLflow."""
         self.run_dir = Path(run_dir)
         self.enabled = enabled
         self.tb = None
+        self.mlflow = None
         self.records = 0  # records in log.jsonl (what a checkpoint saved now would keep)
         if not enabled:
             return
@@ -77,6 +82,10 @@ class RunLogger:
         self.write_csv(history or [])
         if tensorboard:
             self.tb = _tensorboard_writer(self.run_dir / "tb")
+        if mlflow is not None:
+            from ._mlflow import MlflowLogger
+
+            self.mlflow = MlflowLogger(self.run_dir, resume=resume_step is not None, **mlflow)
 
     def _truncate(self, step: int, records: int | None) -> None:
         if not self.jsonl.exists():
@@ -107,6 +116,8 @@ class RunLogger:
                 if isinstance(v, int | float) and not isinstance(v, bool) and k != "step":
                     self.tb.add_scalar(f"{prefix}/{k}", v, int(record.get("step", 0)))
             self.tb.flush()
+        if self.mlflow is not None:
+            self.mlflow.log(_clean(record))
 
     def write_csv(self, history: list[dict]) -> None:
         """Rewrite ``epochs.csv`` from the epoch records (columns: every scalar key seen)."""
@@ -128,6 +139,18 @@ class RunLogger:
         if self.tb is not None:
             self.tb.close()
             self.tb = None
+
+    def finish(self, status: str = "FINISHED") -> None:
+        """The run's files are written: MLflow gets them and the run ends (``status``
+        FINISHED, or KILLED for a stopped run; FAILED from :meth:`fail`)."""
+        if self.mlflow is not None:
+            mlflow, self.mlflow = self.mlflow, None
+            mlflow.finish(status)
+
+    def fail(self) -> None:
+        if self.mlflow is not None:
+            mlflow, self.mlflow = self.mlflow, None
+            mlflow.fail()
 
 
 class EpochProgress:

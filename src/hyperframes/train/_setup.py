@@ -39,6 +39,9 @@ RESUMABLE_CHANGES = (
     "data.allow_leakage",
     "train.epochs",
     "train.eval_every",
+    "train.loggers",  # where the logs go, not what is trained
+    "train.mlflow_uri",
+    "train.mlflow_experiment",
     "train.save_every",
     "train.log_every",
     "train.device",

@@ -353,6 +353,8 @@ class _Run:
             resume_step=int(self.ckpt["step"]) if self.ckpt is not None else None,
             resume_records=_log_records(self.ckpt),
             history=self.history,
+            tensorboard="tensorboard" in cfg.train.loggers,
+            mlflow=_mlflow_options(cfg) if "mlflow" in cfg.train.loggers else None,
         )
         if resized is not None:
             self.logger.log(resized)
@@ -763,7 +765,12 @@ class _Run:
         if self.complete:
             return self._already_complete()
         with self.stops:
-            summary = self._train()
+            try:
+                summary = self._train()
+            except BaseException:
+                if getattr(self, "logger", None) is not None:
+                    self.logger.fail()  # an MLflow run ends FAILED, not left RUNNING
+                raise
         if self.signum:
             raise self._interrupted()
         return summary
@@ -863,6 +870,7 @@ class _Run:
                 )
             text = json.dumps(_clean(summary), indent=1, default=float)
             (self.run_dir / "summary.json").write_text(text + "\n")
+            self.logger.finish("KILLED" if stopped else "FINISHED")
         if self.signum and d.active and d.main:
             # said here, before the ranks part: torchrun stops the other workers (this one
             # included) as soon as one exits
@@ -874,6 +882,12 @@ class _Run:
             )
         barrier(d)
         return summary
+
+
+def _mlflow_options(cfg: Config) -> dict:
+    """The MLflow logger's options (:mod:`~hyperframes.train._mlflow`) from ``cfg.train``."""
+    t = cfg.train
+    return {"uri": t.mlflow_uri, "experiment": t.mlflow_experiment, "params": cfg.to_dict()}
 
 
 def _log_records(ck: dict | None) -> int | None:
