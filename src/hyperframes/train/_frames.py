@@ -23,16 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 from .._core._errors import ConfigError
-from .._core._layouts import PAD_LEAKS
 from .._core._limits import MAX_FRAMES
 
-__all__ = ["PAD_REFUSED", "draw_frames", "narrow_batch", "pad_refusal", "split_frame_list"]
-
-#: layouts whose models ignore the mask, and why short="pad" leaks into them
-PAD_REFUSED = PAD_LEAKS
+__all__ = ["draw_frames", "narrow_batch", "pad_refusal", "split_frame_list"]
 
 
 def split_frame_list(raw: Any) -> Any:
@@ -93,8 +87,10 @@ def check_frame_choices(cfg: Any, spec: Any) -> None:
 
 def pad_refusal(cfg: Any, spec: Any) -> None:
     """:class:`ConfigError` when a sampler pads short videos (``short: pad``) for a model
-    that ignores the mask (:data:`PAD_REFUSED`)."""
-    reason = PAD_REFUSED.get(spec.layout)
+    that ignores the mask (:data:`~hyperframes._core._layouts.PAD_LEAKS`)."""
+    from .._core._layouts import PAD_LEAKS  # imports torch: not before a config is refused
+
+    reason = PAD_LEAKS.get(spec.layout)
     if reason is None:
         return
     for key in ("sampler_options", "val_sampler_options"):
@@ -110,6 +106,8 @@ def pad_refusal(cfg: Any, spec: Any) -> None:
 def draw_frames(choices: list[int], seed: int, epoch: int, batch: int) -> tuple[int, float]:
     """(T, offset fraction in [0, 1)) of training batch ``batch`` of ``epoch``: a function of
     where training stands only (not of workers, processes or resuming)."""
+    import numpy as np
+
     seq = np.random.SeedSequence([seed, epoch, batch], spawn_key=(11,))
     rng = np.random.default_rng(seq)
     return int(choices[int(rng.integers(len(choices)))]), float(rng.random())
