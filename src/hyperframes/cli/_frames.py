@@ -15,8 +15,8 @@ def frames_option(p) -> None:
         default=None,
         metavar="T",
         help="windows of T frames instead of the model's (CNN+LSTM, TSN, 3D CNNs, transformers "
-        "take any T; channel and TSM models refuse it, saying why); BatchNorm models do best "
-        "after `hyperframes recalibrate` at that T",
+        "take any T; channel and TSM models refuse it, saying why); `hyperframes "
+        "recalibrate` re-estimates a BatchNorm model's statistics at that T",
     )
 
 
