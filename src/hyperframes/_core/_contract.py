@@ -26,6 +26,12 @@ cannot disagree. From a source frame to the model, in order:
    the windows had (``"homography"``/``"flow"``). These come from a store's tracks: eval and
    training prepare them; a raw video cannot (the predictor refuses such a contract).
 
+Two records travel with it, neither changing how input is prepared: ``decoder`` (the decoder
+and version that built the store, which ``predict`` decodes with by default) and
+``calibration`` (set by ``hyperframes recalibrate``: the model was trained at
+``trained_frames`` and its BatchNorm statistics re-estimated at ``frames``);
+:mod:`~hyperframes._core._contract_extra` checks them.
+
 Steps 3-5 are :meth:`InputContract.prepare`, the one function every path calls on a uint8
 batch (B, T, C, H, W). Geometry is idempotent (a frame already s x s is left as it is), so
 eval datasets and the predictor may apply step 3 earlier, per window or per frame (to batch
