@@ -4,6 +4,8 @@ reason where it does not), and short="pad" refused for the models that ignore th
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -21,15 +23,22 @@ from hyperframes.train import (
     recalibrate,
     run_training,
 )
+from hyperframes.train._checkpoint import save_checkpoint
 from hyperframes.train._frames import draw_frames, narrow_batch
 
 CLASSES = ("left", "right", "up")
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory):
+def videos(tmp_path_factory):
     root = tmp_path_factory.mktemp("vt") / "motion"
     make_motion_dataset(root, classes=CLASSES, videos_per_class=3, frames=16, size=32, seed=3)
+    return root
+
+
+@pytest.fixture(scope="module")
+def store(videos, tmp_path_factory):
+    root = videos
     out = tmp_path_factory.mktemp("vt") / "store"
     build_store(root, out, BuildOptions(size="none"), progress=False)
     return out
@@ -165,6 +174,33 @@ def test_other_t_taken_or_refused_with_the_reason():
         Predictor(tsm, InputContract(frames=4, layout="temporal", size=None))
     lstm = M.create("cnn_lstm", num_classes=3, frames=8)
     assert Predictor(lstm, InputContract(frames=4, layout="temporal", size=None)).frames == 4
+
+
+def _checkpoint(path, name: str, frames: int = 8):
+    torch.manual_seed(0)
+    model = M.create(name, num_classes=3, frames=frames)
+    config = {"data": {"frames": frames}, "model": {"name": name, "num_classes": 3}}
+    state = {"model": model.state_dict(), "config": config, "classes": list(CLASSES)}
+    save_checkpoint(path, {**state, "input": {"size": "32"}, "task": "classification"})
+    return path
+
+
+def test_predict_frames_on_the_command_line(videos, tmp_path, capfd):
+    video = next(videos.rglob("*.mp4"))
+    lstm = _checkpoint(tmp_path / "lstm.pt", "cnn_lstm")
+    out = tmp_path / "p"
+    argv = ["predict", str(lstm), str(video), "--out", str(out), "--quiet", "--stride", "4"]
+    assert main([*argv, "--frames", "4"]) == 0
+    meta = json.loads((out / "timeline.json").read_text())
+    assert meta["meta"]["frames_per_window"] == 4
+    assert all(len(w["source_frames"]) == 4 for w in meta["windows"])
+    capfd.readouterr()
+    channel = _checkpoint(tmp_path / "channel.pt", "channel_resnet18")
+    argv = ["predict", str(channel), str(video), "--out", str(tmp_path / "q"), "--quiet"]
+    assert main([*argv, "--frames", "4"]) != 0
+    err = capfd.readouterr().err
+    assert "--frames 4: model 'channel_resnet18' takes only T=8 frames (its first conv" in err
+    assert not (tmp_path / "q").exists()
 
 
 def test_padding_refused_where_the_mask_is_ignored(store):
