@@ -93,7 +93,6 @@ def recalibrate(
         raw = {**raw, "data": {**raw["data"], "store": str(store)}}
     cfg = config_from_dict(raw)
     dev = resolve_device(device)
-    base = ck.get("contract")
     model, contract = rebuild_model(ck, device=dev, frames=frames)
     layers = _norm_layers(model)
     if not layers:
@@ -103,8 +102,7 @@ def recalibrate(
             f"normalisation uses each clip's own statistics); evaluate it at T={frames} with "
             "--frames"
         )
-    trained = contract.calibration["trained_frames"] if contract.calibration else None
-    trained = trained or int((base or {}).get("frames", cfg.data.frames))
+    trained = int(getattr(model, "frames", frames))  # the T it was built and trained for
     cfg.data.frames, cfg.data.frame_choices = frames, None
     st = open_store(cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit)
     ids, _ = resolve_split(st, split or cfg.data.train_split, cfg.data, role="train")
