@@ -90,6 +90,7 @@ def test_a_few_legitimate_aliases_still_load(tmp_path):
         "  val_sampler_options: {<<: *opts, clips: 2}\n"
         "  mean: &m [0.5, 0.5, 0.5]\n"
         "  std: [0.25, 0.25, 0.25]\n"
+        "model: {name: tsn_resnet18}\n"  # reads the mask: short pad allowed
     )
     raw = read_yaml(path)
     raw.pop("opts")

@@ -26,6 +26,12 @@ cannot disagree. From a source frame to the model, in order:
    the windows had (``"homography"``/``"flow"``). These come from a store's tracks: eval and
    training prepare them; a raw video cannot (the predictor refuses such a contract).
 
+Two records travel with it, neither changing how input is prepared: ``decoder`` (the decoder
+and version that built the store, which ``predict`` decodes with by default) and
+``calibration`` (set by ``hyperframes recalibrate``: the model was trained at
+``trained_frames`` and its BatchNorm statistics re-estimated at ``frames``);
+:mod:`~hyperframes._core._contract_extra` checks them.
+
 Steps 3-5 are :meth:`InputContract.prepare`, the one function every path calls on a uint8
 batch (B, T, C, H, W). Geometry is idempotent (a frame already s x s is left as it is), so
 eval datasets and the predictor may apply step 3 earlier, per window or per frame (to batch
@@ -83,10 +89,12 @@ _FIELDS = (
     "flow",
     "audio",
     "register",
+    "decoder",
+    "calibration",
 )
 #: fields written by ``to_dict`` only when they differ from their default (older readers and
 #: checkpoints without them stay readable)
-_OPTIONAL = {"flow": False, "audio": None, "register": None}
+_OPTIONAL = {"flow": False, "audio": None, "register": None, "decoder": None, "calibration": None}
 REGISTER_MODES = ("homography", "flow")
 _AUDIO_KEYS = ("n_mels", "window_ms", "columns_per_frame")
 
@@ -148,6 +156,10 @@ class InputContract:
     flow: bool = False
     audio: dict | None = None
     register: str | None = None
+    #: the decoder that built the store, ``{"name", "version"}`` (None: not recorded)
+    decoder: dict | None = None
+    #: set by ``hyperframes recalibrate``: ``{"frames", "trained_frames", "store", "clips"}``
+    calibration: dict | None = None
     source: str = dataclasses.field(default="defaults", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -197,6 +209,10 @@ class InputContract:
             )
         object.__setattr__(self, "classes", tuple(classes))
         self._check_tracks()
+        from ._contract_extra import check_calibration, check_decoder
+
+        object.__setattr__(self, "decoder", check_decoder(self.decoder))
+        object.__setattr__(self, "calibration", check_calibration(self.calibration))
 
     def _check_tracks(self) -> None:
         if not isinstance(self.flow, bool):
@@ -249,8 +265,9 @@ class InputContract:
             if k not in _OPTIONAL or getattr(self, k) != _OPTIONAL[k]
         }
         d.update(mean=list(self.mean), std=list(self.std), classes=list(self.classes))
-        if self.audio is not None:
-            d["audio"] = dict(self.audio)
+        for k in ("audio", "decoder", "calibration"):
+            if getattr(self, k) is not None:
+                d[k] = dict(getattr(self, k))
         return {"version": VERSION, **d}
 
     @classmethod
@@ -591,6 +608,10 @@ def _manifest(store: Any) -> dict:
     return dict(manifest) if isinstance(manifest, Mapping) else {}
 
 
+def _manifest_or_none(store: Any, data: Any) -> dict:
+    return _manifest(store if store is not None else data.store)
+
+
 def _store_entry(manifest: Mapping) -> tuple[dict, dict]:
     build = manifest.get("build")
     norm = manifest.get("normalize")
@@ -606,13 +627,16 @@ def _from_config(cfg: Any, store: Any) -> InputContract:
     d = cfg.data
     spec = get_spec(cfg.model.name)
     where = getattr(store, "path", store) if store is not None else d.store
-    build, norm = _store_entry(_manifest(store if store is not None else d.store))
+    manifest = _manifest_or_none(store, d)
+    build, norm = _store_entry(manifest)
     mean, std, dtype = d.mean, d.std, "uint8"
     if build.get("dtype") == "float16":  # frames normalised at build time, with its mean/std
         dtype = "float16"
         mean, std = norm.get("mean", mean), norm.get("std", std)
+    from ._contract_extra import decoder_of
+
     return _make(
-        tracks=_tracks_of(cfg, spec),
+        tracks={**_tracks_of(cfg, spec), "decoder": decoder_of(manifest)},
         frames=d.frames,
         layout=spec.layout if d.layout == "auto" else d.layout,
         task=spec.task,

@@ -35,6 +35,7 @@ from ._errors import ConfigError, DataError
 
 __all__ = [
     "LAYOUTS",
+    "PAD_LEAKS",
     "KeyframeWindow",
     "expand_channel_stats",
     "from_layout",
@@ -43,6 +44,13 @@ __all__ = [
 ]
 
 LAYOUTS = ("temporal", "channel", "conv3d", "keyframe")
+#: layouts whose models ignore the (B, T) mask of padded windows, and why ``short="pad"``
+#: leaks the repeated frames into them (seed 001 section 6.3): refused for them
+PAD_LEAKS = {
+    "conv3d": "a 3D CNN convolves the repeated frames into its features and ignores the mask",
+    "channel": "a channel model stacks the repeated frames into its first convolution and "
+    "ignores the mask",
+}
 
 
 class KeyframeWindow(NamedTuple):

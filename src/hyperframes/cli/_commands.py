@@ -197,6 +197,8 @@ def predict(args) -> int:
         device=args.device,
         reuse=False if args.no_reuse else "auto",
         progress=not args.quiet,
+        frames=args.frames,
+        decoder=args.decoder,
     )
     print(report.summary())
     return EXIT_OK
@@ -265,7 +267,25 @@ def evaluate(args) -> int:
         device=args.device,
         out=args.out,
         classes_by_index=args.classes_by_index,
+        frames=args.frames,
     )
+    return EXIT_OK
+
+
+def recalibrate(args) -> int:
+    from ..train import recalibrate as recalibrate_checkpoint
+
+    report = recalibrate_checkpoint(
+        args.checkpoint,
+        args.store,
+        frames=args.frames,
+        split=args.split,
+        batches=args.batches,
+        batch_size=args.batch_size,
+        device=args.device,
+        out=args.out,
+    )
+    print(report.summary())
     return EXIT_OK
 
 

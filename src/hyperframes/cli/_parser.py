@@ -17,6 +17,7 @@ from .._core._sizes import (
 )
 from .._version import __version__
 from ._choices import CODECS, DECODERS, INPUT_FORMATS
+from ._frames import add_recalibrate, frames_option
 
 COMPRESSIONS = ["lzf", "blosc", "gzip", "none"]
 
@@ -34,6 +35,7 @@ EXAMPLES = {
     "train": "hyperframes train configs/channel_r18.yaml --set train.lr=0.02 --out runs/r18",
     "eval": "hyperframes eval runs/r18/best.pt --store STORE --split val --clips 10 --crops 3",
     "demo": "hyperframes demo --out demo_out --quick",
+    "recalibrate": "hyperframes recalibrate runs/r2p1d --store STORE --frames 8",
 }
 
 
@@ -317,6 +319,13 @@ def _predict_options(pr) -> None:
         help="where the model runs; auto picks cuda when present (default cpu)",
     )
     pr.add_argument("--no-reuse", action="store_true", help="rerun every window in full")
+    frames_option(pr)
+    pr.add_argument(
+        "--decoder",
+        default=None,
+        help="decoder of the video (default: the one that built the model's store, as the "
+        "checkpoint records; another one warns: its pixels differ)",
+    )
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -386,6 +395,7 @@ def _eval_options(e) -> None:
         help="metrics JSON to write (default RUN_DIR/eval/<store>/<split>/metrics.json); the "
         "per-video CSV (path, label, prediction, score) goes beside it",
     )
+    frames_option(e)
     e.add_argument(
         "--classes-by-index",
         action="store_true",
@@ -503,6 +513,8 @@ def build_parser() -> argparse.ArgumentParser:
     e = _command(sub, "eval", "evaluate a checkpoint (multi-clip, multi-crop)")
     _eval_options(e)
     e.set_defaults(func=run.evaluate)
+
+    add_recalibrate(sub, _command, run.recalibrate)
 
     d = _command(sub, "demo", "the end-to-end showcase on synthetic data")
     d.add_argument("--out", default="demo_out", help="output folder (default demo_out)")

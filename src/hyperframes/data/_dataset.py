@@ -12,7 +12,7 @@ import torch
 
 from .._core._contract import model_frames
 from .._core._errors import ConfigError, DataError
-from .._core._layouts import list_layouts
+from .._core._layouts import PAD_LEAKS, list_layouts
 from ..sampling import PerFrame, Plan, VideoTable, change_score, create_sampler
 from ._buffers import BatchBuffers
 from ._pipeline import (
@@ -181,6 +181,12 @@ class HyperframeDataset(torch.utils.data.Dataset):
             raise ConfigError("sampler_options apply to a sampler given by name only")
         if sampler.frames != frames:
             raise ConfigError(f"the sampler plans {sampler.frames} frames but frames={frames}")
+        if layout in PAD_LEAKS and getattr(sampler, "short", None) == "pad":
+            raise ConfigError(
+                f"short='pad' with layout {layout!r}: {PAD_LEAKS[layout]}, so the model would "
+                "learn from the padding; allowed: short='error' or 'drop' (or the temporal "
+                "layout, whose models read the mask)"
+            )
         if clips_per_video != 1:  # that many windows of each of the sampler's items
             sampler = sampler.with_clips_per_video(clips_per_video)
         self.sampler = sampler

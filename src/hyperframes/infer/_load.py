@@ -76,18 +76,21 @@ def load_inference_model(
     size: Any = None,
     fps: Any = None,
     device: str | torch.device = "cpu",
+    frames: int | None = None,
 ) -> InferenceModel:
     """Rebuild the checkpoint's model (eval mode, on ``device``; ``"auto"``: CUDA when there is
     a GPU) and its input contract.
 
-    ``size`` / ``fps`` override the frame size and rate (module doc); errors are
+    ``size`` / ``fps`` override the frame size and rate (module doc); ``frames`` the window's
+    T, for models that take any T (a :class:`ConfigError` with the reason for the others,
+    whose layers are built for their T); errors are
     :class:`InputError` (not a checkpoint, weights that do not fit) or :class:`ConfigError`.
     """
     from .. import models
 
     device = resolve_device(device)
     state = load_checkpoint(checkpoint)
-    model, contract = rebuild_model(state, device=device, size=size, fps=fps)
+    model, contract = rebuild_model(state, device=device, size=size, fps=fps, frames=frames)
     name = getattr(model, "registry_name", None) or type(model).__name__
     task = state.get("task") or models.get_spec(name).task
     notes = []

@@ -117,6 +117,11 @@ class Predictor:
                 "Build a store of the videos (hyperframes build --audio/--flow) and evaluate "
                 "there (hyperframes eval)"
             )
+        from ..models._base import other_frames_refusal
+
+        why = other_frames_refusal(model, contract.frames)
+        if why is not None:
+            raise ConfigError(f"contract frames={contract.frames}: {why}")
         self.model = model.eval()
         if device is not None:
             self.model.to(device)
@@ -168,10 +173,12 @@ class Predictor:
         size: Any = None,
         fps: Any = None,
         device: str | torch.device = "cpu",
+        frames: int | None = None,
         **options: Any,
     ) -> Predictor:
-        """A predictor for a ``hyperframes train`` checkpoint (``size``/``fps``: see _load)."""
-        loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device)
+        """A predictor for a ``hyperframes train`` checkpoint (``size``/``fps``/``frames``:
+        see :func:`~hyperframes.infer.load_inference_model`)."""
+        loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device, frames=frames)
         p = cls(
             loaded.model,
             loaded.contract,

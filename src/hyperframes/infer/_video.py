@@ -95,32 +95,39 @@ def predict_video(
     size: Any = None,
     fps: Any = None,
     device: str = "cpu",
-    decoder: str = "pyav",
+    decoder: str | None = None,
     top_k: int = 3,
     progress: bool = False,
+    frames: int | None = None,
 ) -> PredictReport:
     """Predict over ``video`` with a checkpoint; write ``timeline.csv/.json/.png`` (and
     ``annotated.mp4`` with ``annotate``) into ``out`` (default ``<video stem>_predict``).
 
-    ``size``/``fps`` override the checkpoint's frame size / rate (see ``_load``); ``device``
-    ``"auto"`` picks CUDA when available; ``progress`` shows a bar on stderr.
+    ``size``/``fps`` override the checkpoint's frame size / rate (see ``_load``), ``frames``
+    its T (models that take any T); ``decoder`` (None: the one that built the model's store,
+    as its contract records, else pyav; another one is used with a warning: its pixels
+    differ); ``device`` ``"auto"`` picks CUDA when available; ``progress`` shows a bar on
+    stderr.
     """
     check_options(stride, ema, batch_size)
     device = resolve_device(device)
     from ..decode import create_decoder
 
     video = Path(video)
-    info = create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
     predictor = Predictor.from_checkpoint(
         checkpoint,
         size=size,
         fps=fps,
         device=device,
+        frames=frames,
         stride=stride,
         ema=ema,
         batch_size=batch_size,
         reuse=reuse,
     )
+    decoder, said = choose_decoder(predictor.contract.decoder, decoder)
+    predictor.notes += said
+    info = create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
     out = Path(out) if out is not None else Path(f"{video.stem}_predict")
     contract = predictor.contract
     meta = {
@@ -134,6 +141,7 @@ def predict_video(
         "ema": ema,
         "reuse": predictor.reuse,
         "contract": contract.to_dict(),
+        "decoder": decoder,
         "input_size": list(contract.input_size(info.height, info.width)),
         "video_fps": info.fps,
     }
@@ -200,6 +208,43 @@ def predict_video(
         notes=list(predictor.notes),
         top=_top(predictor.classes, prob_sum / max(writer.count, 1), top_k),
     )
+
+
+def choose_decoder(recorded: dict | None, asked: str | None) -> tuple[str, list[str]]:
+    """(the decoder predict uses, notes): ``asked`` if given (a warning on stderr when it is
+    not the ``recorded`` one, the decoder that built the model's store), else the recorded
+    one, else pyav. A version other than the recorded one is said too."""
+    import sys
+
+    from ..decode import create_decoder
+
+    notes: list[str] = []
+    name = asked or (recorded["name"] if recorded else "pyav")
+    if recorded is None:
+        if asked is None:
+            notes.append("the checkpoint does not record its store's decoder: decoding with pyav")
+        return name, notes
+    want = f"{recorded['name']} {recorded['version']}"
+    if name != recorded["name"]:
+        msg = (
+            f"decoder {name} differs from the one that built the model's store ({want}); "
+            "pixels differ between decoders and accuracy with them (leave --decoder out to "
+            "use the recorded one)"
+        )
+        print(f"hyperframes predict: warning: {msg}", file=sys.stderr, flush=True)
+        return name, [msg]
+    try:
+        version = create_decoder(name).version()
+    except Exception as e:  # the recorded decoder is not installed here
+        raise InputError(
+            f"the model's store was built by {want}, which cannot be used here ({e}); install "
+            "it, or choose another with --decoder (pixels differ between decoders)"
+        ) from None
+    if version != recorded["version"]:
+        msg = f"decoder {name} {version} here, {want} built the model's store"
+        print(f"hyperframes predict: warning: {msg}", file=sys.stderr, flush=True)
+        notes.append(msg)
+    return name, notes
 
 
 def _top(classes: list[str], probs, k: int) -> list[tuple[str, float]]:

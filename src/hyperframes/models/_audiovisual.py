@@ -78,6 +78,7 @@ class AudioVisualFusion(VideoModel):
     """A torchvision 2D classifier over T frames of ``[C video channels, 1 log-mel plane]``."""
 
     layout = "channel"
+    fixed_frames = "its first convolution reads T frames of video and log-mel planes"
 
     def __init__(
         self,

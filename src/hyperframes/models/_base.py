@@ -85,7 +85,8 @@ class VideoModel(nn.Module):
 
     Subclasses set ``layout`` (one of :data:`LAYOUTS`) and ``task`` and implement
     ``forward(x, mask=None)``; ``mask`` is a (B, T) bool tensor of valid frames, used where
-    ``uses_mask`` is true and ignored otherwise.
+    ``uses_mask`` is true and ignored otherwise. ``fixed_frames`` says why the model takes
+    only the T it was built for (empty: it takes any T, :func:`other_frames_refusal`).
 
     Pretrained weights are mapped by :meth:`map_pretrained`, driven by these attributes:
     ``pretrained_prefix`` (put before keys of a plain 2D/3D state dict),
@@ -99,6 +100,7 @@ class VideoModel(nn.Module):
     layout: str = "temporal"
     task: str = "classification"
     uses_mask: bool = False
+    fixed_frames: str = ""
     pretrained_prefix: str = ""
     pretrained_rename: tuple[tuple[str, str], ...] = ()
     pretrained_drop: tuple[str, ...] = ()
@@ -183,6 +185,26 @@ class VideoModel(nn.Module):
             inflate=self.pretrained_inflate,
             frames=self.frames,
         )
+
+
+def other_frames_refusal(model: nn.Module, frames: int) -> str | None:
+    """Why ``model`` cannot take windows of ``frames`` frames instead of the T it was built
+    for, or None when it can (CNN+LSTM, TSN, the 3D CNNs, the transformers (their temporal
+    embedding interpolated), the keyframe model)."""
+    built = getattr(model, "frames", frames)
+    if frames == built:
+        return None
+    reason = getattr(model, "fixed_frames", "")
+    if not isinstance(model, VideoModel):
+        reason = "it is not a hyperframes VideoModel, which would say whether it takes any T"
+    if not reason:
+        return None
+    who = getattr(model, "registry_name", None) or type(model).__name__
+    return (
+        f"model {who!r} takes only T={built} frames ({reason}); T={frames} needs a model "
+        "that takes any T (cnn_lstm, tsn_*, r2plus1d_tiny and the other 3D CNNs, "
+        f"video_vit_tiny, timesformer_tiny) or one trained at T={frames}"
+    )
 
 
 def _check_int(name: str, value: Any) -> None:

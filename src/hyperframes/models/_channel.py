@@ -86,6 +86,7 @@ class ChannelFusion(VideoModel):
     """A 2D classifier whose first conv takes ``in_channels * frames + extra_channels``."""
 
     layout = "channel"
+    fixed_frames = "its first convolution reads the T frames stacked as C*T input channels"
 
     def __init__(
         self,

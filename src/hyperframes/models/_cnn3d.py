@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from .._core._errors import ConfigError, DataError
 from ._base import VideoModel, _check_int, _shape
+from ._norm import check_norm, norm_layer
 from ._registry import register_model
 
 __all__ = ["R2Plus1DTiny", "TorchvisionVideo"]
@@ -82,29 +83,29 @@ class TorchvisionVideo(_Conv3dModel):
 class _Conv2Plus1D(nn.Sequential):
     """A 3x3x3 conv factorised into a 1x3x3 spatial and a 3x1x1 temporal conv."""
 
-    def __init__(self, cin: int, cout: int, stride: tuple[int, int]) -> None:
+    def __init__(self, cin: int, cout: int, stride: tuple[int, int], norm: str = "batch") -> None:
         st, ss = stride
         super().__init__(
             nn.Conv3d(cin, cout, (1, 3, 3), (1, ss, ss), (0, 1, 1), bias=False),
-            nn.BatchNorm3d(cout),
+            norm_layer(norm, cout, 3),
             nn.ReLU(inplace=True),
             nn.Conv3d(cout, cout, (3, 1, 1), (st, 1, 1), (1, 0, 0), bias=False),
         )
 
 
 class _Block(nn.Module):
-    def __init__(self, cin: int, cout: int, stride: tuple[int, int]) -> None:
+    def __init__(self, cin: int, cout: int, stride: tuple[int, int], norm: str = "batch") -> None:
         super().__init__()
-        self.conv1 = _Conv2Plus1D(cin, cout, stride)
-        self.bn1 = nn.BatchNorm3d(cout)
-        self.conv2 = _Conv2Plus1D(cout, cout, (1, 1))
-        self.bn2 = nn.BatchNorm3d(cout)
+        self.conv1 = _Conv2Plus1D(cin, cout, stride, norm)
+        self.bn1 = norm_layer(norm, cout, 3)
+        self.conv2 = _Conv2Plus1D(cout, cout, (1, 1), norm)
+        self.bn2 = norm_layer(norm, cout, 3)
         self.relu = nn.ReLU(inplace=True)
         self.down = None
         if cin != cout or stride != (1, 1):
             st, ss = stride
             self.down = nn.Sequential(
-                nn.Conv3d(cin, cout, 1, (st, ss, ss), bias=False), nn.BatchNorm3d(cout)
+                nn.Conv3d(cin, cout, 1, (st, ss, ss), bias=False), norm_layer(norm, cout, 3)
             )
 
     def forward(self, x: Tensor) -> Tensor:
@@ -123,19 +124,21 @@ class R2Plus1DTiny(_Conv3dModel):
         base_width: int = 8,
         dropout: float = 0.0,
         checkpointing: bool = False,
+        norm: str = "batch",
     ) -> None:
         super().__init__(num_classes, frames, 3, checkpointing)
         _check_int("base_width", base_width)
+        norm = check_norm(norm)
         w = base_width
         self.stem = nn.Sequential(
-            _Conv2Plus1D(3, w, (1, 2)), nn.BatchNorm3d(w), nn.ReLU(inplace=True)
+            _Conv2Plus1D(3, w, (1, 2), norm), norm_layer(norm, w, 3), nn.ReLU(inplace=True)
         )
         widths = (w, 2 * w, 4 * w, 8 * w)
         strides = ((1, 1), (1, 2), (2, 2), (2, 2))  # (temporal, spatial)
         cin = w
         stages = []
         for cout, stride in zip(widths, strides):
-            stages.append(_Block(cin, cout, stride))
+            stages.append(_Block(cin, cout, stride, norm))
             cin = cout
         self.stages = nn.ModuleList(stages)
         self.pool = nn.AdaptiveAvgPool3d(1)
@@ -171,6 +174,7 @@ def r2plus1d_tiny(
     base_width: int = 8,
     dropout: float = 0.0,
     checkpointing: bool = False,
+    norm: str = "batch",
 ) -> R2Plus1DTiny:
-    """3D CNN: a small (2+1)D ResNet sized for CPU demos (option base_width)."""
-    return R2Plus1DTiny(num_classes, frames, base_width, dropout, checkpointing)
+    """3D CNN: a small (2+1)D ResNet sized for CPU demos (options base_width, norm)."""
+    return R2Plus1DTiny(num_classes, frames, base_width, dropout, checkpointing, norm)

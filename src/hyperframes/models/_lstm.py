@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from .._core._errors import ConfigError
 from ._backbones import BACKBONES_2D, Backbone2D, backbone_pretrained_map
 from ._base import VideoModel, _check_int, check_mask
+from ._norm import check_norm, norm_layer
 from ._registry import register_model
 
 __all__ = ["CNNLSTM", "SmallEncoder"]
@@ -24,16 +25,17 @@ LSTMState = tuple[Tensor, Tensor]
 class SmallEncoder(nn.Module):
     """Four stride-2 conv-BN-ReLU stages of widths w, 2w, 4w, 8w, then a global pool."""
 
-    def __init__(self, base_width: int = 16, in_channels: int = 3) -> None:
+    def __init__(self, base_width: int = 16, in_channels: int = 3, norm: str = "batch") -> None:
         super().__init__()
         _check_int("base_width", base_width)
+        norm = check_norm(norm)
         layers: list[nn.Module] = []
         cin = in_channels
         for i in range(4):
             cout = base_width * 2**i
             layers += [
                 nn.Conv2d(cin, cout, 3, stride=2, padding=1, bias=False),
-                nn.BatchNorm2d(cout),
+                norm_layer(norm, cout, 2),
                 nn.ReLU(inplace=True),
             ]
             cin = cout
@@ -60,12 +62,18 @@ class CNNLSTM(VideoModel):
         num_layers: int = 1,
         dropout: float = 0.0,
         checkpointing: bool = False,
+        norm: str = "batch",
     ) -> None:
         super().__init__(num_classes, frames, 3, checkpointing)
         _check_int("hidden_size", hidden_size)
         _check_int("num_layers", num_layers)
+        if encoder != "small" and norm != "batch":
+            raise ConfigError(
+                f"norm {norm!r}: the {encoder} encoder keeps its BatchNorm (its pretrained "
+                "weights); allowed: batch (norm group/layer: the small encoder, cnn_lstm)"
+            )
         if encoder == "small":
-            self.encoder: nn.Module = SmallEncoder(base_width)
+            self.encoder: nn.Module = SmallEncoder(base_width, norm=norm)
         elif encoder in BACKBONES_2D:
             self.encoder = Backbone2D(encoder)
             for k, v in backbone_pretrained_map(encoder, "encoder.", head=None).items():
@@ -122,6 +130,7 @@ def cnn_lstm(
     num_layers: int = 1,
     dropout: float = 0.0,
     checkpointing: bool = False,
+    norm: str = "batch",
 ) -> CNNLSTM:
     """CNN + LSTM: a small 4-stage conv encoder per frame, LSTM over time (any T)."""
     return CNNLSTM(
@@ -133,6 +142,7 @@ def cnn_lstm(
         num_layers=num_layers,
         dropout=dropout,
         checkpointing=checkpointing,
+        norm=norm,
     )
 
 

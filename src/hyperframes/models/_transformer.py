@@ -82,8 +82,9 @@ class _Block(nn.Module):
 class VideoTransformer(VideoModel):
     """Patch embedding, spatial + temporal position embeddings, joint or divided attention.
 
-    ``frames`` is the most frames the temporal embedding covers; shorter clips use its first
-    T entries. The spatial embedding is learned for ``image_size`` and resized (bilinear)
+    ``frames`` is the T the temporal embedding is learned for; clips of another T use it
+    resized along time (linear, its first and last entries kept: the window's start and end).
+    The spatial embedding is learned for ``image_size`` and resized (bilinear)
     for other frame sizes.
     """
 
@@ -141,14 +142,20 @@ class VideoTransformer(VideoModel):
         grid = F.interpolate(grid, size=(gh, gw), mode="bilinear", align_corners=False)
         return grid.permute(0, 2, 3, 1).reshape(1, 1, gh * gw, d)
 
+    def _time_embedding(self, t: int) -> Tensor:
+        pos = self.pos_time  # (1, frames, 1, D)
+        if t == self.frames:
+            return pos
+        line = pos[:, :, 0].transpose(1, 2)  # (1, D, frames)
+        if self.frames == 1:
+            return pos.expand(1, t, 1, pos.shape[-1])
+        line = F.interpolate(line, size=t, mode="linear", align_corners=True)
+        return line.transpose(1, 2).unsqueeze(2)
+
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """``x``: (B, T, C, H, W), T <= ``frames``; ``mask``: (B, T) bool, True = real frame."""
+        """``x``: (B, T, C, H, W), any T; ``mask``: (B, T) bool, True = real frame."""
         x = self._temporal(x)
         b, t, c, h, w = x.shape
-        if t > self.frames:
-            raise DataError(
-                f"{self._who()} has temporal embeddings for {self.frames} frames, got T={t}"
-            )
         p = self.patch_size
         if h % p or w % p:
             raise DataError(f"{self._who()}: frame size {h}x{w} is not a multiple of patch {p}")
@@ -156,7 +163,7 @@ class VideoTransformer(VideoModel):
         tokens = self.patch_embed(x.reshape(b * t, c, h, w))  # (B*T, D, gh, gw)
         gh, gw = tokens.shape[-2:]
         tokens = tokens.flatten(2).transpose(1, 2).reshape(b, t, gh * gw, -1)
-        tokens = tokens + self._space_embedding(gh, gw) + self.pos_time[:, :t]
+        tokens = tokens + self._space_embedding(gh, gw) + self._time_embedding(t)
         for block in self.blocks:
             tokens = self._ckpt(block, tokens, mask)
         pooled = masked_mean(tokens.mean(2), mask, dim=1)  # places, then valid frames

@@ -70,6 +70,7 @@ class TSM(VideoModel):
 
     layout = "temporal"
     uses_mask = True
+    fixed_frames = "its temporal shift is built for the T frames it was trained on"
 
     def __init__(
         self,

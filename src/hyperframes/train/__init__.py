@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         video_level,
     )
     from ._multilabel import MultilabelTask, average_precision, multilabel_metrics
+    from ._recalibrate import RecalibrateReport, recalibrate
     from ._schedule import lr_at, scaled_lr
     from ._segmentation import SegmentationDataset
     from ._setup import build_model
@@ -74,6 +75,7 @@ _LAZY = {
     "LeakageReport": "._leakage",
     "ModelConfig": "._config",
     "MultilabelTask": "._multilabel",
+    "RecalibrateReport": "._recalibrate",
     "SegmentationDataset": "._segmentation",
     "SegmentationTask": "._tasks",
     "Task": "._tasks",
@@ -101,6 +103,7 @@ _LAZY = {
     "per_class_scores": "._metrics",
     "precheck_config": "._config",
     "rebuild_model": "._checkpoint",
+    "recalibrate": "._recalibrate",
     "register_task": "._tasks",
     "run_training": "._trainer",
     "save_checkpoint": "._checkpoint",
@@ -121,6 +124,7 @@ __all__ = [
     "LeakageReport",
     "ModelConfig",
     "MultilabelTask",
+    "RecalibrateReport",
     "SegmentationDataset",
     "SegmentationTask",
     "Task",
@@ -148,6 +152,7 @@ __all__ = [
     "per_class_scores",
     "precheck_config",
     "rebuild_model",
+    "recalibrate",
     "register_task",
     "run_training",
     "save_checkpoint",

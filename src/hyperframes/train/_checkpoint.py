@@ -58,6 +58,7 @@ real build.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import pickle
@@ -346,6 +347,8 @@ def _model_entry(state: Mapping, contract: InputContract) -> tuple[str, int, dic
             f"checkpoint {path}: {len(classes)} class names for a model of {num_classes} classes"
         )
     options = {k: v for k, v in dict(mcfg.get("options") or {}).items() if k != "checkpointing"}
+    if mcfg.get("norm") is not None:  # model.norm
+        options["norm"] = mcfg["norm"]
     return name, int(num_classes), options, classes
 
 
@@ -357,8 +360,10 @@ def rebuild_model(
     :func:`~hyperframes._core._contract.resolve_contract`; the contract's classes are the model's).
     :class:`InputError` when the config does not build a model the weights fit."""
     from .. import models
+    from ._frames import at_frames, built_frames
 
     path = state.get("path", "")
+    frames = overrides.pop("frames", None)  # windows of another T (models that take any)
     try:
         contract = resolve_contract(state, **overrides)
     except ConfigError as e:
@@ -366,25 +371,24 @@ def rebuild_model(
             raise
         raise ConfigError(f"checkpoint {path}: {e}") from None
     name, num_classes, options, classes = _model_entry(state, contract)
-    options = {**contract.model_options(), **options}  # flow planes, log-mel size
+    built = built_frames(contract)
+    options = {**dataclasses.replace(contract, frames=built).model_options(), **options}
     weights = strip_wrappers(state["model"])
-    unfit = _shape_mismatch(name, num_classes, contract.frames, options, weights, path)
+    unfit = _shape_mismatch(name, num_classes, built, options, weights, path)
     if unfit:
         raise InputError(
             f"checkpoint {path}: the weights do not fit model {name!r} built from its config "
             f"({unfit}); the checkpoint is damaged or its config was edited"
         )
     try:
-        model = models.create(name, num_classes=num_classes, frames=contract.frames, **options)
+        model = models.create(name, num_classes=num_classes, frames=built, **options)
     except ConfigError as e:
         raise InputError(f"checkpoint {path}: its config does not build a model: {e}") from None
     load_weights(model, {"model": weights, "path": path})
     model.eval().to(device)
     if tuple(classes) != contract.classes:
-        import dataclasses
-
         contract = dataclasses.replace(contract, classes=tuple(classes))
-    return model, contract
+    return model, at_frames(model, contract, frames)
 
 
 def _shape_mismatch(

@@ -47,6 +47,7 @@ from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
 from .._core._errors import ConfigError
 from .._core._limits import MAX_CLASSES, MAX_FRAMES, MAX_SIDE
 from .._core._urls import is_url
+from ._frames import check_frame_choices, pad_refusal, split_frame_list
 
 __all__ = [
     "AugmentConfig",
@@ -125,6 +126,14 @@ class DataConfig:
     val_sampler: str = "uniform"
     val_sampler_options: dict = field(default_factory=lambda: {"clips": 1})
     frames: int = field(default=8, metadata=_m(min=1, max=MAX_FRAMES))
+    frame_choices: list[int] | None = field(
+        default=None,
+        metadata=_m(
+            min=1,
+            max=MAX_FRAMES,
+            help="set by data.frames: [8, 16]: the T each training batch draws from",
+        ),
+    )
     layout: str = field(
         default="auto", metadata=_m(choices=("auto", "temporal", "channel", "conv3d", "keyframe"))
     )
@@ -194,6 +203,13 @@ class ModelConfig:
     )
     pretrained: str | None = None
     options: dict = field(default_factory=dict)
+    norm: str | None = field(
+        default=None,
+        metadata=_m(
+            choices=("batch", "group", "layer"),
+            help="the CNN's normalisation (models with a norm option); null: the model's",
+        ),
+    )
 
 
 @dataclasses.dataclass
@@ -447,6 +463,7 @@ def _checked_sections(raw: dict) -> Config:
             "a config is a mapping with sections data, model, train (and eval), got " + _show(raw)
         )
     _check_values(raw)
+    raw = split_frame_list(raw)  # data.frames: [8, 16]
     top = {f.name for f in dataclasses.fields(Config)}
     for name in raw:
         if name not in top:
@@ -514,6 +531,7 @@ def check_config_values(
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{prefix or 'config'}: expected a mapping of sections, got {_show(raw)}")
     _check_values(raw)
+    raw = split_frame_list(raw)
     sections = {f.name: typing.get_type_hints(Config)[f.name] for f in dataclasses.fields(Config)}
     for name, cls in sections.items():
         if raw.get(name) is not None:
@@ -605,6 +623,16 @@ def _check_tracks(cfg: Config, spec) -> None:
             raise ConfigError(f"data.audio_options: {e}") from None
 
 
+def _check_norm(cfg: Config, spec) -> None:
+    if cfg.model.norm is not None and "norm" not in spec.options():
+        raise ConfigError(
+            f"model.norm: model {cfg.model.name!r} has no norm choice; the models with one: "
+            "r2plus1d_tiny, cnn_lstm (allowed for this model: null)"
+        )
+    if cfg.model.norm is not None and "norm" in cfg.model.options:
+        raise ConfigError("model.options.norm: give model.norm, not both")
+
+
 def _cross_checks(cfg: Config) -> None:
     from ..models import get_spec
     from ..sampling import create_sampler
@@ -647,6 +675,9 @@ def _cross_checks(cfg: Config) -> None:
     if cfg.train.task is not None:
         _check_task(cfg, spec)
     _check_tracks(cfg, spec)
+    _check_norm(cfg, spec)
+    pad_refusal(cfg, spec)
+    check_frame_choices(cfg, spec)
     seg = spec.task == "segmentation"
     if seg and (cfg.train.mixup or cfg.train.cutmix):
         raise ConfigError(

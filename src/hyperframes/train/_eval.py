@@ -265,11 +265,13 @@ def evaluate(
     out: str | Path | None = None,
     classes_by_index: bool = False,
     verbose: bool = True,
+    frames: int | None = None,
 ) -> dict:
     """Evaluate ``checkpoint`` (a file, or a run folder: its ``best.pt``, else ``last.pt``) on
     ``store`` (default: the run's store), split ``split`` (``None`` or ``"all"``: every
     video); metrics to ``out`` (default: per store and split, see the module doc). Classes
-    are matched by name (``classes_by_index``: by number; module doc). Returns the metrics
+    are matched by name (``classes_by_index``: by number; module doc); ``frames``: windows of
+    that T instead of the model's (models that take any T; others refuse it). Returns the metrics
     dict (``predictions_only``: the videos have no labels, so no metrics)."""
     from ..data import loader
     from ..store import open_store
@@ -290,7 +292,8 @@ def evaluate(
         allowed = " or ".join(map(str, task_kind.eval_crops))
         raise ConfigError(f"crops: {task} {how}; allowed: {allowed}, got {crops}")
     dev = resolve_device(device)
-    model, contract = rebuild_model(ck, device=dev)
+    model, contract = rebuild_model(ck, device=dev, frames=frames)
+    cfg.data.frames = contract.frames  # the windows eval reads (--frames, a recalibrated T)
     st = open_store(cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit)
     if split in (None, "all"):
         ids, _ = resolve_split(st, None, cfg.data, role="all")
@@ -326,6 +329,14 @@ def evaluate(
         notes.append(
             f"{unlabelled} of the {len(ids)} videos have no label: metrics over the "
             f"{len(ids) - unlabelled} labelled ones, predictions for all"
+        )
+    from .._core._contract_extra import decoder_of
+
+    store_decoder = decoder_of(getattr(st, "manifest", {}) or {})
+    if contract.decoder and store_decoder and store_decoder != contract.decoder:
+        notes.append(
+            f"the store was built by {_decoder_text(store_decoder)}, the model's store by "
+            f"{_decoder_text(contract.decoder)}: pixels differ between decoders"
         )
     rates = np.asarray(st.videos.fps, dtype=np.float64)[ids]
     note, resample = _rate_note(contract, rates, cfg.data.store, _segmented(cfg))
@@ -372,6 +383,9 @@ def evaluate(
         "task": task,
         "model": name,
         "frames": contract.frames,
+        "decoder": contract.decoder,
+        "store_decoder": store_decoder,
+        "calibration": contract.calibration,
         "videos": len(ids),
         "clips": clips,
         "crops": crops,
@@ -401,11 +415,20 @@ def evaluate(
     return result
 
 
+def _decoder_text(d: dict | None) -> str:
+    return f"{d['name']} {d['version']}" if d else "an unrecorded decoder"
+
+
 def format_metrics(r: dict) -> str:
     """The table ``hyperframes eval`` prints."""
     lines = [
         f"{r['model']} T={r['frames']} on {r['store']} split {r['split']}: {r['videos']} videos"
     ]
+    if "decoder" in r:
+        lines.append(
+            f"  decoder: model's store {_decoder_text(r['decoder'])}, this store "
+            f"{_decoder_text(r.get('store_decoder'))}"
+        )
     notes = [f"  note: {n}" for n in r.get("notes", ())]
     if r.get("predictions_only"):
         return "\n".join(

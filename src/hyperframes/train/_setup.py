@@ -85,6 +85,8 @@ def build_model(cfg: Config, num_classes: int, contract=None) -> nn.Module:
 
     torch.manual_seed(cfg.train.seed)
     implied = contract.model_options() if contract is not None else {}
+    if cfg.model.norm is not None:  # model.norm: the CNN's normalisation
+        implied["norm"] = cfg.model.norm
     model = create(
         cfg.model.name,
         num_classes=num_classes,

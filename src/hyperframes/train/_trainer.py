@@ -56,6 +56,7 @@ does.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import random
@@ -83,6 +84,7 @@ from ._checkpoint import (
 from ._config import AUTO_STEPS, Config, load_config, save_config
 from ._data import build_data, loader_workers
 from ._ddp import Dist, barrier, broadcast_object, setup, teardown
+from ._frames import draw_frames, narrow_batch
 from ._logging import EpochProgress, RunLogger, _clean, format_duration
 from ._predict import autocast, forward, predict
 from ._resume import (
@@ -587,7 +589,7 @@ class _Run:
         self.lr = lr
 
     def _train_epoch(self, t_run: float) -> None:
-        cfg, b, d = self.cfg, self.bundle, self.d
+        cfg, d = self.cfg, self.d
         acc = cfg.train.accumulate
         self.net.train()
         n = self.micro_per_epoch
@@ -602,7 +604,8 @@ class _Run:
                 t0 = time.perf_counter()
                 batch = next(it)
                 t1 = time.perf_counter()
-                x = b.contract.prepare(
+                batch, contract = self._batch_frames(batch, i)
+                x = contract.prepare(
                     batch.frames, device=self.device, flow=batch.flow, audio=batch.audio
                 )
                 target = self.task.targets(batch).to(self.device)
@@ -639,6 +642,18 @@ class _Run:
         finally:
             bar.close()
             del it
+
+    def _batch_frames(self, batch, i: int):
+        """``batch`` and its contract at the T this micro-batch draws (``data.frames: [8,
+        16]``, :mod:`~hyperframes.train._frames`); as they are for one T."""
+        choices = self.cfg.data.frame_choices
+        contract = self.bundle.contract
+        if not choices or len(choices) == 1:
+            return batch, contract
+        t, offset = draw_frames(choices, self.cfg.train.seed, self.epoch, i)
+        if t == contract.frames:
+            return batch, contract
+        return narrow_batch(batch, t, offset), dataclasses.replace(contract, frames=t)
 
     def _after_micro_step(self, bar, stepped: bool, t_run: float, loss: float) -> None:
         cfg, es = self.cfg, self.epoch_state

@@ -1,0 +1,155 @@
+"""T that changes between batches (``data.frames: [8, 16]``) and the padding rule.
+
+**Several T** (seed 001 section 6.4, remedy 3). ``data.frames: [8, 16]`` is read as
+``data.frames: 16`` (the largest: what the loader reads, the model is built for and validation,
+eval and the input contract use) with ``data.frame_choices: [8, 16]``. Each training batch
+then takes one T of the choices, drawn from (seed, epoch, batch) only -- the same for any
+number of data workers or processes, and on resume -- and keeps T consecutive frames of each
+window, from an offset drawn the same way (:func:`narrow_batch`), so a T=8 batch sees frames
+``frame_stride`` apart as an 8-frame window at evaluation does. Only models that take any T
+can (CNN+LSTM, TSN, the 3D CNNs, the transformers); windows with flow, audio or registration
+keep their T.
+
+**Padding** (seed 001 section 6.3). A window padded under ``short="pad"`` repeats its last real
+frame and marks it False in the batch's mask; the models of the ``temporal`` and ``keyframe``
+layouts read the mask (masked means, attention masks, the LSTM's last real step). A 3D CNN or
+a channel model cannot: its convolutions mix the repeated frames into every feature and
+there is no place the mask could act without changing the network, so for them the config
+(:func:`pad_refusal`) and the dataset refuse ``short="pad"``, saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .._core._errors import ConfigError
+from .._core._limits import MAX_FRAMES
+
+__all__ = ["draw_frames", "narrow_batch", "pad_refusal", "split_frame_list"]
+
+
+def split_frame_list(raw: Any) -> Any:
+    """``raw`` (a config mapping) with a list in ``data.frames`` turned into ``data.frames``
+    (the largest) and ``data.frame_choices`` (the sorted distinct values); ``raw`` itself
+    when ``data.frames`` is not a list. :class:`ConfigError` naming the key otherwise."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("data"), Mapping):
+        return raw
+    data = raw["data"]
+    frames = data.get("frames")
+    if not isinstance(frames, list | tuple):
+        return raw
+    ok = all(isinstance(t, int) and not isinstance(t, bool) for t in frames)
+    if not frames or not ok or not all(1 <= t <= MAX_FRAMES for t in frames):
+        raise ConfigError(
+            f"data.frames: {list(frames)!r:.80} is not a list of frame counts; allowed: an "
+            f"integer or a list of integers from 1 to {MAX_FRAMES}, e.g. [8, 16]"
+        )
+    if data.get("frame_choices") is not None:
+        raise ConfigError(
+            "data.frame_choices: set by a list in data.frames; give one of them, not both"
+        )
+    choices = sorted(set(frames))
+    new_data = {**data, "frames": choices[-1], "frame_choices": choices}
+    return {**raw, "data": new_data}
+
+
+def check_frame_choices(cfg: Any, spec: Any) -> None:
+    """``data.frame_choices`` against the model and the data (module doc)."""
+    d = cfg.data
+    choices = d.frame_choices
+    if choices is None:
+        return
+    if not choices or max(choices) != d.frames:
+        raise ConfigError(
+            f"data.frame_choices: {choices} must end at data.frames={d.frames} (give the list "
+            "in data.frames: [8, 16])"
+        )
+    tracks = [k for k in ("flow", "audio", "register") if getattr(d, k)]
+    if tracks or spec.task != "classification":
+        what = f"data.{tracks[0]}" if tracks else f"a {spec.task} model"
+        raise ConfigError(
+            f"data.frames: several T {choices} with {what}: the tracks and per-frame targets "
+            "are made for one T; allowed: one integer"
+        )
+    import torch
+
+    from ..models import create
+    from ..models._base import other_frames_refusal
+
+    options = {k: v for k, v in cfg.model.options.items() if k != "checkpointing"}
+    with torch.device("meta"):  # shapes only: the model's own word on other T
+        model = create(cfg.model.name, num_classes=2, frames=d.frames, **options)
+    why = other_frames_refusal(model, choices[0])
+    if why is not None:
+        raise ConfigError(f"data.frames: {choices}: {why}")
+
+
+def pad_refusal(cfg: Any, spec: Any) -> None:
+    """:class:`ConfigError` when a sampler pads short videos (``short: pad``) for a model
+    that ignores the mask (:data:`~hyperframes._core._layouts.PAD_LEAKS`)."""
+    from .._core._layouts import PAD_LEAKS  # imports torch: not before a config is refused
+
+    reason = PAD_LEAKS.get(spec.layout)
+    if reason is None:
+        return
+    for key in ("sampler_options", "val_sampler_options"):
+        opts = getattr(cfg.data, key)
+        if isinstance(opts, Mapping) and opts.get("short") == "pad":
+            raise ConfigError(
+                f"data.{key}.short: pad: model {cfg.model.name!r} would learn from the padding "
+                f"({reason}); allowed for it: error or drop (or a model that reads the mask: "
+                "tsn_*, tsm_*, cnn_lstm, video_vit_tiny, timesformer_tiny)"
+            )
+
+
+def draw_frames(choices: list[int], seed: int, epoch: int, batch: int) -> tuple[int, float]:
+    """(T, offset fraction in [0, 1)) of training batch ``batch`` of ``epoch``: a function of
+    where training stands only (not of workers, processes or resuming)."""
+    import numpy as np
+
+    seq = np.random.SeedSequence([seed, epoch, batch], spawn_key=(11,))
+    rng = np.random.default_rng(seq)
+    return int(choices[int(rng.integers(len(choices)))]), float(rng.random())
+
+
+def narrow_batch(batch: Any, frames: int, offset: float) -> Any:
+    """``batch`` (a :class:`~hyperframes.data.HyperframeBatch`, frames (B, T, C, H, W)) with
+    ``frames`` consecutive frames of each window, starting at ``offset`` of the room left."""
+    import dataclasses
+
+    t = int(batch.frames.shape[1])
+    if frames >= t:
+        return batch
+    start = min(int(offset * (t - frames + 1)), t - frames)
+    span = slice(start, start + frames)
+    return dataclasses.replace(batch, frames=batch.frames[:, span], mask=batch.mask[:, span])
+
+
+def built_frames(contract: Any) -> int:
+    """The T a checkpoint's model was built (and trained) for: its contract's, or for a
+    re-calibrated one the T it was trained at."""
+    cal = contract.calibration
+    return int(cal["trained_frames"]) if cal is not None else int(contract.frames)
+
+
+def at_frames(model: Any, contract: Any, frames: int | None) -> Any:
+    """``contract`` for windows of ``frames`` (None: as it is) on ``model``;
+    :class:`ConfigError` with the reason when the model or the contract's tracks cannot."""
+    import dataclasses
+
+    from ..models._base import other_frames_refusal
+
+    if frames is None or frames == contract.frames:
+        return contract
+    if isinstance(frames, bool) or not isinstance(frames, int) or not 1 <= frames <= MAX_FRAMES:
+        raise ConfigError(f"frames {frames!r:.40}: allowed: an integer from 1 to {MAX_FRAMES}")
+    why = other_frames_refusal(model, frames)
+    if why is None and (contract.flow or contract.audio is not None or contract.register):
+        why = (
+            f"the model was trained with tracks (flow, audio or registration) made for "
+            f"T={contract.frames}"
+        )
+    if why is not None:
+        raise ConfigError(f"--frames {frames}: {why}")
+    return dataclasses.replace(contract, frames=frames)
