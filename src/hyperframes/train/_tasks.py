@@ -460,3 +460,4 @@ class SegmentationTask(Task):
 
 
 from . import _multilabel  # noqa: E402, F401  (registers "multilabel": BCE, sigmoid, mAP)
+from . import _masked  # noqa: E402, F401  (registers "masked_video": masked-patch loss, PSNR)

@@ -356,14 +356,26 @@ class _Run:
         )
         if resized is not None:
             self.logger.log(resized)
+        self._report_pretrained()
+
+    def _report_pretrained(self) -> None:
+        """``model.pretrained``: say what was loaded and what is new, and log it."""
+        from ._masked import pretrained_record
+
+        record = pretrained_record(self.model)
+        if record is not None and self.ckpt is None:
+            _say(record["message"], self.show)
+            self.logger.log(record)
 
     def _loader(self, dataset, *, train: bool):
         from ..data import loader
 
         cfg, d = self.cfg, self.d
+        # data.repeats: an item is that many windows, data.batch_size counts windows
+        per_item = getattr(dataset, "repeats", 1)
         return loader(
             dataset,
-            batch_size=cfg.data.batch_size
+            batch_size=cfg.data.batch_size // per_item
             if train
             else (cfg.data.val_batch_size or cfg.data.batch_size),
             shuffle=train,
