@@ -238,7 +238,7 @@ def _resume_command(args, run_dir) -> str:
 def evaluate(args) -> int:
     from ..train import evaluate as evaluate_checkpoint
 
-    evaluate_checkpoint(
+    result = evaluate_checkpoint(
         args.checkpoint,
         args.store,
         split=args.split,
@@ -250,6 +250,21 @@ def evaluate(args) -> int:
         out=args.out,
         classes_by_index=args.classes_by_index,
     )
+    if args.reconstructions:
+        from pathlib import Path
+
+        from ..train import write_reconstructions
+
+        folder = Path(result["metrics_json"]).parent / "reconstructions"
+        paths = write_reconstructions(
+            args.checkpoint,
+            folder,
+            store=args.store,
+            split=args.split,
+            windows=args.reconstructions,
+            device=args.device,
+        )
+        print(f"  reconstructions: {len(paths)} PNG in {folder}")
     return EXIT_OK
 
 

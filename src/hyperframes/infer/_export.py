@@ -231,8 +231,8 @@ def export_onnx(
         graph = _KeyframeGraph(model).eval()
     elif _is_audiovisual(model):
         graph = _AudioVisualGraph(model).eval()
-    elif hasattr(model, "export_graph"):  # e.g. a masked-video model: its encoder
-        graph = model.export_graph()
+    elif callable(exported := getattr(model, "export_graph", None)):
+        graph = exported()  # a masked-video model: its encoder
     else:
         graph = model
     output = getattr(graph, "output_name", "logits")

@@ -82,6 +82,6 @@ __all__ = [
     "read_state_dict",
     "register_model",
     "temporal_shift",
-    "tube_mask",
     "to_layout",
+    "tube_mask",
 ]

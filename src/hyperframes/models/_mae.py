@@ -140,7 +140,8 @@ class MaskedVideoAutoencoder(VideoModel):
         enc = create(encoder, num_classes=1, frames=frames, **encoder_options)
         if not isinstance(enc, VideoTransformer):
             raise ConfigError(f"encoder {encoder!r} does not build a VideoTransformer")
-        enc.head = nn.Identity()  # a classifier's head: not pretrained, not used
+        # a classifier's head: not pretrained, not used (torch types the attribute Linear)
+        enc.head = nn.Identity()  # type: ignore[assignment]
         self.encoder, self.encoder_name = enc, encoder
         self.mask_ratio, self.mask_seed = float(mask_ratio), int(mask_seed)
         dim = enc.pos_space.shape[-1]
@@ -252,13 +253,18 @@ def encoder_weights(
     dropped = len(state_dict) - len(out)
     notes = [f"{len(out)} encoder tensors mapped, {dropped} decoder tensors left out"]
     src, mine = out.get("pos_time"), own.get("pos_time")
-    if src is not None and mine is not None and src.shape != mine.shape:
-        if src.shape[-1] == mine.shape[-1] and src.dim() == mine.dim() == 4:
-            line = src[:, :, 0].transpose(1, 2)  # (1, D, T)
-            t = mine.shape[1]
-            line = F.interpolate(line, size=t, mode="linear", align_corners=False)
-            out["pos_time"] = line.transpose(1, 2)[:, :, None].contiguous()
-            notes.append(f"pos_time interpolated from {src.shape[1]} to {t} frames")
+    if (
+        src is not None
+        and mine is not None
+        and src.shape != mine.shape
+        and src.shape[-1] == mine.shape[-1]
+        and src.dim() == mine.dim() == 4
+    ):
+        line = src[:, :, 0].transpose(1, 2)  # (1, D, T)
+        t = mine.shape[1]
+        line = F.interpolate(line, size=t, mode="linear", align_corners=False)
+        out["pos_time"] = line.transpose(1, 2)[:, :, None].contiguous()
+        notes.append(f"pos_time interpolated from {src.shape[1]} to {t} frames")
     src, mine = out.get("pos_space"), own.get("pos_space")
     if src is not None and mine is not None and src.shape != mine.shape:
         g0, g1 = math.isqrt(src.shape[2]), math.isqrt(mine.shape[2])

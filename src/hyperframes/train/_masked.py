@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .._core._errors import DataError
+from .._core._errors import ConfigError, DataError
 from ._tasks import Task, register_task
 
 __all__ = ["MaskedVideoTask", "masked_patch_errors", "write_reconstructions"]
@@ -70,6 +70,17 @@ def masked_patch_errors(out: torch.Tensor, frames: torch.Tensor):
     return (per_patch * w).sum(1) / count, (pixel_err * w).sum(1) / count, count
 
 
+def window_frames(batch) -> torch.Tensor:
+    """The batch's uint8 frames (B, T, C, H, W): the targets of masked pretraining."""
+    frames = batch.frames
+    if not isinstance(frames, torch.Tensor) or frames.dim() != 5:
+        raise DataError(
+            "the masked_video task needs the batch's frames in the temporal layout "
+            f"(B, T, C, H, W); got {type(frames).__name__}"
+        )
+    return frames
+
+
 def psnr(mse: float) -> float:
     """PSNR in dB of a mean squared error of [0, 1] pixels."""
     return 10.0 * math.log10(1.0 / max(mse, 1e-12))
@@ -98,13 +109,7 @@ class MaskedVideoTask(Task):
         return ["pixels"]  # no classes: the model's one nominal output
 
     def targets(self, batch) -> torch.Tensor:
-        frames = batch.frames
-        if not isinstance(frames, torch.Tensor) or frames.dim() != 5:
-            raise DataError(
-                "the masked_video task needs the batch's frames in the temporal layout "
-                f"(B, T, C, H, W); got {type(frames).__name__}"
-            )
-        return frames
+        return window_frames(batch)
 
     def loss(self, logits, targets, *, mixed=None):
         per_patch, _, masked = _patch_errors(logits, targets)
@@ -164,6 +169,26 @@ def _picture(frames: np.ndarray, shown: np.ndarray, recon: np.ndarray) -> np.nda
     return canvas
 
 
+def _reconstructed(model, contract, batch, device) -> list[np.ndarray]:
+    """The batch's frames, visible patches (masked ones grey) and reconstruction (the
+    prediction de-normalised with each true patch's statistics; visible patches as they
+    were): three (B, T, H, W, 3) uint8 arrays."""
+    from ..models._mae import unpatchify
+
+    frames = window_frames(batch)
+    x = contract.prepare(frames, device=device)
+    out = model(x, mask=batch.mask.to(device)).float()
+    pred, target, masked = _split(out, frames)
+    mean = target.mean(-1, keepdim=True)
+    std = (target.var(-1, keepdim=True, unbiased=False) + EPS).sqrt()
+    m = masked[..., None]
+    recon = torch.where(m, (pred * std + mean).clamp(0, 1), target)
+    shown = torch.where(m, torch.full_like(target, 0.5), target)
+    size, t = (int(frames.shape[-2]), int(frames.shape[-1])), int(frames.shape[1])
+    rows = [unpatchify(v, t, size) for v in (target, shown, recon)]
+    return [(r.permute(0, 1, 3, 4, 2).cpu().numpy() * 255).round().astype(np.uint8) for r in rows]
+
+
 def write_reconstructions(
     checkpoint: str | Path,
     out: str | Path,
@@ -174,14 +199,17 @@ def write_reconstructions(
     device: str = "auto",
 ) -> list[Path]:
     """PNG reconstructions of a ``masked_video`` checkpoint: the first ``windows`` windows of
-    ``split`` of ``store`` (default: the run's), one ``recon_<k>.png`` each in ``out``: rows
-    of the window's frames, the visible patches, the reconstruction. Returns the paths."""
+    ``split`` of ``store`` (default: the run's; ``None``/``"all"``: every video), one centred
+    window per video, ``recon_<k>.png`` in ``out``: rows of the window's frames, the visible
+    patches, the reconstruction. Returns the paths."""
+    import io
+
     from PIL import Image
 
     from .._core._atomic import write_bytes_atomic
     from .._core._device import resolve_device
     from ..data import loader
-    from ..models._mae import unpatchify
+    from ..store import open_store
     from ._checkpoint import load_checkpoint, rebuild_model
     from ._config import config_from_dict
     from ._data import make_dataset
@@ -189,47 +217,33 @@ def write_reconstructions(
 
     ck = load_checkpoint(checkpoint)
     if ck.get("task") != "masked_video":
-        raise DataError(f"{ck['path']}: a {ck.get('task')} checkpoint; reconstructions need a "
-                        "masked_video one")
+        raise ConfigError(
+            f"{ck['path']}: a {ck.get('task') or 'classification'} checkpoint; reconstructions "
+            "are written for masked_video checkpoints only"
+        )
     raw = ck["config"]
     if store is not None:
         raw = {**raw, "data": {**raw["data"], "store": str(store)}}
     cfg = config_from_dict(raw)
     dev = resolve_device(device)
     model, contract = rebuild_model(ck, device=dev)
-    from ..store import open_store
-
-    st = open_store(cfg.data.store)
-    ids, _ = resolve_split(st, None if split in (None, "all") else split, cfg.data,
-                           role="all" if split in (None, "all") else "val")
+    st = open_store(cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit)
+    every = split in (None, "all")
+    role = "all" if every else ("train" if split == cfg.data.train_split else "val")
+    ids, _ = resolve_split(st, None if every else split, cfg.data, role=role)
     ds = make_dataset(cfg, st, ids, train=False, transform=contract.transform("centre"))
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
     with torch.no_grad():
-        for batch in loader(ds, batch_size=min(windows, 8), shuffle=False, workers=0):
-            x = contract.prepare(batch.frames, device=dev)
-            res = model(x, mask=batch.mask.to(dev)).float()
-            pred, target, masked = _split(res, batch.frames)
-            mean = target.mean(-1, keepdim=True)
-            std = (target.var(-1, keepdim=True, unbiased=False) + EPS).sqrt()
-            m = masked[..., None]
-            recon = torch.where(m, (pred * std + mean).clamp(0, 1), target)
-            shown = torch.where(m, torch.full_like(target, 0.5), target)
-            size, t = tuple(batch.frames.shape[-2:]), batch.frames.shape[1]
-            rows = [unpatchify(v, t, size) for v in (target, shown, recon)]
+        for batch in loader(ds, batch_size=max(1, min(windows, 8)), shuffle=False, workers=0):
+            rows = _reconstructed(model, contract, batch, dev)
             for b in range(len(batch)):
-                if len(paths) == windows:
+                if len(paths) >= windows:
                     return paths
-                imgs = [(r[b].permute(0, 2, 3, 1).cpu().numpy() * 255).round().astype(np.uint8)
-                        for r in rows]
-                path = out / f"recon_{len(paths)}.png"
-                import io
-
                 buf = io.BytesIO()
-                Image.fromarray(_picture(*imgs)).save(buf, format="PNG")
-                write_bytes_atomic(path, buf.getvalue())
-                paths.append(path)
+                Image.fromarray(_picture(*(r[b] for r in rows))).save(buf, format="PNG")
+                paths.append(write_bytes_atomic(folder / f"recon_{len(paths)}.png", buf.getvalue()))
     return paths
 
 
