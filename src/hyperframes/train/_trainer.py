@@ -122,7 +122,8 @@ def few_steps_warning(cfg: Config, videos: int, items: int, trainer, sampler) ->
     (``sampler``: the training dataset's, with the windows it draws per video)."""
     d = cfg.data
     per = trainer.d.world_size * cfg.train.accumulate
-    drawn = sampler.clips_per_video
+    k = d.repeats  # ``items`` counts windows: with repeats, k of each drawn item
+    drawn = sampler.clips_per_video // k
     want = math.ceil(AUTO_STEPS * d.batch_size * per * drawn / max(items, 1))
     if sampler.random:
         fix = (
@@ -137,7 +138,9 @@ def few_steps_warning(cfg: Config, videos: int, items: int, trainer, sampler) ->
     return (
         f"warning: an epoch is only {trainer.steps_per_epoch} optimizer step(s): {items} "
         f"training items ({videos} videos, {drawn} window(s) drawn per video: "
-        f"data.clips_per_video {d.clips_per_video}) in batches of data.batch_size "
+        f"data.clips_per_video {d.clips_per_video}"
+        + (f", {k} windows each: data.repeats" if k > 1 else "")
+        + ") in batches of data.batch_size "
         f"{d.batch_size}"
         + (f" x {per} (processes x train.accumulate)" if per > 1 else "")
         + (", the last partial batch dropped (data.drop_last)" if d.drop_last else "")
@@ -310,7 +313,9 @@ class _Run:
         self.steps_per_epoch = math.ceil(self.micro_per_epoch / acc)
         if self.steps_per_epoch < FEW_STEPS and d.main:
             print(
-                few_steps_warning(cfg, len(b.train_ids), len(b.train), self, b.train.sampler),
+                few_steps_warning(
+                    cfg, len(b.train_ids), len(b.train) * cfg.data.repeats, self, b.train.sampler
+                ),
                 file=sys.stderr,
             )
         self.total_steps = cfg.train.epochs * self.steps_per_epoch
