@@ -15,9 +15,11 @@ import torch.nn.functional as F
 from PIL import Image
 
 from hyperframes import ConfigError
+from hyperframes.cli import main
 from hyperframes.data import loader
 from hyperframes.data._repeats import RepeatedWindows
 from hyperframes.demo import make_motion_dataset
+from hyperframes.infer import Predictor
 from hyperframes.models import create, tube_mask
 from hyperframes.models._mae import patchify
 from hyperframes.store import BuildOptions, build_store, open_store
@@ -152,6 +154,12 @@ def test_a_masked_video_run_trains_resumes_evaluates_and_reconstructs(store, tmp
     assert again["psnr"] == result["psnr"]  # eval masks are seeded
     with pytest.raises(ConfigError, match="whole frames"):
         evaluate(run, clips=1, crops=3, verbose=False)
+    # the command line: eval writes reconstructions beside the metrics; predict refuses
+    assert main(["eval", str(run), "--clips", "1", "--crops", "1", "--reconstructions", "1"]) == 0
+    assert "reconstructions: 1 PNG" in capsys.readouterr().out
+    assert (run / "eval" / "store" / "val" / "reconstructions" / "recon_0.png").is_file()
+    with pytest.raises(ConfigError, match="--reconstructions N"):
+        Predictor.from_checkpoint(run / "best.pt")
     paths = write_reconstructions(run / "best.pt", tmp_path / "recon", windows=2)
     assert [p.name for p in paths] == ["recon_0.png", "recon_1.png"]
     img = np.asarray(Image.open(paths[0]))
