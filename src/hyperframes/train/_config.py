@@ -712,6 +712,7 @@ def _check_task(cfg: Config, spec) -> None:
         raise ConfigError(
             f"train.task: {name!r} does not fit model {cfg.model.name!r}, whose outputs are "
             f"for {spec.task}; allowed: null or {', '.join(fits)}"
+            + ("; masked pretraining needs model.name: video_mae" if name == "masked_video" else "")
         )
     supports = get_task(name).supports
     for key in ("label_smoothing", "mixup", "cutmix"):
