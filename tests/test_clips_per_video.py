@@ -121,6 +121,6 @@ def test_every_example_config_trains_a_small_store_with_enough_steps(path, small
     cfg = load_config(path, overrides=[f"data.store={small_store}"])
     b = build_data(cfg, open_store(small_store))
     assert len(b.train_ids) == 9  # 12 videos, a quarter of each class held out
-    steps = len(b.train) // cfg.data.batch_size
+    steps = len(b.train) // (cfg.data.batch_size // cfg.data.repeats)  # repeats: K per item
     assert steps >= AUTO_STEPS, f"{path.name}: {steps} steps an epoch on 9 training videos"
     assert cfg.data.workers == "auto" or cfg.data.workers > 0

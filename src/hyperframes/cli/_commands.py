@@ -256,7 +256,7 @@ def _resume_command(args, run_dir) -> str:
 def evaluate(args) -> int:
     from ..train import evaluate as evaluate_checkpoint
 
-    evaluate_checkpoint(
+    result = evaluate_checkpoint(
         args.checkpoint,
         args.store,
         split=args.split,
@@ -269,6 +269,21 @@ def evaluate(args) -> int:
         classes_by_index=args.classes_by_index,
         frames=args.frames,
     )
+    if args.reconstructions:
+        from pathlib import Path
+
+        from ..train import write_reconstructions
+
+        folder = Path(result["metrics_json"]).parent / "reconstructions"
+        paths = write_reconstructions(
+            args.checkpoint,
+            folder,
+            store=args.store,
+            split=args.split,
+            windows=args.reconstructions,
+            device=args.device,
+        )
+        print(f"  reconstructions: {len(paths)} PNG in {folder}")
     return EXIT_OK
 
 

@@ -397,6 +397,14 @@ def _eval_options(e) -> None:
     )
     frames_option(e)
     e.add_argument(
+        "--reconstructions",
+        type=int,
+        default=0,
+        metavar="N",
+        help="masked_video checkpoints: also write N windows' reconstructions as PNG (frames, "
+        "visible patches, reconstruction) to reconstructions/ beside the metrics",
+    )
+    e.add_argument(
         "--classes-by-index",
         action="store_true",
         help="score store class k as model class k whatever their names (default: match the "

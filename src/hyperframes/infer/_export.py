@@ -79,6 +79,7 @@ class ExportReport:
     sidecar: Path | None = None
     notes: list[str] = field(default_factory=list)
     external_data: Path | None = None  # the weights' file when they do not fit in one protobuf
+    output_name: str = "logits"  # a masked-video model's encoder gives "features"
 
     def summary(self) -> str:
         shapes = ", ".join(f"{k} {v}" for k, v in self.inputs.items())
@@ -230,8 +231,11 @@ def export_onnx(
         graph = _KeyframeGraph(model).eval()
     elif _is_audiovisual(model):
         graph = _AudioVisualGraph(model).eval()
+    elif callable(exported := getattr(model, "export_graph", None)):
+        graph = exported()  # a masked-video model: its encoder
     else:
         graph = model
+    output = getattr(graph, "output_name", "logits")
     args, names = _inputs(model, layout, batch, hw, seed, contract)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -247,7 +251,7 @@ def export_onnx(
                 args,
                 str(path),
                 input_names=names,
-                output_names=["logits"],
+                output_names=[output],
                 dynamic_shapes=tuple({0: dim} for _ in args),
                 opset_version=opset,
                 dynamo=True,
@@ -272,12 +276,15 @@ def export_onnx(
         checked_batch=None,
         seconds=seconds,
         external_data=path.with_name(path.name + ".data") if external else None,
+        output_name=output,
     )
     if check:
         if importlib.util.find_spec("onnxruntime") is None:
             report.notes.append("onnxruntime is not installed: the graph was not checked")
         else:
-            diff, b = _check(graph, path, layout, model, batch + 1, hw, seed + 1, names, contract)
+            diff, b = _check(
+                graph, path, layout, model, batch + 1, hw, seed + 1, names, contract, output
+            )
             report.max_abs_diff, report.checked_batch = diff, b
             if not diff <= atol:
                 raise ExportError(
@@ -328,7 +335,9 @@ def _export_size(size: Any, contract: InputContract | None) -> tuple[int, int]:
     return (h, w)
 
 
-def _check(graph, path, layout, model, batch, hw, seed, names, contract) -> tuple[float, int]:
+def _check(
+    graph, path, layout, model, batch, hw, seed, names, contract, output="logits"
+) -> tuple[float, int]:
     import onnxruntime as ort
 
     args, _ = _inputs(model, layout, batch, hw, seed, contract)
@@ -337,7 +346,7 @@ def _check(graph, path, layout, model, batch, hw, seed, names, contract) -> tupl
     session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
     with torch.inference_mode():
         ref = graph(*args).float().numpy()
-    got = session.run(["logits"], {n: a.numpy() for n, a in zip(names, args)})[0]
+    got = session.run([output], {n: a.numpy() for n, a in zip(names, args)})[0]
     if got.shape != ref.shape:
         raise ExportError(
             f"{path}: onnxruntime gives logits of shape {list(got.shape)} at batch {batch}, "
@@ -447,7 +456,7 @@ def _sidecar(path: Path, report: ExportReport, loaded: InferenceModel | None) ->
         "model": report.model,
         "layout": report.layout,
         "inputs": report.inputs,
-        "output": {"logits": report.output_shape},
+        "output": {report.output_name: report.output_shape},
         "max_abs_diff": report.max_abs_diff,
         "input_note": "float32 frames, (x / 255 - mean) / std per channel, in the layout "
         f"above: {LAYOUT_ORDER.get(report.layout, report.layout)}",

@@ -132,6 +132,12 @@ class Predictor:
         # a name of its own: inside `task or ...` mypy infers the getattr as str | None
         model_task = getattr(model, "task", "classification")
         self.task: str = task or model_task
+        if self.task == "masked_video":  # reconstructs windows, predicts no class
+            raise ConfigError(
+                "a masked_video model (masked pretraining) predicts no classes over a video; "
+                "write its reconstructions with `hyperframes eval RUN --crops 1 "
+                "--reconstructions N`, or fine-tune a classifier from it (model.pretrained)"
+            )
         num_classes = getattr(model, "num_classes", None)
         if classes is None:
             classes = list(contract.classes) or [str(i) for i in range(num_classes or 0)]

@@ -28,6 +28,7 @@ from ._channel import ChannelFusion, inflate_conv2d
 from ._cnn3d import R2Plus1DTiny, TorchvisionVideo
 from ._keyframe import Aggregator, KeyframeSegmenter, UNet, aux_weight
 from ._lstm import CNNLSTM
+from ._mae import MaskedVideoAutoencoder, tube_mask  # registers video_mae
 from ._registry import (
     ModelInfo,
     ModelSpec,
@@ -58,6 +59,7 @@ __all__ = [
     "KeyframeSegmenter",
     "Keyframes",
     "LoadReport",
+    "MaskedVideoAutoencoder",
     "ModelInfo",
     "ModelSpec",
     "R2Plus1DTiny",
@@ -81,4 +83,5 @@ __all__ = [
     "register_model",
     "temporal_shift",
     "to_layout",
+    "tube_mask",
 ]

@@ -133,6 +133,17 @@ class VideoTransformer(VideoModel):
         self.head = nn.Linear(dim, num_classes)
         self.pretrained_optional = ("head.",)
 
+    def map_pretrained(self, state_dict):
+        """A ``video_mae`` checkpoint (keys under ``encoder.``): its encoder, position
+        embeddings interpolated to this model (:func:`~hyperframes.models._mae.encoder_weights`;
+        what was done is kept in ``pretrained_notes``); any other: the default mapping."""
+        if not any(k.startswith("encoder.") for k in state_dict):
+            return super().map_pretrained(state_dict)
+        from ._mae import encoder_weights
+
+        out, self.pretrained_notes = encoder_weights(dict(state_dict), self.state_dict())
+        return out
+
     def _space_embedding(self, gh: int, gw: int) -> Tensor:
         pos = self.pos_space
         if (gh, gw) == (self.grid, self.grid):

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     )
     from ._eval import evaluate, format_metrics
     from ._leakage import LeakageReport, check_leakage, content_hash, find_leakage
+    from ._masked import MaskedVideoTask, write_reconstructions
     from ._metrics import (
         classification_metrics,
         confusion_matrix,
@@ -73,6 +74,7 @@ _LAZY = {
     "DataConfig": "._config",
     "EvalConfig": "._config",
     "LeakageReport": "._leakage",
+    "MaskedVideoTask": "._masked",
     "ModelConfig": "._config",
     "MultilabelTask": "._multilabel",
     "RecalibrateReport": "._recalibrate",
@@ -113,6 +115,7 @@ _LAZY = {
     "split_videos": "._splits",
     "topk_accuracy": "._metrics",
     "video_level": "._metrics",
+    "write_reconstructions": "._masked",
 }
 
 __all__ = [
@@ -122,6 +125,7 @@ __all__ = [
     "DataConfig",
     "EvalConfig",
     "LeakageReport",
+    "MaskedVideoTask",
     "ModelConfig",
     "MultilabelTask",
     "RecalibrateReport",
@@ -162,6 +166,7 @@ __all__ = [
     "split_videos",
     "topk_accuracy",
     "video_level",
+    "write_reconstructions",
 ]
 
 

@@ -150,6 +150,16 @@ class DataConfig:
             "steps per epoch (1 on a large store)",
         ),
     )
+    repeats: int = field(
+        default=1,
+        metadata=_m(
+            min=1,
+            max=MAX_CLIPS,
+            help="windows of the same video per training item, each independently seeded "
+            "(window and augmentation), read in one batch (repeated sampling); "
+            "data.batch_size counts windows and must be a multiple (a random sampler only)",
+        ),
+    )
     workers: int | str = field(
         default="auto",
         metadata=_m(
@@ -666,6 +676,8 @@ def _cross_checks(cfg: Config) -> None:
             raise ConfigError(f"{key}: {e}") from None
         except TypeError as e:
             raise ConfigError(f"{key}_options: {e}") from None
+        if key == "data.sampler" and cfg.data.repeats > 1:
+            _check_repeats(cfg, sampler, name)
         clips = cfg.data.clips_per_video
         if key == "data.sampler" and isinstance(clips, int) and clips > 1:
             try:
@@ -714,6 +726,20 @@ def _cross_checks(cfg: Config) -> None:
         )
 
 
+def _check_repeats(cfg: Config, sampler, name: str) -> None:
+    """``data.repeats``: a random sampler, and batches of whole items (K windows each)."""
+    k = cfg.data.repeats
+    try:
+        sampler.with_clips_per_video(k)
+    except ConfigError as e:
+        raise ConfigError(f"data.repeats: {e} (data.sampler: {name})") from None
+    if cfg.data.batch_size % k:
+        raise ConfigError(
+            f"data.batch_size: {cfg.data.batch_size} windows is not a multiple of data.repeats "
+            f"({k} windows of each video per batch); allowed: a multiple of {k}"
+        )
+
+
 def _check_task(cfg: Config, spec) -> None:
     """``train.task``: a registered task that the model's outputs fit (a classification
     model's logits serve ``multilabel`` too), with only the options it honours."""
@@ -730,6 +756,7 @@ def _check_task(cfg: Config, spec) -> None:
         raise ConfigError(
             f"train.task: {name!r} does not fit model {cfg.model.name!r}, whose outputs are "
             f"for {spec.task}; allowed: null or {', '.join(fits)}"
+            + ("; masked pretraining needs model.name: video_mae" if name == "masked_video" else "")
         )
     supports = get_task(name).supports
     for key in ("label_smoothing", "mixup", "cutmix"):
@@ -738,10 +765,10 @@ def _check_task(cfg: Config, spec) -> None:
             raise ConfigError(
                 f"train.{key}: {value} but train.task {name} does not use it; allowed: 0"
             )
-    if cfg.train.balanced and name == "multilabel":
+    if cfg.train.balanced and name in ("multilabel", "masked_video"):
         raise ConfigError(
             "train.balanced: class-balanced sampling draws items by their one class; allowed "
-            "with train.task multilabel: false"
+            f"with train.task {name}: false"
         )
 
 

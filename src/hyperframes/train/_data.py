@@ -141,13 +141,25 @@ def make_dataset(
             kwargs["targets"] = "multi_hot"
         kwargs.update(store=store, video_ids=video_ids, transform=transform)
         make = HyperframeDataset
-    if not train or d.clips_per_video == 1:
+    k = d.repeats if train else 1
+    if not train or (d.clips_per_video == 1 and k == 1):
         return make(**kwargs)
     if d.clips_per_video != "auto":
-        return make(**kwargs, clips_per_video=d.clips_per_video)
+        return _repeated(make, kwargs, d.clips_per_video, k)
     once = make(**kwargs)  # one window per item of the sampler: how many items that gives
-    clips = auto_clips_per_video(cfg, len(once)) if once.sampler.random else 1
-    return once if clips == 1 else make(**kwargs, clips_per_video=clips)
+    clips = auto_clips_per_video(cfg, len(once) * k) if once.sampler.random else 1
+    return once if clips * k == 1 else _repeated(make, kwargs, clips, k)
+
+
+def _repeated(make, kwargs: dict, clips: int, repeats: int):
+    """The dataset of ``clips`` items per item of the sampler, each of ``repeats`` windows of
+    its video (``data.repeats``: :class:`~hyperframes.data._repeats.RepeatedWindows`)."""
+    ds = make(**kwargs, clips_per_video=clips * repeats)
+    if repeats == 1:
+        return ds
+    from ..data._repeats import RepeatedWindows
+
+    return RepeatedWindows(ds, repeats)
 
 
 def auto_clips_per_video(cfg, items: int) -> int:

@@ -310,7 +310,7 @@ def evaluate(
     # per_segment items take their segment's class: the videos need no label of their own
     unlabelled = int((labels < 0).sum()) if task == "classification" and used is not None else 0
     predictions_only = task == "classification" and (not st.classes or unlabelled == len(ids))
-    if task != "segmentation" and not predictions_only:
+    if task != "segmentation" and getattr(task_kind, "labelled", True) and not predictions_only:
         kind.label_map, said = match_classes(
             st.classes,
             classes,
@@ -439,6 +439,10 @@ def format_metrics(r: dict) -> str:
                 *notes,
             ]
         )
+    if r.get("task") == "masked_video":
+        from ._masked import format_masked
+
+        return "\n".join(lines + format_masked(r) + [f"  metrics: {r.get('metrics_json', '')}"])
     if "clip_level" not in r:  # tasks without clip/video levels (segmentation)
         lines.append(f"  windows         {r['windows']}")
         lines.append(f"  mIoU            {r['miou']:.4f}")

@@ -459,4 +459,5 @@ class SegmentationTask(Task):
         }
 
 
-from . import _multilabel  # noqa: E402, F401  (registers "multilabel": BCE, sigmoid, mAP)
+# registered at import: "masked_video" (masked-patch loss, PSNR), "multilabel" (BCE, mAP)
+from . import _masked, _multilabel  # noqa: E402, F401

@@ -124,7 +124,8 @@ def few_steps_warning(cfg: Config, videos: int, items: int, trainer, sampler) ->
     (``sampler``: the training dataset's, with the windows it draws per video)."""
     d = cfg.data
     per = trainer.d.world_size * cfg.train.accumulate
-    drawn = sampler.clips_per_video
+    k = d.repeats  # ``items`` counts windows: with repeats, k of each drawn item
+    drawn = sampler.clips_per_video // k
     want = math.ceil(AUTO_STEPS * d.batch_size * per * drawn / max(items, 1))
     if sampler.random:
         fix = (
@@ -139,7 +140,9 @@ def few_steps_warning(cfg: Config, videos: int, items: int, trainer, sampler) ->
     return (
         f"warning: an epoch is only {trainer.steps_per_epoch} optimizer step(s): {items} "
         f"training items ({videos} videos, {drawn} window(s) drawn per video: "
-        f"data.clips_per_video {d.clips_per_video}) in batches of data.batch_size "
+        f"data.clips_per_video {d.clips_per_video}"
+        + (f", {k} windows each: data.repeats" if k > 1 else "")
+        + ") in batches of data.batch_size "
         f"{d.batch_size}"
         + (f" x {per} (processes x train.accumulate)" if per > 1 else "")
         + (", the last partial batch dropped (data.drop_last)" if d.drop_last else "")
@@ -312,7 +315,9 @@ class _Run:
         self.steps_per_epoch = math.ceil(self.micro_per_epoch / acc)
         if self.steps_per_epoch < FEW_STEPS and d.main:
             print(
-                few_steps_warning(cfg, len(b.train_ids), len(b.train), self, b.train.sampler),
+                few_steps_warning(
+                    cfg, len(b.train_ids), len(b.train) * cfg.data.repeats, self, b.train.sampler
+                ),
                 file=sys.stderr,
             )
         self.total_steps = cfg.train.epochs * self.steps_per_epoch
@@ -360,14 +365,26 @@ class _Run:
         )
         if resized is not None:
             self.logger.log(resized)
+        self._report_pretrained()
+
+    def _report_pretrained(self) -> None:
+        """``model.pretrained``: say what was loaded and what is new, and log it."""
+        from ._masked import pretrained_record
+
+        record = pretrained_record(self.model)
+        if record is not None and self.ckpt is None:
+            _say(record["message"], self.show)
+            self.logger.log(record)
 
     def _loader(self, dataset, *, train: bool):
         from ..data import loader
 
         cfg, d = self.cfg, self.d
+        # data.repeats: an item is that many windows, data.batch_size counts windows
+        per_item = getattr(dataset, "repeats", 1)
         return loader(
             dataset,
-            batch_size=cfg.data.batch_size
+            batch_size=cfg.data.batch_size // per_item
             if train
             else (cfg.data.val_batch_size or cfg.data.batch_size),
             shuffle=train,

@@ -1,0 +1,274 @@
+"""Masked video pretraining (VideoMAE-style): tube masking, an encoder of visible tokens only.
+
+:class:`MaskedVideoAutoencoder` (registered as ``video_mae``) wraps a video transformer of the
+registry (``encoder``: ``video_vit_tiny`` or ``timesformer_tiny``, built with the encoder
+options given beside it) and adds a light decoder. Each frame is cut into ``patch_size``
+patches; a *tube* is one place of the frame grid through all T frames. Per window,
+``round(mask_ratio * places)`` places are masked (default 0.9), the same ones in every frame
+(:func:`tube_mask`); the encoder runs on the visible tubes' tokens only, (B, T, visible, D),
+so its cost falls with the ratio. The decoder gets the encoded tokens back at their places,
+a learned mask token at the others, its own position embeddings, a few blocks, and predicts
+every patch's pixels.
+
+The output is one tensor (B, T*N, P + 1) in (frame, row, column) token order: columns ``:P``
+the predicted patch (P = patch_size**2 * 3 values, per-patch normalised: what the loss of
+:mod:`hyperframes.train._masked` compares with the true patch minus its mean, over its std),
+column ``P`` 1.0 where the token was masked. :func:`patchify` / :func:`unpatchify` give that
+patch order.
+
+Masks are drawn from torch's global generator while training (the trainer reseeds it from
+``(seed, rank, epoch, batch)`` before every micro-batch, so they do not depend on workers and
+``--resume`` draws the same ones) and, in eval mode, from a generator seeded with
+``mask_seed`` at each call, so evaluation is repeatable.
+
+The encoder's weights carry the classifier's names under ``encoder.``: a
+``model.pretrained`` checkpoint of this model loads into the same transformer as a classifier
+(:meth:`~hyperframes.models._transformer.VideoTransformer.map_pretrained`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .._core._errors import ConfigError, DataError
+from ._base import VideoModel, check_mask
+from ._registry import create, get_spec, register_model
+from ._transformer import VideoTransformer, _Block
+
+__all__ = ["MaskedVideoAutoencoder", "patchify", "tube_mask", "unpatchify"]
+
+
+def tube_mask(
+    batch: int,
+    places: int,
+    ratio: float,
+    *,
+    generator: torch.Generator | None = None,
+    device: torch.device | str = "cpu",
+) -> Tensor:
+    """(batch, places) bool, True = masked: exactly ``round(ratio * places)`` places of each
+    row (at least one masked and one visible), uniformly at random."""
+    if places < 2:
+        raise DataError(f"tube masking needs at least 2 patch places per frame, got {places}")
+    count = min(places - 1, max(1, round(ratio * places)))
+    noise = torch.rand(batch, places, generator=generator, device=device)
+    order = noise.argsort(dim=1)
+    masked = torch.zeros(batch, places, dtype=torch.bool, device=device)
+    masked.scatter_(1, order[:, :count], True)
+    return masked
+
+
+def patchify(frames: Tensor, patch: int) -> Tensor:
+    """(B, T, C, H, W) -> (B, T*gh*gw, patch*patch*C), tokens in (frame, row, column) order,
+    each patch's values in (row, column, channel) order."""
+    b, t, c, h, w = frames.shape
+    if h % patch or w % patch:
+        raise DataError(f"frames of {h}x{w} are not a multiple of the patch size {patch}")
+    gh, gw = h // patch, w // patch
+    x = frames.reshape(b, t, c, gh, patch, gw, patch).permute(0, 1, 3, 5, 4, 6, 2)
+    return x.reshape(b, t * gh * gw, patch * patch * c)
+
+
+def unpatchify(tokens: Tensor, frames: int, size: tuple[int, int], channels: int = 3) -> Tensor:
+    """The inverse of :func:`patchify`: (B, T*gh*gw, p*p*C) -> (B, T, C, H, W)."""
+    b, _, dim = tokens.shape
+    patch = math.isqrt(dim // channels)
+    h, w = size
+    gh, gw = h // patch, w // patch
+    x = tokens.reshape(b, frames, gh, gw, patch, patch, channels).permute(0, 1, 6, 2, 4, 3, 5)
+    return x.reshape(b, frames, channels, h, w)
+
+
+def _resize_grid(pos: Tensor, grid: int, gh: int, gw: int) -> Tensor:
+    """(1, 1, grid*grid, D) position embeddings resized (bilinear) to a gh x gw grid."""
+    if (gh, gw) == (grid, grid):
+        return pos
+    d = pos.shape[-1]
+    g = pos.reshape(1, grid, grid, d).permute(0, 3, 1, 2)
+    g = F.interpolate(g, size=(gh, gw), mode="bilinear", align_corners=False)
+    return g.permute(0, 2, 3, 1).reshape(1, 1, gh * gw, d)
+
+
+class _EncoderGraph(nn.Module):
+    """What ONNX export writes for a masked-video model: its encoder on every token, no mask:
+    (B, T, C, H, W) -> ``features`` (B, T*N, D), the tokens a fine-tuned head would pool."""
+
+    output_name = "features"
+
+    def __init__(self, model: MaskedVideoAutoencoder) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, x: Tensor) -> Tensor:
+        b = x.shape[0]
+        places = self.model.places(x)
+        keep = torch.arange(places, device=x.device).expand(b, places)
+        return self.model.encode(x, keep, None).flatten(1, 2)
+
+
+class MaskedVideoAutoencoder(VideoModel):
+    """Tube-masked autoencoder around a registered video transformer (module doc)."""
+
+    layout = "temporal"
+    task = "masked_video"
+    uses_mask = True
+
+    def __init__(
+        self,
+        num_classes: int,
+        frames: int,
+        encoder: str = "video_vit_tiny",
+        mask_ratio: float = 0.9,
+        decoder_dim: int = 32,
+        decoder_depth: int = 1,
+        decoder_heads: int = 2,
+        mask_seed: int = 0,
+        **encoder_options,
+    ) -> None:
+        super().__init__(num_classes, frames, 3, bool(encoder_options.pop("checkpointing", 0)))
+        if isinstance(mask_ratio, bool) or not 0.0 < float(mask_ratio) < 1.0:
+            raise ConfigError(f"mask_ratio must be a number in (0, 1), got {mask_ratio!r}")
+        if get_spec(encoder).family != "transformer":
+            raise ConfigError(
+                f"encoder {encoder!r} is not a video transformer; allowed: video_vit_tiny, "
+                "timesformer_tiny (or another registered transformer)"
+            )
+        enc = create(encoder, num_classes=1, frames=frames, **encoder_options)
+        if not isinstance(enc, VideoTransformer):
+            raise ConfigError(f"encoder {encoder!r} does not build a VideoTransformer")
+        # a classifier's head: not pretrained, not used (torch types the attribute Linear)
+        enc.head = nn.Identity()  # type: ignore[assignment]
+        self.encoder, self.encoder_name = enc, encoder
+        self.mask_ratio, self.mask_seed = float(mask_ratio), int(mask_seed)
+        dim = enc.pos_space.shape[-1]
+        if decoder_dim % decoder_heads:
+            raise ConfigError(f"decoder_dim ({decoder_dim}) must be a multiple of decoder_heads")
+        self.decoder_embed = nn.Linear(dim, decoder_dim)
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, 1, decoder_dim))
+        self.decoder_pos_space = nn.Parameter(torch.zeros(1, 1, enc.grid * enc.grid, decoder_dim))
+        self.decoder_pos_time = nn.Parameter(torch.zeros(1, frames, 1, decoder_dim))
+        for p in (self.mask_token, self.decoder_pos_space, self.decoder_pos_time):
+            nn.init.trunc_normal_(p, std=0.02)
+        self.decoder_blocks = nn.ModuleList(
+            _Block(decoder_dim, decoder_heads, 2.0, 0.0, False) for _ in range(decoder_depth)
+        )
+        self.decoder_norm = nn.LayerNorm(decoder_dim)
+        self.decoder_pred = nn.Linear(decoder_dim, enc.patch_size**2 * 3)
+
+    def _set_checkpointing(self, enabled: bool) -> None:
+        if hasattr(self, "encoder"):
+            self.encoder.checkpointing = enabled
+
+    def places(self, x: Tensor) -> int:
+        """Patch places per frame of ``x`` (B, T, C, H, W)."""
+        p = self.encoder.patch_size
+        h, w = x.shape[-2:]
+        if h % p or w % p:
+            raise DataError(f"{self._who()}: frame size {h}x{w} is not a multiple of patch {p}")
+        return (h // p) * (w // p)
+
+    def encode(self, x: Tensor, keep: Tensor, mask: Tensor | None) -> Tensor:
+        """The encoder on the places ``keep`` (B, V) of every frame: (B, T, V, D)."""
+        e = self.encoder
+        b, t, c, h, w = x.shape
+        if t > self.frames:
+            raise DataError(f"{self._who()} has embeddings for {self.frames} frames, got T={t}")
+        tokens = e.patch_embed(x.reshape(b * t, c, h, w))
+        gh, gw = tokens.shape[-2:]
+        tokens = tokens.flatten(2).transpose(1, 2).reshape(b, t, gh * gw, -1)
+        tokens = tokens + e._space_embedding(gh, gw) + e.pos_time[:, :t]
+        d = tokens.shape[-1]
+        vis = tokens.gather(2, keep[:, None, :, None].expand(b, t, keep.shape[1], d))
+        for block in e.blocks:
+            vis = e._ckpt(block, vis, mask)
+        return e.norm(vis)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``x`` (B, T, C, H, W) -> (B, T*N, P + 1): predicted patches and the mask (module doc)."""
+        x = self._temporal(x)
+        b, t, _, h, w = x.shape
+        mask = check_mask(self, mask, b, t)
+        n = self.places(x)
+        gen = None
+        if not self.training:
+            gen = torch.Generator(device=x.device).manual_seed(self.mask_seed)
+        masked = tube_mask(b, n, self.mask_ratio, generator=gen, device=x.device)
+        keep = (~masked).nonzero()[:, 1].reshape(b, -1)  # visible places, ascending
+        vis = self.encode(x, keep, mask)
+        y = self.decoder_embed(vis)
+        full = self.mask_token.expand(b, t, n, y.shape[-1]).clone()
+        full.scatter_(2, keep[:, None, :, None].expand_as(y), y.to(full.dtype))
+        p = self.encoder.patch_size
+        grid = self.encoder.grid
+        full = full + _resize_grid(self.decoder_pos_space, grid, h // p, w // p)
+        full = full + self.decoder_pos_time[:, :t]
+        for block in self.decoder_blocks:
+            full = block(full, mask)
+        pred = self.decoder_pred(self.decoder_norm(full)).flatten(1, 2)  # (B, T*N, P)
+        flag = masked[:, None, :].expand(b, t, n).reshape(b, t * n, 1).to(pred.dtype)
+        return torch.cat([pred, flag], dim=-1)
+
+    def export_graph(self) -> nn.Module:
+        """The module ONNX export writes: the encoder on all tokens (:class:`_EncoderGraph`)."""
+        return _EncoderGraph(self).eval()
+
+
+@register_model("video_mae", layout="temporal", family="transformer", task="masked_video")
+def video_mae(
+    num_classes: int,
+    frames: int,
+    encoder: str = "video_vit_tiny",
+    mask_ratio: float = 0.9,
+    decoder_dim: int = 32,
+    decoder_depth: int = 1,
+    decoder_heads: int = 2,
+    mask_seed: int = 0,
+    **encoder_options,
+) -> MaskedVideoAutoencoder:
+    """Masked video autoencoder (tube masking, VideoMAE-style) around a video transformer."""
+    return MaskedVideoAutoencoder(
+        num_classes,
+        frames,
+        encoder=encoder,
+        mask_ratio=mask_ratio,
+        decoder_dim=decoder_dim,
+        decoder_depth=decoder_depth,
+        decoder_heads=decoder_heads,
+        mask_seed=mask_seed,
+        **encoder_options,
+    )
+
+
+def encoder_weights(
+    state_dict: dict[str, Tensor], own: dict[str, Tensor]
+) -> tuple[dict[str, Tensor], list[str]]:
+    """The encoder of a ``video_mae`` state dict as a video transformer's weights (keys
+    without ``encoder.``), and notes on what was done: the decoder left out, the position
+    embeddings interpolated to ``own``'s frames (linear) and patch grid (bilinear)."""
+    out = {k[len("encoder.") :]: v for k, v in state_dict.items() if k.startswith("encoder.")}
+    dropped = len(state_dict) - len(out)
+    notes = [f"{len(out)} encoder tensors mapped, {dropped} decoder tensors left out"]
+    src, mine = out.get("pos_time"), own.get("pos_time")
+    if (
+        src is not None
+        and mine is not None
+        and src.shape != mine.shape
+        and src.shape[-1] == mine.shape[-1]
+        and src.dim() == mine.dim() == 4
+    ):
+        line = src[:, :, 0].transpose(1, 2)  # (1, D, T)
+        t = mine.shape[1]
+        line = F.interpolate(line, size=t, mode="linear", align_corners=False)
+        out["pos_time"] = line.transpose(1, 2)[:, :, None].contiguous()
+        notes.append(f"pos_time interpolated from {src.shape[1]} to {t} frames")
+    src, mine = out.get("pos_space"), own.get("pos_space")
+    if src is not None and mine is not None and src.shape != mine.shape:
+        g0, g1 = math.isqrt(src.shape[2]), math.isqrt(mine.shape[2])
+        if src.shape[-1] == mine.shape[-1] and g0 * g0 == src.shape[2] and g1 * g1 == mine.shape[2]:
+            out["pos_space"] = _resize_grid(src, g0, g1, g1).contiguous()
+            notes.append(f"pos_space interpolated from a {g0}x{g0} to a {g1}x{g1} patch grid")
+    return out, notes

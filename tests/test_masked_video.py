@@ -1,0 +1,256 @@
+"""Masked video pretraining (issue 24): tube masks, the loss on masked patches only, a run from
+the example config (logs, curves, checkpoints, resume, eval, reconstructions, ONNX export of
+the encoder), fine-tuning a classifier from it, and ``data.repeats`` across worker counts. A
+tiny store of the demo's motion videos and a tiny ViT (one block, dim 32)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from PIL import Image
+
+from hyperframes import ConfigError
+from hyperframes.cli import main
+from hyperframes.data import loader
+from hyperframes.data._repeats import RepeatedWindows
+from hyperframes.demo import make_motion_dataset
+from hyperframes.infer import Predictor
+from hyperframes.models import create, tube_mask
+from hyperframes.models._mae import patchify
+from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.train import (
+    evaluate,
+    load_checkpoint,
+    load_config,
+    run_training,
+    write_reconstructions,
+)
+from hyperframes.train._data import build_data
+from hyperframes.train._masked import MaskedVideoTask
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "masked_video.yaml"
+TINY = {"image_size": 32, "patch_size": 8, "dim": 32, "depth": 1, "heads": 2}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("masked")
+    make_motion_dataset(
+        root / "data", classes=("left", "right"), videos_per_class=3, frames=12, size=32, seed=1
+    )
+    build_store(root / "data", root / "store", BuildOptions(size="none"), progress=False)
+    return root / "store"
+
+
+@pytest.fixture(scope="module")
+def pretrained(store, tmp_path_factory) -> Path:
+    """best.pt of a one-epoch masked-video run on ``store``."""
+    out = tmp_path_factory.mktemp("masked") / "pre"
+    run_training(CONFIG, out, overrides=_overrides(store, "train.epochs=1"), progress=False)
+    return out / "best.pt"
+
+
+def _overrides(store: Path, *more: str) -> list[str]:
+    """The example config made tiny: this store, T=4, 32x32 frames, a one-block ViT."""
+    return [
+        f"data.store={store}",
+        "data.frames=4",
+        "data.batch_size=4",
+        "data.repeats=2",
+        "data.workers=0",
+        "data.augmentation.size=null",
+        f"model.options={json.dumps({**TINY, 'mask_ratio': 0.75})}",
+        "train.epochs=2",
+        "train.warmup_epochs=0",
+        *more,
+    ]
+
+
+def test_tube_masks_have_the_ratio_span_every_frame_and_are_seeded():
+    m = tube_mask(5, 16, 0.9, generator=torch.Generator().manual_seed(3))
+    assert m.shape == (5, 16) and m.sum(1).tolist() == [14] * 5  # round(0.9 * 16)
+    again = tube_mask(5, 16, 0.9, generator=torch.Generator().manual_seed(3))
+    other = tube_mask(5, 16, 0.9, generator=torch.Generator().manual_seed(4))
+    assert torch.equal(m, again) and not torch.equal(m, other)
+    assert tube_mask(2, 4, 0.99).sum(1).tolist() == [3, 3]  # one place always stays visible
+    torch.manual_seed(0)
+    model = create("video_mae", num_classes=1, frames=4, mask_ratio=0.75, **TINY)
+    x = torch.randn(3, 4, 3, 32, 32)
+    out = model(x)  # training: torch's generator, which the trainer reseeds per micro-batch
+    assert out.shape == (3, 4 * 16, 8 * 8 * 3 + 1)
+    flag = out[..., -1].reshape(3, 4, 16)
+    assert (flag == flag[:, :1]).all()  # a tube: the same places masked in every frame
+    assert flag[:, 0].sum(1).tolist() == [12.0] * 3
+    assert len({tuple(f.tolist()) for f in flag[:, 0]}) == 3  # each window its own mask
+    torch.manual_seed(7)
+    a = model(x)
+    torch.manual_seed(7)
+    assert torch.equal(a, model(x))
+    model.eval()  # eval: seeded by mask_seed, the same at every call
+    assert torch.equal(model(x), model(x))
+
+
+def test_the_loss_sees_only_masked_patches_and_the_encoder_only_visible_ones():
+    torch.manual_seed(0)
+    model = create("video_mae", num_classes=1, frames=4, mask_ratio=0.75, **TINY).eval()
+    frames = torch.randint(0, 256, (2, 4, 3, 32, 32), dtype=torch.uint8)
+    x = frames.float() / 255
+    out = model(x)
+    masked = out[..., -1].bool()
+    task = MaskedVideoTask(["pixels"])
+    loss = task.loss(out, frames)
+    # the loss by hand: per-patch normalised targets, squared error, masked tokens only
+    t = patchify(frames.float() / 255, 8)
+    norm = (t - t.mean(-1, keepdim=True)) / (t.var(-1, keepdim=True, unbiased=False) + 1e-6).sqrt()
+    by_hand = ((out[..., :-1] - norm) ** 2).mean(-1)[masked].mean()
+    assert torch.allclose(loss, by_hand, atol=1e-6)
+
+    def changed(where: torch.Tensor) -> torch.Tensor:
+        """``frames`` with the pixels of the tokens ``where`` (B, L) inverted."""
+        p = patchify(frames.float(), 8)
+        p[where] = 255 - p[where]
+        b, t_, c = frames.shape[:3]
+        back = p.reshape(b, t_, 4, 4, 8, 8, c).permute(0, 1, 6, 2, 4, 3, 5)
+        return back.reshape(frames.shape).to(torch.uint8)
+
+    assert torch.equal(task.loss(out, changed(~masked)), loss)  # visible patches: no effect
+    assert not torch.equal(task.loss(out, changed(masked)), loss)
+    # the encoder runs on visible tokens only: masked pixels of the input change nothing
+    other = changed(masked).float() / 255
+    assert torch.equal(model(other), out)
+    assert not torch.equal(model(changed(~masked).float() / 255), out)
+
+
+def test_a_masked_video_run_trains_resumes_evaluates_and_reconstructs(store, tmp_path, capsys):
+    over = _overrides(store)
+    whole = run_training(CONFIG, tmp_path / "whole", overrides=over, progress=False)
+    assert whole["task"] == "masked_video" and whole["best"]["metric"] == "val_loss"
+    run = tmp_path / "whole"
+    for name in ("best.pt", "last.pt", "curves.png", "epochs.csv", "log.jsonl", "summary.json"):
+        assert (run / name).is_file(), name
+    rows = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    epochs = [r for r in rows if r["kind"] == "epoch"]
+    assert len(epochs) == 2 and all(
+        np.isfinite(r["val_psnr"]) and r["val_loss"] > 0 for r in epochs
+    )
+    assert epochs[-1]["train_loss"] < 1.5  # per-patch normalised targets: 1 at a zero guess
+    # stopped after one step and resumed: the same weights as the run never stopped
+    part = tmp_path / "part"
+    run_training(CONFIG, part, overrides=over, progress=False, stop_after_steps=1)
+    run_training(CONFIG, part, overrides=over, progress=False, resume=True)
+    a, b = load_checkpoint(run / "last.pt")["model"], load_checkpoint(part / "last.pt")["model"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+    result = evaluate(run, clips=2, crops=1, workers=0)
+    assert result["task"] == "masked_video" and result["windows"] == 2 * result["videos"]
+    assert 5 < result["psnr"] < 60 and result["masked_loss"] > 0
+    assert "masked-patch PSNR" in capsys.readouterr().out
+    again = evaluate(run, clips=2, crops=1, workers=0, verbose=False)
+    assert again["psnr"] == result["psnr"]  # eval masks are seeded
+    with pytest.raises(ConfigError, match="whole frames"):
+        evaluate(run, clips=1, crops=3, verbose=False)
+    # the command line: eval writes reconstructions beside the metrics; predict refuses
+    assert main(["eval", str(run), "--clips", "1", "--crops", "1", "--reconstructions", "1"]) == 0
+    assert "reconstructions: 1 PNG" in capsys.readouterr().out
+    assert (run / "eval" / "store" / "val" / "reconstructions" / "recon_0.png").is_file()
+    with pytest.raises(ConfigError, match="--reconstructions N"):
+        Predictor.from_checkpoint(run / "best.pt")
+    paths = write_reconstructions(run / "best.pt", tmp_path / "recon", windows=2)
+    assert [p.name for p in paths] == ["recon_0.png", "recon_1.png"]
+    img = np.asarray(Image.open(paths[0]))
+    assert img.shape == (3 * 32 + 4, 4 * 32 + 3, 3)  # 3 rows (frames, visible, recon) x T=4
+    assert (img[:32] == img[-32:]).mean() > 0.2  # visible patches kept as they were
+
+
+def test_fine_tuning_maps_the_encoder_and_reports_what_is_new(store, pretrained, tmp_path, capsys):
+    best = pretrained
+    mae = load_checkpoint(best)["model"]
+    # T 4 -> 2 and a 4x4 patch grid -> 2x2: the position embeddings are interpolated
+    small = {**TINY, "image_size": 16}
+    clf = create("video_vit_tiny", num_classes=2, frames=2, pretrained=best, **small)
+    report = clf.pretrained_report
+    assert report.initialised == ["head.weight", "head.bias"]
+    assert report.loaded == len(clf.state_dict()) - 2
+    assert any("decoder tensors left out" in n for n in clf.pretrained_notes)
+    for key in ("patch_embed.weight", "blocks.0.attn.qkv.weight", "norm.bias"):
+        assert torch.equal(clf.state_dict()[key], mae[f"encoder.{key}"])
+    want_t = F.interpolate(
+        mae["encoder.pos_time"][:, :, 0].transpose(1, 2), size=2, mode="linear"
+    ).transpose(1, 2)[:, :, None]
+    assert torch.allclose(clf.pos_time, want_t)
+    grid = mae["encoder.pos_space"].reshape(1, 4, 4, -1).permute(0, 3, 1, 2)
+    want_s = F.interpolate(grid, size=(2, 2), mode="bilinear").permute(0, 2, 3, 1)
+    assert torch.allclose(clf.pos_space, want_s.reshape(1, 1, 4, -1))
+    with pytest.raises(ConfigError, match="do not fit"):  # another width: refused, named
+        create("video_vit_tiny", num_classes=2, frames=4, pretrained=best, **{**TINY, "dim": 64})
+
+    cfg = {
+        "data": {"store": str(store), "frames": 4, "batch_size": 4, "workers": 0},
+        "model": {"name": "video_vit_tiny", "pretrained": str(best), "options": TINY},
+        "train": {"epochs": 1, "optimizer": "adamw", "lr": 0.001},
+    }
+    capsys.readouterr()
+    run_training(cfg, tmp_path / "ft", progress=True)
+    said = capsys.readouterr().out
+    assert "tensors loaded, 2 new (head.weight, head.bias)" in said
+    logged = [json.loads(r) for r in (tmp_path / "ft" / "log.jsonl").read_text().splitlines()]
+    record = next(r for r in logged if r["kind"] == "pretrained")
+    assert record["new"] == ["head.weight", "head.bias"] and record["loaded"] == report.loaded
+
+
+def test_repeats_give_k_seeded_windows_of_one_video_for_any_worker_count(store):
+    cfg = load_config(
+        CONFIG, _overrides(store, "data.repeats=3", "data.batch_size=6", "data.clips_per_video=2")
+    )
+    bundle = build_data(cfg, open_store(store))
+    ds = bundle.train
+    assert isinstance(ds, RepeatedWindows) and ds.repeats == 3
+    assert len(ds) == 2 * len(bundle.train_ids)  # clips_per_video items of each video
+    seen = {}
+    for workers in (0, 2):
+        dl = loader(ds, batch_size=2, workers=workers, seed=cfg.train.seed)
+        dl.set_epoch(1)
+        batches = list(dl)
+        seen[workers] = (
+            [
+                (m["video_id"], m["item"], tuple(m["stored_indices"].tolist()))
+                for b in batches
+                for m in b.meta
+            ],
+            torch.cat([b.frames for b in batches]),
+        )
+    assert seen[0][0] == seen[2][0] and torch.equal(seen[0][1], seen[2][1])
+    meta = seen[0][0]
+    assert len(meta) == 3 * len(ds)
+    groups = [meta[i : i + 3] for i in range(0, len(meta), 3)]
+    assert all(len({v for v, _, _ in g}) == 1 for g in groups)  # one video per item
+    assert all(
+        g[0][1] % 3 == 0 and [i for _, i, _ in g] == list(range(g[0][1], g[0][1] + 3))
+        for g in groups
+    )
+    assert sum(len({w for _, _, w in g}) > 1 for g in groups) > len(groups) // 2  # own draws
+    with pytest.raises(ConfigError, match=r"data\.batch_size: 4 windows is not a multiple"):
+        load_config(CONFIG, _overrides(store, "data.repeats=3"))
+    with pytest.raises(ConfigError, match=r"data\.repeats: .*sliding"):
+        load_config(CONFIG, _overrides(store, "data.sampler=sliding"))
+
+
+@pytest.mark.slow
+def test_the_encoder_exports_to_onnx_with_its_contract(pretrained, tmp_path):
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from hyperframes.infer import export_onnx
+
+    report = export_onnx(pretrained, tmp_path / "enc.onnx", size=32)
+    assert report.output_name == "features" and report.output_shape == ["batch", 4 * 16, 32]
+    assert report.max_abs_diff is not None and report.max_abs_diff < 1e-4
+    meta = {p.key: p.value for p in onnx.load(str(tmp_path / "enc.onnx")).metadata_props}
+    assert meta["task"] == "masked_video" and json.loads(meta["frames"]) == 4
+    assert json.loads(meta["hyperframes.contract"])["frames"] == 4
+    side = json.loads((tmp_path / "enc.onnx.json").read_text())
+    assert side["output"] == {"features": ["batch", 64, 32]}
