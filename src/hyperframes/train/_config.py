@@ -101,6 +101,31 @@ class AugmentConfig:
         metadata=_m(min=0.0, max=1.0, help="probability; keep 0 when left/right matters"),
     )
     color_jitter: float = field(default=0.0, metadata=_m(min=0.0, max=1.0))
+    color_jitter_per_frame: bool = field(
+        default=False, metadata=_m(help="a set of colour factors per frame (flicker)")
+    )
+    affine: dict = field(
+        default_factory=dict,
+        metadata=_m(
+            help="RandomAffine options (degrees, translate, scale, shear), one set per window; "
+            "empty: off"
+        ),
+    )
+    noise: float = field(
+        default=0.0,
+        metadata=_m(min=0.0, max=1.0, help="std of per-pixel Gaussian noise, [0, 1] scale"),
+    )
+    reverse: float = field(
+        default=0.0, metadata=_m(min=0.0, max=1.0, help="probability of playing it backwards")
+    )
+    drop_frame: float = field(
+        default=0.0,
+        metadata=_m(min=0.0, max=1.0, help="probability that a frame is lost (previous repeated)"),
+    )
+    duplicate_frame: float = field(
+        default=0.0,
+        metadata=_m(min=0.0, max=1.0, help="probability that a frame is shown twice"),
+    )
 
 
 @dataclasses.dataclass
@@ -650,6 +675,8 @@ def _cross_checks(cfg: Config) -> None:
             "data.augmentation.size: crops are not applied to segmentation masks; allowed for "
             f"the segmentation model {cfg.model.name!r}: null (hflip is applied to both)"
         )
+    if seg:
+        _check_seg_augmentation(cfg)
     if seg and cfg.eval.crops != 1:
         raise ConfigError("eval.crops: segmentation is evaluated on whole frames; allowed: 1")
     if cfg.train.min_lr > cfg.train.lr:
@@ -657,6 +684,7 @@ def _cross_checks(cfg: Config) -> None:
             f"train.min_lr: {cfg.train.min_lr} is above train.lr={cfg.train.lr}; allowed: "
             f"0 <= min_lr <= lr"
         )
+    _check_augmentation(cfg)
     aug = cfg.data.augmentation
     if aug.scale[0] > aug.scale[1] or aug.scale[1] <= 0:
         raise ConfigError(
@@ -668,6 +696,36 @@ def _cross_checks(cfg: Config) -> None:
             f"data.augmentation.ratio: {aug.ratio} is not a range; allowed: [low, high], "
             "0 < low <= high"
         )
+
+
+def _check_seg_augmentation(cfg: Config) -> None:
+    """The segmentation dataset moves masks with hflip only: refuse what it would not apply."""
+    aug = cfg.data.augmentation
+    extra = [
+        k
+        for k in ("affine", "noise", "reverse", "drop_frame", "duplicate_frame", "color_jitter")
+        if getattr(aug, k)
+    ]
+    if extra:
+        raise ConfigError(
+            f"data.augmentation.{extra[0]}: not applied to segmentation windows (their masks "
+            f"move with hflip only); allowed for the segmentation model {cfg.model.name!r}: "
+            "off (hflip is applied to frames and masks)"
+        )
+
+
+def _check_augmentation(cfg: Config) -> None:
+    """The augmentation builds: RandomAffine accepts ``data.augmentation.affine``."""
+    from ._data import train_transform
+
+    try:
+        train_transform(cfg.data.augmentation)
+    except ConfigError as e:
+        raise ConfigError(f"data.augmentation: {e}") from None
+    except TypeError as e:
+        raise ConfigError(
+            f"data.augmentation.affine: {e}; allowed keys: degrees, translate, scale, shear, fill"
+        ) from None
 
 
 def _check_task(cfg: Config, spec) -> None:

@@ -21,8 +21,13 @@ from ..data import HyperframeDataset
 from ..data.transforms import (
     ColorJitter,
     Compose,
+    DropFrame,
+    DuplicateFrame,
+    GaussianNoise,
+    RandomAffine,
     RandomHorizontalFlip,
     RandomResizedCrop,
+    Reverse,
     Transform,
 )
 from ._splits import resolve_split
@@ -47,15 +52,33 @@ class DataBundle:
 
 
 def train_transform(aug) -> Transform | None:
+    """``data.augmentation`` as transforms, in this order: crop, flip, affine (one set of
+    parameters per window), colour jitter (per window, or per frame), Gaussian noise (per
+    pixel), then the temporal ones (reverse, drop a frame, duplicate a frame), which move the
+    frames' indices and mask with them."""
     steps: list[Transform] = []
     if aug.size is not None:
         steps.append(RandomResizedCrop(aug.size, scale=tuple(aug.scale), ratio=tuple(aug.ratio)))
     if aug.hflip > 0:
         steps.append(RandomHorizontalFlip(aug.hflip))
+    if aug.affine:
+        steps.append(RandomAffine(**{k: _pair(v) for k, v in aug.affine.items()}))
     if aug.color_jitter > 0:
         j = aug.color_jitter
-        steps.append(ColorJitter(j, j, j))
+        steps.append(ColorJitter(j, j, j, per_frame=aug.color_jitter_per_frame))
+    if aug.noise > 0:
+        steps.append(GaussianNoise(aug.noise))
+    for p, step in ((aug.reverse, Reverse), (aug.drop_frame, DropFrame)):
+        if p > 0:
+            steps.append(step(p))
+    if aug.duplicate_frame > 0:
+        steps.append(DuplicateFrame(aug.duplicate_frame))
     return Compose(steps) if steps else None
+
+
+def _pair(value):
+    """A YAML list of two numbers as the (low, high) tuple the transforms take."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def eval_transform(aug) -> ContractCrop | None:
