@@ -261,8 +261,22 @@ class TrainConfig:
     balanced: bool = False
     amp: bool = False
     amp_dtype: str = field(default="auto", metadata=_m(choices=("auto", "bfloat16", "float16")))
+    amp_float32: list[str] = field(
+        default_factory=lambda: ["batchnorm"],
+        metadata=_m(
+            choices=("batchnorm", "groupnorm", "layernorm"),
+            help="normalisation layers run in float32 under AMP (their statistics are what "
+            "low precision makes unstable)",
+        ),
+    )
     accumulate: int = field(default=1, metadata=_m(min=1, max=MAX_BATCH))
-    checkpointing: bool = False
+    checkpointing: bool | list[str] = field(
+        default=False,
+        metadata=_m(
+            help="true: every stage; a list of stage names (e.g. [layer3, layer4]) to "
+            "recompute only those in backward; `hyperframes estimate` lists them"
+        ),
+    )
     clip_grad: float | None = field(default=None, metadata=_m(gt=0.0))
     aux_weight: float = field(
         default=0.0, metadata=_m(min=0.0, help="initial weight of a model's auxiliary loss")
@@ -400,6 +414,9 @@ def _value(key: str, value, hint, meta: dict):
             return None
         if value is None or (isinstance(value, str) and meta.get("auto")):
             raise _bad(key, value, hint, meta, "not an allowed value:")
+        lists = [a for a in inner if typing.get_origin(a) is list]
+        if lists and isinstance(value, list | tuple) and len(inner) > 1:  # e.g. bool | list[str]
+            return _value(key, value, lists[0], {**meta, "nullable": nullable})
         return _value(key, value, inner[0], {**meta, "nullable": nullable})
     if origin is list:
         (item,) = typing.get_args(hint)
