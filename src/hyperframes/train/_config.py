@@ -176,7 +176,37 @@ class DataConfig:
             "(at most 8); 0 reads in the training loop",
         ),
     )
-    memory: str = field(default="disk", metadata=_m(choices=("disk", "ram")))
+    memory: str = field(
+        default="disk",
+        metadata=_m(
+            choices=("disk", "ram", "cuda"),
+            help="where windows are read from: the store on disk, the store held in RAM, or "
+            "held on the GPU (train.device's)",
+        ),
+    )
+    memory_budget: int | None = field(
+        default=None,
+        metadata=_m(
+            min=0,
+            help="bytes the memory cache may take (null: the whole split); the videos read "
+            "most per byte go in first, the rest are read from disk",
+        ),
+    )
+    decode_device: str | None = field(
+        default=None,
+        metadata=_m(
+            choices=("cuda", "cpu"),
+            help="decode a jpeg store's frames on the GPU (nvJPEG, batched); cpu: the same "
+            "path on the CPU",
+        ),
+    )
+    check: str | None = field(
+        default=None,
+        metadata=_m(
+            choices=("video",),
+            help="video: verify each video's checksum the first time it is read",
+        ),
+    )
     drop_last: bool = True
     mean: list[float] = field(default_factory=lambda: list(IMAGENET_MEAN), metadata=_m(length=3))
     std: list[float] = field(
@@ -694,6 +724,7 @@ def _cross_checks(cfg: Config) -> None:
         )
     if seg:
         _check_seg_augmentation(cfg)
+    _check_memory(cfg)
     if seg and cfg.eval.crops != 1:
         raise ConfigError("eval.crops: segmentation is evaluated on whole frames; allowed: 1")
     if cfg.train.min_lr > cfg.train.lr:
@@ -712,6 +743,25 @@ def _cross_checks(cfg: Config) -> None:
         raise ConfigError(
             f"data.augmentation.ratio: {aug.ratio} is not a range; allowed: [low, high], "
             "0 < low <= high"
+        )
+
+
+def _check_memory(cfg: Config) -> None:
+    d = cfg.data
+    if d.memory_budget is not None and d.memory == "disk":
+        raise ConfigError(
+            "data.memory_budget: sizes a memory cache, but data.memory is disk; allowed with "
+            "it: null (or set data.memory: ram or cuda)"
+        )
+    if d.decode_device is not None and d.memory != "disk":
+        raise ConfigError(
+            f"data.decode_device: {d.decode_device} decodes a jpeg store read from disk, but "
+            f"data.memory: {d.memory} holds decoded frames already; allowed: one or the other"
+        )
+    if "cuda" in (d.memory, d.decode_device) and cfg.train.device == "cpu":
+        raise ConfigError(
+            "data.memory / data.decode_device: cuda puts windows on the GPU but train.device "
+            "is cpu; allowed with train.device cpu: memory disk or ram, decode_device null or cpu"
         )
 
 

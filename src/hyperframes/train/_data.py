@@ -131,6 +131,7 @@ def make_dataset(
     sampler: str | None = None,
     sampler_options: dict | None = None,
     transform: Callable[..., Any] | Literal["auto"] | None = "auto",
+    memory_budget: int | None = None,
 ):
     """The dataset of ``video_ids`` for training (``train=True``) or evaluation; windows come
     in the temporal layout (the contract applies the model's at the model boundary), and the
@@ -150,6 +151,7 @@ def make_dataset(
         "memory": d.memory,
         "sampler_options": dict(sampler_options or {}),
     }
+    kwargs.update(memory_options(cfg, train=train, budget=memory_budget))
     kwargs.update(track_options(cfg))
     if task == "segmentation":
         from ._segmentation import SegmentationDataset
@@ -171,6 +173,29 @@ def make_dataset(
     once = make(**kwargs)  # one window per item of the sampler: how many items that gives
     clips = auto_clips_per_video(cfg, len(once)) if once.sampler.random else 1
     return once if clips == 1 else make(**kwargs, clips_per_video=clips)
+
+
+def memory_options(cfg, *, train: bool, budget: int | None = None) -> dict:
+    """The dataset's memory options of ``cfg.data``: the GPU's index for ``memory: cuda``
+    (train.device's), the cache's budget and priority (class-balanced draws make a rare
+    class's videos the hot ones; ``budget``: another than ``data.memory_budget``), and
+    ``decode_device``."""
+    d = cfg.data
+    out: dict[str, Any] = {}
+    if d.memory == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                "data.memory: cuda holds the store on the GPU, and no CUDA GPU is available "
+                "here; allowed: disk or ram"
+            )
+    if d.memory_budget is not None:
+        out["memory_budget"] = int(d.memory_budget if budget is None else budget)
+        out["memory_priority"] = "balanced" if (train and cfg.train.balanced) else "reads"
+    if d.decode_device is not None:
+        out["decode_device"] = d.decode_device
+    return out
 
 
 def auto_clips_per_video(cfg, items: int) -> int:
@@ -206,14 +231,18 @@ def build_data(cfg, store) -> DataBundle:
         store, num_classes=cfg.model.num_classes, video_ids=labelled
     )
     num_classes = len(classes)
+    train = make_dataset(cfg, store, train_ids, train=True)
+    left = None  # the validation split's cache takes what the training split's leaves
+    if train.cache_plan is not None and cfg.data.memory_budget is not None:
+        left = max(0, int(cfg.data.memory_budget) - train.cache_plan.bytes)
     return DataBundle(
         store=store,
         task=task,
         layout=model_layout(cfg),
         classes=classes,
         num_classes=num_classes,
-        train=make_dataset(cfg, store, train_ids, train=True),
-        val=make_dataset(cfg, store, val_ids, train=False),
+        train=train,
+        val=make_dataset(cfg, store, val_ids, train=False, memory_budget=left),
         train_ids=train_ids,
         val_ids=val_ids,
         split_source=how,

@@ -263,7 +263,10 @@ class _Run:
         random.seed(cfg.train.seed)
         np.random.seed(cfg.train.seed)
         self.store = open_store(
-            cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit
+            cfg.data.store,
+            cache_dir=cfg.data.cache_dir,
+            cache_limit=cfg.data.cache_limit,
+            check="video" if cfg.data.check == "video" else None,
         )
         self.bundle = b = build_data(cfg, self.store)
         check_leakage_of_split(cfg, self.store, b, d, self.run_dir)
