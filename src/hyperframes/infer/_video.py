@@ -179,6 +179,9 @@ def predict_video(
         )
         if annotator is not None:
             outputs.append(annotator.close())
+        picture = _hidden_picture(predictor, out)
+        if picture is not None:
+            outputs.append(picture)
     except BaseException:
         writer.abort()
         if annotator is not None:
@@ -200,6 +203,19 @@ def predict_video(
         notes=list(predictor.notes),
         top=_top(predictor.classes, prob_sum / max(writer.count, 1), top_k),
     )
+
+
+def _hidden_picture(predictor, out: Path) -> Path | None:
+    """For a keyframe model: ``out/hidden.png``, the first window's K_t beside the PCA
+    picture of its H_t (what G makes of the context; see ``train._keyframe_recipe``)."""
+    from ..train._keyframe_recipe import hidden_picture, takes_recipe
+
+    window = getattr(predictor, "first_window", None)
+    if window is None or not takes_recipe(predictor.model):
+        return None
+    c = predictor.contract
+    x = c.prepare(window.to(predictor.device))
+    return hidden_picture(predictor.model, x, None, out / "hidden.png", mean=c.mean, std=c.std)
 
 
 def _top(classes: list[str], probs, k: int) -> list[tuple[str, float]]:

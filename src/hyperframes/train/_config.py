@@ -311,6 +311,24 @@ class TrainConfig:
     aux_weight: float = field(
         default=0.0, metadata=_m(min=0.0, help="initial weight of a model's auxiliary loss")
     )
+    f_first_epochs: int = field(
+        default=0,
+        metadata=_m(
+            min=0,
+            max=MAX_EPOCHS,
+            help="keyframe models: epochs in which F alone learns on a frozen G, before G "
+            "and F train together",
+        ),
+    )
+    flow_pretrain_epochs: int = field(
+        default=0,
+        metadata=_m(
+            min=0,
+            max=MAX_EPOCHS,
+            help="keyframe models: epochs pre-training G to predict the store's optical flow "
+            "at the key frame before training (the store needs --flow)",
+        ),
+    )
     seed: int = field(default=0, metadata=_m(min=0, max=MAX_SEED))
     device: str = field(default="auto", metadata=_m(choices=("auto", "cpu", "cuda")))
     eval_every: int = field(default=1, metadata=_m(min=1))
@@ -725,6 +743,7 @@ def _cross_checks(cfg: Config) -> None:
     if seg:
         _check_seg_augmentation(cfg)
     _check_memory(cfg)
+    _check_recipe(cfg, spec)
     if seg and cfg.eval.crops != 1:
         raise ConfigError("eval.crops: segmentation is evaluated on whole frames; allowed: 1")
     if cfg.train.min_lr > cfg.train.lr:
@@ -743,6 +762,26 @@ def _cross_checks(cfg: Config) -> None:
         raise ConfigError(
             f"data.augmentation.ratio: {aug.ratio} is not a range; allowed: [low, high], "
             "0 < low <= high"
+        )
+
+
+def _check_recipe(cfg: Config, spec) -> None:
+    t = cfg.train
+    for key in ("f_first_epochs", "flow_pretrain_epochs"):
+        if getattr(t, key) and spec.family != "keyframe":
+            raise ConfigError(
+                f"train.{key}: the keyframe models' recipe (an aggregator G and a segmenter F); "
+                f"model {cfg.model.name!r} has no G; allowed: 0"
+            )
+    if t.f_first_epochs >= t.epochs and t.f_first_epochs:
+        raise ConfigError(
+            f"train.f_first_epochs: {t.f_first_epochs} leaves no epoch for G and F together "
+            f"(train.epochs: {t.epochs}); allowed: fewer than train.epochs"
+        )
+    if t.flow_pretrain_epochs and cfg.data.frames < 2:
+        raise ConfigError(
+            "train.flow_pretrain_epochs: the key frame's flow needs data.frames >= 2; allowed "
+            "with one frame: 0"
         )
 
 
