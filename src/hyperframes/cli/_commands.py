@@ -211,6 +211,19 @@ def export(args) -> int:
     return EXIT_OK
 
 
+def estimate(args) -> int:
+    from ..train import estimate as estimate_config
+    from ..train import format_estimate, load_config, precheck_config
+
+    precheck_config(args.config, args.overrides)
+    result = estimate_config(load_config(args.config, args.overrides))
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+    else:
+        print(format_estimate(result))
+    return EXIT_OK
+
+
 def train(args) -> int:
     """Stopped by Ctrl-C or SIGTERM, training saves ``last.pt`` where it stands; this prints one
     line saying where and the command that resumes, and exits with 130 (SIGINT) or 143.

@@ -33,6 +33,7 @@ EXAMPLES = {
     "predict": "hyperframes predict runs/r18/best.pt video.mp4 --stride 4 --ema 0.7 --annotate",
     "export": "hyperframes export runs/r18/best.pt --onnx model.onnx",
     "train": "hyperframes train configs/channel_r18.yaml --set train.lr=0.02 --out runs/r18",
+    "estimate": "hyperframes estimate configs/channel_r18.yaml --set data.batch_size=64",
     "eval": "hyperframes eval runs/r18/best.pt --store STORE --split val --clips 10 --crops 3",
     "demo": "hyperframes demo --out demo_out --quick",
     "recalibrate": "hyperframes recalibrate runs/r2p1d --store STORE --frames 8",
@@ -517,6 +518,26 @@ def build_parser() -> argparse.ArgumentParser:
     t = _command(sub, "train", "train a model on a store from a YAML config")
     _train_options(t)
     t.set_defaults(func=run.train)
+
+    es = _command(
+        sub,
+        "estimate",
+        "parameters, FLOPs and memory of a config before training",
+        "Builds the config's model and runs two real clips of its store through it on the "
+        "CPU: parameters, forward FLOPs per clip, activation memory at data.batch_size with "
+        "and without activation checkpointing, and the step's peak.",
+    )
+    es.add_argument("config", help="a YAML config (as train takes)")
+    es.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override a config value, e.g. --set data.batch_size=32 (repeatable)",
+    )
+    es.add_argument("--json", action="store_true", help="print the estimate as JSON")
+    es.set_defaults(func=run.estimate)
 
     e = _command(sub, "eval", "evaluate a checkpoint (multi-clip, multi-crop)")
     _eval_options(e)

@@ -15,6 +15,7 @@ from .._core._errors import ConfigError, DataError
 from .._core._layouts import PAD_LEAKS, list_layouts
 from ..sampling import PerFrame, Plan, VideoTable, change_score, create_sampler
 from ._buffers import BatchBuffers
+from ._cache_plan import CachePlan, plan_cache
 from ._pipeline import (
     BatchPlan,
     Recipe,
@@ -157,6 +158,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
         cache_dir: str | os.PathLike | None = None,
         cache_limit: int | None = None,
         clips_per_video: int = 1,
+        memory_budget: int | None = None,
+        memory_priority: str = "reads",
     ):
         self.store = _open(store, cache_dir, cache_limit)
         self.tracks = Tracks(
@@ -220,10 +223,19 @@ class HyperframeDataset(torch.utils.data.Dataset):
         self.reader: StoreReader = self.store
         if memory not in MEMORY_MODES and not str(memory).startswith("cuda"):
             raise ConfigError(f"unknown memory={memory!r}; choose disk, ram or cuda[:N]")
+        #: the videos a memory cache holds (``memory_budget``; None: no memory cache)
+        self.cache_plan: CachePlan | None = None
+        if memory_budget is not None and memory == "disk":
+            raise ConfigError(
+                "memory_budget sizes a memory cache: give memory='ram' or 'cuda' with it"
+            )
         if memory != "disk":
             from ._memory import InMemoryStore
 
-            self.reader = InMemoryStore(self.store, device="cpu" if memory == "ram" else memory)
+            device = "cpu" if memory == "ram" else memory
+            self.cache_plan = self._plan_cache(memory_budget, memory_priority)
+            hold = None if memory_budget is None else self.cache_plan.videos
+            self.reader = InMemoryStore(self.store, device=device, hold=hold)
         if decode_device is not None:
             if memory != "disk":
                 raise ConfigError(
@@ -237,6 +249,18 @@ class HyperframeDataset(torch.utils.data.Dataset):
         self._len = self.sampler.num_items(self.table)
         #: what the batch pipeline does with ``transform`` (None: the per-sample path)
         self.recipe: Recipe | None = recipe_of(transform)
+
+    def _plan_cache(self, budget: int | None, priority: str) -> CachePlan:
+        """Which of this dataset's videos a memory cache of ``budget`` bytes holds."""
+        from ._memory import held_dtype
+
+        videos, ids = self.store.videos, self.video_ids
+        shapes = np.asarray(videos.shapes).reshape(-1, 3)[ids]
+        per_frame = shapes.prod(axis=1) * held_dtype(self.store.dtype).itemsize
+        size = np.asarray(videos.num_frames)[ids] * per_frame
+        reads = np.bincount(self.sampler.item_videos(self.table), minlength=len(ids))
+        labels = np.asarray(videos.label_ids)[ids]
+        return plan_cache(ids, size, reads, labels, budget=budget, priority=priority)
 
     @property
     def in_channels(self) -> int:

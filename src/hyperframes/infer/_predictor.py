@@ -169,6 +169,9 @@ class Predictor:
         self.frames_computed = 0
         #: frames on the model's grid (after resampling) since the predictor was made
         self.frames_added = 0
+        #: the last stream's first window as the model read it, uint8 (1, T, 3, H, W) (the
+        #: PCA picture of a keyframe model's H_t that ``predict`` saves)
+        self.first_window: Tensor | None = None
         self.reset()
 
     @classmethod
@@ -217,6 +220,7 @@ class Predictor:
         self._last_end = -1  # last frame of the last regular window
         self._smoothed: Tensor | None = None
         self._emitted = 0
+        self._captured = False  # the stream's first window is in first_window
 
     @property
     def reuse(self) -> bool:
@@ -361,6 +365,8 @@ class Predictor:
         frames = torch.stack([self._images[i] for i in uniq]).to(self.device, non_blocking=True)
         self.frames_computed += len(wins) * self.frames
         take = torch.tensor([[pos[i] for i in idx] for idx, _ in wins], device=frames.device)
+        if not self._captured:
+            self.first_window, self._captured = frames[take[:1]].cpu(), True
         # uint8 (B, T, 3, H, W) -> the model's input, as eval prepares it
         return self.model(self.contract.prepare(frames[take])).float()
 

@@ -187,6 +187,9 @@ def predict_video(
         )
         if annotator is not None:
             outputs.append(annotator.close())
+        picture = _hidden_picture(predictor, out)
+        if picture is not None:
+            outputs.append(picture)
     except BaseException:
         writer.abort()
         if annotator is not None:
@@ -245,6 +248,19 @@ def choose_decoder(recorded: dict | None, asked: str | None) -> tuple[str, list[
         print(f"hyperframes predict: warning: {msg}", file=sys.stderr, flush=True)
         notes.append(msg)
     return name, notes
+
+
+def _hidden_picture(predictor, out: Path) -> Path | None:
+    """For a keyframe model: ``out/hidden.png``, the first window's K_t beside the PCA
+    picture of its H_t (what G makes of the context; see ``train._keyframe_recipe``)."""
+    from ..train._keyframe_recipe import hidden_picture, takes_recipe
+
+    window = getattr(predictor, "first_window", None)
+    if window is None or not takes_recipe(predictor.model):
+        return None
+    c = predictor.contract
+    x = c.prepare(window.to(predictor.device))
+    return hidden_picture(predictor.model, x, None, out / "hidden.png", mean=c.mean, std=c.std)
 
 
 def _top(classes: list[str], probs, k: int) -> list[tuple[str, float]]:

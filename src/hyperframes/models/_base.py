@@ -15,7 +15,8 @@ also travels through ``torch.onnx.export`` and ``DataLoader`` collation; a plain
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextvars
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -122,6 +123,8 @@ class VideoModel(nn.Module):
         self.frames = frames
         self.in_channels = in_channels
         self._checkpointing = False
+        self._ckpt_only: frozenset[str] | None = None
+        self._stage_names: dict[int, str] | None = None
         self.checkpointing = checkpointing
         self.registry_name: str | None = None
 
@@ -158,17 +161,49 @@ class VideoModel(nn.Module):
         return self._checkpointing
 
     @checkpointing.setter
-    def checkpointing(self, value: bool) -> None:
-        self._checkpointing = bool(value)
+    def checkpointing(self, value: bool | Iterable[str]) -> None:
+        """True: every stage; a list of stage names (``layer3``, ``backbone.net.layer4``: a
+        module's qualified name or its end after a dot): only those; False or []: none."""
+        if isinstance(value, bool) or value is None:
+            self._ckpt_only = None
+            self._checkpointing = bool(value)
+        else:
+            names = frozenset(str(v) for v in value)
+            known = [n for n, _ in self.named_modules() if n]
+            bad = sorted(n for n in names if not any(_stage_match(k, n) for k in known))
+            if bad:
+                raise ConfigError(
+                    f"checkpointing: {self._who()} has no stage {', '.join(map(repr, bad))}; "
+                    "`hyperframes estimate CONFIG` lists the stages it checkpoints"
+                )
+            self._ckpt_only = names
+            self._checkpointing = bool(names)
         self._set_checkpointing(self._checkpointing)
+
+    @property
+    def checkpoint_stages(self) -> frozenset[str] | None:
+        """The stage names ``checkpointing`` was given (None: all stages, or checkpointing off)."""
+        return self._ckpt_only
 
     def _set_checkpointing(self, enabled: bool) -> None:
         """Hook for wrapped third-party networks with their own switch."""
 
+    def stage_name(self, fn: Any) -> str:
+        """The qualified module name of a stage passed to :meth:`_ckpt` ("" if not a module)."""
+        if self._stage_names is None:
+            self._stage_names = {id(m): n for n, m in self.named_modules()}
+        return self._stage_names.get(id(fn), "")
+
     def _ckpt(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)``, through activation checkpointing when enabled and training."""
+        """Run ``fn(*args)``, through activation checkpointing when enabled and training (and
+        ``fn`` is a selected stage, when stages were named)."""
+        probe = STAGE_PROBE.get()
+        if probe is not None:  # hyperframes.train estimate: measuring each stage
+            return probe(self, fn, args)
         if self.checkpointing and torch.is_grad_enabled():
-            return checkpoint(fn, *args, use_reentrant=False)
+            only = self._ckpt_only
+            if only is None or any(_stage_match(self.stage_name(fn), n) for n in only):
+                return checkpoint(fn, *args, use_reentrant=False)
         return fn(*args)
 
     # -- pretrained weights -----------------------------------------------------------------
@@ -205,6 +240,17 @@ def other_frames_refusal(model: nn.Module, frames: int) -> str | None:
         "that takes any T (cnn_lstm, tsn_*, r2plus1d_tiny and the other 3D CNNs, "
         f"video_vit_tiny, timesformer_tiny) or one trained at T={frames}"
     )
+
+
+#: set by the memory estimate (``hyperframes.train._estimate``): called as
+#: ``probe(model, fn, args)`` in place of every checkpointable stage
+STAGE_PROBE: contextvars.ContextVar[Callable[..., Any] | None] = contextvars.ContextVar(
+    "hyperframes_stage_probe", default=None
+)
+
+
+def _stage_match(qualified: str, name: str) -> bool:
+    return bool(qualified) and (qualified == name or qualified.endswith("." + name))
 
 
 def _check_int(name: str, value: Any) -> None:

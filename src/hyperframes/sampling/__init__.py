@@ -8,6 +8,7 @@ A sampler never reads pixels and never imports torch. Give it per-video metadata
     plan = s.plan(videos, item, seed=0, epoch=3)   # plan.video, plan.frame_indices, plan.mask
 
 Registered samplers: ``sliding``, ``random``, ``segments``, ``uniform``, ``duration``,
+``candidates`` (one of K even clips per epoch), ``scattered`` (N random frames anywhere),
 ``keyframes``, ``per_segment`` (one item per labelled segment of an untrimmed video:
 ``VideoTable.segments``, a :class:`SegmentTable`; :func:`frame_labels` gives each frame's
 classes by pts). :func:`epoch_order`, :func:`balanced_order` and :func:`partition` give the order
@@ -21,13 +22,14 @@ from ._duration import DurationSampler
 from ._keyframes import KeyframesSampler
 from ._meta import PerFrame, Plan, VideoMeta, VideoTable, as_video_table
 from ._order import balanced_order, class_weights, epoch_order, partition
-from ._random import RandomSampler, SegmentsSampler
+from ._random import CandidatesSampler, RandomSampler, ScatteredSampler, SegmentsSampler
 from ._registry import create_sampler, list_samplers, register_sampler
 from ._segments import PerSegmentSampler, SegmentTable, frame_labels
 from ._windows import SlidingSampler, UniformSampler
 
 __all__ = [
     "SHORT_POLICIES",
+    "CandidatesSampler",
     "ChangeScorer",
     "DurationSampler",
     "KeyframesSampler",
@@ -36,6 +38,7 @@ __all__ = [
     "Plan",
     "RandomSampler",
     "Sampler",
+    "ScatteredSampler",
     "SegmentTable",
     "SegmentsSampler",
     "SlidingSampler",

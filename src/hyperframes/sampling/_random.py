@@ -1,4 +1,5 @@
-"""Training samplers: ``random`` (a random window per epoch) and ``segments`` (TSN)."""
+"""Training samplers: ``random`` (a random window per epoch), ``segments`` (TSN),
+``candidates`` (one of K fixed clips per epoch) and ``scattered`` (N frames anywhere)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from ._meta import Plan
 from ._registry import register_sampler
 from ._windows import _StridedSampler
 
-__all__ = ["RandomSampler", "SegmentsSampler"]
+__all__ = ["CandidatesSampler", "RandomSampler", "ScatteredSampler", "SegmentsSampler"]
 
 
 @register_sampler("random")
@@ -67,3 +68,43 @@ class SegmentsSampler(Sampler):
         else:
             offsets = lengths // 2
         return Plan(video, edges[:-1] + offsets, np.ones(self.frames, dtype=bool))
+
+
+@register_sampler("candidates")
+class CandidatesSampler(_StridedSampler):
+    """``clips`` candidate windows cut evenly over each video (where ``uniform`` puts its
+    clips), one of them drawn per epoch: the windows a video gives stay few and fixed, so
+    epochs see the same clips in a new mix (a steadier loss than a free random start)."""
+
+    random = True
+
+    def __init__(
+        self, *, frames: int, clips: int = 4, stride: int = 1, short: str = "error"
+    ) -> None:
+        super().__init__(frames=frames, stride=stride, short=short)
+        self.clips = _positive_int("clips", clips, self.name)
+
+    def _plan(self, table, video, local, is_short, item, seed, epoch) -> Plan:
+        num_frames = int(table.num_frames[video])
+        room = max(num_frames - self._need(), 0)
+        k = int(self._rng(seed, epoch, item).integers(0, self.clips))
+        start = room // 2 if self.clips == 1 else int(np.rint(k * room / (self.clips - 1)))
+        idx, mask = finish(start + np.arange(self.frames, dtype=np.int64) * self.stride, num_frames)
+        return Plan(video, idx, mask, clip=k)
+
+
+@register_sampler("scattered")
+class ScatteredSampler(Sampler):
+    """``frames`` distinct frames drawn at random over the whole video each epoch, in time
+    order (the seeds' "fully random" sampling: wide coverage, noisy; a quick baseline)."""
+
+    random = True
+
+    def _plan(self, table, video, local, is_short, item, seed, epoch) -> Plan:
+        num_frames = int(table.num_frames[video])
+        if is_short:
+            idx, mask = finish(np.arange(self.frames, dtype=np.int64), num_frames)
+            return Plan(video, idx, mask)
+        rng = self._rng(seed, epoch, item)
+        idx = np.sort(rng.choice(num_frames, size=self.frames, replace=False)).astype(np.int64)
+        return Plan(video, idx, np.ones(self.frames, dtype=bool))

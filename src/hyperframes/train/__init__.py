@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         precheck_config,
         save_config,
     )
+    from ._estimate import estimate, format_estimate
     from ._eval import evaluate, format_metrics
     from ._leakage import LeakageReport, check_leakage, content_hash, find_leakage
     from ._masked import MaskedVideoTask, write_reconstructions
@@ -92,8 +93,10 @@ _LAZY = {
     "confusion_matrix": "._metrics",
     "content_hash": "._leakage",
     "create_task": "._tasks",
+    "estimate": "._estimate",
     "evaluate": "._eval",
     "find_leakage": "._leakage",
+    "format_estimate": "._estimate",
     "format_metrics": "._eval",
     "get_task": "._tasks",
     "iou_from_confusion": "._metrics",
@@ -143,8 +146,10 @@ __all__ = [
     "confusion_matrix",
     "content_hash",
     "create_task",
+    "estimate",
     "evaluate",
     "find_leakage",
+    "format_estimate",
     "format_metrics",
     "get_task",
     "iou_from_confusion",

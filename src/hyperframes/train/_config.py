@@ -102,6 +102,31 @@ class AugmentConfig:
         metadata=_m(min=0.0, max=1.0, help="probability; keep 0 when left/right matters"),
     )
     color_jitter: float = field(default=0.0, metadata=_m(min=0.0, max=1.0))
+    color_jitter_per_frame: bool = field(
+        default=False, metadata=_m(help="a set of colour factors per frame (flicker)")
+    )
+    affine: dict = field(
+        default_factory=dict,
+        metadata=_m(
+            help="RandomAffine options (degrees, translate, scale, shear), one set per window; "
+            "empty: off"
+        ),
+    )
+    noise: float = field(
+        default=0.0,
+        metadata=_m(min=0.0, max=1.0, help="std of per-pixel Gaussian noise, [0, 1] scale"),
+    )
+    reverse: float = field(
+        default=0.0, metadata=_m(min=0.0, max=1.0, help="probability of playing it backwards")
+    )
+    drop_frame: float = field(
+        default=0.0,
+        metadata=_m(min=0.0, max=1.0, help="probability that a frame is lost (previous repeated)"),
+    )
+    duplicate_frame: float = field(
+        default=0.0,
+        metadata=_m(min=0.0, max=1.0, help="probability that a frame is shown twice"),
+    )
 
 
 @dataclasses.dataclass
@@ -170,7 +195,37 @@ class DataConfig:
             "(at most 8); 0 reads in the training loop",
         ),
     )
-    memory: str = field(default="disk", metadata=_m(choices=("disk", "ram")))
+    memory: str = field(
+        default="disk",
+        metadata=_m(
+            choices=("disk", "ram", "cuda"),
+            help="where windows are read from: the store on disk, the store held in RAM, or "
+            "held on the GPU (train.device's)",
+        ),
+    )
+    memory_budget: int | None = field(
+        default=None,
+        metadata=_m(
+            min=0,
+            help="bytes the memory cache may take (null: the whole split); the videos read "
+            "most per byte go in first, the rest are read from disk",
+        ),
+    )
+    decode_device: str | None = field(
+        default=None,
+        metadata=_m(
+            choices=("cuda", "cpu"),
+            help="decode a jpeg store's frames on the GPU (nvJPEG, batched); cpu: the same "
+            "path on the CPU",
+        ),
+    )
+    check: str | None = field(
+        default=None,
+        metadata=_m(
+            choices=("video",),
+            help="video: verify each video's checksum the first time it is read",
+        ),
+    )
     drop_last: bool = True
     mean: list[float] = field(default_factory=lambda: list(IMAGENET_MEAN), metadata=_m(length=3))
     std: list[float] = field(
@@ -262,11 +317,43 @@ class TrainConfig:
     balanced: bool = False
     amp: bool = False
     amp_dtype: str = field(default="auto", metadata=_m(choices=("auto", "bfloat16", "float16")))
+    amp_float32: list[str] = field(
+        default_factory=lambda: ["batchnorm"],
+        metadata=_m(
+            choices=("batchnorm", "groupnorm", "layernorm"),
+            help="normalisation layers run in float32 under AMP (their statistics are what "
+            "low precision makes unstable)",
+        ),
+    )
     accumulate: int = field(default=1, metadata=_m(min=1, max=MAX_BATCH))
-    checkpointing: bool = False
+    checkpointing: bool | list[str] = field(
+        default=False,
+        metadata=_m(
+            help="true: every stage; a list of stage names (e.g. [layer3, layer4]) to "
+            "recompute only those in backward; `hyperframes estimate` lists them"
+        ),
+    )
     clip_grad: float | None = field(default=None, metadata=_m(gt=0.0))
     aux_weight: float = field(
         default=0.0, metadata=_m(min=0.0, help="initial weight of a model's auxiliary loss")
+    )
+    f_first_epochs: int = field(
+        default=0,
+        metadata=_m(
+            min=0,
+            max=MAX_EPOCHS,
+            help="keyframe models: epochs in which F alone learns on a frozen G, before G "
+            "and F train together",
+        ),
+    )
+    flow_pretrain_epochs: int = field(
+        default=0,
+        metadata=_m(
+            min=0,
+            max=MAX_EPOCHS,
+            help="keyframe models: epochs pre-training G to predict the store's optical flow "
+            "at the key frame before training (the store needs --flow)",
+        ),
     )
     seed: int = field(default=0, metadata=_m(min=0, max=MAX_SEED))
     device: str = field(default="auto", metadata=_m(choices=("auto", "cpu", "cuda")))
@@ -414,6 +501,9 @@ def _value(key: str, value, hint, meta: dict):
             return None
         if value is None or (isinstance(value, str) and meta.get("auto")):
             raise _bad(key, value, hint, meta, "not an allowed value:")
+        lists = [a for a in inner if typing.get_origin(a) is list]
+        if lists and isinstance(value, list | tuple) and len(inner) > 1:  # e.g. bool | list[str]
+            return _value(key, value, lists[0], {**meta, "nullable": nullable})
         return _value(key, value, inner[0], {**meta, "nullable": nullable})
     if origin is list:
         (item,) = typing.get_args(hint)
@@ -706,6 +796,10 @@ def _cross_checks(cfg: Config) -> None:
             "data.augmentation.size: crops are not applied to segmentation masks; allowed for "
             f"the segmentation model {cfg.model.name!r}: null (hflip is applied to both)"
         )
+    if seg:
+        _check_seg_augmentation(cfg)
+    _check_memory(cfg)
+    _check_recipe(cfg, spec)
     if seg and cfg.eval.crops != 1:
         raise ConfigError("eval.crops: segmentation is evaluated on whole frames; allowed: 1")
     if cfg.train.min_lr > cfg.train.lr:
@@ -713,6 +807,7 @@ def _cross_checks(cfg: Config) -> None:
             f"train.min_lr: {cfg.train.min_lr} is above train.lr={cfg.train.lr}; allowed: "
             f"0 <= min_lr <= lr"
         )
+    _check_augmentation(cfg)
     aug = cfg.data.augmentation
     if aug.scale[0] > aug.scale[1] or aug.scale[1] <= 0:
         raise ConfigError(
@@ -738,6 +833,75 @@ def _check_repeats(cfg: Config, sampler, name: str) -> None:
             f"data.batch_size: {cfg.data.batch_size} windows is not a multiple of data.repeats "
             f"({k} windows of each video per batch); allowed: a multiple of {k}"
         )
+
+
+def _check_recipe(cfg: Config, spec) -> None:
+    t = cfg.train
+    for key in ("f_first_epochs", "flow_pretrain_epochs"):
+        if getattr(t, key) and spec.family != "keyframe":
+            raise ConfigError(
+                f"train.{key}: the keyframe models' recipe (an aggregator G and a segmenter F); "
+                f"model {cfg.model.name!r} has no G; allowed: 0"
+            )
+    if t.f_first_epochs >= t.epochs and t.f_first_epochs:
+        raise ConfigError(
+            f"train.f_first_epochs: {t.f_first_epochs} leaves no epoch for G and F together "
+            f"(train.epochs: {t.epochs}); allowed: fewer than train.epochs"
+        )
+    if t.flow_pretrain_epochs and cfg.data.frames < 2:
+        raise ConfigError(
+            "train.flow_pretrain_epochs: the key frame's flow needs data.frames >= 2; allowed "
+            "with one frame: 0"
+        )
+
+
+def _check_memory(cfg: Config) -> None:
+    d = cfg.data
+    if d.memory_budget is not None and d.memory == "disk":
+        raise ConfigError(
+            "data.memory_budget: sizes a memory cache, but data.memory is disk; allowed with "
+            "it: null (or set data.memory: ram or cuda)"
+        )
+    if d.decode_device is not None and d.memory != "disk":
+        raise ConfigError(
+            f"data.decode_device: {d.decode_device} decodes a jpeg store read from disk, but "
+            f"data.memory: {d.memory} holds decoded frames already; allowed: one or the other"
+        )
+    if "cuda" in (d.memory, d.decode_device) and cfg.train.device == "cpu":
+        raise ConfigError(
+            "data.memory / data.decode_device: cuda puts windows on the GPU but train.device "
+            "is cpu; allowed with train.device cpu: memory disk or ram, decode_device null or cpu"
+        )
+
+
+def _check_seg_augmentation(cfg: Config) -> None:
+    """The segmentation dataset moves masks with hflip only: refuse what it would not apply."""
+    aug = cfg.data.augmentation
+    extra = [
+        k
+        for k in ("affine", "noise", "reverse", "drop_frame", "duplicate_frame", "color_jitter")
+        if getattr(aug, k)
+    ]
+    if extra:
+        raise ConfigError(
+            f"data.augmentation.{extra[0]}: not applied to segmentation windows (their masks "
+            f"move with hflip only); allowed for the segmentation model {cfg.model.name!r}: "
+            "off (hflip is applied to frames and masks)"
+        )
+
+
+def _check_augmentation(cfg: Config) -> None:
+    """The augmentation builds: RandomAffine accepts ``data.augmentation.affine``."""
+    from ._data import train_transform
+
+    try:
+        train_transform(cfg.data.augmentation)
+    except ConfigError as e:
+        raise ConfigError(f"data.augmentation: {e}") from None
+    except TypeError as e:
+        raise ConfigError(
+            f"data.augmentation.affine: {e}; allowed keys: degrees, translate, scale, shear, fill"
+        ) from None
 
 
 def _check_task(cfg: Config, spec) -> None:

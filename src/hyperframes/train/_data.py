@@ -21,8 +21,13 @@ from ..data import HyperframeDataset
 from ..data.transforms import (
     ColorJitter,
     Compose,
+    DropFrame,
+    DuplicateFrame,
+    GaussianNoise,
+    RandomAffine,
     RandomHorizontalFlip,
     RandomResizedCrop,
+    Reverse,
     Transform,
 )
 from ._splits import resolve_split
@@ -47,15 +52,33 @@ class DataBundle:
 
 
 def train_transform(aug) -> Transform | None:
+    """``data.augmentation`` as transforms, in this order: crop, flip, affine (one set of
+    parameters per window), colour jitter (per window, or per frame), Gaussian noise (per
+    pixel), then the temporal ones (reverse, drop a frame, duplicate a frame), which move the
+    frames' indices and mask with them."""
     steps: list[Transform] = []
     if aug.size is not None:
         steps.append(RandomResizedCrop(aug.size, scale=tuple(aug.scale), ratio=tuple(aug.ratio)))
     if aug.hflip > 0:
         steps.append(RandomHorizontalFlip(aug.hflip))
+    if aug.affine:
+        steps.append(RandomAffine(**{k: _pair(v) for k, v in aug.affine.items()}))
     if aug.color_jitter > 0:
         j = aug.color_jitter
-        steps.append(ColorJitter(j, j, j))
+        steps.append(ColorJitter(j, j, j, per_frame=aug.color_jitter_per_frame))
+    if aug.noise > 0:
+        steps.append(GaussianNoise(aug.noise))
+    for p, step in ((aug.reverse, Reverse), (aug.drop_frame, DropFrame)):
+        if p > 0:
+            steps.append(step(p))
+    if aug.duplicate_frame > 0:
+        steps.append(DuplicateFrame(aug.duplicate_frame))
     return Compose(steps) if steps else None
+
+
+def _pair(value):
+    """A YAML list of two numbers as the (low, high) tuple the transforms take."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def eval_transform(aug) -> ContractCrop | None:
@@ -108,6 +131,7 @@ def make_dataset(
     sampler: str | None = None,
     sampler_options: dict | None = None,
     transform: Callable[..., Any] | Literal["auto"] | None = "auto",
+    memory_budget: int | None = None,
 ):
     """The dataset of ``video_ids`` for training (``train=True``) or evaluation; windows come
     in the temporal layout (the contract applies the model's at the model boundary), and the
@@ -127,6 +151,7 @@ def make_dataset(
         "memory": d.memory,
         "sampler_options": dict(sampler_options or {}),
     }
+    kwargs.update(memory_options(cfg, train=train, budget=memory_budget))
     kwargs.update(track_options(cfg))
     if task == "segmentation":
         from ._segmentation import SegmentationDataset
@@ -162,6 +187,29 @@ def _repeated(make, kwargs: dict, clips: int, repeats: int):
     return RepeatedWindows(ds, repeats)
 
 
+def memory_options(cfg, *, train: bool, budget: int | None = None) -> dict:
+    """The dataset's memory options of ``cfg.data``: the GPU's index for ``memory: cuda``
+    (train.device's), the cache's budget and priority (class-balanced draws make a rare
+    class's videos the hot ones; ``budget``: another than ``data.memory_budget``), and
+    ``decode_device``."""
+    d = cfg.data
+    out: dict[str, Any] = {}
+    if d.memory == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                "data.memory: cuda holds the store on the GPU, and no CUDA GPU is available "
+                "here; allowed: disk or ram"
+            )
+    if d.memory_budget is not None:
+        out["memory_budget"] = int(d.memory_budget if budget is None else budget)
+        out["memory_priority"] = "balanced" if (train and cfg.train.balanced) else "reads"
+    if d.decode_device is not None:
+        out["decode_device"] = d.decode_device
+    return out
+
+
 def auto_clips_per_video(cfg, items: int) -> int:
     """``data.clips_per_video: auto``: the windows per video (per item of the sampler) that
     give at least :data:`~hyperframes.train._config.AUTO_STEPS` optimizer steps an epoch of
@@ -195,14 +243,18 @@ def build_data(cfg, store) -> DataBundle:
         store, num_classes=cfg.model.num_classes, video_ids=labelled
     )
     num_classes = len(classes)
+    train = make_dataset(cfg, store, train_ids, train=True)
+    left = None  # the validation split's cache takes what the training split's leaves
+    if train.cache_plan is not None and cfg.data.memory_budget is not None:
+        left = max(0, int(cfg.data.memory_budget) - train.cache_plan.bytes)
     return DataBundle(
         store=store,
         task=task,
         layout=model_layout(cfg),
         classes=classes,
         num_classes=num_classes,
-        train=make_dataset(cfg, store, train_ids, train=True),
-        val=make_dataset(cfg, store, val_ids, train=False),
+        train=train,
+        val=make_dataset(cfg, store, val_ids, train=False, memory_budget=left),
         train_ids=train_ids,
         val_ids=val_ids,
         split_source=how,

@@ -101,8 +101,40 @@ def build_model(cfg: Config, num_classes: int, contract=None) -> nn.Module:
                 "allowed: false"
             )
         # the model has it (checked above); torch types Module attributes as Tensor | Module
-        model.checkpointing = True  # type: ignore[assignment]
+        want = cfg.train.checkpointing
+        try:
+            model.checkpointing = want  # type: ignore[assignment]
+        except ConfigError as e:
+            raise ConfigError(f"train.{e}") from None
+    if cfg.train.amp:
+        keep_float32(model, cfg.train.amp_float32)
     return model
+
+
+#: the layer kinds ``train.amp_float32`` names
+FLOAT32_LAYERS = {
+    "batchnorm": nn.modules.batchnorm._BatchNorm,
+    "groupnorm": nn.GroupNorm,
+    "layernorm": nn.LayerNorm,
+}
+
+
+def _float32_input(module: nn.Module, args: tuple) -> tuple:
+    return tuple(a.float() if torch.is_tensor(a) and a.is_floating_point() else a for a in args)
+
+
+def keep_float32(model: nn.Module, kinds) -> int:
+    """Run the normalisation layers of ``kinds`` (keys of :data:`FLOAT32_LAYERS`) in float32
+    under autocast (their statistics are the layers mixed precision makes unstable, the seeds
+    warn): a forward pre-hook casts their input to float32, and autocast leaves these ops in
+    their input's type. Returns the number of layers hooked."""
+    types = tuple(FLOAT32_LAYERS[k] for k in kinds)
+    count = 0
+    for m in model.modules():
+        if types and isinstance(m, types):
+            m.register_forward_pre_hook(_float32_input)
+            count += 1
+    return count
 
 
 def build_optimizer(cfg: Config, model: nn.Module, lr: float) -> torch.optim.Optimizer:

@@ -85,6 +85,7 @@ from ._config import AUTO_STEPS, Config, load_config, save_config
 from ._data import build_data, loader_workers
 from ._ddp import Dist, barrier, broadcast_object, setup, teardown
 from ._frames import draw_frames, narrow_batch
+from ._keyframe_recipe import drop_g_grads, freeze_phase, pretrain_on_flow, save_epoch_picture
 from ._logging import EpochProgress, RunLogger, _clean, format_duration
 from ._predict import autocast, forward, predict
 from ._resume import (
@@ -268,7 +269,10 @@ class _Run:
         random.seed(cfg.train.seed)
         np.random.seed(cfg.train.seed)
         self.store = open_store(
-            cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit
+            cfg.data.store,
+            cache_dir=cfg.data.cache_dir,
+            cache_limit=cfg.data.cache_limit,
+            check="video" if cfg.data.check == "video" else None,
         )
         self.bundle = b = build_data(cfg, self.store)
         check_leakage_of_split(cfg, self.store, b, d, self.run_dir)
@@ -581,6 +585,7 @@ class _Run:
 
     def _optimizer_step(self) -> None:
         cfg = self.cfg
+        drop_g_grads(self.model, cfg, self.epoch)  # keyframe models: F's phase leaves G alone
         lr = lr_at(
             self.step,
             self.total_steps,
@@ -609,6 +614,7 @@ class _Run:
         cfg, d = self.cfg, self.d
         acc = cfg.train.accumulate
         self.net.train()
+        freeze_phase(self.model, cfg, self.epoch)
         n = self.micro_per_epoch
         bar = EpochProgress(
             self.show, n - self.batches_done, f"epoch {self.epoch + 1}/{cfg.train.epochs}"
@@ -743,6 +749,7 @@ class _Run:
         if (self.epoch + 1) % cfg.train.eval_every == 0 or last:
             metrics = self._validate()
             record.update(self.task.epoch_record(metrics))
+            save_epoch_picture(self)  # keyframe models: K_t beside PCA(H_t)
         record.update(
             {
                 "samples_per_s": es["count"] * self.d.world_size / busy if busy else 0.0,
@@ -818,6 +825,11 @@ class _Run:
             f"{self.d.world_size} process(es) -> {self.run_dir}",
             self.show,
         )
+        fresh = self.step == 0 and self.epoch == 0 and self.batches_done == 0
+        if fresh and cfg.train.flow_pretrain_epochs:
+            pretrain_on_flow(
+                cfg, self.model, b, self.store, self.device, lambda m: _say(m, self.show)
+            )
         t_run = time.perf_counter()
         stopped = False
         try:

@@ -9,7 +9,7 @@ draw every random parameter from the ``generator`` given (one set per window by 
 """
 
 from ._base import Compose, Transform, Window, apply_batch, as_window, transform_generator
-from ._color import ColorJitter
+from ._color import ColorJitter, GaussianNoise
 from ._normalize import Normalize, ToFloat, normalize, to_float
 from ._random import coin as coin  # the draws the batch pipeline repeats (data._pipeline)
 from ._random import randint as randint
@@ -29,6 +29,7 @@ __all__ = [
     "Compose",
     "DropFrame",
     "DuplicateFrame",
+    "GaussianNoise",
     "Normalize",
     "RandomAffine",
     "RandomCrop",

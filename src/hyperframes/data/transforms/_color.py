@@ -1,4 +1,4 @@
-"""Photometric jitter: brightness, contrast, saturation and hue factors.
+"""Photometric jitter (brightness, contrast, saturation and hue factors) and Gaussian noise.
 
 By default one set of factors for the whole window (frames keep consistent colours);
 ``per_frame=True`` draws a set per frame (flicker augmentation). Factors are applied in a fixed
@@ -10,11 +10,11 @@ from __future__ import annotations
 import torch
 import torchvision.transforms.v2.functional as F
 
-from ..._core._errors import ConfigError
+from ..._core._errors import ConfigError, DataError
 from . import _random as R
 from ._base import Transform, Window
 
-__all__ = ["ColorJitter"]
+__all__ = ["ColorJitter", "GaussianNoise"]
 
 
 class ColorJitter(Transform):
@@ -71,3 +71,32 @@ class ColorJitter(Transform):
             else:
                 frames = op(frames, values[0])
         return Window(frames, window.indices, window.mask)
+
+
+class GaussianNoise(Transform):
+    """Add zero-mean Gaussian noise of standard deviation ``std`` (on the [0, 1] scale: uint8
+    frames get ``std * 255`` levels, rounded and clipped to 0..255), drawn independently for
+    every pixel of every frame (per-pixel noise need not be frame-consistent); prob. ``p``."""
+
+    random = True
+
+    def __init__(self, std: float = 0.02, *, p: float = 1.0) -> None:
+        std = float(std)
+        if not 0.0 <= std <= 1.0:
+            raise ConfigError(f"GaussianNoise: std must lie within [0, 1], got {std!r}")
+        self.std = std
+        self.p = R.probability("GaussianNoise", p)
+
+    def apply(self, window, generator):
+        if self.std == 0.0 or not R.coin(generator, self.p):
+            return window
+        frames = window.frames
+        noise = torch.randn(
+            frames.shape, generator=generator, device=generator.device, dtype=torch.float32
+        ).to(frames.device)
+        if frames.dtype == torch.uint8:
+            out = (frames.float() + noise * (self.std * 255.0)).round_().clamp_(0, 255)
+            return Window(out.to(torch.uint8), window.indices, window.mask)
+        if not frames.is_floating_point():
+            raise DataError(f"GaussianNoise expects uint8 or floating frames, got {frames.dtype}")
+        return Window(frames + (noise * self.std).to(frames.dtype), window.indices, window.mask)
