@@ -360,6 +360,9 @@ class HyperframeDataset(torch.utils.data.Dataset):
         if whole and (shapes[:, 1:] == drawn.size).all():  # no crop: the reader's batch read
             self.reader.read_batch(requests, out=frames)
         else:
+            fetch = getattr(self.reader, "fetch_batch", None)
+            if fetch is not None:  # a store at a URL: the batch's ranges at once (or read ahead)
+                fetch(requests)
             read_boxes(self.reader, requests, drawn.boxes, frames.numpy())
         flip_batch(frames, drawn.flips)  # every flip step at once (they commute with jitter)
         meta = self._meta_columns(plan)

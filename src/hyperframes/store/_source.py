@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._ahead import ReadAhead
+
 __all__ = ["LocalShards", "RemoteShards", "coalesce"]
 
 
@@ -33,6 +35,9 @@ class LocalShards:
 
     def prefetch(self, plan) -> None:  # (a memory map needs none)
         pass
+
+    def ahead(self, plan, budget: int) -> bool:  # (nor any read-ahead)
+        return True
 
     def __init__(self, files: list[Path]):
         self.files = files
@@ -96,6 +101,8 @@ class RemoteShards:
         self.etags = etags
         self.cache = cache
         self._local = threading.local()
+        self._ahead: ReadAhead | None = None
+        self._ahead_lock = threading.Lock()
 
     def _rel(self, k: int) -> str:
         return f"shards/{self.names[k]}"
@@ -112,11 +119,9 @@ class RemoteShards:
             fetch=lambda s, e: self.files.read_ranges(self._rel(k), s, e),
         )
 
-    def prefetch(self, plan) -> None:
-        """Fetch the ranges of a batch at once: ``plan`` is ``[(shard, offsets, nbytes)]``;
-        every shard's ranges are coalesced and all requests go out together (one
-        ``cat_ranges``; through the cache, shard by shard). Kept for this thread until its
-        next prefetch: ``ranges`` serves what lies inside."""
+    def _merge(self, plan) -> dict:
+        """``{shard: (starts, ends)}``: a batch plan's ranges (``[(shard, offsets, nbytes)]``)
+        sorted and coalesced per shard."""
         by_shard: dict[int, tuple[list, list]] = {}
         for k, offs, nbs in plan:
             have = by_shard.setdefault(int(k), ([], []))
@@ -128,16 +133,44 @@ class RemoteShards:
             if len(o):
                 ms, me, _ = coalesce(o, o + n)
                 merged[k] = (ms, me)
+        return merged
+
+    def _fetch_merged(self, merged: dict) -> dict:
+        """``{shard: [bytes of each range]}``: all requests at once (one ``cat_ranges``;
+        through the cache, shard by shard)."""
         if self.cache is not None:
-            got = {k: self.fetch(k, ms, me) for k, (ms, me) in merged.items()}
-        else:
-            keys = [(k, j) for k, (ms, _) in merged.items() for j in range(len(ms))]
-            flat = self.files.read_many(
-                [(self._rel(k), int(merged[k][0][j]), int(merged[k][1][j])) for k, j in keys]
-            )
-            got = {k: [] for k in merged}
-            for (k, _), data in zip(keys, flat):
-                got[k].append(data)
+            return {k: self.fetch(k, ms, me) for k, (ms, me) in merged.items()}
+        keys = [(k, j) for k, (ms, _) in merged.items() for j in range(len(ms))]
+        flat = self.files.read_many(
+            [(self._rel(k), int(merged[k][0][j]), int(merged[k][1][j])) for k, j in keys]
+        )
+        got: dict[int, list] = {k: [] for k in merged}
+        for (k, _), data in zip(keys, flat):
+            got[k].append(data)
+        return got
+
+    @property
+    def read_ahead(self) -> ReadAhead:
+        """This source's background fetches (:mod:`~hyperframes.store._ahead`)."""
+        if self._ahead is None:
+            with self._ahead_lock:
+                if self._ahead is None:
+                    self._ahead = ReadAhead(self._fetch_merged)
+        return self._ahead
+
+    def ahead(self, plan, budget: int) -> bool:
+        """Fetch a future batch's ranges in the background (False: over ``budget``)."""
+        return self.read_ahead.offer(self._merge(plan), budget)
+
+    def prefetch(self, plan) -> None:
+        """Fetch the ranges of a batch at once: ``plan`` is ``[(shard, offsets, nbytes)]``;
+        every shard's ranges are coalesced and all requests go out together, or taken from
+        the read-ahead when it fetched this batch already. Kept for this thread until its
+        next prefetch: ``ranges`` serves what lies inside."""
+        merged = self._merge(plan)
+        got = self._ahead.take(merged) if self._ahead is not None else None
+        if got is None:
+            got = self._fetch_merged(merged)
         self._local.fetched = {
             k: (ms, me, [np.frombuffer(b, np.uint8) for b in got[k]])
             for k, (ms, me) in merged.items()
@@ -206,4 +239,5 @@ class RemoteShards:
         return buf
 
     def close(self) -> None:
-        pass
+        if self._ahead is not None:
+            self._ahead.close()
