@@ -37,7 +37,8 @@ def main() -> None:
     os.environ.setdefault("S3_ENDPOINT_URL", os.environ.get("AWS_ENDPOINT_URL", ""))
     shape = ",".join(str(n) for n in windows.shape[1:])
     local = work / "mds"
-    with MDSWriter(out=(str(local), url), columns={"frames": f"ndarray:uint8:{shape}"}) as out:
+    columns = {"frames": f"ndarray:uint8:{shape}"}
+    with MDSWriter(out=(str(local), url), columns=columns, keep_local=True) as out:
         for w in windows:
             out.write({"frames": w})
     stored = sum(f.stat().st_size for f in local.rglob("*") if f.is_file())
