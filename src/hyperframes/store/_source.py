@@ -131,9 +131,32 @@ class RemoteShards:
         for k, (offs, nbs) in by_shard.items():
             o, n = np.concatenate(offs), np.concatenate(nbs)
             if len(o):
-                ms, me, _ = coalesce(o, o + n)
+                if self.cache is None:
+                    ms, me, _ = coalesce(o, o + n)
+                else:
+                    ms, me = self._block_pieces(o, o + n)
                 merged[k] = (ms, me)
         return merged
+
+    def _block_pieces(self, starts: np.ndarray, ends: np.ndarray):
+        """Through the cache: the ranges as pieces that each lie in one cache block, so every
+        piece is served as a view of its block's map (no join), except a range that itself
+        crosses a block boundary (a piece of its own, joined). Ranges that overlap are merged;
+        touching ranges of one block are one piece."""
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
+        reach = np.maximum.accumulate(e)
+        new = np.ones(len(s), bool)
+        new[1:] = s[1:] >= reach[:-1]  # (touching ranges stay apart here)
+        first = np.flatnonzero(new)
+        a_s, a_e = s[first], reach[np.append(first[1:], len(s)) - 1]
+        bb = self.cache.block_bytes
+        b0, b1 = a_s // bb, (a_e - 1) // bb
+        one = b0 == b1
+        cont = np.zeros(len(a_s), bool)
+        cont[1:] = (a_s[1:] == a_e[:-1]) & one[1:] & one[:-1] & (b0[1:] == b0[:-1])
+        pf = np.flatnonzero(~cont)
+        return a_s[pf], a_e[np.append(pf[1:], len(a_s)) - 1]
 
     def _fetch_merged(self, merged: dict) -> dict:
         """``{shard: [bytes of each range]}``: all requests at once (one ``cat_ranges``;
