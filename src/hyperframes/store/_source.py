@@ -9,7 +9,9 @@ in it (``ranges``), or addresses for a codec that decodes between addresses (``a
   sorted and those that touch or overlap are coalesced into one request; the requests of a
   call go out concurrently (fsspec ``cat_ranges``). With a node-local
   :class:`~hyperframes.store._cache.BlockCache`, ranges are served from fixed-size aligned blocks
-  of the shards, each fetched once per node.
+  of the shards, each fetched once per node; a batch's ranges are then cut at block boundaries,
+  so each is a view of one mapped block (no join). The ranges of future batches can be fetched
+  in the background (:mod:`~hyperframes.store._ahead`), and a batch read takes them from there.
 
 A source never reads a whole shard unless asked for every byte of it.
 """
