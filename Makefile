@@ -15,7 +15,7 @@ ifeq ($(COVERAGE),1)
 COV_ARGS := --cov=hyperframes --cov-report=term:skip-covered --cov-fail-under=$(COV_FLOOR)
 endif
 
-.PHONY: setup demo test test-fast lint typecheck format bench clean system-deps
+.PHONY: setup demo test test-fast lint typecheck format bench bench-peers clean system-deps
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,19 @@ bench: setup
 	$(BIN)/python benchmarks/bench_tracks.py
 	$(BIN)/python benchmarks/bench_pipeline.py
 	$(BIN)/python benchmarks/bench_s3.py
+	$(BIN)/python benchmarks/readme_table.py
+
+# The peers side by side (benchmarks/bench_peers.py): LitData from the project's lock, MosaicML
+# Streaming from its own virtualenv (its pins conflict with the lock), pinned in
+# benchmarks/requirements-peers.lock.
+PEERS_VENV := .venv-peers
+$(PEERS_VENV)/.installed: benchmarks/requirements-peers.lock
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install --quiet --disable-pip-version-check -r benchmarks/requirements-peers.lock
+	touch $@
+
+bench-peers: setup $(PEERS_VENV)/.installed
+	$(BIN)/python benchmarks/bench_peers.py
 	$(BIN)/python benchmarks/readme_table.py
 
 # System packages: the FFmpeg libraries torchcodec loads; Chromium for the report page test.

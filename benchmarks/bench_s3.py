@@ -7,7 +7,12 @@ uploaded with ``publish_store`` and read back with ``open_store(url)``. Random 1
 windows in batches of 8 (``read_batch``), the same windows for every reader:
 
   - local:       the local folder store (page cache warm): the anchor;
-  - s3 cold:     ``open_store(url)``, no cache: every batch is byte-range GETs;
+  - plain get:   the anchor of a cold read: the batches' coalesced ranges fetched by plain
+                 concurrent ranged GETs (a ``cat_ranges`` a batch, 4 batches at a time; no
+                 decode, no store);
+  - s3 cold:     ``open_store(url)``, no cache: each batch's byte-range GETs when it is read;
+  - s3 cold ahead: the same, the next batches' plans handed to the store first (as the thread
+                 loader does, ``read_ahead`` budget 256 MiB): their GETs overlap the reads;
   - cache fill:  ``open_store(url, cache_dir=...)`` on an empty cache (blocks fetched + written);
   - cache warm:  the same windows again through the filled cache (no request).
 
@@ -40,6 +45,9 @@ from hyperframes.store import BuildOptions, build_store, open_store
 from hyperframes.store._publish import publish_store
 from hyperframes.store._remote_store import open_remote
 
+#: read-ahead budget of the "s3_cold_ahead" reader (the loader's default)
+AHEAD = 256 << 20
+
 
 def _windows(store, n: int, frames: int, seed: int = 0) -> list[tuple[int, np.ndarray]]:
     rng = np.random.default_rng(seed)
@@ -51,10 +59,44 @@ def _windows(store, n: int, frames: int, seed: int = 0) -> list[tuple[int, np.nd
     return out
 
 
-def _rate(store, windows, batch: int) -> float:
+def _rate(store, windows, batch: int, ahead: int = 0) -> float:
+    """Windows/s of reading ``windows`` in batches; with ``ahead`` (bytes), as the thread
+    loader does: before each batch the store is handed the plans of the batches after it."""
+    batches = [windows[i : i + batch] for i in range(0, len(windows), batch)]
     t0 = time.perf_counter()
+    offered = 0
+    for i, b in enumerate(batches):
+        if ahead:
+            offered = max(offered, i)
+            offered += store.read_ahead(batches[offered : offered + 64], budget=ahead)
+        store.read_batch(b)
+    store.cancel_read_ahead()
+    return len(windows) / (time.perf_counter() - t0)
+
+
+def _plain_get_rate(store, windows, batch: int) -> float:
+    """The anchor of a cold read: the same coalesced ranges as the batches ask for, each
+    batch's as one concurrent ``cat_ranges`` of the object-storage client, ``WORKERS``
+    batches at a time (the read-ahead's concurrency), nothing decoded and no store."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hyperframes.store._ahead import WORKERS
+
+    src = store._source
+    per_batch = []
     for i in range(0, len(windows), batch):
-        store.read_batch(windows[i : i + batch])
+        reqs = [(v, np.asarray(ix)) for v, ix in windows[i : i + batch]]
+        merged = src._merge(store._batch_plan(reqs))
+        per_batch.append(
+            [
+                (src._rel(k), int(a), int(b))
+                for k, (ms, me) in merged.items()
+                for a, b in zip(ms, me)
+            ]
+        )
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        list(pool.map(src.files.read_many, per_batch))
     return len(windows) / (time.perf_counter() - t0)
 
 
@@ -80,7 +122,9 @@ def main() -> None:
             windows = _windows(ref, args.windows, frames)
             rates: dict[str, list[float]] = {
                 "local": [],
+                "plain_get": [],
                 "s3_cold": [],
+                "s3_cold_ahead": [],
                 "cache_fill": [],
                 "cache_warm": [],
             }
@@ -90,6 +134,8 @@ def main() -> None:
                 cold = open_store(url)
                 at_open = cold._files.traffic.bytes  # manifest and index
                 rates["s3_cold"].append(_rate(cold, windows, batch))
+                rates["plain_get"].append(_plain_get_rate(open_store(url), windows, batch))
+                rates["s3_cold_ahead"].append(_rate(open_store(url), windows, batch, AHEAD))
                 if r == 0:
                     fetched = cold._files.traffic.bytes - at_open
                     for v, ix in windows:  # the compressed chunks each window needs
@@ -121,8 +167,11 @@ def main() -> None:
                 "windows_per_s": med,
                 "ratio_to_local": {k: round(v / med["local"], 3) for k, v in med.items()},
                 "cache_warm_over_cold": round(med["cache_warm"] / med["s3_cold"], 2),
+                "cold_ahead_over_plain_get": round(med["s3_cold_ahead"] / med["plain_get"], 3),
+                "read_ahead_bytes": AHEAD,
                 "cold_bytes_fetched_per_window": round(fetched / args.windows),
                 "cold_payload_bytes_per_window": round(payload / args.windows),
+                "cold_fetched_over_payload": round(fetched / payload, 3),
                 "upload_seconds": round(upload_s, 2),
                 "load_average": [round(x, 2) for x in os.getloadavg()],
             },

@@ -38,6 +38,8 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 | windows/s with audio (log-mel), flow planes, registration vs frames only; store bytes each track adds (`bench_tracks.py`) | TRACKS | reported |
 | tracks per batch (`Tracks.*_batch`) vs frames only through the same crop, T=8, batches of 32 to 96², one thread (`bench_tracks.py`) | BATCHED_TRACKS | log-mel ≥ 0.7x, flow planes ≥ 0.5x, registration ≥ 0.3x |
 | lz4 store on S3 (SeaweedFS on 127.0.0.1), windows/s: cold (range GETs) / warm node cache / local disk (`bench_s3.py`) | S3_ROW | reported |
+| the same windows from the peers (`bench_peers.py`, same server, same run), windows/s local / cold / warm and MB stored for the plan: hyperframes (lz4) vs LitData `read_window` (TemporalArrayLoader), LitData `optimize` of decoded windows, MosaicML Streaming (MDS) | PEERS_ROW | ahead on all |
+| the same: cold with the loader's read-ahead vs plain concurrent ranged GETs of the same bytes; warm node cache vs local disk; bytes fetched per window vs the window's compressed frames (`bench_s3.py`) | S3_TARGETS | ≥ 0.7x; ≥ 0.9x; ≤ 1.3x |
 | batch pipeline (`bench_pipeline.py`; 13 real clips of 4:3 and 16:9, short side 128; loader 2 threads, T=16, batches of 32, sliding windows every 4th start, shuffled): `CenterCrop(112)` vs a memcpy of the same output bytes through the loader | PIPE_CENTER | ≥ 0.5x |
 | `RandomResizedCrop(112)` + `RandomHorizontalFlip()` vs `CenterCrop(112)`; the same + `ColorJitter(0.4, 0.4, 0.4)` | PIPE_AUG | ≥ 0.7x; ≥ 0.5x |
 | uniform 112x112 store, no transform, vs a memcpy through the loader | PIPE_UNIFORM | ≥ 0.8x |
@@ -118,6 +120,45 @@ def _batched_tracks_cell(tracks: dict) -> str:
     return "; ".join(parts)
 
 
+def peers_row() -> str:
+    """Each reader's windows/s local / cold / warm and MB stored; a peer hyperframes is not
+    ahead of is marked."""
+    if not (RES / "peers.json").exists():
+        return "not measured"
+    peers = load("peers")
+    rates, stored = peers["windows_per_s"], peers["bytes_stored"]
+    hf = rates["hyperframes"]
+    cells = []
+    for name, r in rates.items():
+        key = "hyperframes_lz4" if name == "hyperframes" else name
+        cell = f"{name} {r['local']:,.0f} / {r['cold']:,.0f} / {r['warm']:,.0f}, "
+        cell += f"{stored[key] / 1e6:,.0f} MB"
+        behind = [m for m in ("cold", "warm") if name != "hyperframes" and r[m] >= hf[m]]
+        if name != "hyperframes" and stored[key] <= stored["hyperframes_lz4"]:
+            behind.append("bytes")
+        cells.append(cell + (f" (**missed**: not ahead on {', '.join(behind)})" if behind else ""))
+    return "; ".join(cells) + f" (load {peers['load_average'][0]:.0f})"
+
+
+def s3_targets(s3: dict) -> str:
+    """The three S3 ratios against their targets (a miss marked)."""
+    if "cold_ahead_over_plain_get" not in s3:
+        return "not measured"
+    r = s3["ratio_to_local"]["cache_warm"]
+    parts = [
+        (s3["cold_ahead_over_plain_get"], 0.7, True),
+        (r, 0.9, True),
+        (s3["cold_fetched_over_payload"], 1.3, False),
+    ]
+    return (
+        "; ".join(
+            f"{v:.2f}x" + ("" if (v >= t if at_least else v <= t) else " **missed**")
+            for v, t, at_least in parts
+        )
+        + f" (load {s3['load_average'][0]:.0f})"
+    )
+
+
 def main() -> None:
     read, build, opened, pred = load("read"), load("build"), load("open"), load("predict")
     s3 = load("s3")
@@ -177,6 +218,8 @@ def main() -> None:
         "OPEN": f"{opened['open_seconds_median']:.2f} s",
         "S3_ROW": "{s3_cold:.0f} / {cache_warm:.0f} / {local:.0f}".format(**s3["windows_per_s"])
         + f" (warm cache {s3['cache_warm_over_cold']:.1f}x cold)",
+        "S3_TARGETS": s3_targets(s3),
+        "PEERS_ROW": peers_row(),
         "PLAN": "; ".join(
             f"{name} {p['count_seconds'] * 1e3:.1f} ms / {p['plan_microseconds']:.0f} µs"
             for name, p in opened["planning"].items()

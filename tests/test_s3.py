@@ -513,3 +513,53 @@ def test_store_opened_before_fork_reads_in_forked_child(built):
     p.join(timeout=60)
     assert p.exitcode == 0
     assert got == open_store(local).read_numpy(2, [3, 4, 5]).tobytes()
+
+
+def _settled(ahead, timeout: float = 10.0) -> None:
+    """Wait until the read-ahead's dropped jobs in flight have let their bytes go."""
+    import time
+
+    end = time.monotonic() + timeout
+    while ahead.held and time.monotonic() < end:
+        time.sleep(0.01)
+
+
+def test_loader_reads_ahead_within_its_budget(built):
+    """A thread loader over a URL store hands the store the next batches' plans: their ranges
+    are fetched in the background (taken by the reads, nothing fetched twice), never more
+    than the byte budget held at once, and dropped when the loop is left or the epoch set."""
+    from hyperframes import HyperframeDataset, loader
+
+    url, local = built["lz4"]
+    here = HyperframeDataset(local, frames=4, seed=3)
+    want = [b.frames.clone() for b in loader(here, 4, workers=2, seed=3)]
+    plain = HyperframeDataset(url, frames=4, seed=3)
+    at_open = plain.store._files.traffic.bytes
+    for _ in loader(plain, 4, workers=2, seed=3, read_ahead=0):
+        pass
+    fetched_plain = plain.store._files.traffic.bytes - at_open
+    remote = HyperframeDataset(url, frames=4, seed=3)
+    ahead = remote.store._source.read_ahead
+    budget = 3 * fetched_plain // len(want)  # about three batches
+    at_open = remote.store._files.traffic.bytes
+    ld = loader(remote, 4, workers=2, seed=3, read_ahead=budget)
+    got = [b.frames.clone() for b in ld]
+    assert len(got) == len(want) and all(torch.equal(a, b) for a, b in zip(got, want))
+    assert remote.store._files.traffic.bytes - at_open == fetched_plain  # each byte once
+    assert ahead.taken >= len(want) // 2 and ahead.accepted >= ahead.taken
+    assert 0 < ahead.peak <= budget
+    _settled(ahead)
+    assert ahead.held == 0 and not ahead._jobs
+    ld = loader(remote, 4, workers=1, prefetch_factor=1, seed=3, read_ahead=budget)
+    for _ in ld:  # left after one batch: the batches read ahead are dropped
+        break
+    _settled(ahead)
+    assert ahead.held == 0 and not ahead._jobs and ahead.dropped > 0
+    it = iter(ld)
+    next(it)
+    assert ahead._jobs
+    ld.set_epoch(1)  # a new order: what was read ahead for the old one goes
+    assert not ahead._jobs
+    it.close()
+    with pytest.raises(ConfigError, match="read_ahead"):
+        loader(remote, 4, read_ahead=-1)

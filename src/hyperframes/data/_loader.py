@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -88,6 +89,69 @@ def collate_hyperframes(samples: Sequence[Hyperframe]) -> HyperframeBatch:
     )
 
 
+#: bytes of future batches a thread loader has fetched ahead at most (a store at a URL)
+READ_AHEAD_BYTES = 256 << 20
+#: batches drawn from the sampler ahead of the reads at most (for their plans)
+_LOOKAHEAD_BATCHES = 256
+
+
+def _remote_store(dataset):
+    """The store at a URL that ``dataset`` reads directly (with plans of its items), or None."""
+    store = getattr(dataset, "store", None)
+    if (
+        store is None
+        or getattr(dataset, "reader", store) is not store  # (frames held in memory or a GPU)
+        or not callable(getattr(dataset, "plan", None))
+        or not callable(getattr(store, "read_ahead", None))
+        or getattr(getattr(store, "_source", None), "is_local", True)
+    ):
+        return None
+    return store
+
+
+class _Lookahead:
+    """The batch sampler's keys, drawn ahead of the reads so that a store at a URL fetches the
+    ranges of the next batches in the background (``Store.read_ahead``): each ``next`` first
+    hands the store the plans of the batches drawn and not yet accepted, in order, until it
+    declines one (its byte budget is full); the depth thus follows ``budget``."""
+
+    def __init__(self, keys: Iterator, dataset, budget: int):
+        from collections import deque
+
+        self.keys, self.dataset, self.budget = keys, dataset, budget
+        self.store = _remote_store(dataset) if budget > 0 else None
+        self.look: deque = deque()
+        self.offered = 0  # of self.look, from its start
+
+    def next(self):
+        if self.store is not None:
+            self._offer()
+        if self.look:
+            self.offered = max(0, self.offered - 1)
+            return self.look.popleft()
+        return next(self.keys, None)
+
+    def _offer(self) -> None:
+        assert self.store is not None
+        while True:
+            if self.offered == len(self.look):
+                if len(self.look) >= _LOOKAHEAD_BATCHES:
+                    return
+                k = next(self.keys, None)
+                if k is None:
+                    return
+                self.look.append(k)
+            plans = [self.dataset.plan(i) for i in self.look[self.offered]]
+            reqs = [(p.video, p.frame_indices) for p in plans]
+            if not self.store.read_ahead([reqs], budget=self.budget):
+                return
+            self.offered += 1
+
+    def cancel(self) -> None:
+        if self.store is not None:
+            self.store.cancel_read_ahead()
+
+
 class _WithEpoch(torch.utils.data.Sampler):
     def __init__(self, inner):
         self.inner = inner
@@ -122,6 +186,9 @@ class _Resumable:
         self.sampler.inner.set_epoch(epoch, start, origin=origin)
         self.dataset.set_epoch(epoch)
         self._yielded = 0
+        store = _remote_store(self.dataset)
+        if store is not None:  # the batches read ahead were those of the old order
+            store.cancel_read_ahead()
 
     def state_dict(self) -> dict:
         """Where this loader stands: the epoch and the global position of the batches yielded
@@ -189,15 +256,26 @@ class ThreadLoader(_Resumable):
     :class:`HyperframeLoader` (``dataset``, ``sampler``, ``set_epoch``, ``state_dict``,
     ``load_state_dict``, ``len``, iteration)."""
 
-    def __init__(self, dataset, batch_sampler, *, workers, prefetch, pin_memory, collate_fn=None):
+    def __init__(
+        self,
+        dataset,
+        batch_sampler,
+        *,
+        workers,
+        prefetch,
+        pin_memory,
+        collate_fn=None,
+        read_ahead: int = 0,
+    ):
         self.dataset = dataset
+        self.read_ahead = read_ahead  # bytes (0: none; see _Lookahead)
         self.collate_fn = collate_fn or collate_hyperframes
         self.batch_sampler = batch_sampler
         self.sampler = batch_sampler.sampler
         self.workers = workers  # 0: read in the calling thread
         self.prefetch = max(1, prefetch)
         self.pin_memory = pin_memory
-        self._pool = None
+        self._pool: ThreadPoolExecutor | None = None
 
     def __len__(self) -> int:
         return len(self.batch_sampler)
@@ -215,30 +293,29 @@ class ThreadLoader(_Resumable):
 
     def _batches(self) -> Iterator[HyperframeBatch]:
         from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
 
-        if self.workers == 0:
-            for k in self.batch_sampler:
-                yield self._load(k)
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hyperframes")
+        keys = _Lookahead(iter(self.batch_sampler), self.dataset, self.read_ahead)
         pending: deque = deque()
-        keys = iter(self.batch_sampler)
-        for k in keys:
-            pending.append(self._pool.submit(self._load, k))
-            if len(pending) >= self.prefetch * self.workers:
-                break
         try:
+            if self.workers == 0:
+                while (k := keys.next()) is not None:
+                    yield self._load(k)
+                return
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hyperframes")
+            pool = self._pool
+            while len(pending) < self.prefetch * self.workers and (k := keys.next()) is not None:
+                pending.append(pool.submit(self._load, k))
             while pending:
                 batch = pending.popleft().result()
-                nxt = next(keys, None)
+                nxt = keys.next()
                 if nxt is not None:
-                    pending.append(self._pool.submit(self._load, nxt))
+                    pending.append(pool.submit(self._load, nxt))
                 yield batch
-        finally:  # left early (break, an error): batches not started are not read at all
+        finally:  # epoch end or left early: batches not started are not read at all
             for f in pending:
                 f.cancel()
+            keys.cancel()
 
     def __del__(self):
         if self._pool is not None:
@@ -265,16 +342,23 @@ def loader(
     seed: int | None = None,
     mode: str = "threads",
     collate_fn: Callable[[list], object] | None = None,
+    read_ahead: int = READ_AHEAD_BYTES,
 ) -> HyperframeLoader | ThreadLoader:
     """Batches of ``dataset`` (see the module docstring for the defaults and ``mode``).
 
     ``collate_fn`` turns the list of samples of one batch into the batch (default
     :func:`collate_hyperframes`: a :class:`HyperframeBatch`), for datasets whose samples are
-    not :class:`Hyperframe` records; a batch with a ``pin_memory()`` method is pinned."""
+    not :class:`Hyperframe` records; a batch with a ``pin_memory()`` method is pinned.
+
+    ``read_ahead`` (threads mode, a store at a URL): bytes of the next batches' ranges fetched
+    in the background while the current ones are read and used (0: none); dropped at the
+    epoch's end and on ``set_epoch`` (:mod:`hyperframes.store._ahead`)."""
     from .._core._errors import ConfigError
 
     if mode not in ("threads", "processes"):
         raise ConfigError(f"unknown loader mode {mode!r}; choose threads or processes")
+    if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:
+        raise ConfigError(f"read_ahead={read_ahead!r}: allowed: bytes, an integer >= 0 (0: none)")
     seed = dataset.seed if seed is None else seed
     inner: BalancedSampler | EpochSampler
     if balanced:
@@ -303,6 +387,7 @@ def loader(
             prefetch=prefetch_factor,
             pin_memory=pin,
             collate_fn=collate_fn,
+            read_ahead=read_ahead,
         )
     kw: dict[str, Any] = {}  # DataLoader refuses these without worker processes
     if workers > 0:

@@ -18,10 +18,15 @@ Layout of ``cache_dir``::
     tmp/KEY-B.PID    an entry being written (under the lock: any found is a crash's, removed)
 
 The seal: the xxh3-64 of each piece of ``PIECE_BYTES`` (64 KiB) of the block, 8 bytes each,
-then N (8 bytes), then the xxh3-64 of those piece checksums and N (8 bytes). Every read
-checks the seal and the pieces it serves (not the whole block: a window of a few kilobytes
-hashes at most two pieces, ~10 µs), so a byte changed in an entry at any time, even while
-a process has it open, is never served.
+then N (8 bytes), then the xxh3-64 of those piece checksums and N (8 bytes). A process maps an
+entry once (read-only ``mmap``: reads are views of the page cache, no copy) after checking its
+seal, and checks each piece against its checksum the first time it serves it: a warm read costs
+one ``stat`` per block, no copy and no hashing. Every read compares the file's inode, size,
+mtime and ctime with those it was mapped with; any write to the entry changes them (Linux 6.13+
+stamps a change after a check at a finer grain than the clock tick, so even a write right after
+a read is seen), and the entry is then mapped and checked again: a byte changed in an entry,
+even while a process has it open, is never served (as with a local store's memory map, a
+write while a read is decoding the bytes it was just handed is the one thing not caught).
 
 KEY hashes the shard's URL, size, ETag, the block size and the entry layout's version, so a
 shard replaced at its URL never meets old blocks, and no name holds anything but a hash and
@@ -30,15 +35,16 @@ a number.
 Guarantees (tested in ``tests/test_s3.py``):
 
 - the limit (bytes of entries plus the one being written) is never exceeded: an insert first
-  evicts least recently used entries (by mtime, refreshed on every hit) and is skipped when
-  that cannot free room;
-- safe with several processes: no shared memory, only files and flocks;
-- an entry a reader is using is never evicted: readers hold ``LOCK_SH`` on it while reading;
-  eviction takes ``LOCK_EX | LOCK_NB`` and passes over a busy entry;
+  evicts least recently used entries (by mtime, refreshed by a hit at most every
+  ``TOUCH_SECONDS`` per process) and is skipped when that cannot free room;
+- safe with several processes: no shared state but the files (mapped read-only) and flocks;
+- an entry a reader is mapping is never evicted: readers hold ``LOCK_SH`` on it while checking
+  and mapping it; eviction takes ``LOCK_EX | LOCK_NB`` and passes over a busy entry. An entry
+  evicted after a process mapped it stays valid there (unlinking keeps a mapped file's pages);
+  its disk space comes back when that process next looks it up (it is found gone and unmapped);
 - crashes: entries are written to ``tmp/``, fsynced and renamed into ``blocks/``, so a killed
-  writer leaves at most a temp file (removed by the next insert), and every read checks the
-  seal and the checksums of the pieces it serves, so a damaged entry is dropped and fetched
-  again, never served;
+  writer leaves at most a temp file (removed by the next insert), and no piece is served
+  before its checksum and the seal check, so a damaged entry is dropped and fetched again;
 - a cache that fails (its disk full, its folder removed, any OSError) never fails a read:
   the blocks are read from object storage directly, a ``CacheWarning`` says so once per
   cache object, and the cache is tried again ``RETRY_SECONDS`` later (its folders made
@@ -49,6 +55,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import mmap
 import os
 import threading
 import time
@@ -70,6 +77,8 @@ _LAYOUT = 2
 #: seconds a failed cache is passed over before it is tried again
 RETRY_SECONDS = 60.0
 _FOOTER = 16
+#: seconds between two refreshes of an entry's mtime by one process (its LRU age)
+TOUCH_SECONDS = 5.0
 #: what reads return: bytes fetched, or a view of bytes read from an entry (no copy)
 Bytes = bytes | memoryview
 
@@ -93,6 +102,30 @@ def _seal(data: bytes) -> bytes:
     )
     n = len(data).to_bytes(8, "little")
     return sums + n + xxhash.xxh3_64_digest(sums + n)
+
+
+class _Mapped:
+    """An entry mapped in this process: its ``n`` bytes, its piece checksums, the stamp of the
+    file it was mapped from and which pieces were checked against them."""
+
+    __slots__ = ("n", "ok", "stamp", "sums", "touched", "view")
+
+    def __init__(self, view: memoryview, n: int, sums: bytes, stamp: tuple | None):
+        self.view, self.n, self.sums, self.stamp = view, n, sums, stamp
+        self.ok = bytearray(_pieces(n))
+        self.touched = time.monotonic()
+
+    def check(self, first: int, last: int) -> bool:
+        """Pieces ``first..last`` match their checksums (each hashed once per mapping)."""
+        ok, sums, view = self.ok, self.sums, self.view
+        for j in range(first, last + 1):
+            if ok[j]:
+                continue
+            a = j * PIECE_BYTES
+            if xxhash.xxh3_64_digest(view[a : a + PIECE_BYTES]) != sums[8 * j : 8 * j + 8]:
+                return False
+            ok[j] = 1
+        return True
 
 
 class BlockCache:
@@ -127,6 +160,8 @@ class BlockCache:
         self._warned = False
         self._seal_max = 8 * _pieces(block_bytes) + _FOOTER
         self._counts = threading.Lock()
+        #: entries mapped by this process (a fork inherits them: the maps stay valid)
+        self._maps: dict[str, _Mapped] = {}
 
     def key(self, url: str, size: int, etag: str) -> str:
         text = f"{url}\n{size}\n{etag}\n{self.block_bytes}\n{_LAYOUT}"
@@ -134,11 +169,45 @@ class BlockCache:
 
     # -- entries --------------------------------------------------------------------------
     def get(self, name: str, lo: int = 0, hi: int | None = None) -> Bytes | None:
-        """Bytes ``lo:hi`` of the entry (a view of one read of the file: no copy), or None
-        when it is absent or damaged (a damaged one is removed). Holds LOCK_SH on the entry
-        while reading it, so it cannot be evicted meanwhile. Checks the entry's seal and the
-        checksum of every piece it serves, at every read."""
-        path = self.blocks / name
+        """Bytes ``lo:hi`` of the entry (a view of its memory map: no copy), or None when it
+        is absent or damaged (a damaged one is removed). The seal is checked when the entry
+        is mapped, each piece the first time a read serves it; a later read checks them again
+        only when the entry's file changed since (its inode, size, mtime or ctime differ: one
+        ``stat`` a read, see the module)."""
+        path = os.path.join(self.blocks, name)  # (a str: no Path object per read)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            self._maps.pop(name, None)
+            return None
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        m = self._maps.get(name)
+        if m is None or m.stamp != stamp:
+            m = self._map(path, stamp)
+            if m is None:
+                self._maps.pop(name, None)
+                self._drop_damaged(path, st.st_ino)
+                return None
+            self._maps[name] = m
+        hi = m.n if hi is None else min(hi, m.n)
+        if hi <= lo:
+            return b""
+        if not m.check(lo // PIECE_BYTES, (hi - 1) // PIECE_BYTES):
+            self._maps.pop(name, None)
+            self._drop_damaged(path, st.st_ino)
+            return None
+        now = time.monotonic()
+        if now - m.touched >= TOUCH_SECONDS:  # recently used: evicted last
+            m.touched = now
+            with contextlib.suppress(OSError):
+                os.utime(path)
+            m.stamp = None  # (the touch changes its stamp: the next read maps it again)
+        return m.view[lo:hi]
+
+    def _map(self, path: str, stamp: tuple) -> _Mapped | None:
+        """The entry at ``path`` mapped, its seal checked (None when it does not check), under
+        LOCK_SH so it is not evicted while being mapped (once mapped, an eviction unlinks the
+        file and the map stays valid)."""
         try:
             fd = os.open(path, os.O_RDONLY)
         except FileNotFoundError:
@@ -146,43 +215,25 @@ class BlockCache:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH)
             st = os.fstat(fd)
-            body = self._checked_read(fd, st.st_size, lo, hi)
-            if body is None:
-                self._drop_damaged(path, st.st_ino)
+            if (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) != stamp:
+                return None  # replaced meanwhile: read again on the next call
+            size = st.st_size
+            tail = os.pread(fd, min(size, self._seal_max), max(0, size - self._seal_max))
+            if len(tail) < _FOOTER:
                 return None
-            with contextlib.suppress(OSError):
-                os.utime(path)  # recently used: evicted last
-            return body
+            n = int.from_bytes(tail[-16:-8], "little")
+            k = _pieces(n)
+            if size != entry_bytes(n) or 8 * k + _FOOTER > len(tail):
+                return None
+            sums = tail[len(tail) - _FOOTER - 8 * k : len(tail) - 8]
+            if xxhash.xxh3_64_digest(sums) != tail[-8:]:
+                return None
+            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if n else b""
+            return _Mapped(memoryview(mm)[:n], n, sums, stamp)
         finally:
-            os.close(fd)  # (releases the lock)
+            os.close(fd)  # (releases the lock; the map holds the file)
 
-    def _checked_read(self, fd: int, size: int, lo: int, hi: int | None) -> Bytes | None:
-        """Bytes ``lo:hi`` of the entry open as ``fd`` (``size`` bytes on disk) when its seal
-        and the pieces holding them check, else None."""
-        tail = os.pread(fd, min(size, self._seal_max), max(0, size - self._seal_max))
-        if len(tail) < _FOOTER:
-            return None
-        n = int.from_bytes(tail[-16:-8], "little")
-        k = _pieces(n)
-        if size != entry_bytes(n) or 8 * k + _FOOTER > len(tail):
-            return None
-        sums = tail[len(tail) - _FOOTER - 8 * k : len(tail) - 8]
-        if xxhash.xxh3_64_digest(sums) != tail[-8:]:
-            return None
-        hi = n if hi is None else min(hi, n)
-        if hi <= lo:
-            return b""
-        first, last = lo // PIECE_BYTES, (hi - 1) // PIECE_BYTES
-        start = first * PIECE_BYTES
-        data = os.pread(fd, min((last + 1) * PIECE_BYTES, n) - start, start)
-        view = memoryview(data)  # (slices of it are not copies)
-        for j in range(first, last + 1):
-            a = (j - first) * PIECE_BYTES
-            if xxhash.xxh3_64_digest(view[a : a + PIECE_BYTES]) != sums[8 * j : 8 * j + 8]:
-                return None
-        return view[lo - start : hi - start]
-
-    def _drop_damaged(self, path: Path, inode: int) -> None:
+    def _drop_damaged(self, path: str | Path, inode: int) -> None:
         with self._locked(), contextlib.suppress(OSError):
             if os.stat(path).st_ino == inode:  # not a good entry written since
                 os.unlink(path)
@@ -220,6 +271,7 @@ class BlockCache:
                     break
                 if self._evict(path):
                     total -= size
+                    self._maps.pop(os.path.basename(path), None)
             if total + need > self.limit:
                 return False
             tmp = self.tmp / f"{name}.{os.getpid()}"

@@ -779,8 +779,7 @@ class Store(TrackMethods):
         if size is not None or boxes is not None:
             return self._read_boxes(reqs, size, boxes, out)
         geoms = [self._geom(v) for v, _ in reqs]
-        if not self._source.is_local:  # every range of the batch fetched at once
-            self._source.prefetch([(g[0], *self._ranges(g, ix)) for (_, ix), g in zip(reqs, geoms)])
+        self.fetch_batch(reqs)
         shapes = {(len(ix), *g[4:7]) for (_, ix), g in zip(reqs, geoms)}
         order = sorted(
             range(len(reqs)), key=lambda b: (geoms[b][0], geoms[b][1], reqs[b][1][:1].tolist())
@@ -799,6 +798,43 @@ class Store(TrackMethods):
         for b in order:
             result[b] = torch.from_numpy(self.read_numpy(*reqs[b]))
         return result
+
+    def _batch_plan(self, reqs) -> list:
+        return [(self._geom(v)[0], *self._ranges(self._geom(v), ix)) for v, ix in reqs]
+
+    def fetch_batch(self, requests: Sequence[tuple]) -> None:
+        """A store at a URL: fetch every range the ``(video, frame_indices)`` reads of a batch
+        need at once (or take them from the read-ahead), for this thread's next reads of
+        them; nothing for a local store."""
+        if not self._source.is_local:
+            reqs = [(self._video_id(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
+            self._source.prefetch(self._batch_plan(reqs))
+
+    def read_ahead(self, batches: Sequence[Sequence[tuple]], *, budget: int) -> int:
+        """Hand over the batches to be read next, in order (each a list of ``(video,
+        frame_indices)``): a store at a URL fetches their ranges in the background while at
+        most ``budget`` bytes are held (:mod:`~hyperframes.store._ahead`). Returns how many
+        were taken, from the first (offer the rest again once a batch was read)."""
+        if self._source.is_local:
+            return len(batches)
+        for n, requests in enumerate(batches):
+            try:
+                reqs = [
+                    (self._video_id(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests
+                ]
+                for v, ix in reqs:
+                    self._check_indices(v, ix)
+            except (DataError, StoreError, IndexError, TypeError, ValueError):
+                return len(batches)  # (its read raises the error; nothing fetched for it)
+            if not self._source.ahead(self._batch_plan(reqs), budget):
+                return n
+        return len(batches)
+
+    def cancel_read_ahead(self) -> None:
+        """Drop the batches handed to :meth:`read_ahead` and not read yet."""
+        ahead = getattr(self._source, "_ahead", None)
+        if ahead is not None:
+            ahead.cancel()
 
     def _read_boxes(self, reqs, size, boxes, out):
         """``read_batch`` with ``size`` / ``boxes``."""
@@ -819,6 +855,7 @@ class Store(TrackMethods):
         if boxes is None:
             boxes = centre_boxes([self._geom(v)[5:7] for v, _ in reqs], size)
         out = batch_out(out, (len(reqs), t, c, *size), self.dtype)
+        self.fetch_batch(reqs)
         read_boxes(self, reqs, boxes, out.numpy())
         return out if isinstance(out, torch.Tensor) else torch.from_numpy(out)
 

@@ -9,7 +9,9 @@ in it (``ranges``), or addresses for a codec that decodes between addresses (``a
   sorted and those that touch or overlap are coalesced into one request; the requests of a
   call go out concurrently (fsspec ``cat_ranges``). With a node-local
   :class:`~hyperframes.store._cache.BlockCache`, ranges are served from fixed-size aligned blocks
-  of the shards, each fetched once per node.
+  of the shards, each fetched once per node; a batch's ranges are then cut at block boundaries,
+  so each is a view of one mapped block (no join). The ranges of future batches can be fetched
+  in the background (:mod:`~hyperframes.store._ahead`), and a batch read takes them from there.
 
 A source never reads a whole shard unless asked for every byte of it.
 """
@@ -23,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._ahead import ReadAhead
+
 __all__ = ["LocalShards", "RemoteShards", "coalesce"]
 
 
@@ -33,6 +37,9 @@ class LocalShards:
 
     def prefetch(self, plan) -> None:  # (a memory map needs none)
         pass
+
+    def ahead(self, plan, budget: int) -> bool:  # (nor any read-ahead)
+        return True
 
     def __init__(self, files: list[Path]):
         self.files = files
@@ -96,6 +103,8 @@ class RemoteShards:
         self.etags = etags
         self.cache = cache
         self._local = threading.local()
+        self._ahead: ReadAhead | None = None
+        self._ahead_lock = threading.Lock()
 
     def _rel(self, k: int) -> str:
         return f"shards/{self.names[k]}"
@@ -112,11 +121,9 @@ class RemoteShards:
             fetch=lambda s, e: self.files.read_ranges(self._rel(k), s, e),
         )
 
-    def prefetch(self, plan) -> None:
-        """Fetch the ranges of a batch at once: ``plan`` is ``[(shard, offsets, nbytes)]``;
-        every shard's ranges are coalesced and all requests go out together (one
-        ``cat_ranges``; through the cache, shard by shard). Kept for this thread until its
-        next prefetch: ``ranges`` serves what lies inside."""
+    def _merge(self, plan) -> dict:
+        """``{shard: (starts, ends)}``: a batch plan's ranges (``[(shard, offsets, nbytes)]``)
+        sorted and coalesced per shard."""
         by_shard: dict[int, tuple[list, list]] = {}
         for k, offs, nbs in plan:
             have = by_shard.setdefault(int(k), ([], []))
@@ -126,18 +133,69 @@ class RemoteShards:
         for k, (offs, nbs) in by_shard.items():
             o, n = np.concatenate(offs), np.concatenate(nbs)
             if len(o):
-                ms, me, _ = coalesce(o, o + n)
+                if self.cache is None:
+                    ms, me, _ = coalesce(o, o + n)
+                else:
+                    ms, me = self._block_pieces(o, o + n)
                 merged[k] = (ms, me)
+        return merged
+
+    def _block_pieces(self, starts: np.ndarray, ends: np.ndarray):
+        """Through the cache: the ranges as pieces that each lie in one cache block, so every
+        piece is served as a view of its block's map (no join), except a range that itself
+        crosses a block boundary (a piece of its own, joined). Ranges that overlap are merged;
+        touching ranges of one block are one piece."""
+        order = np.argsort(starts, kind="stable")
+        s, e = starts[order], ends[order]
+        reach = np.maximum.accumulate(e)
+        new = np.ones(len(s), bool)
+        new[1:] = s[1:] >= reach[:-1]  # (touching ranges stay apart here)
+        first = np.flatnonzero(new)
+        a_s, a_e = s[first], reach[np.append(first[1:], len(s)) - 1]
+        bb = self.cache.block_bytes
+        b0, b1 = a_s // bb, (a_e - 1) // bb
+        one = b0 == b1
+        cont = np.zeros(len(a_s), bool)
+        cont[1:] = (a_s[1:] == a_e[:-1]) & one[1:] & one[:-1] & (b0[1:] == b0[:-1])
+        pf = np.flatnonzero(~cont)
+        return a_s[pf], a_e[np.append(pf[1:], len(a_s)) - 1]
+
+    def _fetch_merged(self, merged: dict) -> dict:
+        """``{shard: [bytes of each range]}``: all requests at once (one ``cat_ranges``;
+        through the cache, shard by shard)."""
         if self.cache is not None:
-            got = {k: self.fetch(k, ms, me) for k, (ms, me) in merged.items()}
-        else:
-            keys = [(k, j) for k, (ms, _) in merged.items() for j in range(len(ms))]
-            flat = self.files.read_many(
-                [(self._rel(k), int(merged[k][0][j]), int(merged[k][1][j])) for k, j in keys]
-            )
-            got = {k: [] for k in merged}
-            for (k, _), data in zip(keys, flat):
-                got[k].append(data)
+            return {k: self.fetch(k, ms, me) for k, (ms, me) in merged.items()}
+        keys = [(k, j) for k, (ms, _) in merged.items() for j in range(len(ms))]
+        flat = self.files.read_many(
+            [(self._rel(k), int(merged[k][0][j]), int(merged[k][1][j])) for k, j in keys]
+        )
+        got: dict[int, list] = {k: [] for k in merged}
+        for (k, _), data in zip(keys, flat):
+            got[k].append(data)
+        return got
+
+    @property
+    def read_ahead(self) -> ReadAhead:
+        """This source's background fetches (:mod:`~hyperframes.store._ahead`)."""
+        if self._ahead is None:
+            with self._ahead_lock:
+                if self._ahead is None:
+                    self._ahead = ReadAhead(self._fetch_merged)
+        return self._ahead
+
+    def ahead(self, plan, budget: int) -> bool:
+        """Fetch a future batch's ranges in the background (False: over ``budget``)."""
+        return self.read_ahead.offer(self._merge(plan), budget)
+
+    def prefetch(self, plan) -> None:
+        """Fetch the ranges of a batch at once: ``plan`` is ``[(shard, offsets, nbytes)]``;
+        every shard's ranges are coalesced and all requests go out together, or taken from
+        the read-ahead when it fetched this batch already. Kept for this thread until its
+        next prefetch: ``ranges`` serves what lies inside."""
+        merged = self._merge(plan)
+        got = self._ahead.take(merged) if self._ahead is not None else None
+        if got is None:
+            got = self._fetch_merged(merged)
         self._local.fetched = {
             k: (ms, me, [np.frombuffer(b, np.uint8) for b in got[k]])
             for k, (ms, me) in merged.items()
@@ -206,4 +264,5 @@ class RemoteShards:
         return buf
 
     def close(self) -> None:
-        pass
+        if self._ahead is not None:
+            self._ahead.close()
