@@ -42,6 +42,9 @@ def _input(model, seed: int = 1):
 def _expected_shape(model) -> tuple[int, ...]:
     if model.task == "segmentation":
         return (BATCH, NUM_CLASSES, SIZE, SIZE)
+    if model.task in ("interpolation", "super_resolution"):  # an RGB frame, upscaled for SR
+        side = SIZE * getattr(model, "scale", 1)
+        return (BATCH, 3, side, side)
     return (BATCH, NUM_CLASSES)
 
 

@@ -181,6 +181,7 @@ def predict(args) -> int:
         device=args.device,
         reuse=False if args.no_reuse else "auto",
         progress=not args.quiet,
+        reconstruct=args.reconstruct,
     )
     print(report.summary())
     return EXIT_OK

@@ -316,6 +316,12 @@ def _predict_options(pr) -> None:
         help="where the model runs; auto picks cuda when present (default cpu)",
     )
     pr.add_argument("--no-reuse", action="store_true", help="rerun every window in full")
+    pr.add_argument(
+        "--reconstruct",
+        action="store_true",
+        help="interpolation / super-resolution: restore the video's own frames (middle frames; "
+        "downscaled windows) and score them, instead of making new ones",
+    )
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

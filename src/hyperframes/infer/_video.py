@@ -15,6 +15,7 @@ from typing import Any
 
 from .._core._device import resolve_device
 from .._core._errors import InputError
+from ._load import load_inference_model
 from ._prediction import Prediction
 from ._predictor import Predictor, check_options
 
@@ -98,12 +99,15 @@ def predict_video(
     decoder: str = "pyav",
     top_k: int = 3,
     progress: bool = False,
+    reconstruct: bool = False,
 ) -> PredictReport:
     """Predict over ``video`` with a checkpoint; write ``timeline.csv/.json/.png`` (and
     ``annotated.mp4`` with ``annotate``) into ``out`` (default ``<video stem>_predict``).
 
     ``size``/``fps`` override the checkpoint's frame size / rate (see ``_load``); ``device``
-    ``"auto"`` picks CUDA when available; ``progress`` shows a bar on stderr.
+    ``"auto"`` picks CUDA when available; ``progress`` shows a bar on stderr. An
+    interpolation or super-resolution model writes frames as PNG instead
+    (:func:`~hyperframes.infer._frames.predict_frames`; ``reconstruct``: its mode).
     """
     check_options(stride, ema, batch_size)
     device = resolve_device(device)
@@ -111,8 +115,21 @@ def predict_video(
 
     video = Path(video)
     info = create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
+    loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device)
+    if loaded.contract.frame_task is not None:  # interpolation, super-resolution: PNG frames
+        from ._frames import predict_frames
+
+        return predict_frames(
+            loaded,
+            video,
+            out=out,
+            stride=stride,
+            batch_size=batch_size,
+            decoder=decoder,
+            reconstruct=reconstruct,
+        )
     predictor = Predictor.from_checkpoint(
-        checkpoint,
+        loaded,
         size=size,
         fps=fps,
         device=device,

@@ -34,7 +34,7 @@ __all__ = [
     "to_layout",
 ]
 
-TASKS = ("classification", "segmentation")
+TASKS = ("classification", "segmentation", "interpolation", "super_resolution")
 
 
 #: input of the ``keyframe`` layout: ``key`` K_t (B, C, H, W), the middle frame ``T // 2`` of

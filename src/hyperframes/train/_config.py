@@ -104,6 +104,17 @@ class AugmentConfig:
 
 
 @dataclasses.dataclass
+class DownscaleConfig:
+    """``train.task: super_resolution``: how the low-resolution window is made at load."""
+
+    factor: int = field(default=4, metadata=_m(min=2, max=16, help="downscale factor"))
+    filter: str = field(
+        default="bicubic",
+        metadata=_m(choices=("bicubic", "area"), help="antialiased bicubic, or box mean"),
+    )
+
+
+@dataclasses.dataclass
 class DataConfig:
     store: str = field(
         metadata=_m(help="path (or s3:// URL) of a store built by `hyperframes build`")
@@ -158,6 +169,7 @@ class DataConfig:
         default_factory=lambda: list(IMAGENET_STD), metadata=_m(length=3, gt=0.0)
     )
     augmentation: AugmentConfig = field(default_factory=AugmentConfig)
+    downscale: DownscaleConfig = field(default_factory=DownscaleConfig)
     audio: str | None = field(
         default=None,
         metadata=_m(
@@ -634,6 +646,9 @@ def _cross_checks(cfg: Config) -> None:
     if cfg.train.task is not None:
         _check_task(cfg, spec)
     _check_tracks(cfg, spec)
+    from ._frame_config import check_frame_config  # odd T, whole frames, no label options
+
+    check_frame_config(cfg, spec)
     seg = spec.task == "segmentation"
     if seg and (cfg.train.mixup or cfg.train.cutmix):
         raise ConfigError(

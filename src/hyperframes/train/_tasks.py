@@ -460,3 +460,4 @@ class SegmentationTask(Task):
 
 
 from . import _multilabel  # noqa: E402, F401  (registers "multilabel": BCE, sigmoid, mAP)
+from ._frame_tasks import InterpolationTask, SuperResolutionTask  # noqa: E402, F401  (register)
