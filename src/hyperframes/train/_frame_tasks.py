@@ -42,15 +42,16 @@ def _gaussian(side: int, sigma: float = 1.5) -> torch.Tensor:
     x = torch.arange(side, dtype=torch.float64) - (side - 1) / 2
     g = torch.exp(-(x**2) / (2 * sigma**2))
     g = g / g.sum()
-    return (g[:, None] * g[None, :]).to(torch.float32)
+    return g[:, None] * g[None, :]
 
 
 def ssim(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Per-frame SSIM (B,) of (B, C, H, W) frames in [0, 1] (module doc)."""
-    x, y = pred.clamp(0, 1).float(), target.clamp(0, 1).float()
+    # float64: the variances are differences of close numbers, small beside C2
+    x, y = pred.clamp(0, 1).double(), target.clamp(0, 1).double()
     c = x.shape[1]
     side = min(11, x.shape[-2], x.shape[-1])
-    w = _gaussian(side).to(x.device).expand(c, 1, side, side)
+    w = _gaussian(side).to(x.device, torch.float64).expand(c, 1, side, side)
 
     def blur(z):
         return F.conv2d(z, w, groups=c)
@@ -60,7 +61,7 @@ def ssim(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     cov = blur(x * y) - mx * my
     c1, c2 = 0.01**2, 0.03**2
     s = ((2 * mx * my + c1) * (2 * cov + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
-    return s.flatten(1).mean(1)
+    return s.flatten(1).mean(1).to(torch.float32)
 
 
 class _FrameTask(Task):
