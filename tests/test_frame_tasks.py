@@ -77,11 +77,11 @@ def test_interpolation_refuses_an_even_window(store, frames):
 
 
 def test_frame_task_config_checks(store):
-    with pytest.raises(ConfigError, match="eval.crops: super_resolution is evaluated"):
+    with pytest.raises(ConfigError, match=r"eval\.crops: super_resolution is evaluated"):
         load_config({**_config(store, "super_resolution"), "eval": {"crops": 3}})
     with pytest.raises(ConfigError, match="restores whole frames"):
         load_config(_config(store, "interpolation", augmentation={"size": 16}))
-    with pytest.raises(ConfigError, match="data.downscale.filter"):
+    with pytest.raises(ConfigError, match=r"data\.downscale\.filter"):
         load_config(_config(store, "super_resolution", downscale={"filter": "nearest"}))
 
 
