@@ -6,7 +6,7 @@ made at load (:class:`~hyperframes.train._frame_data.FrameTaskDataset`). The los
 absolute error against the true frame; the metrics are PSNR and SSIM of the model and of the
 baseline (the linear blend of the two neighbours for interpolation, bicubic upscaling for
 super-resolution), both reported, and the model's gain over the baseline; ``best.pt`` by
-validation PSNR.
+validation PSNR; the running training metric is SSIM.
 
 * **PSNR** of one frame: ``10 log10(1 / MSE)`` over its pixels and channels, values clipped to
   [0, 1] first; a metric is the mean over frames (dB), an identical frame counts as 100 dB.
@@ -69,7 +69,7 @@ class _FrameTask(Task):
 
     eval_crops = (1,)
     best_key = "val_psnr"
-    train_metric = "train_psnr"
+    train_metric = "train_ssim"  # a score in 0..1 per frame, as the running metric wants
     val_metrics = ("loss", "psnr", "ssim", "baseline_psnr", "baseline_ssim", "psnr_gain")
     headline = ("psnr", "psnr")
     shown = (("val_psnr", "val PSNR"), ("val_baseline_psnr", "baseline"))
@@ -110,7 +110,7 @@ class _FrameTask(Task):
         return F.l1_loss(logits, targets[:, 0])
 
     def correct(self, logits, targets):
-        return psnr(logits.detach(), targets[:, 0]).sum()
+        return ssim(logits.detach(), targets[:, 0]).clamp(0, 1).sum()
 
     def predictions(self, logits, targets):
         self._check(logits, targets)
