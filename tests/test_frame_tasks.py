@@ -256,19 +256,16 @@ def test_eval_and_predict(runs, videos, tmp_path, task):
     assert _png_size(sorted(rec.glob("*.png"))[0]) == (32, 32)
 
 
-@pytest.mark.slow  # torch's ONNX exporter: ~10 s a model here
 def test_export_carries_the_frame_task(runs, tmp_path):
     import onnx
 
     from hyperframes.infer import export_onnx
 
-    # one model (the exporter is the slow part): super-resolution, whose input is the
-    # downscaled window; frame_unet's graph is checked against onnxruntime by the registry's
-    # test, and its contract travels by the same code
     want = {
+        "interpolation": ({"kind": "interpolation"}, [3, 3, 32, 32], [3, 32, 32]),
         "super_resolution": (
             {"kind": "super_resolution", "factor": 2, "filter": "area"},
-            [3, 3, 16, 16],
+            [3, 3, 16, 16],  # the low-resolution window
             [3, 32, 32],
         ),
     }
