@@ -17,8 +17,8 @@ Both train with AdamW (lr 0.004, cosine) from their zero-initialised corrections
 baseline) for ``--epochs`` epochs of 20 steps of 16 windows; each held-out video gives 8
 evenly spaced windows (``hyperframes eval --clips 8 --crops 1``). PSNR is per frame, averaged
 (dB); SSIM with an 11 x 11 Gaussian window (``hyperframes.train._frame_tasks``).
-Run: .venv/bin/python benchmarks/bench_frame_tasks.py [--epochs 6]   (the recorded run: 924 s of
-interpolation and 84 s of super-resolution training on 2 cores shared at a load of about 10)
+Run: .venv/bin/python benchmarks/bench_frame_tasks.py [--epochs 6]   (the recorded run: 198 s of
+interpolation and 121 s of super-resolution training on 2 shared cores, about 6 minutes in all)
 """
 
 from __future__ import annotations
