@@ -45,6 +45,9 @@ def _expected_shape(model) -> tuple[int, ...]:
     if model.task == "masked_video":  # every patch predicted, and the mask column
         p = model.encoder.patch_size
         return (BATCH, FRAMES * (SIZE // p) ** 2, p * p * 3 + 1)
+    if model.task in ("interpolation", "super_resolution"):  # an RGB frame, upscaled for SR
+        side = SIZE * getattr(model, "scale", 1)
+        return (BATCH, 3, side, side)
     return (BATCH, NUM_CLASSES)
 
 

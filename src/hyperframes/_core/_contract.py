@@ -25,6 +25,12 @@ cannot disagree. From a source frame to the model, in order:
    batch's log-mel (B, n_mels, T*k) beside the video. ``register`` records the registration
    the windows had (``"homography"``/``"flow"``). These come from a store's tracks: eval and
    training prepare them; a raw video cannot (the predictor refuses such a contract).
+7. **frame task** -- ``frame_task`` records what a restoring model (interpolation,
+   super-resolution) is given: ``{"kind": "interpolation"}`` (the window's middle frame is the
+   target, zeroed in the input) or ``{"kind": "super_resolution", "factor": f, "filter":
+   "bicubic" | "area"}`` (the window is downscaled f times with that filter at load, before
+   step 3; :func:`hyperframes.train._frame_data.downscale`). Such a model undoes step 4 itself (it gets
+   ``mean``/``std`` as options, :meth:`InputContract.model_options`) and outputs RGB in [0, 1].
 
 Two records travel with it, neither changing how input is prepared: ``decoder`` (the decoder
 and version that built the store, which ``predict`` decodes with by default) and
@@ -91,10 +97,20 @@ _FIELDS = (
     "register",
     "decoder",
     "calibration",
+    "frame_task",
 )
 #: fields written by ``to_dict`` only when they differ from their default (older readers and
 #: checkpoints without them stay readable)
-_OPTIONAL = {"flow": False, "audio": None, "register": None, "decoder": None, "calibration": None}
+_OPTIONAL = {
+    "flow": False,
+    "audio": None,
+    "register": None,
+    "decoder": None,
+    "calibration": None,
+    "frame_task": None,
+}
+FRAME_KINDS = ("interpolation", "super_resolution")
+DOWNSCALE_FILTERS = ("bicubic", "area")
 REGISTER_MODES = ("homography", "flow")
 _AUDIO_KEYS = ("n_mels", "window_ms", "columns_per_frame")
 
@@ -160,6 +176,7 @@ class InputContract:
     decoder: dict | None = None
     #: set by ``hyperframes recalibrate``: ``{"frames", "trained_frames", "store", "clips"}``
     calibration: dict | None = None
+    frame_task: dict | None = None
     source: str = dataclasses.field(default="defaults", compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -213,6 +230,40 @@ class InputContract:
 
         object.__setattr__(self, "decoder", check_decoder(self.decoder))
         object.__setattr__(self, "calibration", check_calibration(self.calibration))
+        self._check_frame_task()
+
+    def _check_frame_task(self) -> None:
+        ft = self.frame_task
+        if ft is None:
+            return
+        if not isinstance(ft, Mapping) or ft.get("kind") not in FRAME_KINDS:
+            raise ConfigError(
+                f"frame_task: expected a mapping with kind {' or '.join(FRAME_KINDS)}, got "
+                f"{ft!r:.120}"
+            )
+        if ft["kind"] == "interpolation":
+            if sorted(ft) != ["kind"]:
+                raise ConfigError(f"frame_task: interpolation takes no options, got {ft!r:.120}")
+            object.__setattr__(self, "frame_task", {"kind": "interpolation"})
+            return
+        if sorted(ft) != ["factor", "filter", "kind"]:
+            raise ConfigError(f"frame_task: expected kind, factor and filter, got {ft!r:.120}")
+        if not _is_int(ft["factor"]) or not 2 <= ft["factor"] <= 16:
+            raise ConfigError(
+                f"frame_task.factor: expected an integer from 2 to 16, got {ft['factor']!r:.40}"
+            )
+        if ft["filter"] not in DOWNSCALE_FILTERS:
+            raise ConfigError(
+                f"frame_task.filter: {ft['filter']!r:.40} is not allowed; allowed: "
+                f"{', '.join(DOWNSCALE_FILTERS)}"
+            )
+        object.__setattr__(self, "frame_task", {k: ft[k] for k in ("kind", "factor", "filter")})
+
+    @property
+    def downscale(self) -> int:
+        """The factor a super-resolution window is downscaled by at load (1: none)."""
+        ft = self.frame_task
+        return int(ft["factor"]) if ft is not None and ft["kind"] == "super_resolution" else 1
 
     def _check_tracks(self) -> None:
         if not isinstance(self.flow, bool):
@@ -265,7 +316,7 @@ class InputContract:
             if k not in _OPTIONAL or getattr(self, k) != _OPTIONAL[k]
         }
         d.update(mean=list(self.mean), std=list(self.std), classes=list(self.classes))
-        for k in ("audio", "decoder", "calibration"):
+        for k in ("audio", "decoder", "calibration", "frame_task"):
             if getattr(self, k) is not None:
                 d[k] = dict(getattr(self, k))
         return {"version": VERSION, **d}
@@ -311,7 +362,9 @@ class InputContract:
         if self.crop is not None:
             return (self.crop, self.crop)
         spec = parse_size(self.size)
-        return (64, 64) if spec is None else (spec[1], spec[2])
+        h, w = (64, 64) if spec is None else (spec[1], spec[2])
+        f = self.downscale  # a super-resolution model takes the downscaled window
+        return (max(h // f, 1), max(w // f, 1))
 
     def model_options(self) -> dict:
         """Model options the tracks imply: ``extra_channels`` 2*(T-1) with flow (the channel
@@ -322,6 +375,10 @@ class InputContract:
         if self.audio is not None:
             out["n_mels"] = self.audio["n_mels"]
             out["columns_per_frame"] = self.audio["columns_per_frame"]
+        if self.frame_task is not None:  # a restoring model undoes step 4 itself
+            out["mean"], out["std"] = list(self.mean), list(self.std)
+            if self.downscale > 1:
+                out["scale"] = self.downscale
         return out
 
     def window_span(self) -> int:
@@ -636,7 +693,11 @@ def _from_config(cfg: Any, store: Any) -> InputContract:
     from ._contract_extra import decoder_of
 
     return _make(
-        tracks={**_tracks_of(cfg, spec), "decoder": decoder_of(manifest)},
+        tracks={
+            **_tracks_of(cfg, spec),
+            "decoder": decoder_of(manifest),
+            "frame_task": _frame_task_of(cfg, spec),
+        },
         frames=d.frames,
         layout=spec.layout if d.layout == "auto" else d.layout,
         task=spec.task,
@@ -650,6 +711,17 @@ def _from_config(cfg: Any, store: Any) -> InputContract:
         classes=(),
         source=f"store {where}",
     )
+
+
+def _frame_task_of(cfg: Any, spec: Any) -> dict | None:
+    """The contract's ``frame_task`` from a training config (None for other tasks)."""
+    task = getattr(cfg.train, "task", None) or spec.task
+    if task == "interpolation":
+        return {"kind": "interpolation"}
+    if task == "super_resolution":
+        down = cfg.data.downscale
+        return {"kind": "super_resolution", "factor": down.factor, "filter": down.filter}
+    return None
 
 
 def model_takes_audio(spec: Any) -> bool:

@@ -199,6 +199,7 @@ def predict(args) -> int:
         progress=not args.quiet,
         frames=args.frames,
         decoder=args.decoder,
+        reconstruct=args.reconstruct,
     )
     print(report.summary())
     return EXIT_OK

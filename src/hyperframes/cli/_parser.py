@@ -327,6 +327,12 @@ def _predict_options(pr) -> None:
         help="decoder of the video (default: the one that built the model's store, as the "
         "checkpoint records; another one warns: its pixels differ)",
     )
+    pr.add_argument(
+        "--reconstruct",
+        action="store_true",
+        help="interpolation / super-resolution: restore the video's own frames (middle frames; "
+        "downscaled windows) and score them, instead of making new ones",
+    )
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

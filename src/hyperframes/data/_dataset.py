@@ -285,7 +285,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         pts = PerFrame(videos.pts_seconds_all, starts, nf, name="pts_seconds", ids=ids)
         scores: Sequence[np.ndarray | None] | PerFrame | None = None
         motion: PerFrame | None = None
-        if self.sampler.name == "keyframes":
+        if self.sampler.name in ("keyframes", "motion"):  # samplers that read motion scores
             flow = getattr(videos, "flow_score_all", None)
             if flow is not None:  # a --flow build's scores: what score="auto" prefers
                 motion = PerFrame(flow, starts, nf, name="flow_score", ids=ids)

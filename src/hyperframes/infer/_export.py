@@ -417,9 +417,30 @@ def preprocessing_recipe(contract: InputContract, inputs: dict[str, list] | None
             f"{contract.frames * contract.audio['columns_per_frame']} columns) from a store "
             "built with --audio"
         )
+    if contract.frame_task is not None:
+        steps["frame_task"] = _frame_task_words(contract)
     if inputs is not None:
         steps["inputs"] = inputs
     return steps
+
+
+def _frame_task_words(contract: InputContract) -> str:
+    """What a restoring model's window holds and what it outputs (the recipe's step)."""
+    ft = contract.frame_task
+    assert ft is not None
+    k = contract.frames // 2
+    if ft["kind"] == "interpolation":
+        return (
+            f"interpolation: frame {k} of the window (its middle) is the one to make: set it to "
+            f"0 before the values step; the output 'logits' (B, 3, H, W) is that frame, RGB in "
+            "[0, 1] (clip, then x 255)"
+        )
+    return (
+        f"super-resolution: the window is low-resolution (training made it from stored frames "
+        f"{ft['factor']} times smaller with the {ft['filter']} filter, before the values step); "
+        f"the output 'logits' (B, 3, {ft['factor']}h, {ft['factor']}w) is its frame {k} "
+        "upscaled, RGB in [0, 1] (clip, then x 255)"
+    )
 
 
 def recipe_text(recipe: dict) -> str:
@@ -433,6 +454,7 @@ def recipe_text(recipe: dict) -> str:
         ("window", None),
         ("order", "layout"),
         ("audio", None),
+        ("frame_task", None),
     )
     lines: list[str] = []
     for key, value in order:

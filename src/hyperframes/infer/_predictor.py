@@ -50,7 +50,7 @@ from torch import Tensor, nn
 
 from .._core._contract import InputContract
 from .._core._errors import ConfigError, InputError
-from ._load import load_inference_model
+from ._load import InferenceModel, load_inference_model
 from ._prediction import Prediction
 from ._reuse import FrameSplit, split_model
 
@@ -177,7 +177,7 @@ class Predictor:
     @classmethod
     def from_checkpoint(
         cls,
-        checkpoint: str | os.PathLike,
+        checkpoint: str | os.PathLike | InferenceModel,
         *,
         size: Any = None,
         fps: Any = None,
@@ -186,8 +186,14 @@ class Predictor:
         **options: Any,
     ) -> Predictor:
         """A predictor for a ``hyperframes train`` checkpoint (``size``/``fps``/``frames``:
-        see :func:`~hyperframes.infer.load_inference_model`)."""
-        loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device, frames=frames)
+        see :func:`~hyperframes.infer.load_inference_model`), or for one already loaded (then
+        ``size``/``fps``/``device``/``frames`` are its own)."""
+        if isinstance(checkpoint, InferenceModel):
+            loaded = checkpoint
+        else:
+            loaded = load_inference_model(
+                checkpoint, size=size, fps=fps, device=device, frames=frames
+            )
         p = cls(
             loaded.model,
             loaded.contract,

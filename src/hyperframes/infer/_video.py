@@ -15,6 +15,7 @@ from typing import Any
 
 from .._core._device import resolve_device
 from .._core._errors import InputError
+from ._load import load_inference_model
 from ._prediction import Prediction
 from ._predictor import Predictor, check_options
 
@@ -99,6 +100,7 @@ def predict_video(
     top_k: int = 3,
     progress: bool = False,
     frames: int | None = None,
+    reconstruct: bool = False,
 ) -> PredictReport:
     """Predict over ``video`` with a checkpoint; write ``timeline.csv/.json/.png`` (and
     ``annotated.mp4`` with ``annotate``) into ``out`` (default ``<video stem>_predict``).
@@ -107,15 +109,31 @@ def predict_video(
     its T (models that take any T); ``decoder`` (None: the one that built the model's store,
     as its contract records, else pyav; another one is used with a warning: its pixels
     differ); ``device`` ``"auto"`` picks CUDA when available; ``progress`` shows a bar on
-    stderr.
+    stderr. An interpolation or super-resolution model writes frames as PNG instead
+    (:func:`~hyperframes.infer._frames.predict_frames`; ``reconstruct``: its mode).
     """
     check_options(stride, ema, batch_size)
     device = resolve_device(device)
     from ..decode import create_decoder
 
     video = Path(video)
+    loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device, frames=frames)
+    if loaded.contract.frame_task is not None:  # interpolation, super-resolution: PNG frames
+        from ._frames import predict_frames
+
+        decoder, _ = choose_decoder(loaded.contract.decoder, decoder)
+        create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
+        return predict_frames(
+            loaded,
+            video,
+            out=out,
+            stride=stride,
+            batch_size=batch_size,
+            decoder=decoder,
+            reconstruct=reconstruct,
+        )
     predictor = Predictor.from_checkpoint(
-        checkpoint,
+        loaded,
         size=size,
         fps=fps,
         device=device,

@@ -38,6 +38,7 @@ from ._registry import (
     list_models,
     register_model,
 )
+from ._restore import frame_sr as _frame_sr  # noqa: F401  (registers frame_unet, frame_sr)
 from ._transformer import VideoTransformer
 from ._tsm import TSM, TemporalShiftConv2d, temporal_shift
 from ._tsn import TSN, consensus

@@ -35,7 +35,7 @@ __all__ = [
     "to_layout",
 ]
 
-TASKS = ("classification", "segmentation", "masked_video")
+TASKS = ("classification", "segmentation", "masked_video", "interpolation", "super_resolution")
 
 
 #: input of the ``keyframe`` layout: ``key`` K_t (B, C, H, W), the middle frame ``T // 2`` of

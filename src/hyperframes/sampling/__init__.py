@@ -9,7 +9,8 @@ A sampler never reads pixels and never imports torch. Give it per-video metadata
 
 Registered samplers: ``sliding``, ``random``, ``segments``, ``uniform``, ``duration``,
 ``candidates`` (one of K even clips per epoch), ``scattered`` (N random frames anywhere),
-``keyframes``, ``per_segment`` (one item per labelled segment of an untrimmed video:
+``keyframes``, ``motion`` (random windows whose stored motion score is above a threshold),
+``per_segment`` (one item per labelled segment of an untrimmed video:
 ``VideoTable.segments``, a :class:`SegmentTable`; :func:`frame_labels` gives each frame's
 classes by pts). :func:`epoch_order`, :func:`balanced_order` and :func:`partition` give the order
 of items in an epoch and each rank's share of it.
@@ -21,6 +22,7 @@ from ._base import SHORT_POLICIES, Sampler
 from ._duration import DurationSampler
 from ._keyframes import KeyframesSampler
 from ._meta import PerFrame, Plan, VideoMeta, VideoTable, as_video_table
+from ._motion import MotionSampler
 from ._order import balanced_order, class_weights, epoch_order, partition
 from ._random import CandidatesSampler, RandomSampler, ScatteredSampler, SegmentsSampler
 from ._registry import create_sampler, list_samplers, register_sampler
@@ -33,6 +35,7 @@ __all__ = [
     "ChangeScorer",
     "DurationSampler",
     "KeyframesSampler",
+    "MotionSampler",
     "PerFrame",
     "PerSegmentSampler",
     "Plan",

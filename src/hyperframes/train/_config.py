@@ -130,6 +130,17 @@ class AugmentConfig:
 
 
 @dataclasses.dataclass
+class DownscaleConfig:
+    """``train.task: super_resolution``: how the low-resolution window is made at load."""
+
+    factor: int = field(default=4, metadata=_m(min=2, max=16, help="downscale factor"))
+    filter: str = field(
+        default="bicubic",
+        metadata=_m(choices=("bicubic", "area"), help="antialiased bicubic, or box mean"),
+    )
+
+
+@dataclasses.dataclass
 class DataConfig:
     store: str = field(
         metadata=_m(help="path (or s3:// URL) of a store built by `hyperframes build`")
@@ -232,6 +243,7 @@ class DataConfig:
         default_factory=lambda: list(IMAGENET_STD), metadata=_m(length=3, gt=0.0)
     )
     augmentation: AugmentConfig = field(default_factory=AugmentConfig)
+    downscale: DownscaleConfig = field(default_factory=DownscaleConfig)
     audio: str | None = field(
         default=None,
         metadata=_m(
@@ -780,6 +792,9 @@ def _cross_checks(cfg: Config) -> None:
     _check_norm(cfg, spec)
     pad_refusal(cfg, spec)
     check_frame_choices(cfg, spec)
+    from ._frame_config import check_frame_config  # odd T, whole frames, no label options
+
+    check_frame_config(cfg, spec)
     seg = spec.task == "segmentation"
     if seg and (cfg.train.mixup or cfg.train.cutmix):
         raise ConfigError(

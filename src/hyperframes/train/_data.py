@@ -30,6 +30,7 @@ from ..data.transforms import (
     Reverse,
     Transform,
 )
+from ._frame_config import FRAME_TASKS
 from ._splits import resolve_split
 from ._tasks import get_task
 
@@ -153,12 +154,20 @@ def make_dataset(
     }
     kwargs.update(memory_options(cfg, train=train, budget=memory_budget))
     kwargs.update(track_options(cfg))
-    if task == "segmentation":
+    if task in FRAME_TASKS:  # input, target and baseline made at load
+        from ._frame_data import FrameTaskDataset
+
+        down = d.downscale
+        hflip = d.augmentation.hflip if train else 0.0
+        kwargs.update(store=store, video_ids=video_ids, kind=task, hflip=hflip)
+        kwargs.update(factor=down.factor, filter=down.filter)
+        make: Callable[..., HyperframeDataset] = FrameTaskDataset
+    elif task == "segmentation":
         from ._segmentation import SegmentationDataset
 
         hflip = d.augmentation.hflip if train else 0.0
         kwargs.update(store=store, video_ids=video_ids, hflip=hflip)
-        make: Callable[..., HyperframeDataset] = SegmentationDataset
+        make = SegmentationDataset
     else:
         if transform == "auto":
             transform = train_transform(d.augmentation) if train else eval_transform(d.augmentation)

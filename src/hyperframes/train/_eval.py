@@ -12,6 +12,9 @@ alone) and video level; top-5 only with more than 5 classes.
 
 Segmentation: mIoU, pixel accuracy and per-class IoU over all windows' key frames.
 
+Interpolation and super-resolution: PSNR and SSIM of the restored frames and of the task's
+baseline (:mod:`hyperframes.train._frame_tasks`) over all windows.
+
 **Splits.** ``split`` is a split the store records (a CSV annotation's ``split`` column), or
 for a store without any, ``data.train_split`` / ``data.val_split`` of the run (the generated
 split, as training made it); ``"all"`` is every video. Any other name is a
@@ -63,6 +66,7 @@ from .._core._errors import ConfigError, DataError
 from ._checkpoint import load_checkpoint, rebuild_model
 from ._config import config_from_dict
 from ._data import make_dataset
+from ._frame_config import FRAME_TASKS
 from ._predict import predict
 from ._splits import resolve_split
 from ._tasks import create_task, get_task
@@ -310,7 +314,8 @@ def evaluate(
     # per_segment items take their segment's class: the videos need no label of their own
     unlabelled = int((labels < 0).sum()) if task == "classification" and used is not None else 0
     predictions_only = task == "classification" and (not st.classes or unlabelled == len(ids))
-    if task != "segmentation" and getattr(task_kind, "labelled", True) and not predictions_only:
+    labelled = getattr(task_kind, "labelled", True)
+    if task not in ("segmentation", *FRAME_TASKS) and labelled and not predictions_only:
         kind.label_map, said = match_classes(
             st.classes,
             classes,
@@ -443,6 +448,14 @@ def format_metrics(r: dict) -> str:
         from ._masked import format_masked
 
         return "\n".join(lines + format_masked(r) + [f"  metrics: {r.get('metrics_json', '')}"])
+    if "psnr" in r:  # the frame tasks: the model and the baseline
+        lines.append(f"  windows         {r['windows']}")
+        lines.append(f"  {'':<16}{'PSNR (dB)':>10}{'SSIM':>8}")
+        lines.append(f"  {'model':<16}{r['psnr']:>10.2f}{r['ssim']:>8.4f}")
+        lines.append(f"  {'baseline':<16}{r['baseline_psnr']:>10.2f}{r['baseline_ssim']:>8.4f}")
+        lines.append(f"  baseline: {r['baseline']}")
+        lines.append(f"  metrics: {r.get('metrics_json', '')}")
+        return "\n".join(lines + notes)
     if "clip_level" not in r:  # tasks without clip/video levels (segmentation)
         lines.append(f"  windows         {r['windows']}")
         lines.append(f"  mIoU            {r['miou']:.4f}")

@@ -459,5 +459,7 @@ class SegmentationTask(Task):
         }
 
 
-# registered at import: "masked_video" (masked-patch loss, PSNR), "multilabel" (BCE, mAP)
+# registered at import: "masked_video" (masked-patch loss, PSNR), "multilabel" (BCE, mAP),
+# "interpolation" and "super_resolution" (PSNR / SSIM against their baselines)
 from . import _masked, _multilabel  # noqa: E402, F401
+from ._frame_tasks import InterpolationTask, SuperResolutionTask  # noqa: E402, F401

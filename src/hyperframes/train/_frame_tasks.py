@@ -1,0 +1,163 @@
+"""The frame tasks: ``interpolation`` and ``super_resolution`` (``train.task``).
+
+A restoring model (:mod:`hyperframes.models._restore`) outputs a frame (B, 3, H, W) in [0, 1];
+the targets are ``batch.target`` (B, 2, 3, H, W) -- the true frame and the task's baseline,
+made at load (:class:`~hyperframes.train._frame_data.FrameTaskDataset`). The loss is the mean
+absolute error against the true frame; the metrics are PSNR and SSIM of the model and of the
+baseline (the linear blend of the two neighbours for interpolation, bicubic upscaling for
+super-resolution), both reported, and the model's gain over the baseline; ``best.pt`` by
+validation PSNR; the running training metric is SSIM.
+
+* **PSNR** of one frame: ``10 log10(1 / MSE)`` over its pixels and channels, values clipped to
+  [0, 1] first; a metric is the mean over frames (dB), an identical frame counts as 100 dB.
+* **SSIM** of one frame: the mean over channels and positions of Wang et al.'s index with an
+  11 x 11 Gaussian window (sigma 1.5; smaller frames: a window of their short side), valid
+  positions only, ``C1 = 0.01**2``, ``C2 = 0.03**2`` on the [0, 1] scale.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .._core._errors import DataError
+from ._tasks import Task, register_task
+
+__all__ = ["InterpolationTask", "SuperResolutionTask", "psnr", "ssim"]
+
+MAX_PSNR = 100.0  # dB given to a frame reproduced exactly
+CHANNELS = ["r", "g", "b"]
+
+
+def psnr(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-frame PSNR (B,) in dB of (B, C, H, W) frames in [0, 1] (module doc)."""
+    mse = (pred.clamp(0, 1) - target.clamp(0, 1)).square().flatten(1).mean(1)
+    return torch.where(mse > 0, -10 * torch.log10(mse.clamp_min(1e-30)), MAX_PSNR)
+
+
+def _gaussian(side: int, sigma: float = 1.5) -> torch.Tensor:
+    x = torch.arange(side, dtype=torch.float64) - (side - 1) / 2
+    g = torch.exp(-(x**2) / (2 * sigma**2))
+    g = g / g.sum()
+    return g[:, None] * g[None, :]
+
+
+def ssim(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-frame SSIM (B,) of (B, C, H, W) frames in [0, 1] (module doc)."""
+    # float64: the variances are differences of close numbers, small beside C2
+    x, y = pred.clamp(0, 1).double(), target.clamp(0, 1).double()
+    c = x.shape[1]
+    side = min(11, x.shape[-2], x.shape[-1])
+    w = _gaussian(side).to(x.device, torch.float64).expand(c, 1, side, side)
+
+    def blur(z):
+        return F.conv2d(z, w, groups=c)
+
+    mx, my = blur(x), blur(y)
+    vx, vy = blur(x * x) - mx * mx, blur(y * y) - my * my
+    cov = blur(x * y) - mx * my
+    c1, c2 = 0.01**2, 0.03**2
+    s = ((2 * mx * my + c1) * (2 * cov + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    return s.flatten(1).mean(1).to(torch.float32)
+
+
+class _FrameTask(Task):
+    """What both frame tasks share (module doc)."""
+
+    eval_crops = (1,)
+    best_key = "val_psnr"
+    train_metric = "train_ssim"  # a score in 0..1 per frame, as the running metric wants
+    val_metrics = ("loss", "psnr", "ssim", "baseline_psnr", "baseline_ssim", "psnr_gain")
+    headline = ("psnr", "psnr")
+    shown = (("val_psnr", "val PSNR"), ("val_baseline_psnr", "baseline"))
+    curves = (("val_psnr", "val PSNR (dB)"), ("val_baseline_psnr", "baseline PSNR (dB)"))
+    curves_title = "PSNR"
+    baseline: str
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(baseline={self.baseline})"
+
+    @classmethod
+    def resolve_classes(cls, store, *, num_classes, video_ids):
+        if num_classes not in (None, 3):
+            raise DataError(
+                f"model.num_classes={num_classes} but a {cls.name} model outputs the 3 RGB "
+                "channels; allowed: null or 3"
+            )
+        return list(CHANNELS)
+
+    def targets(self, batch) -> torch.Tensor:
+        target = getattr(batch, "target", None)
+        if target is None or target.ndim != 5 or target.shape[1] != 2:
+            raise DataError(
+                f"the {self.name} task needs batch.target (B, 2, 3, H, W): the true frame and "
+                "its baseline; give a hyperframes.train.FrameTaskDataset"
+            )
+        return target.to(torch.float32)
+
+    def _check(self, out: torch.Tensor, targets: torch.Tensor) -> None:
+        if tuple(out.shape) != tuple(targets[:, 0].shape):
+            raise DataError(
+                f"the {self.name} model gave {tuple(out.shape)} for targets "
+                f"{tuple(targets[:, 0].shape)}; it must output the target frame (B, 3, H, W)"
+            )
+
+    def loss(self, logits, targets, *, mixed=None):
+        self._check(logits, targets)
+        return F.l1_loss(logits, targets[:, 0])
+
+    def correct(self, logits, targets):
+        return ssim(logits.detach(), targets[:, 0]).clamp(0, 1).sum()
+
+    def predictions(self, logits, targets):
+        self._check(logits, targets)
+        truth, base = targets[:, 0], targets[:, 1]
+        losses = (logits - truth).abs().flatten(1).mean(1)
+        return {
+            "psnr": psnr(logits, truth).cpu().numpy(),
+            "ssim": ssim(logits, truth).cpu().numpy(),
+            "baseline_psnr": psnr(base, truth).cpu().numpy(),
+            "baseline_ssim": ssim(base, truth).cpu().numpy(),
+            "losses": losses.cpu().numpy(),
+        }
+
+    def empty_predictions(self):
+        keys = ("psnr", "ssim", "baseline_psnr", "baseline_ssim", "losses")
+        return {k: np.zeros(0, np.float32) for k in keys}
+
+    def metrics(self, pred):
+        n = len(pred["losses"])
+
+        def mean(key: str) -> float:
+            return float(np.mean(pred[key], dtype=np.float64)) if n else math.nan
+
+        m = {k: mean(k) for k in ("psnr", "ssim", "baseline_psnr", "baseline_ssim")}
+        m["psnr_gain"] = m["psnr"] - m["baseline_psnr"]
+        m["loss"] = mean("losses")
+        m["windows"] = n
+        m["baseline"] = self.baseline
+        return m
+
+    def evaluate_views(self, views):
+        keys = self.empty_predictions()
+        pred = {k: np.concatenate([np.asarray(v[k]) for v in views]) for k in keys}
+        return self.metrics(pred)
+
+
+@register_task
+class InterpolationTask(_FrameTask):
+    """The middle frame of an odd window from the others; baseline: the neighbours' blend."""
+
+    name = "interpolation"
+    baseline = "linear blend of the two neighbouring frames"
+
+
+@register_task
+class SuperResolutionTask(_FrameTask):
+    """The key frame at store resolution from the downscaled window; baseline: bicubic."""
+
+    name = "super_resolution"
+    baseline = "bicubic upscaling of the low-resolution key frame"
