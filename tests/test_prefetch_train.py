@@ -129,6 +129,7 @@ def test_prefetched_training_on_the_gpu_matches_the_plain_loop_on_a_side_stream(
     for k in a:
         torch.testing.assert_close(b[k], a[k], rtol=1e-4, atol=1e-5)
     assert runs[True]["steps"] == runs[False]["steps"] == 3
+    assert 0 <= runs[True]["data_wait_share"] < 1  # the wait for the prepared batch
 
 
 @needs_cuda

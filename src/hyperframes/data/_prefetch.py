@@ -116,14 +116,20 @@ class PrefetchLoader:
         cuda = self.device.type == "cuda"
         stream = torch.cuda.Stream(device=self.device) if cuda else None
         pending = None
-        for batch in self.loader:
-            self._held += 1
-            ready = self._ahead(batch, stream)
+        batches = iter(self.loader)
+        try:
+            for batch in batches:
+                self._held += 1
+                ready = self._ahead(batch, stream)
+                if pending is not None:
+                    self._held -= 1
+                    yield pending
+                self._hand_over(ready, stream)
+                pending = ready
             if pending is not None:
                 self._held -= 1
                 yield pending
-            self._hand_over(ready, stream)
-            pending = ready
-        if pending is not None:
-            self._held -= 1
-            yield pending
+        finally:  # left early: the loader stops reading ahead now
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
