@@ -114,6 +114,8 @@ def test_prefetched_training_on_the_gpu_matches_the_plain_loop_on_a_side_stream(
         return inputs(self, batch, i)
 
     monkeypatch.setattr(_Run, "_inputs", recording)
+    monkeypatch.setattr(torch.backends.cudnn, "deterministic", True)  # the two runs comparable
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
     cfg = {**_config(tiny_motion_store), "train": {**_config(tiny_motion_store)["train"]}}
     cfg["train"]["device"] = "cuda"
     runs = {}
