@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a machine with a CUDA GPU: the GPU tests (memory="cuda", batch augmentation on the GPU,
-# prefetch to the GPU on a side stream, a jpeg store decoded by nvJPEG, the GPU cache and
-# nvJPEG from a config), the training data-wait benchmark and the activation-checkpointing
+# prefetch to the GPU on a side stream, training and validation through it, a jpeg store
+# decoded by nvJPEG, the GPU cache and nvJPEG from a config), the training data-wait benchmark and the activation-checkpointing
 # benchmark on the GPU, in under 6 minutes. Writes benchmarks/results/gpu.json (the benchmark's result plus the tests' summary).
 # Run from the repository root: bash benchmarks/gpu_check.sh
 set -euo pipefail
@@ -15,7 +15,8 @@ mkdir -p "$RESULTS"
 set +e
 timeout 150 "$PY" -m pytest -p no:cacheprovider -q -rs tests/test_gpu.py tests/test_gpu_cache_plan.py \
     tests/test_dataset.py::test_gpu_resident_mode \
-    tests/test_batch_pipeline.py::test_prefetch_to_the_gpu_on_a_side_stream_gives_the_cpu_results 2>&1 | tee "$RESULTS/gpu_tests.log"
+    tests/test_batch_pipeline.py::test_prefetch_to_the_gpu_on_a_side_stream_gives_the_cpu_results \
+    tests/test_prefetch_train.py 2>&1 | tee "$RESULTS/gpu_tests.log"
 TESTS_RC=${PIPESTATUS[0]}
 set -e
 

@@ -502,7 +502,9 @@ class InputContract:
                 f"{want[1]}); got {got}. Audio comes from a store built with --audio and a "
                 f"dataset with audio={self.audio!r}"
             )
-        return AudioVisual(video, audio.to(device=video.device, dtype=torch.float32))
+        # non-blocking: from pinned memory, prepared on a side stream (PrefetchLoader)
+        audio = audio.to(device=video.device, dtype=torch.float32, non_blocking=True)
+        return AudioVisual(video, audio)
 
     def transform(self, position: str = "centre") -> ContractCrop | None:
         """Step 3 as a dataset transform (per window, before collation), or None when it does

@@ -190,15 +190,20 @@ class _Resumable:
         if store is not None:  # the batches read ahead were those of the old order
             store.cancel_read_ahead()
 
-    def state_dict(self) -> dict:
+    def state_dict(self, held: int = 0) -> dict:
         """Where this loader stands: the epoch and the global position of the batches yielded
-        so far (not of those prefetched), as plain ints and strings."""
+        so far (not of those prefetched), as plain ints and strings. ``held``: of the batches
+        yielded, those a wrapper holds ahead and its caller has not had
+        (:class:`~hyperframes.data.PrefetchLoader`): not counted."""
+        if isinstance(held, bool) or not isinstance(held, int) or not 0 <= held <= self._yielded:
+            raise ValueError(f"held={held!r}: allowed: 0 to the {self._yielded} batches yielded")
         inner = self.sampler.inner
         n = inner.epoch_length
-        if self._yielded >= len(self):
+        handed = self._yielded - held
+        if handed >= len(self):
             reached = n  # every batch of the epoch handed out: finished
         else:
-            consumed = inner.start + min(self._yielded * self._batch_size(), len(inner))
+            consumed = inner.start + min(handed * self._batch_size(), len(inner))
             reached = position(inner.origin, consumed, inner.world_size, n)
         return make_state(
             epoch=inner.epoch,

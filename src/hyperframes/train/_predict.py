@@ -5,7 +5,9 @@ the temporal layout; the model's :class:`~hyperframes._core._contract.InputContr
 (:meth:`~hyperframes._core._contract.InputContract.prepare`), as predict and export do. Under DDP
 every rank predicts its share of the items (the shares are padded to equal length by
 repeating items); the results are gathered and de-duplicated by item number, so metrics count
-each item once.
+each item once. On a CUDA device batches come through a
+:class:`~hyperframes.data.PrefetchLoader`: batch k+1 is moved and prepared on a side stream
+while the model runs on batch k.
 """
 
 from __future__ import annotations
@@ -26,6 +28,28 @@ def autocast(device: torch.device, enabled: bool, dtype: torch.dtype | None):
     if not enabled:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def _prepared(loader, contract: InputContract, task: Task, device: torch.device):
+    """``(batch, x, target)`` of each of ``loader``'s batches: the CPU batch, the model's input
+    and the task's targets (computed on the CPU batch) on ``device`` (module doc)."""
+    from ..data import PrefetchLoader
+
+    def prepare(batch):
+        x = contract.prepare(
+            batch.frames,
+            device=device,
+            flow=getattr(batch, "flow", None),
+            audio=getattr(batch, "audio", None),
+        )
+        return x, task.targets(batch).to(device, non_blocking=True)
+
+    if device.type != "cuda":
+        for batch in loader:
+            yield (batch, *prepare(batch))
+        return
+    for batch, (x, target) in PrefetchLoader(loader, device, prepare=prepare, move=False):
+        yield batch, x, target
 
 
 def forward(model, x, mask):
@@ -60,14 +84,7 @@ def predict(
     segments: list[int] = []
     parts: list[dict[str, np.ndarray]] = []
     try:
-        for batch in loader:
-            x = contract.prepare(
-                batch.frames,
-                device=device,
-                flow=getattr(batch, "flow", None),
-                audio=getattr(batch, "audio", None),
-            )
-            target = task.targets(batch).to(device)
+        for batch, x, target in _prepared(loader, contract, task, device):
             with autocast(device, *amp):
                 out = forward(model, x, batch.mask.to(device))
             parts.append(task.predictions(out.float(), target))

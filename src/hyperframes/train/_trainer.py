@@ -18,6 +18,14 @@ gives the same metrics on CPU whatever ``data.workers``, and ``--resume`` (which
 model, optimizer, step, RNG states and the position inside the epoch) continues as if the run
 had never stopped.
 
+Input on a GPU: on a CUDA device the training batches come through a
+:class:`~hyperframes.data.PrefetchLoader`: while step k runs, batch k+1 is copied from pinned
+memory and prepared on a side CUDA stream (the input contract's ``prepare`` and the task's
+targets, computed from the CPU batch); "data wait" is then the time spent waiting for the
+prepared batch. The prefetcher holds one batch ahead, and the loader state that ``last.pt``
+keeps leaves it out, so resuming stays exact. On the CPU the loop prepares each batch itself
+(``_Run.prefetch`` chooses either way; both give the same weights).
+
 Stopping: SIGINT (Ctrl-C) and SIGTERM (what cluster schedulers send before they preempt a job)
 only ask training to stop; handlers are installed for the duration of the run and the previous
 ones restored after. Training stops after the optimizer step in progress (all of its
@@ -72,6 +80,7 @@ from torch import nn
 
 from .._core._errors import ConfigError, DataError
 from .._core._plots import plot_confusion, plot_curves
+from ..data import PrefetchLoader
 from ..models import aux_weight
 from ._checkpoint import (
     PREVIOUS,
@@ -195,6 +204,9 @@ class _Run:
     other methods update them."""
 
     resumed_at: tuple[int, float] | None  # set in _setup (declared here: used above it)
+    #: training batches through a PrefetchLoader (moved and prepared on a side CUDA stream
+    #: one step ahead): None, on a CUDA device; True / False to choose (tests compare both)
+    prefetch: bool | None = None
 
     def __init__(
         self, cfg: Config, out, resume: bool, progress: bool, device, d: Dist, stop_at=None
@@ -306,6 +318,11 @@ class _Run:
         fp16 = self.amp[0] and self.amp[1] == torch.float16
         self.scaler = torch.amp.GradScaler("cuda") if fp16 else None
         self.train_loader = self._loader(b.train, train=True)
+        self._prepare_at = 0  # the micro-batch the prefetcher prepares next (_prepare_next)
+        if self._prefetching():
+            self.train_loader = PrefetchLoader(
+                self.train_loader, self.device, prepare=self._prepare_next, move=False
+            )
         self.val_loader = self._loader(b.val, train=False)
         self.train_loader.set_epoch(0)  # the training loader always stands where training does
         self.micro_per_epoch = len(self.train_loader)
@@ -399,6 +416,34 @@ class _Run:
             drop_last=train and cfg.data.drop_last,
             seed=cfg.train.seed,
         )
+
+    def _prefetching(self) -> bool:
+        """Whether training batches come through a :class:`~hyperframes.data.PrefetchLoader`:
+        :attr:`prefetch`, or by default on a CUDA device (module doc)."""
+        return self.device.type == "cuda" if self.prefetch is None else self.prefetch
+
+    def _prepare_next(self, batch) -> tuple:
+        """The prefetcher's ``prepare``: :meth:`_inputs` of the next micro-batch (batches come
+        in order, one ahead of the step; ``_train_epoch`` sets where an epoch's first is)."""
+        i, self._prepare_at = self._prepare_at, self._prepare_at + 1
+        return self._inputs(batch, i)
+
+    def _inputs(self, batch, i: int) -> tuple:
+        """Micro-batch ``i``'s ``(batch, x, target)``: the batch at the T it draws, the model's
+        input and the task's targets (computed on the CPU batch), both on the device."""
+        batch, contract = self._batch_frames(batch, i)
+        x = contract.prepare(batch.frames, device=self.device, flow=batch.flow, audio=batch.audio)
+        return batch, x, self.task.targets(batch).to(self.device, non_blocking=True)
+
+    def _sync(self) -> None:
+        """Wait for the step on a CUDA device (timing). Prefetching, only for the caller's
+        stream: the side stream's work on the next batch is the next wait for data."""
+        if self.device.type != "cuda":
+            return
+        if isinstance(self.train_loader, PrefetchLoader):
+            torch.cuda.current_stream(self.device).synchronize()
+        else:
+            torch.cuda.synchronize(self.device)
 
     def _fresh_epoch_state(self) -> dict:
         return {"loss_sum": 0.0, "correct": 0.0, "count": 0, "wait": 0.0, "compute": 0.0}
@@ -620,18 +665,18 @@ class _Run:
             self.show, n - self.batches_done, f"epoch {self.epoch + 1}/{cfg.train.epochs}"
         )
         es = self.epoch_state
+        prefetched = isinstance(self.train_loader, PrefetchLoader)
+        self._prepare_at = self.batches_done
         it = iter(self.train_loader)  # positioned by _setup / _position_loader / _end_epoch
         i = i0 = self.batches_done
         try:
             while i < n:
                 t0 = time.perf_counter()
-                batch = next(it)
+                item = next(it)
+                if prefetched:  # wait for the batch prepared on the side stream: data wait
+                    self._sync()
                 t1 = time.perf_counter()
-                batch, contract = self._batch_frames(batch, i)
-                x = contract.prepare(
-                    batch.frames, device=self.device, flow=batch.flow, audio=batch.audio
-                )
-                target = self.task.targets(batch).to(self.device)
+                batch, x, target = item[1] if prefetched else self._inputs(item, i)
                 group_start = i0 + ((i - i0) // acc) * acc  # groups count from the resume
                 group = min(acc, n - group_start)
                 last_in_group = i + 1 == group_start + group
@@ -656,8 +701,7 @@ class _Run:
                 if last_in_group:
                     self._optimizer_step()
                     self.batches_done = i
-                if self.device.type == "cuda":
-                    torch.cuda.synchronize(self.device)
+                self._sync()
                 t2 = time.perf_counter()
                 es["wait"] += t1 - t0
                 es["compute"] += t2 - t1
