@@ -195,8 +195,9 @@ def test_predict_writes_the_reconstructions_of_a_videos_windows(store, pretraine
         for k, f in enumerate(w["source_frames"]):
             tile = [img[r * 34 : r * 34 + 32, k * 33 : k * 33 + 32] for r in range(3)]
             assert np.array_equal(tile[0], stored[f])  # the decoded frame itself
-            kept = (tile[1] == tile[0]).all(-1)  # visible patches: as they were, in 2 rows
-            assert np.array_equal(kept, (tile[2] == tile[0]).all(-1) | kept)
+            kept = (tile[1] == tile[0]).all(-1)  # the visible patches' pixels
+            same = (tile[2] == tile[0]).all(-1)
+            assert same[kept].all() and not same[~kept].all()  # the reconstruction keeps them
             assert (tile[1][~kept] == 128).mean() > 0.9  # masked patches grey
             masks.append(kept.reshape(4, 8, 4, 8).all((1, 3)))  # the visible places (4x4 grid)
     # one window a call: every window and frame has the model's own seeded mask (12 of 16)
@@ -245,6 +246,10 @@ def test_fine_tuning_maps_the_encoder_and_reports_what_is_new(store, pretrained,
     logged = [json.loads(r) for r in (tmp_path / "ft" / "log.jsonl").read_text().splitlines()]
     record = next(r for r in logged if r["kind"] == "pretrained")
     assert record["new"] == ["head.weight", "head.bias"] and record["loaded"] == report.loaded
+    video = store.parent / "data" / "left" / "left_000.mp4"
+    with pytest.raises(ConfigError, match="for masked_video models"):  # a classifier: refused
+        predict_video(tmp_path / "ft" / "best.pt", video, out=tmp_path / "p", reconstructions=2)
+    assert not (tmp_path / "p").exists()
 
 
 def test_repeats_give_k_seeded_windows_of_one_video_for_any_worker_count(store):
