@@ -32,7 +32,7 @@ import torch
 from .._core._atomic import write_bytes_atomic, write_json_atomic
 from .._core._errors import ConfigError, InputError
 from ._load import InferenceModel
-from ._video import PredictReport
+from ._video import PredictReport, choose_decoder
 
 __all__ = ["DEFAULT_WINDOWS", "predict_reconstructions"]
 
@@ -84,19 +84,51 @@ def _windows(loaded: InferenceModel, video: Path, decoder: str, stride: int, cou
             yield [s for s, _ in picked], torch.stack([f for _, f in picked])
 
 
+def _write(loaded: InferenceModel, pending: list, out: Path) -> list[dict]:
+    """Run the ``pending`` windows ``(source frames, uint8 window)`` one a call (each gets the
+    model's seeded mask), write their pictures into ``out``; their rows; ``pending`` emptied."""
+    from ..train._masked import masked_patch_errors, picture_png, psnr, reconstruction_rows
+
+    model, contract = loaded.model.eval(), loaded.contract
+    frames = torch.stack([w for _, w in pending])
+    with torch.inference_mode():
+        x = contract.prepare(frames, device=next(model.parameters()).device)
+        y = torch.cat([model(x[b : b + 1]) for b in range(len(x))]).float()
+    _, mse, count = masked_patch_errors(y, frames)
+    pictures = reconstruction_rows(y, frames)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for b, (sources, _) in enumerate(pending):
+        name = f"recon_{sources[0]:06d}.png"
+        write_bytes_atomic(out / name, picture_png(pictures, b))
+        masked = int(count[b])
+        rows.append(
+            {
+                "file": name,
+                "source_frames": sources,
+                "masked_patches": masked,
+                "visible_patches": int(y.shape[1]) - masked,
+                "psnr": psnr(float(mse[b])),
+            }
+        )
+    pending.clear()
+    return rows
+
+
 def predict_reconstructions(
     loaded: InferenceModel,
     video: str | os.PathLike,
     *,
     out: str | os.PathLike | None = None,
     stride: int = 1,
-    decoder: str = "pyav",
+    decoder: str | None = None,
     windows: int | None = None,
 ) -> PredictReport:
     """Write a masked-video model's reconstructions of ``video``'s windows as PNG into ``out``
-    (default ``<video stem>_predict``): at most ``windows`` (None: :data:`DEFAULT_WINDOWS`);
-    see the module doc."""
-    from ..train._masked import masked_patch_errors, picture_png, psnr, reconstruction_rows
+    (default ``<video stem>_predict``): at most ``windows`` (None: :data:`DEFAULT_WINDOWS`),
+    decoded by ``decoder`` (None: the contract's, see :func:`choose_decoder`); see the module
+    doc."""
+    from ..decode import create_decoder
 
     if loaded.task != "masked_video":
         raise InputError(f"{loaded.path}: a {loaded.task} model, not a masked_video one")
@@ -104,35 +136,13 @@ def predict_reconstructions(
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ConfigError(f"reconstructions: a number of windows >= 1, got {windows!r}")
     video = Path(video)
+    decoder, notes = choose_decoder(loaded.contract.decoder, decoder)
+    create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
     out = Path(out) if out is not None else Path(f"{video.stem}_predict")
     model, contract = loaded.model, loaded.contract
-    device = next(model.parameters()).device
     rows: list[dict] = []
     pending: list[tuple[list[int], torch.Tensor]] = []
     counter, t0 = [0], time.perf_counter()
-
-    def run() -> None:
-        frames = torch.stack([w for _, w in pending])
-        with torch.inference_mode():  # one window a call: each gets the model's seeded mask
-            x = contract.prepare(frames, device=device)
-            y = torch.cat([model.eval()(x[b : b + 1]) for b in range(len(x))]).float()
-        _, mse, count = masked_patch_errors(y, frames)
-        pictures = reconstruction_rows(y, frames)
-        out.mkdir(parents=True, exist_ok=True)
-        for b, (sources, _) in enumerate(pending):
-            name = f"recon_{sources[0]:06d}.png"
-            write_bytes_atomic(out / name, picture_png(pictures, b))
-            masked = int(count[b])
-            rows.append(
-                {
-                    "file": name,
-                    "source_frames": sources,
-                    "masked_patches": masked,
-                    "visible_patches": int(y.shape[1]) - masked,
-                    "psnr": psnr(float(mse[b])),
-                }
-            )
-        pending.clear()
 
     stream = _windows(loaded, video, decoder, stride, counter)
     try:
@@ -140,12 +150,12 @@ def predict_reconstructions(
             pending.append(window)
             if len(rows) + len(pending) >= limit:
                 break  # decoding stops here
-            if len(pending) >= 8:  # bounded memory: the PNGs of 8 windows at a time
-                run()
+            if len(pending) >= 8:  # bounded memory: 8 windows at a time
+                rows += _write(loaded, pending, out)
     finally:
         stream.close()
     if pending:
-        run()
+        rows += _write(loaded, pending, out)
     if not rows:
         raise InputError(
             f"{video}: {counter[0]} frames decoded, fewer than the {contract.window_span()} a "
@@ -157,7 +167,7 @@ def predict_reconstructions(
     summary.update(mask_seed=getattr(model, "mask_seed", None))
     summary.update(mean_psnr=float(np.mean([r["psnr"] for r in rows])), windows=rows)
     listing = write_json_atomic(out / "reconstructions.json", summary)
-    notes = list(loaded.notes)
+    notes = [*loaded.notes, *notes]
     notes.append(f"masked-patch PSNR {summary['mean_psnr']:.2f} dB (mean over the windows)")
     return PredictReport(
         video=str(video),

@@ -126,8 +126,6 @@ def predict_video(
     if loaded.task == "masked_video":  # no classes: reconstructions as PNG
         from ._reconstruct import predict_reconstructions
 
-        decoder, _ = choose_decoder(loaded.contract.decoder, decoder)
-        create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
         return predict_reconstructions(
             loaded, video, out=out, stride=stride, decoder=decoder, windows=reconstructions
         )
