@@ -19,7 +19,7 @@ from hyperframes.cli import main
 from hyperframes.data import loader
 from hyperframes.data._repeats import RepeatedWindows
 from hyperframes.demo import make_motion_dataset
-from hyperframes.infer import Predictor
+from hyperframes.infer import Predictor, predict_video
 from hyperframes.models import create, tube_mask
 from hyperframes.models._mae import patchify
 from hyperframes.store import BuildOptions, build_store, open_store
@@ -154,17 +154,62 @@ def test_a_masked_video_run_trains_resumes_evaluates_and_reconstructs(store, tmp
     assert again["psnr"] == result["psnr"]  # eval masks are seeded
     with pytest.raises(ConfigError, match="whole frames"):
         evaluate(run, clips=1, crops=3, verbose=False)
-    # the command line: eval writes reconstructions beside the metrics; predict refuses
+    # the command line: eval writes reconstructions beside the metrics; the class predictor
+    # refuses (no classes) and points to predict's reconstructions
     assert main(["eval", str(run), "--clips", "1", "--crops", "1", "--reconstructions", "1"]) == 0
     assert "reconstructions: 1 PNG" in capsys.readouterr().out
     assert (run / "eval" / "store" / "val" / "reconstructions" / "recon_0.png").is_file()
-    with pytest.raises(ConfigError, match="--reconstructions N"):
+    with pytest.raises(ConfigError, match="writes its reconstructions"):
         Predictor.from_checkpoint(run / "best.pt")
     paths = write_reconstructions(run / "best.pt", tmp_path / "recon", windows=2)
     assert [p.name for p in paths] == ["recon_0.png", "recon_1.png"]
     img = np.asarray(Image.open(paths[0]))
     assert img.shape == (3 * 32 + 4, 4 * 32 + 3, 3)  # 3 rows (frames, visible, recon) x T=4
     assert (img[:32] == img[-32:]).mean() > 0.2  # visible patches kept as they were
+
+
+def test_predict_writes_the_reconstructions_of_a_videos_windows(store, pretrained, tmp_path):
+    video = store.parent / "data" / "left" / "left_000.mp4"
+    out = tmp_path / "pred"
+    args = ["predict", str(pretrained), str(video), "--out", str(out), "--stride", "2"]
+    assert main([*args, "--reconstructions", "3", "--quiet"]) == 0
+    listing = json.loads((out / "reconstructions.json").read_text())
+    assert listing["task"] == "masked_video" and listing["decoder"] == "pyav"
+    wins = listing["windows"]
+    # T=4 frames 2 apart (the config's frame_stride), a window every 2 frames
+    assert [w["source_frames"] for w in wins] == [[0, 2, 4, 6], [2, 4, 6, 8], [4, 6, 8, 10]]
+    assert [w["file"] for w in wins] == ["recon_000000.png", "recon_000002.png", "recon_000004.png"]
+    assert sorted(p.name for p in out.glob("*.png")) == [w["file"] for w in wins]
+    # tubes of 12 of the 16 places masked (ratio 0.75) in each of T=4 frames
+    assert all(w["masked_patches"] == 48 and w["visible_patches"] == 16 for w in wins)
+    assert all(5 < w["psnr"] < 60 for w in wins)
+    assert listing["mean_psnr"] == pytest.approx(np.mean([w["psnr"] for w in wins]))
+    st = open_store(store)
+    vid = next(v.id for v in st.videos if v.path.endswith("left_000.mp4"))
+    # what the model was trained on (fps: every frame): the same pixels, (11, H, W, 3)
+    stored = st.read_numpy(vid, list(range(11))).transpose(0, 2, 3, 1)
+    masks = []
+    for w in wins:
+        img = np.asarray(Image.open(out / w["file"]))
+        assert img.shape == (3 * 32 + 4, 4 * 32 + 3, 3)  # frames, visible, recon x T=4
+        for k, f in enumerate(w["source_frames"]):
+            tile = [img[r * 34 : r * 34 + 32, k * 33 : k * 33 + 32] for r in range(3)]
+            assert np.array_equal(tile[0], stored[f])  # the decoded frame itself
+            kept = (tile[1] == tile[0]).all(-1)  # the visible patches' pixels
+            same = (tile[2] == tile[0]).all(-1)
+            assert same[kept].all() and not same[~kept].all()  # the reconstruction keeps them
+            assert (tile[1][~kept] == 128).mean() > 0.9  # masked patches grey
+            masks.append(kept.reshape(4, 8, 4, 8).all((1, 3)))  # the visible places (4x4 grid)
+    # one window a call: every window and frame has the model's own seeded mask (12 of 16)
+    assert all(np.array_equal(m, masks[0]) for m in masks) and masks[0].sum() == 4
+    # eval mode: the seeded mask gives the same reconstructions again; by default every window
+    report = predict_video(pretrained, video, out=tmp_path / "all")
+    again = json.loads((tmp_path / "all" / "reconstructions.json").read_text())
+    assert report.windows == 6  # starts 0..5: 12 frames, windows spanning 7
+    assert [w["psnr"] for w in again["windows"][::2]] == [w["psnr"] for w in wins]
+    with pytest.raises(ConfigError, match="number of windows"):
+        predict_video(pretrained, video, out=tmp_path / "none", reconstructions=0)
+    assert not (tmp_path / "none").exists()
 
 
 def test_fine_tuning_maps_the_encoder_and_reports_what_is_new(store, pretrained, tmp_path, capsys):
@@ -201,6 +246,10 @@ def test_fine_tuning_maps_the_encoder_and_reports_what_is_new(store, pretrained,
     logged = [json.loads(r) for r in (tmp_path / "ft" / "log.jsonl").read_text().splitlines()]
     record = next(r for r in logged if r["kind"] == "pretrained")
     assert record["new"] == ["head.weight", "head.bias"] and record["loaded"] == report.loaded
+    video = store.parent / "data" / "left" / "left_000.mp4"
+    with pytest.raises(ConfigError, match="for masked_video models"):  # a classifier: refused
+        predict_video(tmp_path / "ft" / "best.pt", video, out=tmp_path / "p", reconstructions=2)
+    assert not (tmp_path / "p").exists()
 
 
 def test_repeats_give_k_seeded_windows_of_one_video_for_any_worker_count(store):

@@ -200,6 +200,7 @@ def predict(args) -> int:
         frames=args.frames,
         decoder=args.decoder,
         reconstruct=args.reconstruct,
+        reconstructions=args.reconstructions,
     )
     print(report.summary())
     return EXIT_OK

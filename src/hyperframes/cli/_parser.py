@@ -333,6 +333,14 @@ def _predict_options(pr) -> None:
         help="interpolation / super-resolution: restore the video's own frames (middle frames; "
         "downscaled windows) and score them, instead of making new ones",
     )
+    pr.add_argument(
+        "--reconstructions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="masked_video checkpoints: write the reconstructions of the first N windows as "
+        "PNG with reconstructions.json (default: up to 16)",
+    )
     pr.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

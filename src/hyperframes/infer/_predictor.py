@@ -135,8 +135,9 @@ class Predictor:
         if self.task == "masked_video":  # reconstructs windows, predicts no class
             raise ConfigError(
                 "a masked_video model (masked pretraining) predicts no classes over a video; "
-                "write its reconstructions with `hyperframes eval RUN --crops 1 "
-                "--reconstructions N`, or fine-tune a classifier from it (model.pretrained)"
+                "`hyperframes predict CKPT VIDEO` writes its reconstructions (`hyperframes eval "
+                "RUN --crops 1 --reconstructions N` those of its store), or fine-tune a "
+                "classifier from it (model.pretrained)"
             )
         num_classes = getattr(model, "num_classes", None)
         if classes is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._core._device import resolve_device
-from .._core._errors import InputError
+from .._core._errors import ConfigError, InputError
 from ._load import load_inference_model
 from ._prediction import Prediction
 from ._predictor import Predictor, check_options
@@ -101,6 +101,7 @@ def predict_video(
     progress: bool = False,
     frames: int | None = None,
     reconstruct: bool = False,
+    reconstructions: int | None = None,
 ) -> PredictReport:
     """Predict over ``video`` with a checkpoint; write ``timeline.csv/.json/.png`` (and
     ``annotated.mp4`` with ``annotate``) into ``out`` (default ``<video stem>_predict``).
@@ -110,7 +111,9 @@ def predict_video(
     as its contract records, else pyav; another one is used with a warning: its pixels
     differ); ``device`` ``"auto"`` picks CUDA when available; ``progress`` shows a bar on
     stderr. An interpolation or super-resolution model writes frames as PNG instead
-    (:func:`~hyperframes.infer._frames.predict_frames`; ``reconstruct``: its mode).
+    (:func:`~hyperframes.infer._frames.predict_frames`; ``reconstruct``: its mode), a
+    masked_video model its reconstructions of ``reconstructions`` windows (None: up to 16;
+    :func:`~hyperframes.infer._reconstruct.predict_reconstructions`).
     """
     check_options(stride, ema, batch_size)
     device = resolve_device(device)
@@ -118,6 +121,14 @@ def predict_video(
 
     video = Path(video)
     loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device, frames=frames)
+    if reconstructions is not None and loaded.task != "masked_video":
+        raise ConfigError(f"{loaded.path}: reconstructions are written for masked_video models")
+    if loaded.task == "masked_video":  # no classes: reconstructions as PNG
+        from ._reconstruct import predict_reconstructions
+
+        return predict_reconstructions(
+            loaded, video, out=out, stride=stride, decoder=decoder, windows=reconstructions
+        )
     if loaded.contract.frame_task is not None:  # interpolation, super-resolution: PNG frames
         from ._frames import predict_frames
 

@@ -173,11 +173,16 @@ def _reconstructed(model, contract, batch, device) -> list[np.ndarray]:
     """The batch's frames, visible patches (masked ones grey) and reconstruction (the
     prediction de-normalised with each true patch's statistics; visible patches as they
     were): three (B, T, H, W, 3) uint8 arrays."""
+    frames = window_frames(batch)
+    out = model(contract.prepare(frames, device=device), mask=batch.mask.to(device)).float()
+    return reconstruction_rows(out, frames)
+
+
+def reconstruction_rows(out: torch.Tensor, frames: torch.Tensor) -> list[np.ndarray]:
+    """The rows of :func:`_picture` of a model output and its uint8 frames (B, T, C, H, W),
+    the window the model saw: the frames, the visible patches, the reconstruction."""
     from ..models._mae import unpatchify
 
-    frames = window_frames(batch)
-    x = contract.prepare(frames, device=device)
-    out = model(x, mask=batch.mask.to(device)).float()
     pred, target, masked = _split(out, frames)
     mean = target.mean(-1, keepdim=True)
     std = (target.var(-1, keepdim=True, unbiased=False) + EPS).sqrt()
@@ -202,10 +207,6 @@ def write_reconstructions(
     ``split`` of ``store`` (default: the run's; ``None``/``"all"``: every video), one centred
     window per video, ``recon_<k>.png`` in ``out``: rows of the window's frames, the visible
     patches, the reconstruction. Returns the paths."""
-    import io
-
-    from PIL import Image
-
     from .._core._atomic import write_bytes_atomic
     from .._core._device import resolve_device
     from ..data import loader
@@ -241,10 +242,20 @@ def write_reconstructions(
             for b in range(len(batch)):
                 if len(paths) >= windows:
                     return paths
-                buf = io.BytesIO()
-                Image.fromarray(_picture(*(r[b] for r in rows))).save(buf, format="PNG")
-                paths.append(write_bytes_atomic(folder / f"recon_{len(paths)}.png", buf.getvalue()))
+                png = picture_png(rows, b)
+                paths.append(write_bytes_atomic(folder / f"recon_{len(paths)}.png", png))
     return paths
+
+
+def picture_png(rows: Sequence[np.ndarray], b: int) -> bytes:
+    """Window ``b`` of :func:`reconstruction_rows`'s rows as the PNG bytes of :func:`_picture`."""
+    import io
+
+    from PIL import Image  # matplotlib's dependency, installed with hyperframes
+
+    buf = io.BytesIO()
+    Image.fromarray(_picture(*(r[b] for r in rows))).save(buf, format="PNG")
+    return buf.getvalue()
 
 
 def pretrained_record(model) -> dict | None:
