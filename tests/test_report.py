@@ -144,7 +144,11 @@ def test_the_preview_of_a_config_shows_its_augmented_training_windows(report, tm
     store = Path(info["store"])
     cfg = tiny_train_config(store)
     cfg["data"]["augmentation"] = {"size": 32, "hflip": 0.5}
-    text = write_report(store, tmp_path / "r", config=cfg, videos=0, preview=2).read_text()
+    from hyperframes.train import config_dataset
+
+    ds, note = config_dataset(cfg, store)
+    out = write_report(store, tmp_path / "r", dataset=ds, dataset_note=note, videos=0, preview=2)
+    text = out.read_text()
     rows = re.findall(r"<tr class='preview'>.*?</tr>", text)
     assert len(rows) == 2 and "the training dataset (random sampler, 4 frames" in text
     assert all("4x3x32x32" in row for row in rows)  # T=4 frames, cropped to 32x32

@@ -124,12 +124,20 @@ def show(args) -> int:
 
 
 def report(args) -> int:
+    from ..store import open_store
     from ..viz import write_report
 
+    store = open_store(args.store)
+    dataset = note = None
+    if args.config is not None:  # the config's training dataset in the sampler preview
+        from ..train import config_dataset
+
+        dataset, note = config_dataset(args.config, store)
     path = write_report(
-        args.store,
+        store,
         args.out,
-        config=args.config,
+        dataset=dataset,
+        dataset_note=note,
         sampler=args.sampler,
         frames=args.frames,
         videos=args.videos,

@@ -12,9 +12,11 @@ from ._audio import LogMelOptions, column_times, logmel_columns, mel_filterbank,
 from ._collate import collate_windows
 from ._dataset import HyperframeDataset
 from ._loader import HyperframeLoader, collate_hyperframes, loader
+from ._loader_state import continue_at, make_state, position, read_state
 from ._memory import InMemoryStore
 from ._prefetch import PrefetchLoader
 from ._record import BatchMeta, Hyperframe, HyperframeBatch
+from ._repeats import RepeatedWindows
 from ._torch_samplers import BalancedSampler, EpochSampler
 from ._warp import (
     compose_flow,
@@ -37,18 +39,23 @@ __all__ = [
     "KeyframeWindow",
     "LogMelOptions",
     "PrefetchLoader",
+    "RepeatedWindows",
     "collate_hyperframes",
     "collate_windows",
     "column_times",
     "compose_flow",
     "compose_flows",
     "compose_homography",
+    "continue_at",
     "expand_channel_stats",
     "from_layout",
     "list_layouts",
     "loader",
     "logmel_columns",
+    "make_state",
     "mel_filterbank",
+    "position",
+    "read_state",
     "resize_flow",
     "resolve_audio",
     "to_layout",

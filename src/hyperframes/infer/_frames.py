@@ -61,7 +61,7 @@ class _Windows:
 
     def make(self, held: list[torch.Tensor], first: int):
         """``(model window (T, 3, h, w) uint8, name, source frames, real frame or None)``."""
-        from ..train._frame_data import downscale
+        from ..train import downscale
 
         k = self.t // 2
         if self.kind == "interpolation":
@@ -82,7 +82,7 @@ class _Windows:
 
 
 def _baseline(kind: str, window: torch.Tensor, factor: int) -> torch.Tensor:
-    from ..models._restore import bicubic_upscale, neighbour_blend
+    from ..models import bicubic_upscale, neighbour_blend
 
     x = window.to(torch.float32) / 255
     if kind == "interpolation":
@@ -133,7 +133,7 @@ def predict_frames(
         for (window, name, sources, real), frame in zip(pending, y):
             row: dict = {"file": name, "source_frames": sources}
             if real is not None:
-                from ..train._frame_tasks import psnr, ssim
+                from ..train import psnr, ssim
 
                 truth = real[None].to(torch.float32) / 255
                 base = _baseline(ft["kind"], window[None], contract.downscale)

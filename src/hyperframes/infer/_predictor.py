@@ -117,7 +117,7 @@ class Predictor:
                 "Build a store of the videos (hyperframes build --audio/--flow) and evaluate "
                 "there (hyperframes eval)"
             )
-        from ..models._base import other_frames_refusal
+        from ..models import other_frames_refusal
 
         why = other_frames_refusal(model, contract.frames)
         if why is not None:

@@ -87,7 +87,8 @@ def _windows(loaded: InferenceModel, video: Path, decoder: str, stride: int, cou
 def _write(loaded: InferenceModel, pending: list, out: Path) -> list[dict]:
     """Run the ``pending`` windows ``(source frames, uint8 window)`` one a call (each gets the
     model's seeded mask), write their pictures into ``out``; their rows; ``pending`` emptied."""
-    from ..train._masked import masked_patch_errors, picture_png, psnr, reconstruction_rows
+    from ..train import masked_patch_errors, picture_png, reconstruction_rows
+    from ..train import masked_psnr as psnr
 
     model, contract = loaded.model.eval(), loaded.contract
     frames = torch.stack([w for _, w in pending])

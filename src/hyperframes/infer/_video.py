@@ -282,7 +282,7 @@ def choose_decoder(recorded: dict | None, asked: str | None) -> tuple[str, list[
 def _hidden_picture(predictor, out: Path) -> Path | None:
     """For a keyframe model: ``out/hidden.png``, the first window's K_t beside the PCA
     picture of its H_t (what G makes of the context; see ``train._keyframe_recipe``)."""
-    from ..train._keyframe_recipe import hidden_picture, takes_recipe
+    from ..train import hidden_picture, takes_recipe
 
     window = getattr(predictor, "first_window", None)
     if window is None or not takes_recipe(predictor.model):

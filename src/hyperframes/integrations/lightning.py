@@ -85,7 +85,7 @@ class _EpochLoader:
         return self._pending if self._pending is not None else self.loader.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
-        from ..data._loader_state import read_state
+        from ..data import read_state
 
         inner = self.loader.sampler.inner
         self._pending = read_state(
@@ -115,7 +115,7 @@ class HyperframeDataModule(lightning.LightningDataModule):
         **data: Any,
     ) -> None:
         super().__init__()
-        from ..train._config import config_from_dict
+        from ..train import config_from_dict
 
         if "store" in data:
             raise ConfigError("data.store: give the store as the first argument only")
@@ -134,7 +134,7 @@ class HyperframeDataModule(lightning.LightningDataModule):
     def from_config(cls, config, overrides: list[str] | None = None, **kwargs: Any):
         """The data module of a training config (a YAML path, a mapping or a ``Config``):
         its ``data`` section, ``model.name``, ``train.seed`` and ``train.balanced``."""
-        from ..train._config import load_config
+        from ..train import load_config
 
         cfg = load_config(config, overrides)
         data = {k: v for k, v in cfg.to_dict()["data"].items() if k != "store"}
@@ -153,7 +153,7 @@ class HyperframeDataModule(lightning.LightningDataModule):
         datasets and the input contract; made once, when first asked for."""
         if self._bundle is None:
             from ..store import open_store
-            from ..train._data import build_data
+            from ..train import build_data
 
             d = self.config.data
             store = open_store(d.store, cache_dir=d.cache_dir, cache_limit=d.cache_limit)
@@ -184,7 +184,7 @@ class HyperframeDataModule(lightning.LightningDataModule):
 
     def _loader(self, dataset, *, train: bool):
         from ..data import loader
-        from ..train._data import loader_workers
+        from ..train import loader_workers
 
         cfg = self.config
         rank, world = self._rank()
@@ -213,8 +213,7 @@ class HyperframeDataModule(lightning.LightningDataModule):
         return self._loader(self.bundle.val, train=False)
 
     def test_dataloader(self):
-        from ..train._data import make_dataset
-        from ..train._splits import resolve_split
+        from ..train import make_dataset, resolve_split
 
         b = self.bundle
         ids, _ = resolve_split(b.store, self.test_split, self.config.data, role="test")

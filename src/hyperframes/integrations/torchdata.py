@@ -30,9 +30,15 @@ from typing import Any
 
 import torch.utils.data
 
-from ..data._loader import collate_hyperframes
-from ..data._loader_state import continue_at, make_state, position, read_state
-from ..data._torch_samplers import BalancedSampler, EpochSampler
+from ..data import (
+    BalancedSampler,
+    EpochSampler,
+    collate_hyperframes,
+    continue_at,
+    make_state,
+    position,
+    read_state,
+)
 from ._optional import require
 
 __all__ = ["EpochKeys", "stateful_loader"]

@@ -23,12 +23,21 @@ from __future__ import annotations
 
 from . import _channel, _cnn3d, _keyframe, _lstm, _transformer, _tsm, _tsn  # noqa: F401 (register)
 from ._audiovisual import AudioVisual, AudioVisualFusion, as_audiovisual  # registers av_*
-from ._base import LAYOUTS, Keyframes, VideoModel, as_keyframes, to_layout
+from ._base import (
+    LAYOUTS,
+    STAGE_PROBE,
+    Keyframes,
+    VideoModel,
+    as_keyframes,
+    other_frames_refusal,
+    stage_match,
+    to_layout,
+)
 from ._channel import ChannelFusion, inflate_conv2d
 from ._cnn3d import R2Plus1DTiny, TorchvisionVideo
 from ._keyframe import Aggregator, KeyframeSegmenter, UNet, aux_weight
 from ._lstm import CNNLSTM
-from ._mae import MaskedVideoAutoencoder, tube_mask  # registers video_mae
+from ._mae import MaskedVideoAutoencoder, patchify, tube_mask, unpatchify  # video_mae
 from ._registry import (
     ModelInfo,
     ModelSpec,
@@ -38,7 +47,7 @@ from ._registry import (
     list_models,
     register_model,
 )
-from ._restore import frame_sr as _frame_sr  # noqa: F401  (registers frame_unet, frame_sr)
+from ._restore import bicubic_upscale, neighbour_blend  # registers frame_unet, frame_sr
 from ._transformer import VideoTransformer
 from ._tsm import TSM, TemporalShiftConv2d, temporal_shift
 from ._tsn import TSN, consensus
@@ -51,6 +60,7 @@ list = list_models
 __all__ = [
     "CNNLSTM",
     "LAYOUTS",
+    "STAGE_PROBE",
     "TSM",
     "TSN",
     "Aggregator",
@@ -72,6 +82,7 @@ __all__ = [
     "as_audiovisual",
     "as_keyframes",
     "aux_weight",
+    "bicubic_upscale",
     "consensus",
     "create",
     "describe",
@@ -80,9 +91,14 @@ __all__ = [
     "inflate_weight",
     "list_models",
     "load_pretrained",
+    "neighbour_blend",
+    "other_frames_refusal",
+    "patchify",
     "read_state_dict",
     "register_model",
+    "stage_match",
     "temporal_shift",
     "to_layout",
     "tube_mask",
+    "unpatchify",
 ]

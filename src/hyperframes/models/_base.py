@@ -170,7 +170,7 @@ class VideoModel(nn.Module):
         else:
             names = frozenset(str(v) for v in value)
             known = [n for n, _ in self.named_modules() if n]
-            bad = sorted(n for n in names if not any(_stage_match(k, n) for k in known))
+            bad = sorted(n for n in names if not any(stage_match(k, n) for k in known))
             if bad:
                 raise ConfigError(
                     f"checkpointing: {self._who()} has no stage {', '.join(map(repr, bad))}; "
@@ -202,7 +202,7 @@ class VideoModel(nn.Module):
             return probe(self, fn, args)
         if self.checkpointing and torch.is_grad_enabled():
             only = self._ckpt_only
-            if only is None or any(_stage_match(self.stage_name(fn), n) for n in only):
+            if only is None or any(stage_match(self.stage_name(fn), n) for n in only):
                 return checkpoint(fn, *args, use_reentrant=False)
         return fn(*args)
 
@@ -249,7 +249,7 @@ STAGE_PROBE: contextvars.ContextVar[Callable[..., Any] | None] = contextvars.Con
 )
 
 
-def _stage_match(qualified: str, name: str) -> bool:
+def stage_match(qualified: str, name: str) -> bool:
     return bool(qualified) and (qualified == name or qualified.endswith("." + name))
 
 

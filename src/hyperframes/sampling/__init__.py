@@ -20,7 +20,7 @@ from .._core._change import ChangeScorer, change_score
 from . import _duration, _keyframes, _random, _segments, _windows  # noqa: F401  (register samplers)
 from ._base import SHORT_POLICIES, Sampler
 from ._duration import DurationSampler
-from ._keyframes import KeyframesSampler
+from ._keyframes import MIN_CHANGE, MIN_FLOW, KeyframesSampler, pick_changes, salience
 from ._meta import PerFrame, Plan, VideoMeta, VideoTable, as_video_table
 from ._motion import MotionSampler
 from ._order import balanced_order, class_weights, epoch_order, partition
@@ -30,6 +30,8 @@ from ._segments import PerSegmentSampler, SegmentTable, frame_labels
 from ._windows import SlidingSampler, UniformSampler
 
 __all__ = [
+    "MIN_CHANGE",
+    "MIN_FLOW",
     "SHORT_POLICIES",
     "CandidatesSampler",
     "ChangeScorer",
@@ -57,5 +59,7 @@ __all__ = [
     "frame_labels",
     "list_samplers",
     "partition",
+    "pick_changes",
     "register_sampler",
+    "salience",
 ]

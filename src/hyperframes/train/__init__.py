@@ -37,10 +37,21 @@ if TYPE_CHECKING:
         precheck_config,
         save_config,
     )
+    from ._data import build_data, config_dataset, loader_workers, make_dataset
     from ._estimate import estimate, format_estimate
     from ._eval import evaluate, format_metrics
+    from ._frame_data import downscale
+    from ._frame_tasks import psnr, ssim
+    from ._keyframe_recipe import hidden_picture, takes_recipe
     from ._leakage import LeakageReport, check_leakage, content_hash, find_leakage
-    from ._masked import MaskedVideoTask, write_reconstructions
+    from ._masked import (
+        MaskedVideoTask,
+        masked_patch_errors,
+        masked_psnr,
+        picture_png,
+        reconstruction_rows,
+        write_reconstructions,
+    )
     from ._metrics import (
         classification_metrics,
         confusion_matrix,
@@ -55,7 +66,7 @@ if TYPE_CHECKING:
     from ._schedule import lr_at, scaled_lr
     from ._segmentation import SegmentationDataset
     from ._setup import build_model
-    from ._splits import split_videos
+    from ._splits import resolve_split, split_videos
     from ._stopping import TrainingInterrupted
     from ._tasks import (
         ClassificationTask,
@@ -89,6 +100,7 @@ _LAZY = {
     "build_model": "._setup",
     "check_leakage": "._leakage",
     "classification_metrics": "._metrics",
+    "config_dataset": "._data",
     "config_from_dict": "._config",
     "confusion_matrix": "._metrics",
     "content_hash": "._leakage",
@@ -119,6 +131,19 @@ _LAZY = {
     "topk_accuracy": "._metrics",
     "video_level": "._metrics",
     "write_reconstructions": "._masked",
+    "downscale": "._frame_data",
+    "psnr": "._frame_tasks",
+    "ssim": "._frame_tasks",
+    "hidden_picture": "._keyframe_recipe",
+    "takes_recipe": "._keyframe_recipe",
+    "build_data": "._data",
+    "loader_workers": "._data",
+    "make_dataset": "._data",
+    "resolve_split": "._splits",
+    "masked_patch_errors": "._masked",
+    "picture_png": "._masked",
+    "reconstruction_rows": "._masked",
+    "masked_psnr": "._masked",
 }
 
 __all__ = [
@@ -139,36 +164,50 @@ __all__ = [
     "TrainingInterrupted",
     "apply_overrides",
     "average_precision",
+    "build_data",
     "build_model",
     "check_leakage",
     "classification_metrics",
+    "config_dataset",
     "config_from_dict",
     "confusion_matrix",
     "content_hash",
     "create_task",
+    "downscale",
     "estimate",
     "evaluate",
     "find_leakage",
     "format_estimate",
     "format_metrics",
     "get_task",
+    "hidden_picture",
     "iou_from_confusion",
     "list_tasks",
     "load_checkpoint",
     "load_config",
+    "loader_workers",
     "lr_at",
+    "make_dataset",
+    "masked_patch_errors",
+    "masked_psnr",
     "multilabel_metrics",
     "per_class_scores",
+    "picture_png",
     "precheck_config",
+    "psnr",
     "rebuild_model",
     "recalibrate",
+    "reconstruction_rows",
     "register_task",
+    "resolve_split",
     "run_training",
     "save_checkpoint",
     "save_config",
     "scaled_lr",
     "segmentation_metrics",
     "split_videos",
+    "ssim",
+    "takes_recipe",
     "topk_accuracy",
     "video_level",
     "write_reconstructions",

@@ -30,11 +30,12 @@ from ..data.transforms import (
     Reverse,
     Transform,
 )
+from ..store import open_store
 from ._frame_config import FRAME_TASKS
 from ._splits import resolve_split
 from ._tasks import get_task
 
-__all__ = ["DataBundle", "build_data", "loader_workers", "make_dataset"]
+__all__ = ["DataBundle", "build_data", "config_dataset", "loader_workers", "make_dataset"]
 
 
 @dataclasses.dataclass
@@ -191,7 +192,7 @@ def _repeated(make, kwargs: dict, clips: int, repeats: int):
     ds = make(**kwargs, clips_per_video=clips * repeats)
     if repeats == 1:
         return ds
-    from ..data._repeats import RepeatedWindows
+    from ..data import RepeatedWindows
 
     return RepeatedWindows(ds, repeats)
 
@@ -269,3 +270,24 @@ def build_data(cfg, store) -> DataBundle:
         split_source=how,
         contract=resolve_contract(cfg, store=store, classes=tuple(classes)),
     )
+
+
+def config_dataset(config, store) -> tuple:
+    """``(dataset, what)``: the training dataset of ``config`` (a YAML path, a mapping or a
+    :class:`Config`) over ``store`` (epoch 0: its sampler and training augmentation), and a
+    line saying what it is (the store report's sampler preview shows its windows)."""
+    import os
+
+    from ._config import Config, load_config
+    from ._splits import resolve_split
+
+    cfg = config if isinstance(config, Config) else load_config(config)
+    if isinstance(store, (str, os.PathLike)):
+        store = open_store(store)
+    ids, _ = resolve_split(store, cfg.data.train_split, cfg.data, role="train")
+    name = config if isinstance(config, (str, os.PathLike)) else "(given)"
+    what = (
+        f"config {name}: the training dataset ({cfg.data.sampler} sampler, "
+        f"{cfg.data.frames} frames, the training augmentation), epoch 0"
+    )
+    return make_dataset(cfg, store, ids, train=True), what

@@ -156,7 +156,7 @@ def estimate(cfg, store=None) -> Estimate:
     """The :class:`Estimate` of ``cfg`` (a loaded :class:`~hyperframes.train.Config`)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from ..models._base import STAGE_PROBE
+    from ..models import STAGE_PROBE
     from ..store import open_store
 
     own = store is None
@@ -218,11 +218,11 @@ def _checkpointed(total: float, stages: list[Stage], chosen: list[Stage]) -> flo
 def _chosen(stages: list[Stage], setting) -> list[Stage]:
     """The stages ``train.checkpointing`` selects (all of them when it is false, to show
     what checkpointing would save)."""
-    from ..models._base import _stage_match
+    from ..models import stage_match
 
     if setting is True or setting is False or not setting:
         return list(stages)
-    return [s for s in stages if any(_stage_match(s.name, n) for n in setting)]
+    return [s for s in stages if any(stage_match(s.name, n) for n in setting)]
 
 
 def _size(n: float) -> str:

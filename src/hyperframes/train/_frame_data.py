@@ -25,7 +25,7 @@ from .._core._contract import DOWNSCALE_FILTERS
 from .._core._errors import ConfigError, DataError
 from ..data import HyperframeDataset
 from ..data.transforms import transform_generator
-from ..models._restore import bicubic_upscale, neighbour_blend
+from ..models import bicubic_upscale, neighbour_blend
 
 __all__ = ["FrameTaskDataset", "downscale"]
 

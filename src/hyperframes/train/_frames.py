@@ -74,8 +74,7 @@ def check_frame_choices(cfg: Any, spec: Any) -> None:
         )
     import torch
 
-    from ..models import create
-    from ..models._base import other_frames_refusal
+    from ..models import create, other_frames_refusal
 
     options = {k: v for k, v in cfg.model.options.items() if k != "checkpointing"}
     with torch.device("meta"):  # shapes only: the model's own word on other T
@@ -138,7 +137,7 @@ def at_frames(model: Any, contract: Any, frames: int | None) -> Any:
     :class:`ConfigError` with the reason when the model or the contract's tracks cannot."""
     import dataclasses
 
-    from ..models._base import other_frames_refusal
+    from ..models import other_frames_refusal
 
     if frames is None or frames == contract.frames:
         return contract

@@ -107,7 +107,7 @@ def _key_rgb(key: torch.Tensor, mean, std) -> np.ndarray:
 def hidden_picture(model, x, mask, path, *, mean, std, scale: int = 2) -> Path:
     """Write K_t beside PCA(H_t) of the first window of ``x`` (the model's keyframe input) as
     one PNG at ``path``; returns it."""
-    from ..models._base import as_keyframes
+    from ..models import as_keyframes
     from ..viz import pca_image
 
     was = model.training

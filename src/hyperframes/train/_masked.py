@@ -31,7 +31,7 @@ EPS = 1e-6
 
 def _split(out: torch.Tensor, frames: torch.Tensor):
     """``(pred, target patches in [0, 1], masked)`` of a model output and its uint8 frames."""
-    from ..models._mae import patchify
+    from ..models import patchify
 
     if out.dim() != 3 or frames.dim() != 5:
         raise DataError(
@@ -84,6 +84,10 @@ def window_frames(batch) -> torch.Tensor:
 def psnr(mse: float) -> float:
     """PSNR in dB of a mean squared error of [0, 1] pixels."""
     return 10.0 * math.log10(1.0 / max(mse, 1e-12))
+
+
+#: the public name (``hyperframes.train.masked_psnr``; the frame tasks' ``psnr`` compares images)
+masked_psnr = psnr
 
 
 @register_task
@@ -181,7 +185,7 @@ def _reconstructed(model, contract, batch, device) -> list[np.ndarray]:
 def reconstruction_rows(out: torch.Tensor, frames: torch.Tensor) -> list[np.ndarray]:
     """The rows of :func:`_picture` of a model output and its uint8 frames (B, T, C, H, W),
     the window the model saw: the frames, the visible patches, the reconstruction."""
-    from ..models._mae import unpatchify
+    from ..models import unpatchify
 
     pred, target, masked = _split(out, frames)
     mean = target.mean(-1, keepdim=True)

@@ -145,7 +145,7 @@ def _score(store, video: int) -> tuple[np.ndarray | None, str]:
 
 def _keyframes(score: np.ndarray | None, kind: str, n: int) -> np.ndarray:
     """The content changes the ``keyframes`` sampler would take first (up to 8)."""
-    from ..sampling._keyframes import MIN_CHANGE, MIN_FLOW, pick_changes, salience
+    from ..sampling import MIN_CHANGE, MIN_FLOW, pick_changes, salience
 
     if score is None or n < 2:
         return np.zeros(0, np.int64)
@@ -216,21 +216,8 @@ def _rows_table(title: str, rows: list[dict], key: str, anchor: str) -> str:
     return f"<h2 id='{anchor}'>{title}: {len(rows)}</h2><table><tr><th>path</th><th>why</th></tr>{body}</table>"
 
 
-def _preview_dataset(store, config, sampler, sampler_options, frames, seed):
+def _preview_dataset(store, sampler, sampler_options, frames, seed):
     """The dataset whose windows the preview shows, and what it is (a line for the page)."""
-    if config is not None:
-        from ..train._config import load_config
-        from ..train._data import make_dataset
-        from ..train._splits import resolve_split
-
-        cfg = load_config(config)
-        ids, _ = resolve_split(store, cfg.data.train_split, cfg.data, role="train")
-        what = (
-            f"config {config if isinstance(config, (str, os.PathLike)) else '(given)'}: the "
-            f"training dataset ({cfg.data.sampler} sampler, {cfg.data.frames} frames, the "
-            "training augmentation), epoch 0"
-        )
-        return make_dataset(cfg, store, ids, train=True), what
     from ..data import HyperframeDataset
 
     ds = HyperframeDataset(
@@ -276,7 +263,8 @@ def write_report(
     store,
     out: str | os.PathLike,
     *,
-    config=None,
+    dataset=None,
+    dataset_note: str | None = None,
     sampler: str = "uniform",
     sampler_options: dict | None = None,
     frames: int = 8,
@@ -287,7 +275,8 @@ def write_report(
     """Write ``out/report.html`` about ``store`` (a path, URL or opened store) and return its
     path. ``videos``: how many video rows (the first ones); ``preview``: how many items of
     the sampler to show, drawn by ``sampler`` (``sampler_options``, ``frames``, ``seed``; no
-    transform), or by ``config``'s training dataset (a YAML path or a mapping) when given."""
+    transform), or from ``dataset`` when given (``dataset_note`` says what it is; a training
+    config's dataset: :func:`hyperframes.train.config_dataset`)."""
     from ..store import describe_store, open_store
 
     if isinstance(store, (str, os.PathLike)):
@@ -299,7 +288,10 @@ def write_report(
     rows = "".join(_video_row(store, v) for v in range(min(videos, n)))
     shown = min(videos, n)
     if preview and n:
-        ds, what = _preview_dataset(store, config, sampler, sampler_options, frames, seed)
+        if dataset is not None:
+            ds, what = dataset, dataset_note or "the dataset given"
+        else:
+            ds, what = _preview_dataset(store, sampler, sampler_options, frames, seed)
         preview_html = _preview(store, ds, what, preview)
     else:
         preview_html = "<h2 id='preview'>Sampler preview: none asked for, or no video</h2>"
