@@ -39,9 +39,17 @@ format: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# The whole gate (CI runs it with COVERAGE=1): format, lint, types, every test.
+# The whole gate (CI runs it with COVERAGE=1): format, lint, types, every test. Two pytest-xdist
+# workers, a test file per worker at a time (its module fixtures built once); TEST_WORKERS=0
+# runs it in one process.
+TEST_WORKERS ?= 2
+ifeq ($(TEST_WORKERS),0)
+XDIST_ARGS :=
+else
+XDIST_ARGS := -n $(TEST_WORKERS) --dist loadfile
+endif
 test: setup lint typecheck
-	$(BIN)/pytest -q $(COV_ARGS)
+	$(BIN)/pytest -q $(XDIST_ARGS) $(COV_ARGS)
 
 # The development tier: format, lint and the tests not marked slow (no subprocess builds, no
 # training runs); about a minute.
