@@ -554,7 +554,9 @@ def test_loader_reads_ahead_within_its_budget(built):
     for _ in ld:  # left after one batch: the batches read ahead are dropped
         break
     _settled(ahead)
-    assert ahead.held == 0 and not ahead._jobs and ahead.dropped > 0
+    # every job accepted was taken or dropped (how many were still ahead depends on timing)
+    assert ahead.held == 0 and not ahead._jobs
+    assert ahead.accepted == ahead.taken + ahead.dropped
     it = iter(ld)
     next(it)
     assert ahead._jobs
