@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from .._core._atomic import write_bytes_atomic, write_json_atomic
-from .._core._errors import StoreError
+from .._core._errors import Interrupted, StoreError
 from .._core._signals import interrupt_on_terminate
 from ._build import _check_params, _error_text, _run, _Worker
 from ._format import BUILD_PARAMS, LOCK, MANIFEST, RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
@@ -236,9 +236,18 @@ def build_ray_to_url(data, url: str, options, *, progress, input_format, root, r
     inputs = scan_inputs(data, input_format=input_format, root=root)
     folder = staging_dir(url)
     (folder / SHARDS_DIR).mkdir(parents=True, exist_ok=True)
-    with StoreLock(folder / LOCK), interrupt_on_terminate():
-        report = _build_locked(folder, url, options, inputs, t0, progress, ray_address)
+    try:
+        with StoreLock(folder / LOCK), interrupt_on_terminate():
+            report = _build_locked(folder, url, options, inputs, t0, progress, ray_address)
+    except Interrupted as e:  # said of the URL, not of the driver's mirror folder
+        how = "SIGTERM" if "SIGTERM" in str(e) else "Ctrl-C"
+        raise Interrupted(
+            f"build of {url} stopped by {how}; published videos are kept: rerun the same "
+            "command to resume"
+        ) from None
     shutil.rmtree(folder, ignore_errors=True)
+    with contextlib.suppress(OSError):  # the actors' stages on this node, when all are gone
+        actor_stage(url, 0, 0).parent.rmdir()
     report.store = url
     return report
 
