@@ -32,14 +32,22 @@ CLI_OPTIONS = ["--size", "none", "--codec", "zstd", "--chunk-frames", "3"]
 
 
 @pytest.fixture(scope="module")
-def ray_address(s3_server):
+def actor_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("actor-cache")
+
+
+@pytest.fixture(scope="module")
+def ray_address(s3_server, actor_cache):
     """A Ray instance for this module; its GCS address is what ``--ray-address`` takes. Started
     after the S3 server: its actors take the credentials from the environment Ray starts them
-    in, as the nodes of a real cluster do."""
+    in, as the nodes of a real cluster do. Its actors stage a build to a URL under
+    ``actor_cache``, never the driver's folder (each test's ``s3_url`` gives the driver its own)."""
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    saved = os.environ.get("HYPERFRAMES_CACHE")
+    os.environ["HYPERFRAMES_CACHE"] = str(actor_cache)  # what the actors start with
     ray.init(
         address="local",
         num_cpus=2,
@@ -50,6 +58,10 @@ def ray_address(s3_server):
     )
     for sig, handler in handlers.items():  # Ray's core took them; the other tests want ours
         signal.signal(sig, handler)
+    if saved is None:
+        os.environ.pop("HYPERFRAMES_CACHE")
+    else:
+        os.environ["HYPERFRAMES_CACHE"] = saved
     try:
         yield ray.get_runtime_context().gcs_address
     finally:
@@ -126,7 +138,7 @@ def test_a_ray_build_holds_what_a_local_build_holds(ray_address, data, local, tm
 
 
 def test_a_ray_build_to_object_storage_holds_what_a_local_build_holds(
-    ray_address, data, local, s3_url
+    ray_address, actor_cache, data, local, s3_url
 ):
     """``--engine ray --out s3://...``: each actor stages on its node and publishes its own
     shards; the driver uploads the index and the manifest (last); the store read back from the
@@ -150,6 +162,9 @@ def test_a_ray_build_to_object_storage_holds_what_a_local_build_holds(
         *(r["name"] for r in manifest["index"]),
     }
     assert not staging_dir(s3_url).exists()  # the driver's mirror (journals only) is gone
+    # the actors staged in their own folders (not the driver's), removed once published
+    stages = actor_cache / "staging" / f"{staging_dir(s3_url).name}.actors"
+    assert stages.is_dir() and list(stages.iterdir()) == []
 
 
 def _videos(store):

@@ -2,7 +2,9 @@
 publishes its own shards to the URL, the driver writes the index and the manifest last.
 
 No folder is shared. An actor stages its shards on its own node (a folder beside the URL's
-staging folder there, one per actor: :func:`actor_stage`) and uploads each shard as soon as
+staging folder there, one per actor: :func:`actor_stage`; a dead actor's is removed by the
+next actor of a later build on that node, or by the driver on its own node once the build is
+over) and uploads each shard as soon as
 ``ShardWriter.close`` has finished it: the payload first (``publish_file``: one PUT, or a
 multipart upload where large), its journal last. A journal at the URL is what marks a shard as
 published, and it is only ever uploaded after its payload, so every listed journal's payload
@@ -246,8 +248,8 @@ def build_ray_to_url(data, url: str, options, *, progress, input_format, root, r
             "command to resume"
         ) from None
     shutil.rmtree(folder, ignore_errors=True)
-    with contextlib.suppress(OSError):  # the actors' stages on this node, when all are gone
-        actor_stage(url, 0, 0).parent.rmdir()
+    # the stages on this node (of actors that died: every actor of the build is gone now)
+    shutil.rmtree(actor_stage(url, 0, 0).parent, ignore_errors=True)
     report.store = url
     return report
 
