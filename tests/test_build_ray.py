@@ -635,3 +635,37 @@ def test_kill_9_of_a_driver_publishing_to_a_url_then_rerun(ray_address, many, ma
     paths = [p for ps in _remote_journal_paths(s3_url).values() for p in ps]
     assert len(paths) == len(set(paths)) == 16, "a video was stored twice"
     assert leftovers(s3_url) == []
+
+
+def test_a_publishing_actor_that_dies_idle_gives_its_unpublished_videos_back(
+    ray_address, data, s3_url, tmp_path
+):
+    """Decoded, staged, not yet published (the shard is still open) when the actor dies
+    between videos: the driver hears of it only at ``close``, and gives both videos to a
+    fresh actor, whose shard is the one published."""
+    import ray
+
+    from hyperframes.store._ray import _Pool
+    from hyperframes.store._ray_publish import published
+    from hyperframes.store._sources import scan_inputs
+
+    sources = [s for s in scan_inputs(data).sources if "broken" not in s.path]
+    seen: list[tuple] = []
+    pool = _Pool(
+        ray, tmp_path, BuildOptions(**OPTIONS), 0, sources, [0, 1], seen.append, "", s3_url
+    )
+    try:
+        pool.spawn()
+        pool.drain()
+        assert [m[0] for m in seen] == ["frames", "frames"]  # no "done" before publishing
+        assert dict(pool.unpublished) == {0: [0, 1]}
+        ray.kill(pool.actors[0], no_restart=True)
+        pool.close()
+        assert sorted(pool.pending) == [0, 1] and list(pool.actors) == [1]
+        pool.drain()
+        pool.close()
+        assert sorted(m[2] for m in seen if m[0] == "done") == [0, 1]
+        assert published(s3_url, 0, 0) == {}
+        assert set(published(s3_url, 0, 1)) == {sources[0].path, sources[1].path}
+    finally:
+        pool.stop()

@@ -448,6 +448,8 @@ class _Pool:
         """Actor ``rank`` died while it had video ``i`` (None: while closing): keep what it
         committed (published, for a build to a URL), retry the rest on a fresh actor."""
         self._kill(self.actors.pop(rank))
+        if rank in self.idle:  # died between videos (heard of at ``close``)
+            self.idle.remove(rank)
         if self.url is None:
             found = committed(self.store, self.run, rank)
         else:
