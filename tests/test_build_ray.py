@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -20,8 +21,10 @@ import pytest
 
 from _media import make_class_folder, write_video
 from _stores import store_content
-from hyperframes._core._errors import ConfigError
+from hyperframes._core._errors import ConfigError, StoreError
 from hyperframes.store import BuildOptions, build_store, verify_store
+from hyperframes.store._publish import staging_dir
+from hyperframes.store._remote import RemoteFiles
 
 CLI = [sys.executable, "-m", "hyperframes"]
 OPTIONS = {"size": "none", "codec": "zstd", "chunk_frames": 3}
@@ -29,12 +32,22 @@ CLI_OPTIONS = ["--size", "none", "--codec", "zstd", "--chunk-frames", "3"]
 
 
 @pytest.fixture(scope="module")
-def ray_address():
-    """A Ray instance for this module; its GCS address is what ``--ray-address`` takes."""
+def actor_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("actor-cache")
+
+
+@pytest.fixture(scope="module")
+def ray_address(s3_server, actor_cache):
+    """A Ray instance for this module; its GCS address is what ``--ray-address`` takes. Started
+    after the S3 server: its actors take the credentials from the environment Ray starts them
+    in, as the nodes of a real cluster do. Its actors stage a build to a URL under
+    ``actor_cache``, never the driver's folder (each test's ``s3_url`` gives the driver its own)."""
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    saved = os.environ.get("HYPERFRAMES_CACHE")
+    os.environ["HYPERFRAMES_CACHE"] = str(actor_cache)  # what the actors start with
     ray.init(
         address="local",
         num_cpus=2,
@@ -45,6 +58,10 @@ def ray_address():
     )
     for sig, handler in handlers.items():  # Ray's core took them; the other tests want ours
         signal.signal(sig, handler)
+    if saved is None:
+        os.environ.pop("HYPERFRAMES_CACHE")
+    else:
+        os.environ["HYPERFRAMES_CACHE"] = saved
     try:
         yield ray.get_runtime_context().gcs_address
     finally:
@@ -121,11 +138,11 @@ def test_a_ray_build_holds_what_a_local_build_holds(ray_address, data, local, tm
 
 
 def test_a_ray_build_to_object_storage_holds_what_a_local_build_holds(
-    ray_address, data, local, s3_url
+    ray_address, actor_cache, data, local, s3_url
 ):
-    """``--engine ray --out s3://...``: the actors build in the URL's staging folder, then the
-    shards, index and manifest (last) go to the S3 server; the store read back from the URL
-    holds what the local build holds."""
+    """``--engine ray --out s3://...``: each actor stages on its node and publishes its own
+    shards; the driver uploads the index and the manifest (last); the store read back from the
+    URL holds what the local build holds."""
     ref, ref_report = local
     report = build_store(
         data, s3_url, BuildOptions(**OPTIONS, workers=2), progress=False, engine="ray"
@@ -133,6 +150,21 @@ def test_a_ray_build_to_object_storage_holds_what_a_local_build_holds(
     assert report.store == s3_url and report.failed == ref_report.failed
     assert store_content(s3_url) == store_content(ref)
     assert verify_store(s3_url) == []
+    # each actor published its own shard; the URL holds what the manifest lists, and no more
+    manifest = json.loads(RemoteFiles(s3_url).read("manifest.json"))
+    shards = {r["name"] for r in manifest["shards"]}
+    assert shards and shards <= {"r000-w000-00000.bin", "r000-w001-00000.bin"}
+    assert set(RemoteFiles(s3_url).listing(refresh=True)) == {
+        "manifest.json",
+        "build.json",
+        *(f"shards/{n}" for n in shards),
+        *(f"shards/{n[:-4]}.jsonl" for n in shards),
+        *(r["name"] for r in manifest["index"]),
+    }
+    assert not staging_dir(s3_url).exists()  # the driver's mirror (journals only) is gone
+    # the actors staged in their own folders (not the driver's), removed once published
+    stages = actor_cache / "staging" / f"{staging_dir(s3_url).name}.actors"
+    assert stages.is_dir() and list(stages.iterdir()) == []
 
 
 def _videos(store):
@@ -154,7 +186,7 @@ def test_a_rerun_keeps_everything_and_decodes_only_the_failed(ray_address, data,
     assert len(_journal_records(out)) == 6
 
 
-def _actor_pids() -> set[int]:
+def _actor_pids(title: bytes = b"ray::DecodeActor") -> set[int]:
     """Processes of the build's Ray actors (Ray titles them ``ray::DecodeActor...``)."""
     pids = set()
     for d in Path("/proc").iterdir():
@@ -163,7 +195,7 @@ def _actor_pids() -> set[int]:
                 cmd = (d / "cmdline").read_bytes()
             except OSError:
                 continue
-            if cmd.startswith(b"ray::DecodeActor"):
+            if cmd.startswith(title):
                 pids.add(int(d.name))
     return pids
 
@@ -462,3 +494,178 @@ def test_cli_kill_9_of_a_driver_that_started_ray_leaves_no_ray_process(many, tmp
         for pid in tree:  # whatever is left, so as not to leave it to the other tests
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _remote_journal_paths(url: str) -> dict[str, list[str]]:
+    """{shard name: source paths} of every journal published at ``url``."""
+    remote = RemoteFiles(url)
+    out = {}
+    for rel in sorted(remote.listing(refresh=True)):
+        if rel.startswith("shards/") and rel.endswith(".jsonl"):
+            try:
+                data = remote.read(rel)
+            except StoreError:  # listed while its upload finishes (SeaweedFS does that)
+                continue
+            lines = [json.loads(x) for x in data.splitlines()]
+            out[rel[7:-6]] = [r["path"] for r in lines if "path" in r]
+    return out
+
+
+def test_a_killed_publishing_actor_loses_nothing_and_stores_nothing_twice(
+    ray_address, many, many_local, s3_url
+):
+    """One shard per video (``shard_bytes=1``): an actor publishes a shard while it decodes
+    the next, so the one killed has published some videos and holds one unpublished; those
+    are redone, the published ones are not, and the URL ends as its manifest lists."""
+    from hyperframes.store._ray_publish import leftovers
+
+    killed: list[int] = []
+    published_then: list[dict] = []
+    earlier = _actor_pids(b"ray::PublishActor")
+
+    def kill_one_actor_after_it_published() -> None:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            pids = _actor_pids(b"ray::PublishActor") - earlier
+            journals = _remote_journal_paths(s3_url) if pids else {}
+            if len(journals) >= 3:
+                victim = min(pids)
+                os.kill(victim, signal.SIGKILL)
+                killed.append(victim)
+                published_then.append(journals)
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_one_actor_after_it_published)
+    killer.start()
+    options = BuildOptions(**OPTIONS, workers=2, shard_bytes=1)
+    report = build_store(many, s3_url, options, progress=False, engine="ray")
+    killer.join()
+    assert killed, "no actor was found to kill"
+    assert sum(map(len, published_then[0].values())) < 16, "the build was over before the kill"
+    assert report.failed == [] and report.videos == 16
+    assert store_content(s3_url) == many_local
+    assert verify_store(s3_url) == []
+    journals = _remote_journal_paths(s3_url)
+    assert {n: p for n, p in journals.items() if n in published_then[0]} == published_then[0]
+    paths = [p for ps in journals.values() for p in ps]
+    assert len(paths) == len(set(paths)) == 16, "a video was stored twice"
+    assert leftovers(s3_url) == []
+
+
+def _gc(url: str, *flags: str, capsys) -> tuple[int, str]:
+    from hyperframes.cli._main import main
+
+    code = main(["gc", url, *flags])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_gc_lists_what_a_killed_run_left_and_a_rerun_deletes_it(
+    ray_address, data, local, s3_url, capsys
+):
+    """The state a driver or actor killed mid-upload leaves: a payload whose journal never
+    came, no manifest. ``gc`` lists the object (deletes it with --delete); a rerun decodes
+    nothing that was published and leaves only what its manifest lists."""
+    from hyperframes.store._publish import delete_objects, publish_file
+    from hyperframes.store._ray_publish import leftovers
+
+    ref, _ = local
+    options = BuildOptions(**OPTIONS, workers=2)
+    first = build_store(data, s3_url, options, progress=False, engine="ray")
+    remote = RemoteFiles(s3_url)
+    blob = remote.read("shards/" + json.loads(remote.read("manifest.json"))["shards"][0]["name"])
+    orphan = Path(staging_dir(s3_url).parent / "orphan.bin")
+    orphan.parent.mkdir(parents=True, exist_ok=True)
+    orphan.write_bytes(blob)
+    publish_file(orphan, f"{s3_url}/shards/r007-w001-00000.bin")  # its journal never came
+    code, out = _gc(s3_url, capsys=capsys)
+    assert code == 0 and f"unlisted  shards/r007-w001-00000.bin  {len(blob)} bytes" in out
+    assert leftovers(s3_url) == [("shards/r007-w001-00000.bin", len(blob))]  # listed, kept
+
+    delete_objects(s3_url, ["manifest.json"])  # killed before the manifest went up
+    code, out = _gc(s3_url, capsys=capsys)
+    assert code == 1 and "has no manifest.json" in out
+    again = build_store(data, s3_url, options, progress=False, engine="ray")
+    assert (again.reused, again.videos, again.failed) == (6, 6, first.failed)
+    assert leftovers(s3_url) == []  # the orphan is gone
+    assert store_content(s3_url) == store_content(ref)
+    # runs are numbered past every name at the URL: the next run's shards are new objects
+    from hyperframes.store._ray_publish import _next_run
+
+    assert _next_run({"shards/r007-w001-00000.bin": {}}) == 8
+
+    publish_file(orphan, f"{s3_url}/index/old.npy")
+    code, out = _gc(s3_url, "--delete", capsys=capsys)
+    assert code == 0 and "deleted  index/old.npy" in out and "1 object(s) deleted" in out
+    assert leftovers(s3_url) == [] and verify_store(s3_url) == []
+
+
+@pytest.mark.slow
+def test_kill_9_of_a_driver_publishing_to_a_url_then_rerun(ray_address, many, many_local, s3_url):
+    """The driver killed while its actors publish (one shard per video): the rerun keeps every
+    published video, stores none twice and leaves only what its manifest lists."""
+    from hyperframes.store._ray_publish import leftovers
+
+    script = textwrap.dedent(
+        f"""
+        from hyperframes.store import BuildOptions, build_store
+        build_store({str(many)!r}, {s3_url!r}, BuildOptions(**{OPTIONS!r}, workers=2,
+                    shard_bytes=1), progress=False, engine="ray", ray_address={ray_address!r})
+        """
+    )
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env)
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        if len(_remote_journal_paths(s3_url)) >= 3:
+            break
+        time.sleep(0.02)
+    assert proc.poll() is None, "the build finished before the kill point; use more videos"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(2)  # Ray stops the actors of a driver that is gone
+    published = _remote_journal_paths(s3_url)
+    stored = sum(map(len, published.values()))
+    assert 3 <= stored < 16
+    options = BuildOptions(**OPTIONS, workers=2, shard_bytes=1)
+    report = build_store(many, s3_url, options, progress=False, engine="ray")
+    assert report.reused >= stored and report.videos == 16 and report.failed == []
+    assert store_content(s3_url) == many_local
+    paths = [p for ps in _remote_journal_paths(s3_url).values() for p in ps]
+    assert len(paths) == len(set(paths)) == 16, "a video was stored twice"
+    assert leftovers(s3_url) == []
+
+
+def test_a_publishing_actor_that_dies_idle_gives_its_unpublished_videos_back(
+    ray_address, data, s3_url, tmp_path
+):
+    """Decoded, staged, not yet published (the shard is still open) when the actor dies
+    between videos: the driver hears of it only at ``close``, and gives both videos to a
+    fresh actor, whose shard is the one published."""
+    import ray
+
+    from hyperframes.store._ray import _Pool
+    from hyperframes.store._ray_publish import published
+    from hyperframes.store._sources import scan_inputs
+
+    sources = [s for s in scan_inputs(data).sources if "broken" not in s.path]
+    seen: list[tuple] = []
+    pool = _Pool(
+        ray, tmp_path, BuildOptions(**OPTIONS), 0, sources, [0, 1], seen.append, "", s3_url
+    )
+    try:
+        pool.spawn()
+        pool.drain()
+        assert [m[0] for m in seen] == ["frames", "frames"]  # no "done" before publishing
+        assert dict(pool.unpublished) == {0: [0, 1]}
+        ray.kill(pool.actors[0], no_restart=True)
+        pool.close()
+        assert sorted(pool.pending) == [0, 1] and list(pool.actors) == [1]
+        pool.drain()
+        pool.close()
+        assert sorted(m[2] for m in seen if m[0] == "done") == [0, 1]
+        assert published(s3_url, 0, 0) == {}
+        assert set(published(s3_url, 0, 1)) == {sources[0].path, sources[1].path}
+    finally:
+        pool.stop()

@@ -565,3 +565,18 @@ def test_loader_reads_ahead_within_its_budget(built):
     it.close()
     with pytest.raises(ConfigError, match="read_ahead"):
         loader(remote, 4, read_ahead=-1)
+
+
+def test_a_large_file_is_published_in_parts_and_not_sent_again(s3_url, tmp_path, monkeypatch):
+    """A file over twice the part size goes up as a multipart upload (its ETag says so); a
+    second publish of it (a rerun) finds it there by that ETag and sends nothing."""
+    from hyperframes.store import _publish
+
+    monkeypatch.setattr(_publish, "PART_BYTES", 5 << 20)  # the S3 minimum part size
+    local = tmp_path / "big.bin"
+    local.write_bytes(np.random.default_rng(0).integers(0, 256, 11 << 20, np.uint8).tobytes())
+    url = f"{s3_url}/shards/big.bin"
+    assert _publish.publish_file(local, url) is True
+    info = filesystem(url).info(url[5:])
+    assert str(info["ETag"]).strip('"').endswith("-3") and info["size"] == 11 << 20
+    assert _publish.publish_file(local, url) is False

@@ -90,6 +90,29 @@ def verify(args) -> int:
     return EXIT_OK
 
 
+def gc(args) -> int:
+    from ..store._publish import delete_objects
+    from ..store._ray_publish import leftovers
+    from ..store._remote import is_url
+
+    if not is_url(args.store):
+        print(f"{args.store}: gc is for store URLs (s3://bucket/prefix)", file=sys.stderr)
+        return EXIT_FATAL
+    found = leftovers(args.store)
+    if args.delete:
+        delete_objects(args.store, [rel for rel, _ in found])
+    for rel, size in found:
+        print(f"{'deleted' if args.delete else 'unlisted'}  {rel}  {size} bytes")
+    total = sum(size for _, size in found)
+    if args.delete:
+        print(f"{args.store}: {len(found)} object(s) deleted, {total} bytes")
+    elif found:
+        print(f"{args.store}: {len(found)} object(s), {total} bytes; --delete deletes them")
+    else:
+        print(f"{args.store}: every object is listed by its manifest")
+    return EXIT_OK
+
+
 def _resign(store) -> int:
     from ..store import resign_store
 

@@ -25,6 +25,7 @@ EXAMPLES = {
     "build": "hyperframes build videos/ --out store --size 128 --codec lz4 --workers 2",
     "info": "hyperframes info store --json | head",
     "verify": "hyperframes verify store",
+    "gc": "hyperframes gc s3://bucket/store --delete",
     "show": "hyperframes show store --video 3 --start 40 --frames 16 --stride 2 --out w.png",
     "report": "hyperframes report store --out report --sampler keyframes --frames 8",
     "convert": "hyperframes convert store --format hdf5 --out store.h5",
@@ -465,6 +466,18 @@ def build_parser() -> argparse.ArgumentParser:
         "once every file checks and the store opens; a checksum it has is never replaced",
     )
     v.set_defaults(func=run.verify)
+
+    g = _command(
+        sub,
+        "gc",
+        "list the objects under a store URL that its manifest does not list",
+        "List the objects under a store URL that its manifest does not list (what killed "
+        "builds left: shards never finished, files of an older index); --delete deletes them. "
+        "Run it while no build of the URL runs.",
+    )
+    g.add_argument("store", help="a store URL (s3://bucket/prefix)")
+    g.add_argument("--delete", action="store_true", help="delete them (default: list only)")
+    g.set_defaults(func=run.gc)
 
     s = _command(sub, "show", "write a window of frames as a PNG")
     s.add_argument("store", help=STORE_HELP)

@@ -10,7 +10,8 @@ manifest is at the URL, it is deleted first: the URL reads as incomplete while i
 The staging folder is deterministic per URL (``$HYPERFRAMES_CACHE/staging/<hash>``, default
 ``~/.cache/hyperframes``), so an interrupted build resumes there; it is removed once the
 store is uploaded. :func:`publish_file` is the step for one finished file (a Ray build's
-worker uploads its shards with it); ``/work/notes/s3_api.md`` describes it.
+actors upload their shards with it, with no staging folder shared: ``_ray_publish``);
+``/work/notes/s3_api.md`` describes it.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "build_to_url",
     "check_write_access",
     "convert_to_url",
+    "delete_objects",
     "publish_file",
     "publish_store",
     "staging_dir",
@@ -60,7 +62,8 @@ def _etag_of(path: Path, parts: int) -> str:
 
 
 def _same(local: Path, info: dict) -> bool:
-    if int(info.get("size") or -1) != local.stat().st_size:
+    size = info.get("size")
+    if (-1 if size is None else int(size)) != local.stat().st_size:  # (an empty object: 0)
         return False
     etag = str(info.get("ETag") or info.get("etag") or "").strip('"')
     if not etag:
@@ -88,7 +91,8 @@ def publish_file(local_path: str | os.PathLike, url: str) -> bool:
         return False
     try:
         fs.put_file(str(local), key, chunksize=PART_BYTES)
-        size = int(fs.info(key).get("size") or -1)
+        size = fs.info(key).get("size")
+        size = -1 if size is None else int(size)  # (an empty object's size is 0)
     except OSError as e:
         raise StoreError(f"cannot upload {local} to {url}: {_reason(e)}") from None
     except Exception as e:
@@ -155,6 +159,11 @@ def build_to_url(data, url: str, options, **build_kwargs):
     from ._build import build_store
 
     hdf5 = options is not None and options.format == "hdf5"
+    if build_kwargs.get("engine") == "ray" and not hdf5:  # the actors publish their shards
+        from ._ray_publish import build_ray_to_url
+
+        kw = {k: build_kwargs.get(k) for k in ("input_format", "root", "ray_address")}
+        return build_ray_to_url(data, url, options, progress=build_kwargs["progress"], **kw)
     check_write_access(url, folder=not hdf5)
     staging = staging_dir(url)
     if hdf5:
@@ -192,3 +201,16 @@ def remote_hdf5_manifest(url: str) -> dict:
         m = json.loads(h5.attrs["manifest"])
     m["file_bytes"] = int(fs.info(_bare(url))["size"])
     return m
+
+
+def delete_objects(url: str, names: list[str]) -> None:
+    """Delete the objects ``names`` (relative to the store URL ``url``); one already gone is
+    no error."""
+    fs = filesystem(url)
+    for rel in names:
+        try:
+            fs.rm_file(_bare(join_url(url, rel)))
+        except FileNotFoundError:
+            pass
+        except Exception as e:
+            raise StoreError(f"{join_url(url, rel)}: cannot be deleted ({_reason(e)})") from None

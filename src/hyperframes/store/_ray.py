@@ -54,13 +54,11 @@ terminal is given to that group, whose Ray processes block SIGINT.
 
 Where the shards go. Actors write into ``STORE/shards`` directly, so the store folder must be
 one every node sees (a shared filesystem); an actor that does not find the build's lock file
-there says so and stops the build. A store on object storage fits the same shape (not wired
-here): an actor would write into a node-local staging folder and upload each shard once
-``ShardWriter.close`` has finished it (payload first, journal last: the journal is what marks
-a shard as there), and the driver would assemble from the uploaded journals. A dead actor's
-staged shard is then never published and ``committed`` finds nothing of it, so its videos are
-redone; the one change is that the driver must hold back an actor's "done" until the shard
-holding the video is published, and give that actor's unpublished videos out again if it dies.
+there says so and stops the build. A store on object storage needs no shared folder: each
+actor (``_ray_publish.PublishActor``) stages on its own node and publishes each finished shard
+to the URL itself, payload first, journal last; it holds back a video's "done" until its shard
+is published, and the pool gives a dead actor's unpublished videos out again (``unpublished``),
+after looking at the URL's journals (``_ray_publish.published``) rather than its folder.
 """
 
 from __future__ import annotations
@@ -350,8 +348,9 @@ class _Pool:
     """The driver's side: hands paths to free actors, replaces dead ones, and reports every
     video exactly once to ``handle`` (the local build's progress and failure bookkeeping)."""
 
-    def __init__(self, ray, store: Path, options, run, sources, todo, handle, token):
+    def __init__(self, ray, store: Path, options, run, sources, todo, handle, token, url=None):
         self.ray, self.store, self.options, self.run = ray, store, options, run
+        self.url = url  # the actors publish their shards there (``_ray_publish``)
         self.sources, self.handle, self.token = sources, handle, token
         self.pending: collections.deque[int] = collections.deque(todo)
         self.tries: collections.Counter[int] = collections.Counter()
@@ -360,14 +359,25 @@ class _Pool:
         self.starting: dict[Any, int] = {}  # reply of ``where`` -> rank
         self.stillborn = 0  # actors that died before they started
         self.running: dict[Any, tuple[int, int]] = {}  # reply -> (rank, video)
+        # rank -> videos it decoded whose shard is not published yet (a build to a URL)
+        self.unpublished: collections.defaultdict[int, list[int]] = collections.defaultdict(list)
         self.next_rank = 0
-        self.remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(DecodeActor)
+        if url is None:
+            actor_class: type = DecodeActor
+        else:
+            from ._ray_publish import PublishActor
+
+            actor_class = PublishActor
+        self.remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(actor_class)
 
     def spawn(self) -> None:
         """Ask Ray for one more actor; it takes videos once it has started (``ready``)."""
         rank = self.next_rank
         self.next_rank += 1
-        actor = self.remote.remote(str(self.store), self.options, self.run, rank, self.token)
+        if self.url is None:
+            actor = self.remote.remote(str(self.store), self.options, self.run, rank, self.token)
+        else:
+            actor = self.remote.remote(self.url, self.options, self.run, rank)
         self.actors[rank] = actor
         self.starting[actor.where.remote()] = rank
 
@@ -378,6 +388,14 @@ class _Pool:
     def go(self) -> None:
         for _ in range(self.size()):
             self.spawn()
+        while True:
+            self.drain()
+            self.close()  # an actor that dies now gives its unpublished videos back
+            if not self.pending:
+                break
+
+    def drain(self) -> None:
+        """Hand out every pending video; back when all have been answered."""
         while self.pending or self.running:
             while self.idle and self.pending:
                 rank, i = self.idle.pop(), self.pending.popleft()
@@ -396,8 +414,9 @@ class _Pool:
                     self.lost(rank, i, e)
                     continue
                 self.report(messages)
+                if not any(m[0] in ("done", "failed") and m[2] == i for m in messages):
+                    self.unpublished[rank].append(i)  # decoded; its shard not published yet
                 self.idle.append(rank)
-        self.close()
 
     def ready(self, rank: int, reply) -> None:
         """Actor ``rank`` has started (Ray placed it and its constructor ran), or failed to."""
@@ -421,14 +440,30 @@ class _Pool:
         for m in messages:
             if m[0] == "fatal":
                 raise StoreError(m[1])
+            if m[0] == "done" and m[2] in self.unpublished.get(m[1], ()):
+                self.unpublished[m[1]].remove(m[2])  # published at last
             self.handle(m)
 
-    def lost(self, rank: int, i: int, e: BaseException) -> None:
-        """Actor ``rank`` died while it had video ``i``: keep what it committed, retry the
-        rest on a fresh actor."""
+    def lost(self, rank: int, i: int | None, e: BaseException) -> None:
+        """Actor ``rank`` died while it had video ``i`` (None: while closing): keep what it
+        committed (published, for a build to a URL), retry the rest on a fresh actor."""
         self._kill(self.actors.pop(rank))
-        path = self.sources[i].path
-        record = committed(self.store, self.run, rank).get(path)
+        if rank in self.idle:  # died between videos (heard of at ``close``)
+            self.idle.remove(rank)
+        if self.url is None:
+            found = committed(self.store, self.run, rank)
+        else:
+            from ._ray_publish import published
+
+            found = published(self.url, self.run, rank)
+        for video in [*self.unpublished.pop(rank, []), *([] if i is None else [i])]:
+            self._redo(rank, video, found.get(self.sources[video].path), e)
+        if self.pending and len(self.actors) < self.size():
+            self.spawn()
+
+    def _redo(self, rank: int, i: int, record: dict | None, e: BaseException) -> None:
+        """Video ``i`` of dead actor ``rank``: done when ``record`` (stored after all), else
+        given out again (failed after ``RETRIES``)."""
         if record is not None:  # stored before the actor died: do not store it twice
             self.handle(("frames", record["num_frames"]))
             self.handle(("done", rank, i, record["num_frames"], record["nbytes"]))
@@ -446,17 +481,19 @@ class _Pool:
                 )
             else:
                 self.pending.appendleft(i)
-        if self.pending and len(self.actors) < self.size():
-            self.spawn()
 
     def close(self) -> None:
         """Finish every actor's last shard. One that died meanwhile leaves its journal, which
-        keeps what it committed: the recovery at the end of ``_build._run`` finishes it."""
+        keeps what it committed: the recovery at the end of ``_build._run`` finishes it; an
+        actor publishing to a URL gives its unpublished videos back (``pending``)."""
         started = [r for r in self.actors if r not in self.starting.values()]
-        replies = [self.actors[r].close.remote() for r in started]
-        for reply in replies:
-            with contextlib.suppress(self.ray.exceptions.RayActorError):
+        replies = {r: self.actors[r].close.remote() for r in started}
+        for rank, reply in replies.items():
+            try:
                 self.report(self.ray.get(reply))
+            except self.ray.exceptions.RayActorError as e:
+                if self.unpublished.get(rank):
+                    self.lost(rank, None, e)
 
     def _kill(self, actor) -> None:
         with contextlib.suppress(Exception):  # gone already
@@ -477,9 +514,11 @@ def run_on_ray(
     handle: Callable[[tuple], None],
     *,
     address: str | None = None,
+    url: str | None = None,
 ) -> None:
     """Decode the sources ``todo`` on Ray, reporting each to ``handle`` as a local worker
-    would; the caller (``_build._run``) owns progress, interruption and recovery."""
+    would; the caller (``_build._run``) owns progress, interruption and recovery. ``url``: the
+    actors publish their shards there (``_ray_publish``), ``store`` is the driver's mirror."""
     ray = _import_ray()
     token = _lock_token(store)
     if token is None:
@@ -487,7 +526,7 @@ def run_on_ray(
     joined, reaper = _connect(ray, address)
     pool = None
     try:
-        pool = _Pool(ray, store.absolute(), options, run, sources, todo, handle, token)
+        pool = _Pool(ray, store.absolute(), options, run, sources, todo, handle, token, url)
         pool.go()
     except HyperframesError:
         raise

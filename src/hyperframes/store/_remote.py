@@ -122,7 +122,9 @@ class RemoteFiles:
         if self._listing is None or refresh:
             base = _bare(self.url)
             try:
-                self.fs.invalidate_cache(base)  # (s3fs keeps listings: a store may be new)
+                # s3fs keeps listings (a store may be new); all of them: invalidating ``base``
+                # alone keeps those of the folders under it, which ``find`` then reuses
+                self.fs.invalidate_cache()
                 found = self.fs.find(base, detail=True)
             except FileNotFoundError:
                 found = {}
