@@ -91,16 +91,14 @@ def verify(args) -> int:
 
 
 def gc(args) -> int:
-    from ..store._publish import delete_objects
-    from ..store._ray_publish import leftovers
-    from ..store._remote import is_url
+    from .._core._errors import ConfigError
+    from ..store import gc_store
 
-    if not is_url(args.store):
-        print(f"{args.store}: gc is for store URLs (s3://bucket/prefix)", file=sys.stderr)
+    try:
+        found = gc_store(args.store, delete=args.delete)
+    except ConfigError as e:
+        print(e, file=sys.stderr)
         return EXIT_FATAL
-    found = leftovers(args.store)
-    if args.delete:
-        delete_objects(args.store, [rel for rel, _ in found])
     for rel, size in found:
         print(f"{'deleted' if args.delete else 'unlisted'}  {rel}  {size} bytes")
     total = sum(size for _, size in found)

@@ -29,6 +29,7 @@ __all__ = [
     "describe_store",
     "dry_run",
     "format_store_info",
+    "gc_store",
     "is_store",
     "list_codecs",
     "list_input_formats",
@@ -42,6 +43,7 @@ _LAZY = {
     "BuildReport": "._build",
     "build_store": "._build",
     "dry_run": "._build",
+    "gc_store": "._ray_publish",
     "list_input_formats": "._input_formats",
 }
 

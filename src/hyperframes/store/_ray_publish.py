@@ -325,3 +325,17 @@ def leftovers(url: str) -> list[tuple[str, int]]:
     keep |= {r["name"] for r in manifest["index"]}
     listing = remote.listing(refresh=True)
     return sorted((rel, info["size"]) for rel, info in listing.items() if rel not in keep)
+
+
+def gc_store(url: str, *, delete: bool = False) -> list[tuple[str, int]]:
+    """``hyperframes gc URL``: the leftovers of :func:`leftovers` (``(name, bytes)``),
+    deleted when ``delete``. A path that is not a store URL is a ConfigError."""
+    from .._core._errors import ConfigError
+    from .._core._urls import is_url
+
+    if not is_url(url):
+        raise ConfigError(f"{url}: gc is for store URLs (s3://bucket/prefix)")
+    found = leftovers(url)
+    if delete:
+        delete_objects(url, [rel for rel, _ in found])
+    return found
