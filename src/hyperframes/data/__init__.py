@@ -12,7 +12,7 @@ from ._audio import LogMelOptions, column_times, logmel_columns, mel_filterbank,
 from ._collate import collate_windows
 from ._dataset import HyperframeDataset
 from ._loader import HyperframeLoader, collate_hyperframes, loader
-from ._loader_state import continue_at, make_state, position, read_state
+from ._loader_state import read_state
 from ._memory import InMemoryStore
 from ._prefetch import PrefetchLoader
 from ._record import BatchMeta, Hyperframe, HyperframeBatch
@@ -46,15 +46,12 @@ __all__ = [
     "compose_flow",
     "compose_flows",
     "compose_homography",
-    "continue_at",
     "expand_channel_stats",
     "from_layout",
     "list_layouts",
     "loader",
     "logmel_columns",
-    "make_state",
     "mel_filterbank",
-    "position",
     "read_state",
     "resize_flow",
     "resolve_audio",

@@ -31,7 +31,6 @@ import torch.utils.data
 
 from .._core._layouts import KeyframeWindow
 from ._collate import collate_targets, collate_track, collate_windows
-from ._loader_state import continue_at, make_state, position, read_state
 from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
 from ._torch_samplers import BalancedSampler, EpochSampler
 
@@ -198,33 +197,17 @@ class _Resumable:
         if isinstance(held, bool) or not isinstance(held, int) or not 0 <= held <= self._yielded:
             raise ValueError(f"held={held!r}: allowed: 0 to the {self._yielded} batches yielded")
         inner = self.sampler.inner
-        n = inner.epoch_length
         handed = self._yielded - held
         if handed >= len(self):
-            reached = n  # every batch of the epoch handed out: finished
-        else:
-            consumed = inner.start + min(handed * self._batch_size(), len(inner))
-            reached = position(inner.origin, consumed, inner.world_size, n)
-        return make_state(
-            epoch=inner.epoch,
-            samples_yielded=reached,
-            epoch_length=n,
-            origin=inner.origin,
-            world_size=inner.world_size,
-            seed=inner.seed,
-            order=inner.order_name,
-        )
+            return inner.state(None)  # every batch of the epoch handed out: finished
+        return inner.state(min(handed * self._batch_size(), len(inner)))
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from ``state`` (from :meth:`state_dict`, possibly of a loader with another
         world size): the next iteration yields the rest of that epoch's global order, this
         rank's share of it. :class:`ConfigError` when it is not a state of the same order."""
-        inner = self.sampler.inner
-        state = read_state(
-            state, epoch_length=inner.epoch_length, seed=inner.seed, order=inner.order_name
-        )
-        origin, start = continue_at(state, inner.world_size)
-        self.set_epoch(state["epoch"], start, origin=origin)
+        epoch, start, origin = self.sampler.inner.resume_point(state)
+        self.set_epoch(epoch, start, origin=origin)
 
     def _counted(self, batches: Iterator) -> Iterator:
         try:

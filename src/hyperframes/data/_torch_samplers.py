@@ -16,6 +16,7 @@ import torch.utils.data
 
 from .._core._errors import ConfigError
 from ..sampling import balanced_order, epoch_order, partition
+from ._loader_state import continue_at, make_state, position, read_state
 
 __all__ = ["BalancedSampler", "EpochSampler"]
 
@@ -51,6 +52,37 @@ class _EpochBase(torch.utils.data.Sampler[int]):
     def epoch_length(self) -> int:
         """The length of an epoch's global order (all ranks together, before padding)."""
         raise NotImplementedError
+
+    def state(self, handed: int | None, *, epoch: int | None = None) -> dict:
+        """The loader state (:mod:`._loader_state`) once ``handed`` of this rank's items after
+        its ``start`` were handed out (None: the whole epoch was), of ``epoch`` (default: the
+        current one): where the ranks together stand in the epoch's global order."""
+        n = self.epoch_length
+        reached = (
+            n if handed is None else position(self.origin, self.start + handed, self.world_size, n)
+        )
+        return make_state(
+            epoch=self.epoch if epoch is None else epoch,
+            samples_yielded=reached,
+            epoch_length=n,
+            origin=self.origin,
+            world_size=self.world_size,
+            seed=self.seed,
+            order=self.order_name,
+        )
+
+    def resume_point(self, state, *, where: str = "loader") -> tuple[int, int, int]:
+        """``(epoch, start, origin)`` that continue ``state`` (untrusted: checked against this
+        sampler's order) with this sampler's world size, for :meth:`set_epoch`."""
+        state = read_state(
+            state,
+            epoch_length=self.epoch_length,
+            seed=self.seed,
+            order=self.order_name,
+            where=where,
+        )
+        origin, start = continue_at(state, self.world_size)
+        return state["epoch"], start, origin
 
     def _global(self) -> np.ndarray:
         raise NotImplementedError

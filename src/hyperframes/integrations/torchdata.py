@@ -34,10 +34,6 @@ from ..data import (
     BalancedSampler,
     EpochSampler,
     collate_hyperframes,
-    continue_at,
-    make_state,
-    position,
-    read_state,
 )
 from ._optional import require
 
@@ -67,33 +63,12 @@ class _KeysIterator(Iterator[tuple[int, int]]):
         return self.epoch, int(self._items[self._next - 1])
 
     def state_dict(self) -> dict:
-        inner, n = self.inner, self.inner.epoch_length
-        if self._next >= len(self._items):
-            reached = n  # every key of the epoch handed out: finished
-        else:
-            consumed = inner.start + self._next
-            reached = position(inner.origin, consumed, inner.world_size, n)
-        return make_state(
-            epoch=self.epoch,
-            samples_yielded=reached,
-            epoch_length=n,
-            origin=inner.origin,
-            world_size=inner.world_size,
-            seed=inner.seed,
-            order=inner.order_name,
-        )
+        finished = self._next >= len(self._items)  # every key of the epoch handed out
+        return self.inner.state(None if finished else self._next, epoch=self.epoch)
 
     def load_state_dict(self, state: dict) -> None:
-        inner = self.inner
-        state = read_state(
-            state,
-            epoch_length=inner.epoch_length,
-            seed=inner.seed,
-            order=inner.order_name,
-            where="StatefulDataLoader sampler",
-        )
-        origin, start = continue_at(state, inner.world_size)
-        inner.set_epoch(state["epoch"], start, origin=origin)
+        epoch, start, origin = self.inner.resume_point(state, where="StatefulDataLoader sampler")
+        self.inner.set_epoch(epoch, start, origin=origin)
         self._reset()
 
 
