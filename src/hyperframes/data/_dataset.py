@@ -392,9 +392,6 @@ class HyperframeDataset(torch.utils.data.Dataset):
             self.reader.read_batch(requests, out=frames)
             flip_batch(frames, drawn.flips)
         else:
-            fetch = getattr(self.reader, "fetch_batch", None)
-            if fetch is not None:  # a store at a URL: the batch's ranges at once (or read ahead)
-                fetch(requests)
             read_boxes(
                 self.reader,
                 requests,

@@ -10,7 +10,8 @@ per window and no channel-last copy (measured on a 2-core box: resizing each pla
 0.7 ms per 16-frame window, one 48-channel channel-last resize 2.9 ms with its copies, torch's
 batched ``interpolate`` on uint8 2.7 ms, on float 9.8 ms). A box of the output's size is a
 plain copy. Other readers (codec stores, stores at a URL, a store held in RAM) decode the
-window's whole frames once into a per-thread scratch array and crop from there.
+window's whole frames once into a per-thread scratch array and crop from there; a store at a
+URL first fetches the ranges of the whole batch at once (or takes them from its read-ahead).
 """
 
 from __future__ import annotations
@@ -117,6 +118,9 @@ def read_boxes(
     flip = [False] * b if flips is None else [bool(f) for f in np.asarray(flips).reshape(-1)]
     if len(flip) != b:
         raise DataError(f"read_boxes: flips must be ({b},), got {len(flip)}")
+    fetch = getattr(reader, "fetch_batch", None)
+    if not mapped and fetch is not None:  # a store at a URL: the batch's ranges at once
+        fetch(reqs)
     for k, ((video, idx), box) in enumerate(zip(reqs, boxes.tolist())):
         if mapped:
             reader._check_indices(video, idx)

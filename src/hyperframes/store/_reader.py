@@ -855,7 +855,6 @@ class Store(TrackMethods):
         if boxes is None:
             boxes = centre_boxes([self._geom(v)[5:7] for v, _ in reqs], size)
         out = batch_out(out, (len(reqs), t, c, *size), self.dtype)
-        self.fetch_batch(reqs)
         read_boxes(self, reqs, boxes, out.numpy())
         return out if isinstance(out, torch.Tensor) else torch.from_numpy(out)
 
