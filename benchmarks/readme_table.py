@@ -32,7 +32,7 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 | build time / decode-only time, same decoder and 2 workers (`bench_build.py`) | BUILD | ≤ 1.25x |
 | store size / source bytes: raw, lz4, zstd, jpeg | SIZES | reported |
 | start-up of `--help`, `info`, `verify`, `show` (fresh process; `bench_startup.py`; importing torch alone: TORCH_S) | STARTUP | < 0.5 s each |
-| open a 300k-video, 100M-frame store, every index check included (`bench_open.py`) | OPEN | about 1 s |
+| open a 300k-video, 100M-frame store, every index check included (`bench_open.py`) | OPEN (measured before the index files' checksums were checked at open; hashing its 1.6 GB index adds ~0.25 s of CPU time: 0.47 s vs 0.23 s CPU per open, same busy machine) | about 1 s |
 | `HyperframeDataset` over it: create / plan one item (random, sliding, duration) | DATASET | < 1 s / < 100 µs |
 | predict, TSN-ResNet18, per-frame feature reuse vs full windows (`bench_predict.py`) | PRED | speed-up shown |
 | windows/s with audio (log-mel), flow planes, registration vs frames only; store bytes each track adds (`bench_tracks.py`) | TRACKS | reported |
@@ -48,20 +48,30 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 Windows/s in that run: STORE_ROWS. On-the-fly decoders: DEC_ROWS.
 The batch pipeline rows come from one run (load average PIPE_LOAD on 2 cores while it ran: a
 memcpy of the batches managed PIPE_MEMCPY windows/s through the loader), so their ratios,
-measured in interleaved rounds, are what counts. Where they miss: a resizing crop is compute,
-not a copy. Resizing the 16x3 planes of a window to 112x112 (OpenCV bilinear on uint8,
-plane by plane; on a quiet moment it measured faster than torch's `interpolate` and a
-48-channel channel-last resize, and through the loader the pipeline's
-resizing crop ran 1.0-1.6x the per-sample path's torchvision resize over three runs, the row
-above) measured 0.7-5 ms per window against 0.05-0.25 ms for copying
-its bytes, so on this CPU `RandomResizedCrop` cannot come within 0.7x of a crop that only
-copies; colour jitter adds three passes over the batch (a brightness table, a contrast table
-per frame, a grey blend for saturation: ~1.5 ms per window). A CenterCrop of
-mixed shapes copies 112-byte rows out of longer frame rows (measured 2.5x the time of a flat
-copy of the same bytes, numpy and torch alike, 47 against 20 µs per window at best), which is
-what it gives up to a memcpy; uniform windows are flat copies plus the per-window planning,
-labels and boxes in Python (~20 µs a window against ~50-250 µs for the copy), where uniform
-windows miss 0.8x.
+measured in interleaved rounds, are what counts; ratios close to their target move across it
+from run to run (CenterCrop vs memcpy measured 0.46-0.52x, uniform windows 0.67-0.89x, log-mel
+through RandomResizedCrop + flip 0.68-0.76x over the last runs). The batch pipeline's random
+resized crops resize with `INTER_LINEAR` below a 2x shrink (OpenCV's non-integer `INTER_AREA`
+took 3.7 ms per 16-frame 112x112 window, `INTER_LINEAR` 0.65 ms), flips are mirrored in the
+read's pass (torch's gather/flip/scatter cost ~1 ms a window), colour jitter is OpenCV's
+saturating SIMD arithmetic (a lookup table took 0.19 ms a pass, `convertScaleAbs` 0.06 ms),
+the sliding sampler plans a batch as columns, and the flow is cropped by `cv2.warpAffine` and
+chained by `cv2.remap` (`grid_sample` took 3.4 ms a window): before them RandomResizedCrop +
+flip gave 530 windows/s, with jitter 320, CenterCrop 4,329, uniform windows 5,851. Where they
+still miss, the limit measured: a resizing crop is compute, not a copy. Resizing a window's 48
+planes (OpenCV bilinear on uint8, plane by plane into the batch buffer; faster than torch's
+`interpolate` and than a 48-channel channel-last resize here) is ~0.65 ms of one core against
+0.05-0.25 ms for copying its bytes, so on this CPU `RandomResizedCrop` cannot come within 0.7x
+of a crop that only copies (and every gain in the copy path moves the anchor too); colour
+jitter adds brightness (one pass), contrast (a pass per frame around its own mean) and
+saturation (five `addWeighted` passes for the grey and the blend), ~0.45 ms a window at best.
+A CenterCrop of mixed shapes copies 112-byte rows out of longer frame rows (2.5x the time of a
+flat copy of the same bytes, numpy and torch alike); uniform windows are flat copies out of the
+store's memory map (first touches of its pages fault in, where the memcpy anchor copies from an
+array it holds) plus per-batch planning and labels in Python. Flow planes write 6x the frames'
+bytes as float32; registration by flow chains T-1 flow samplings and warps the frames. The GPU
+jitter run and the demo's flow-run wait were not measured again (no GPU here; the demo table is
+the last full run's).
 `hyperframes bench` on four of those clips (three frame shapes, read through the crop path,
 `--codecs raw`) measured raw reads at 0.61x a memcpy of the crop's bytes in the same session
 (target ≥ 0.5x; 0.17x before, when mixed shapes were read as a list of tensors).
