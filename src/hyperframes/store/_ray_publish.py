@@ -80,8 +80,9 @@ class PublishActor:
         self.url = url.rstrip("/")
         self.stage = actor_stage(url, run, rank)
         _clear_older_stages(self.stage, run)
+        # made by the first video it is given (process): an actor that the driver stops while
+        # it is still starting, never given work nor closed, leaves no folder behind
         shutil.rmtree(self.stage, ignore_errors=True)
-        (self.stage / SHARDS_DIR).mkdir(parents=True)
         self.messages: list[tuple] = []
         self.held: dict[str, tuple] = {}  # source path -> its "done", until published
         self.worker = _Worker(self.stage, options, run, rank, self.messages.append, lambda: True)
