@@ -60,7 +60,7 @@ def write_result(name: str, result: dict) -> Path:
 
 def tiny_store(root: Path) -> str:
     """A 2-video store (short side 64) for benchmarks that time commands rather than reads."""
-    from hyperframes.store import BuildOptions, build_store
+    from hyperframes.build import BuildOptions, build_store
 
     data = root / "data"
     make_sources(data, copies=2)

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import make_sources, write_result
-from hyperframes.store import BuildOptions, build_store
+from hyperframes.build import BuildOptions, build_store
 
 
 def store_content(store) -> list:

@@ -102,8 +102,8 @@ def main() -> None:
     args = p.parse_args()
     import torch
 
+    from hyperframes.build import BuildOptions, build_store
     from hyperframes.demo import make_motion_dataset
-    from hyperframes.store import BuildOptions, build_store
     from hyperframes.train import estimate, load_config
 
     device = torch.device(args.device)

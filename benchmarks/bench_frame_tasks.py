@@ -40,8 +40,8 @@ CLASSES = ("left", "right", "up", "down", "clockwise", "anticlockwise")
 
 
 def _stores(root: Path) -> tuple[Path, Path]:
+    from hyperframes.build import BuildOptions, build_store
     from hyperframes.demo import make_motion_dataset
-    from hyperframes.store import BuildOptions, build_store
 
     out = []
     for name, seed, per_class in (("train", 0, 4), ("heldout", 1, 2)):

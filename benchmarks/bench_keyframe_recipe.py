@@ -42,9 +42,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--epochs", type=int, default=10)
     args = p.parse_args()
+    from hyperframes.build import BuildOptions, build_store
     from hyperframes.demo import make_segmentation_dataset
     from hyperframes.demo._train_demo import FULL, demo_configs
-    from hyperframes.store import BuildOptions, build_store
     from hyperframes.train import run_training
 
     rows = {}

@@ -52,8 +52,8 @@ def _csv(path: Path, rows: list[tuple[str, ...]], header: str) -> Path:
 def stores(root: Path, per_class: int, labelled: int, seed: int) -> tuple[Path, Path]:
     """``(unlabelled store of every video, store with a train split of `labelled` videos per
     class and a val split of the rest)``, the same videos in both."""
+    from hyperframes.build import BuildOptions, build_store
     from hyperframes.demo import make_motion_dataset
-    from hyperframes.store import BuildOptions, build_store
 
     data = root / "motion"
     make_motion_dataset(

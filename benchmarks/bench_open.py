@@ -28,15 +28,15 @@ import xxhash
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_result
+from hyperframes.build._shard import checksum_file
 from hyperframes.store import open_store
-from hyperframes.store._format import (
+from hyperframes.store.format import (
     CHUNK_DTYPE,
     FORMAT_NAME,
     FORMAT_VERSION,
     FRAME_DTYPE,
     VIDEO_DTYPE,
 )
-from hyperframes.store._shard import checksum_file
 
 
 def fake_store(root: Path, videos: int, per_video: int) -> None:

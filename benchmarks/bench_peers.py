@@ -45,9 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _common import make_sources, write_result
 from _s3server import BUCKET, seaweed_s3
 from bench_s3 import AHEAD, _rate, _windows
-from hyperframes.store import BuildOptions, build_store, open_store
-from hyperframes.store._publish import publish_store
-from hyperframes.store._remote import filesystem
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.build._publish import publish_store
+from hyperframes.remote._files import filesystem
+from hyperframes.store import open_store
 from hyperframes.store._remote_store import open_remote
 
 FRAMES, BATCH = 16, 8

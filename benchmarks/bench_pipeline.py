@@ -197,7 +197,7 @@ def measure(mixed: str, uniform: str, *, rounds: int, batches: int) -> dict:
 
 
 def build(data: Path, out: Path, size: str) -> str:
-    from hyperframes.store import BuildOptions, build_store
+    from hyperframes.build import BuildOptions, build_store
 
     build_store(data, out, BuildOptions(size=size, workers=2), progress=False)
     return str(out)

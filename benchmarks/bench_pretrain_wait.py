@@ -173,7 +173,7 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from hyperframes.store import BuildOptions, build_store
+    from hyperframes.build import BuildOptions, build_store
 
     tmp = Path(tempfile.mkdtemp(prefix="hf-bench-pretrain-"))
     load = [os.getloadavg()[0]]

@@ -46,8 +46,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _decoders
 from _common import make_sources, write_result
 from hyperframes.bench import format_bench, plan_windows, run_bench, time_store
+from hyperframes.build import convert_to_hdf5
 from hyperframes.data import HyperframeDataset, loader
-from hyperframes.store import convert_to_hdf5, open_store
+from hyperframes.store import open_store
 
 
 def loader_rate(dl, *, min_seconds: float = 1.0, min_batches: int = 8) -> float:

@@ -41,8 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _common import make_sources, write_result
 from _s3server import BUCKET, seaweed_s3
-from hyperframes.store import BuildOptions, build_store, open_store
-from hyperframes.store._publish import publish_store
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.build._publish import publish_store
+from hyperframes.store import open_store
 from hyperframes.store._remote_store import open_remote
 
 #: read-ahead budget of the "s3_cold_ahead" reader (the loader's default)
@@ -80,7 +81,7 @@ def _plain_get_rate(store, windows, batch: int) -> float:
     batches at a time (the read-ahead's concurrency), nothing decoded and no store."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from hyperframes.store._ahead import WORKERS
+    from hyperframes.remote._ahead import WORKERS
 
     src = store._source
     per_batch = []

@@ -56,8 +56,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_result
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset, collate_hyperframes
-from hyperframes.store import BuildOptions, build_store, describe_store, open_store
+from hyperframes.store import describe_store, open_store
 
 FRAMES, BATCH, SIZE, FPS, RATE = 8, 32, 112, 25, 48000
 

@@ -168,8 +168,8 @@ def main() -> None:
     import torch
     import torch.utils.data
 
+    from hyperframes.build import BuildOptions, build_store
     from hyperframes.data import HyperframeDataset, loader
-    from hyperframes.store import BuildOptions, build_store
 
     tmp = Path(tempfile.mkdtemp(prefix="hf-bench-train-"))
     load = [os.getloadavg()[0]]
@@ -187,7 +187,7 @@ def main() -> None:
         if "lz4" in stores:  # published to a local S3 server, trained from cold
             sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
             from _s3server import BUCKET, seaweed_s3
-            from hyperframes.store._publish import publish_store
+            from hyperframes.build._publish import publish_store
 
             server.enter_context(seaweed_s3(tmp / "seaweed"))
             publish_store(stores["lz4"], f"s3://{BUCKET}/train-wait")

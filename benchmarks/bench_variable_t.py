@@ -84,8 +84,8 @@ def main() -> None:
     p.add_argument("--videos", type=int, default=12, help="videos per class")
     p.add_argument("--clips", type=int, default=4, help="windows per video at evaluation")
     args = p.parse_args()
+    from hyperframes.build import BuildOptions, build_store
     from hyperframes.demo import make_motion_dataset
-    from hyperframes.store import BuildOptions, build_store
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

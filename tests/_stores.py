@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hyperframes.build._shard import checksum_file
 from hyperframes.store import open_store
-from hyperframes.store._shard import checksum_file
 
 
 def reseal(store: Path) -> None:

@@ -113,8 +113,8 @@ def s3_url(s3_server, request, monkeypatch, tmp_path) -> str:
 def tiny_motion_store(tmp_path_factory) -> Path:
     """A store of 3 motion classes x 3 videos (12 frames, 32x32, stored at their size), with
     no recorded split (the generated one: 6 train / 3 val): for the integrations' tests."""
+    from hyperframes.build import BuildOptions, build_store
     from hyperframes.demo import make_motion_dataset
-    from hyperframes.store import BuildOptions, build_store
 
     base = tmp_path_factory.mktemp("tiny_motion")
     make_motion_dataset(

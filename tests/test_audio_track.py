@@ -13,12 +13,13 @@ import pytest
 from _media import make_beep_video, make_vfr_beep_video, write_video
 from _stores import reseal
 from hyperframes import StoreError
+from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
+from hyperframes.build._build import _decoder_for, _make_codec
+from hyperframes.build._ingest import ingest
+from hyperframes.build._shard import ShardWriter
 from hyperframes.cli._main import main
-from hyperframes.store import BuildOptions, build_store, convert_to_hdf5, open_store, verify_store
-from hyperframes.store._build import _decoder_for, _make_codec
-from hyperframes.store._ingest import ingest
-from hyperframes.store._shard import ShardWriter
-from hyperframes.store._sources import scan_inputs
+from hyperframes.inputs._sources import scan_inputs
+from hyperframes.store import open_store, verify_store
 
 BEEPS = ((0.50, 0.60), (1.30, 1.40))
 RATE = 16000

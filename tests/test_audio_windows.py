@@ -92,7 +92,7 @@ def test_logmel_columns_find_a_beep_at_its_time():
 
 
 def build(tmp_path, videos: dict, **options):
-    from hyperframes.store import BuildOptions, build_store
+    from hyperframes.build import BuildOptions, build_store
 
     src = tmp_path / "src"
     src.mkdir(exist_ok=True)
@@ -235,7 +235,7 @@ def test_batches_carry_audio_alike_in_every_worker_mode(beep_store, mode):
 
 
 def test_an_hdf5_copy_serves_the_same_audio(beep_store, tmp_path):
-    from hyperframes.store import convert_to_hdf5
+    from hyperframes.build import convert_to_hdf5
 
     h5 = tmp_path / "beep.h5"
     convert_to_hdf5(beep_store, h5, progress=False)

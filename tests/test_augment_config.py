@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from hyperframes import ConfigError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset
 from hyperframes.data.transforms import (
     ColorJitter,
@@ -20,7 +21,7 @@ from hyperframes.data.transforms import (
 )
 from hyperframes.demo import make_motion_dataset
 from hyperframes.sampling import VideoMeta, create_sampler
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.train import load_config
 from hyperframes.train._data import make_dataset, train_transform
 

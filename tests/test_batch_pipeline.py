@@ -13,6 +13,7 @@ import torch
 
 from _media import smooth_texture, write_lossless
 from hyperframes import ConfigError, DataError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset, PrefetchLoader, collate_hyperframes, loader
 from hyperframes.data._record import BatchMeta, BatchSamples
 from hyperframes.data.transforms import (
@@ -25,7 +26,7 @@ from hyperframes.data.transforms import (
     Transform,
     transform_generator,
 )
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 
 T = 4
 SIZES = [(48, 64), (64, 40), (44, 44)]  # (height, width): three aspect ratios

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from hyperframes.bench import available_window_decoders, plan_windows, run_bench, window_decoder
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.store import open_store
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,10 @@ import pytest
 from _media import make_class_folder, write_video
 from _stores import store_content
 from hyperframes._core._errors import ConfigError, StoreError
-from hyperframes.store import BuildOptions, build_store, verify_store
-from hyperframes.store._publish import staging_dir
-from hyperframes.store._remote import RemoteFiles
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.build._publish import staging_dir
+from hyperframes.remote._files import RemoteFiles
+from hyperframes.store import verify_store
 
 CLI = [sys.executable, "-m", "hyperframes"]
 OPTIONS = {"size": "none", "codec": "zstd", "chunk_frames": 3}
@@ -264,9 +265,9 @@ def test_a_video_its_dead_actor_had_committed_is_not_decoded_again(ray_address, 
     """The at-least-once case: the actor stored the video, then died before saying so."""
     import ray
 
-    from hyperframes.store._lock import StoreLock
-    from hyperframes.store._ray import DecodeActor, _Pool
-    from hyperframes.store._sources import scan_inputs
+    from hyperframes.build._lock import StoreLock
+    from hyperframes.build._ray import DecodeActor, _Pool
+    from hyperframes.inputs._sources import scan_inputs
 
     sources = [s for s in scan_inputs(data).sources if "broken" not in s.path]
     store = tmp_path / "store"
@@ -305,8 +306,8 @@ def test_engine_options_are_checked_before_anything_runs(data, tmp_path):
     # the command line offers exactly the engines the library has
     import argparse
 
+    from hyperframes.build._build import ENGINES
     from hyperframes.cli._parser import build_parser
-    from hyperframes.store._build import ENGINES
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     engine = next(a for a in sub.choices["build"]._actions if a.dest == "engine")
@@ -358,8 +359,8 @@ def test_an_actor_that_does_not_see_the_build_stops_it(ray_address, data, tmp_pa
     import ray
 
     from hyperframes._core._errors import StoreError
-    from hyperframes.store._ray import _Pool
-    from hyperframes.store._sources import scan_inputs
+    from hyperframes.build._ray import _Pool
+    from hyperframes.inputs._sources import scan_inputs
 
     sources = scan_inputs(data).sources
     store = tmp_path / "store"
@@ -403,9 +404,9 @@ def test_cli_sigterm_stops_the_build_cleanly_and_a_rerun_finishes_it(
 def test_a_video_whose_actor_keeps_dying_is_failed_with_the_reason(ray_address, data, tmp_path):
     import ray
 
-    from hyperframes.store._lock import StoreLock
-    from hyperframes.store._ray import RETRIES, _Pool
-    from hyperframes.store._sources import scan_inputs
+    from hyperframes.build._lock import StoreLock
+    from hyperframes.build._ray import RETRIES, _Pool
+    from hyperframes.inputs._sources import scan_inputs
 
     sources = scan_inputs(data).sources
     store = tmp_path / "store"
@@ -517,7 +518,7 @@ def test_a_killed_publishing_actor_loses_nothing_and_stores_nothing_twice(
     """One shard per video (``shard_bytes=1``): an actor publishes a shard while it decodes
     the next, so the one killed has published some videos and holds one unpublished; those
     are redone, the published ones are not, and the URL ends as its manifest lists."""
-    from hyperframes.store._ray_publish import leftovers
+    from hyperframes.build._ray_publish import leftovers
 
     killed: list[int] = []
     published_then: list[dict] = []
@@ -567,8 +568,8 @@ def test_gc_lists_what_a_killed_run_left_and_a_rerun_deletes_it(
     """The state a driver or actor killed mid-upload leaves: a payload whose journal never
     came, no manifest. ``gc`` lists the object (deletes it with --delete); a rerun decodes
     nothing that was published and leaves only what its manifest lists."""
-    from hyperframes.store._publish import delete_objects, publish_file
-    from hyperframes.store._ray_publish import leftovers
+    from hyperframes.build._publish import delete_objects, publish_file
+    from hyperframes.build._ray_publish import leftovers
 
     ref, _ = local
     options = BuildOptions(**OPTIONS, workers=2)
@@ -591,7 +592,7 @@ def test_gc_lists_what_a_killed_run_left_and_a_rerun_deletes_it(
     assert leftovers(s3_url) == []  # the orphan is gone
     assert store_content(s3_url) == store_content(ref)
     # runs are numbered past every name at the URL: the next run's shards are new objects
-    from hyperframes.store._ray_publish import _next_run
+    from hyperframes.build._ray_publish import _next_run
 
     assert _next_run({"shards/r007-w001-00000.bin": {}}) == 8
 
@@ -605,11 +606,11 @@ def test_gc_lists_what_a_killed_run_left_and_a_rerun_deletes_it(
 def test_kill_9_of_a_driver_publishing_to_a_url_then_rerun(ray_address, many, many_local, s3_url):
     """The driver killed while its actors publish (one shard per video): the rerun keeps every
     published video, stores none twice and leaves only what its manifest lists."""
-    from hyperframes.store._ray_publish import leftovers
+    from hyperframes.build._ray_publish import leftovers
 
     script = textwrap.dedent(
         f"""
-        from hyperframes.store import BuildOptions, build_store
+        from hyperframes.build import BuildOptions, build_store
         build_store({str(many)!r}, {s3_url!r}, BuildOptions(**{OPTIONS!r}, workers=2,
                     shard_bytes=1), progress=False, engine="ray", ray_address={ray_address!r})
         """
@@ -645,9 +646,9 @@ def test_a_publishing_actor_that_dies_idle_gives_its_unpublished_videos_back(
     fresh actor, whose shard is the one published."""
     import ray
 
-    from hyperframes.store._ray import _Pool
-    from hyperframes.store._ray_publish import published
-    from hyperframes.store._sources import scan_inputs
+    from hyperframes.build._ray import _Pool
+    from hyperframes.build._ray_publish import published
+    from hyperframes.inputs._sources import scan_inputs
 
     sources = [s for s in scan_inputs(data).sources if "broken" not in s.path]
     seen: list[tuple] = []

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from hyperframes import ConfigError, DataError
+from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.data import HyperframeDataset
 from hyperframes.sampling import ChangeScorer, change_score
-from hyperframes.store import BuildOptions, build_store, convert_to_hdf5, open_store
+from hyperframes.store import open_store
 
 
 @pytest.mark.parametrize("codec", ["raw", "lz4"])

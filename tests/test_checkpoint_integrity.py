@@ -15,10 +15,10 @@ import yaml
 
 from _stores import tiny_train_config
 from hyperframes import ConfigError, InputError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import load_inference_model
-from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import load_checkpoint, run_training, save_checkpoint
 
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import hyperframes
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.store import open_store
 
 
 def hyperframes_cli(*argv, **kw) -> subprocess.CompletedProcess:
@@ -201,7 +202,8 @@ def test_every_command_describes_every_option_with_an_example():
 def test_choices_come_from_the_registries():
     from hyperframes.cli._parser import build_parser
     from hyperframes.decode import list_decoders
-    from hyperframes.store import list_codecs, list_input_formats
+    from hyperframes.inputs import list_input_formats
+    from hyperframes.store import list_codecs
 
     build = _subcommands(build_parser()).choices["build"]
     options = {a.dest: a for a in build._actions}

@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from _stores import tiny_train_config
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset, make_motion_frames, write_h264
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.train import classification_metrics, load_checkpoint
 from hyperframes.train._checkpoint import rebuild_model
 from hyperframes.train._config import config_from_dict

@@ -12,9 +12,10 @@ import pytest
 from _media import make_class_folder
 from _stores import tiny_train_config
 from hyperframes import ConfigError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset, loader
 from hyperframes.sampling import VideoMeta, create_sampler
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.train import load_config
 from hyperframes.train._config import AUTO_STEPS
 from hyperframes.train._data import build_data, loader_workers

@@ -8,9 +8,10 @@ import torch
 
 from _media import identify, make_class_folder, write_video
 from hyperframes import ConfigError, DataError, StoreError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeBatch, HyperframeDataset, KeyframeWindow, loader
 from hyperframes.data.transforms import Compose, RandomHorizontalFlip, RandomResizedCrop, Window
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 import yaml
 
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.sampling import VideoMeta, VideoTable, create_sampler
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 
 CLASSES = ("left", "right", "up")
 

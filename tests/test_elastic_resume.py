@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from hyperframes import ConfigError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset, loader
 from hyperframes.sampling import balanced_order, epoch_order
-from hyperframes.store import BuildOptions, build_store
 
 SEED, EPOCH = 5, 3
 

@@ -13,10 +13,11 @@ import yaml
 
 from _stores import tiny_train_config
 from hyperframes import ConfigError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.data import loader
 from hyperframes.demo import make_motion_dataset
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.train import estimate, load_config
 from hyperframes.train._data import build_data
 from hyperframes.train._estimate import _loss, _mallinfo, measure_step_peak

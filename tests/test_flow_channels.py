@@ -27,7 +27,7 @@ T = 4
 
 @pytest.fixture(scope="module")
 def moving_store(tmp_path_factory):
-    from hyperframes.store import BuildOptions, build_store
+    from hyperframes.build import BuildOptions, build_store
 
     tmp = tmp_path_factory.mktemp("flow")
     make_translating_video(tmp / "src" / "move.mkv", DX, DY, frames=10, size=64)
@@ -128,7 +128,7 @@ def test_channel_layout_appends_flow_and_a_channel_model_takes_it(moving_store):
 
 def test_flow_needs_a_store_with_flow(tmp_path):
     from _media import write_video
-    from hyperframes.store import BuildOptions, build_store
+    from hyperframes.build import BuildOptions, build_store
 
     write_video(tmp_path / "src" / "a.mp4", frames=6)
     build_store(tmp_path / "src", tmp_path / "s", BuildOptions(size="none"), progress=False)
@@ -156,7 +156,7 @@ def test_flow_is_the_same_in_every_worker_mode(moving_store, mode):
 
 
 def test_an_hdf5_copy_serves_the_same_flow(moving_store, tmp_path):
-    from hyperframes.store import convert_to_hdf5
+    from hyperframes.build import convert_to_hdf5
 
     h5 = tmp_path / "move.h5"
     convert_to_hdf5(moving_store, h5, progress=False)

@@ -13,8 +13,9 @@ import pytest
 from _media import make_translating_video
 from _stores import reseal
 from hyperframes import DataError, StoreError
+from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.cli._main import main
-from hyperframes.store import BuildOptions, build_store, convert_to_hdf5, open_store, verify_store
+from hyperframes.store import open_store, verify_store
 
 DX, DY = 1.5, -0.75  # pixels per frame, subpixel on purpose
 FRAMES = 6
@@ -77,7 +78,7 @@ def test_stored_flow_measures_the_known_motion(data, tmp_path, method, dtype):
 
 def test_int8_flow_is_the_float16_flow_within_its_scale(data, dis_store, tmp_path, monkeypatch):
     # copied into the shard two pairs at a time: the blocks of a long video, on a short one
-    monkeypatch.setattr("hyperframes.store._track_writer._BLOCK_PAIRS", 2)
+    monkeypatch.setattr("hyperframes.build._track_writer._BLOCK_PAIRS", 2)
     blocked = _build(data, tmp_path / "f16", flow="dis")
     out = _build(data, tmp_path / "store", flow="dis", flow_dtype="int8")
     with open_store(dis_store) as a, open_store(out) as b, open_store(blocked) as c:

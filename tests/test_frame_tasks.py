@@ -14,10 +14,11 @@ import torch.nn.functional as F
 from PIL import Image
 
 from hyperframes import ConfigError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.sampling import MotionSampler, VideoMeta, create_sampler
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.train import evaluate, load_config, run_training
 from hyperframes.train._frame_data import FrameTaskDataset, downscale
 from hyperframes.train._frame_tasks import psnr, ssim

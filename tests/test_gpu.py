@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from hyperframes import ConfigError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset, loader
 from hyperframes.data.transforms import (
     Compose,
@@ -18,7 +19,7 @@ from hyperframes.data.transforms import (
     apply_batch,
     transform_generator,
 )
-from hyperframes.store import BuildOptions, StoreReader, build_store
+from hyperframes.store import StoreReader
 
 needs_cuda = pytest.mark.skipif(
     not torch.cuda.is_available(), reason="the GPU path needs a CUDA GPU; none on this machine"

@@ -13,10 +13,11 @@ import torch
 
 from _stores import tiny_train_config
 from hyperframes import ConfigError, StoreError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset
 from hyperframes.data._cache_plan import plan_cache
 from hyperframes.demo import make_motion_dataset
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.train import load_config, run_training
 from hyperframes.train._data import build_data
 

@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from _stores import store_content
-from hyperframes.store import BuildOptions, build_store, convert_to_hdf5, open_store, verify_store
-from hyperframes.store._hdf5 import COMPRESSIONS, H5Store
+from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
+from hyperframes.build._hdf5 import COMPRESSIONS
+from hyperframes.store import H5Store, open_store, verify_store
 
 CLI = [sys.executable, "-m", "hyperframes"]
 

@@ -11,9 +11,10 @@ import pytest
 
 from _media import write_video
 from hyperframes import InputError
-from hyperframes.store import BuildOptions, build_store, open_store
-from hyperframes.store._input_formats import detect_input_format
-from hyperframes.store._sources import scan_inputs
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.inputs._formats import detect_input_format
+from hyperframes.inputs._sources import scan_inputs
+from hyperframes.store import open_store
 
 
 def _video(path: Path) -> Path:

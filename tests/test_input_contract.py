@@ -14,13 +14,13 @@ from hyperframes._core._contract import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     InputContract,
-    resolve_contract,
 )
 from hyperframes._core._layouts import KeyframeWindow, to_layout
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.demo import make_motion_dataset, make_segmentation_dataset
 from hyperframes.infer import Predictor
-from hyperframes.store import BuildOptions, build_store, open_store
-from hyperframes.train import load_config
+from hyperframes.store import open_store
+from hyperframes.train import load_config, resolve_contract
 from hyperframes.train._checkpoint import save_checkpoint
 from hyperframes.train._data import make_dataset
 

@@ -11,12 +11,13 @@ import pytest
 
 from _media import write_video
 from hyperframes import ConfigError, InputError
-from hyperframes.store import BuildOptions, build_store, open_store
-from hyperframes.store._input_formats import (
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.inputs._formats import (
     detect_input_format,
     list_input_formats,
 )
-from hyperframes.store._sources import Segment, Source, class_names, scan, scan_inputs
+from hyperframes.inputs._sources import Segment, Source, class_names, scan, scan_inputs
+from hyperframes.store import open_store
 
 
 def _video(path: Path) -> Path:

@@ -10,9 +10,10 @@ import torch
 from PIL import Image
 
 from hyperframes import ConfigError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.demo import make_segmentation_dataset
 from hyperframes.infer import predict_video
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.train import build_model, load_checkpoint, load_config, run_training
 from hyperframes.train._data import build_data
 from hyperframes.train._keyframe_recipe import hidden_picture, pretrain_on_flow

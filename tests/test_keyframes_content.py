@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from hyperframes import ConfigError, DataError, StoreError
+from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.data import HyperframeDataset
 from hyperframes.sampling import ChangeScorer, VideoMeta, change_score, create_sampler
 from hyperframes.sampling._keyframes import MIN_FLOW, salience
-from hyperframes.store import BuildOptions, build_store, convert_to_hdf5, open_store
-from hyperframes.store._shard import checksum_file
+from hyperframes.store import checksum_file, open_store
 
 av = pytest.importorskip("av")
 if "libx264" not in av.codecs_available:

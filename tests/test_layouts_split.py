@@ -11,9 +11,10 @@ import pytest
 
 from _media import write_video
 from hyperframes import InputError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
-from hyperframes.store import BuildOptions, build_store, open_store
-from hyperframes.store._sources import scan_inputs
+from hyperframes.inputs._sources import scan_inputs
+from hyperframes.store import open_store
 
 
 def _split_tree(root: Path) -> Path:

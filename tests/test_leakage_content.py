@@ -22,9 +22,10 @@ from hyperframes._core._signature import (
     signature_frames,
     similar_pairs,
 )
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.store._annotations import Annotations
 from hyperframes.train import find_leakage, run_training
 from hyperframes.train._similar import video_signatures

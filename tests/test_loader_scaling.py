@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset, loader
 from hyperframes.data._buffers import BatchBuffers
-from hyperframes.store import BuildOptions, build_store
 
 CODECS = ("raw", "lz4", "zstd", "jpeg")
 

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from hyperframes import ConfigError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.data import loader
 from hyperframes.data._repeats import RepeatedWindows
@@ -22,7 +23,7 @@ from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import Predictor, predict_video
 from hyperframes.models import create, tube_mask
 from hyperframes.models._mae import patchify
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.train import (
     evaluate,
     load_checkpoint,

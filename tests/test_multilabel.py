@@ -12,9 +12,10 @@ import torch
 
 from _stores import tiny_train_config
 from hyperframes import ConfigError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import Predictor, predict_video
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.train import (
     average_precision,
     evaluate,

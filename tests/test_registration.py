@@ -94,7 +94,7 @@ def test_one_sweep_composes_flows_along_each_pixels_trajectory():
 
 @pytest.fixture(scope="module")
 def panning_store(tmp_path_factory):
-    from hyperframes.store import BuildOptions, build_store
+    from hyperframes.build import BuildOptions, build_store
 
     tmp = tmp_path_factory.mktemp("pan")
     make_translating_video(tmp / "src" / "pan.mkv", DX, DY, frames=8, size=64, seed=3)

@@ -19,18 +19,19 @@ import torch
 
 from _stores import store_content
 from hyperframes._core._errors import ConfigError, StoreError
-from hyperframes.store import BuildOptions, build_store, open_store
-from hyperframes.store._cache import (
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.build._publish import publish_store, staging_dir
+from hyperframes.remote._bytes import coalesce
+from hyperframes.remote._cache import (
     PIECE_BYTES,
     RETRY_SECONDS,
     BlockCache,
     CacheWarning,
     entry_bytes,
 )
-from hyperframes.store._publish import publish_store, staging_dir
-from hyperframes.store._remote import filesystem
+from hyperframes.remote._files import filesystem
+from hyperframes.store import open_store
 from hyperframes.store._remote_store import open_remote
-from hyperframes.store._source import coalesce
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 WINDOWS = [(0, [0, 1, 2, 3]), (1, [5, 7, 9, 11]), (3, [4, 3, 2, 2]), (5, [0, 19, 1, 18])]
@@ -422,7 +423,7 @@ def test_reader_holding_an_entry_blocks_its_eviction(tmp_path):
 _FILLER = textwrap.dedent(
     """
     import os, sys
-    from hyperframes.store._cache import BlockCache
+    from hyperframes.remote._cache import BlockCache
     c = BlockCache(sys.argv[1], 10**9)
     real = os.fsync
     def stall(fd):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from hyperframes.store import BuildOptions, build_store
+from hyperframes.build import BuildOptions, build_store
 
 HEAVY = ("torch", "torchvision", "hyperframes.train", "hyperframes.models", "ray")
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from _media import identify, level, write_video
-from hyperframes.store import BuildOptions, build_store, dry_run, open_store
+from hyperframes.build import BuildOptions, build_store, dry_run
+from hyperframes.store import open_store
 
 
 def _build(data, out, **kw):

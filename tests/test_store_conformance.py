@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from hyperframes import ConfigError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.decode import create_decoder, list_decoders
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 
 BACKENDS = list_decoders(reads="video")
 OFF_BY_ONE = ("test.mp4", "test.avi", "part_0.mp4")

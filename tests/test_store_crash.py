@@ -16,8 +16,9 @@ import pytest
 
 from _media import write_video
 from _stores import store_content
-from hyperframes.store import BuildOptions, build_store, open_store, verify_store
-from hyperframes.store._shard import ShardBusy, ShardWriter, recover_all
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.build._shard import ShardBusy, ShardWriter, recover_all
+from hyperframes.store import open_store, verify_store
 
 pytestmark = pytest.mark.slow  # kill -9, full disks and interrupted builds: subprocess builds
 

@@ -14,7 +14,8 @@ import pytest
 
 from _media import write_video
 from hyperframes import HyperframeDataset
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.store import open_store
 
 pytestmark = pytest.mark.slow  # builds of damaged real clips
 
@@ -106,8 +107,8 @@ def test_giant_frames_are_refused_before_decoding(tmp_path):
 
 
 def test_cli_default_pixel_cap_matches_the_library():
+    from hyperframes.build._options import DEFAULT_MAX_PIXELS as LIBRARY
     from hyperframes.cli._main import DEFAULT_MAX_PIXELS
-    from hyperframes.store._options import DEFAULT_MAX_PIXELS as LIBRARY
 
     assert DEFAULT_MAX_PIXELS == LIBRARY
 

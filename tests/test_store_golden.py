@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from hyperframes import StoreError
-from hyperframes.store import convert_to_hdf5, open_store, verify_store
+from hyperframes.build import convert_to_hdf5
+from hyperframes.store import open_store, verify_store
 
 DATA = Path(__file__).resolve().parent / "data"
 CODECS = ("raw", "lz4")

@@ -20,7 +20,8 @@ import pytest
 from _media import write_video
 from _stores import reseal
 from hyperframes import ConfigError, StoreError
-from hyperframes.store import BuildOptions, build_store, convert_to_hdf5, open_store, verify_store
+from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
+from hyperframes.store import open_store, verify_store
 
 CLI = [sys.executable, "-m", "hyperframes"]
 
@@ -267,7 +268,7 @@ def test_dtype_outside_the_allow_list_is_refused_and_verify_says_so(raw, dtype):
 
 def test_index_table_of_another_dtype_is_refused(raw):
     """A version-2 store's videos.npy must have the version-2 columns (not, say, version 1's)."""
-    from hyperframes.store._format import VIDEO_DTYPE_V1
+    from hyperframes.store.format import VIDEO_DTYPE_V1
 
     v = np.load(raw / "index" / "videos.npy")
     np.save(raw / "index" / "videos.npy", v[list(VIDEO_DTYPE_V1.names)].astype(VIDEO_DTYPE_V1))

@@ -20,9 +20,10 @@ import pytest
 from _media import make_beep_video, write_video
 from _stores import reseal
 from hyperframes import StoreError
-from hyperframes.store import BuildOptions, build_store, open_store, resign_store, verify_store
-from hyperframes.store._publish import publish_store, staging_dir
-from hyperframes.store._remote import filesystem
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.build._publish import publish_store, staging_dir
+from hyperframes.remote._files import filesystem
+from hyperframes.store import open_store, resign_store, verify_store
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 DATA = Path(__file__).resolve().parent / "data"

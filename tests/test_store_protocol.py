@@ -13,15 +13,10 @@ import pytest
 import torch
 
 from hyperframes import DataError
+from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.data import HyperframeDataset, InMemoryStore
-from hyperframes.store import (
-    BuildOptions,
-    StoreReader,
-    build_store,
-    convert_to_hdf5,
-    open_store,
-)
-from hyperframes.store._format import VIDEO_DTYPE, VideoRow, pack_video_row
+from hyperframes.store import StoreReader, open_store
+from hyperframes.store.format import VIDEO_DTYPE, VideoRow, pack_video_row
 
 LOSSLESS = ("raw", "lz4", "zstd")
 

@@ -17,8 +17,9 @@ import pytest
 from _media import write_audio_only, write_video
 from _stores import store_content
 from hyperframes import StoreError
-from hyperframes.store import BuildOptions, build_store, open_store, verify_store
-from hyperframes.store._lock import StoreLock
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.build._lock import StoreLock
+from hyperframes.store import open_store, verify_store
 
 CLI = [sys.executable, "-m", "hyperframes"]
 

@@ -14,10 +14,11 @@ import pytest
 
 from _media import level, write_timed_video, write_video
 from hyperframes import ConfigError, StoreError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli._main import main
 from hyperframes.decode import FpsResampler, create_decoder
 from hyperframes.decode._base import Timeline
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 
 MS = Fraction(1, 1000)
 TICK = Fraction(1, 90000)  # MPEG-TS

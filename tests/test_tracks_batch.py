@@ -12,6 +12,7 @@ import torchvision.transforms.v2.functional as TF
 
 from _media import make_beep_video, make_translating_video, write_video
 from hyperframes._core._errors import DataError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import column_times, logmel_columns
 from hyperframes.data._tracks import Tracks, follow_geometry
 from hyperframes.data.transforms import (
@@ -21,7 +22,7 @@ from hyperframes.data.transforms import (
     RandomResizedCrop,
     Window,
 )
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 
 BEEP = (0.50, 0.60)
 DX, DY = 2.0, 1.0  # the moving texture's pixels per frame

@@ -12,14 +12,13 @@ import torch
 from _media import make_beep_video
 from _stores import tiny_train_config
 from hyperframes import ConfigError
-from hyperframes._core._contract import resolve_contract
 from hyperframes.infer import Predictor, load_inference_model
-from hyperframes.train import evaluate, load_checkpoint, run_training
+from hyperframes.train import evaluate, load_checkpoint, resolve_contract, run_training
 
 
 @pytest.fixture(scope="module")
 def av_store(tmp_path_factory):
-    from hyperframes.store import BuildOptions, build_store
+    from hyperframes.build import BuildOptions, build_store
 
     tmp = tmp_path_factory.mktemp("av")
     for cls, at in (("early", 0.1), ("late", 0.5)):

@@ -10,8 +10,8 @@ import sys
 import pytest
 import yaml
 
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.demo import make_motion_dataset
-from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import load_checkpoint
 
 SCRIPT = """

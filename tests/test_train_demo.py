@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hyperframes import models
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.demo import make_motion_dataset
 from hyperframes.demo._train_demo import DEMO_CLASSES, demo_configs
-from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import load_config, run_training
 
 pytestmark = pytest.mark.slow  # the demo's headline training runs

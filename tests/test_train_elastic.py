@@ -21,8 +21,8 @@ import pytest
 import torch
 import yaml
 
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.demo import make_motion_dataset
-from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import load_checkpoint, run_training, save_checkpoint
 from hyperframes.train._resume import rescaled_resumed_at, resized_position
 from hyperframes.train._trainer import _Run

@@ -23,9 +23,9 @@ import pytest
 import torch
 import yaml
 
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
-from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import TrainingInterrupted, load_checkpoint, run_training
 from hyperframes.train._trainer import _Run, _StopRequests
 

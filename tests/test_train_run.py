@@ -13,10 +13,10 @@ import yaml
 
 from _stores import tiny_train_config
 from hyperframes import ConfigError, DataError, InputError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import load_inference_model
-from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import evaluate, load_checkpoint, run_training, split_videos
 
 CLASSES = ("left", "right", "up")

@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, DataError
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.demo import make_segmentation_dataset
-from hyperframes.store import BuildOptions, build_store, open_store
+from hyperframes.store import open_store
 from hyperframes.train import SegmentationDataset, evaluate, load_config, run_training
 
 

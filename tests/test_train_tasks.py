@@ -14,10 +14,10 @@ import torch
 import torch.nn.functional as F
 
 from hyperframes import ConfigError, DataError, models
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import Hyperframe, HyperframeBatch, HyperframeDataset, loader
 from hyperframes.data._loader import collate_hyperframes
 from hyperframes.demo import make_motion_dataset
-from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import (
     ClassificationTask,
     MultilabelTask,

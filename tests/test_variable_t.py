@@ -11,11 +11,11 @@ import torch
 
 from hyperframes import ConfigError
 from hyperframes import models as M
+from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.data import HyperframeDataset
 from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import InputContract, Predictor, load_inference_model
-from hyperframes.store import BuildOptions, build_store
 from hyperframes.train import (
     evaluate,
     load_checkpoint,

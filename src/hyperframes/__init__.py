@@ -28,8 +28,8 @@ from ._version import __version__
 
 _LAZY = {
     "open_store": "hyperframes.store",
-    "build_store": "hyperframes.store",
-    "BuildOptions": "hyperframes.store",
+    "build_store": "hyperframes.build",
+    "BuildOptions": "hyperframes.build",
     "verify_store": "hyperframes.store",
     "HyperframeDataset": "hyperframes.data",
     "Hyperframe": "hyperframes.data",

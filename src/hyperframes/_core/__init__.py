@@ -11,6 +11,7 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
     _sizes      frame sizes: ``"128"`` / ``"112x96"`` / ``"none"`` and the size they give
     _limits     upper bounds on what a config, checkpoint or store may ask for
     _layouts    how a window is arranged for a model (temporal, channel, conv3d, keyframe)
+    _normalize  frames to float and per-channel normalisation (the contract and the dataset)
     _contract   the input contract: raw frames to a model's input, saved with the model
     _contract_extra  the contract's recorded decoder and BatchNorm re-calibration checks
     _change     per-frame visual change scores (the store computes, samplers read)

@@ -36,6 +36,7 @@ from ._errors import ConfigError, DataError
 __all__ = [
     "LAYOUTS",
     "PAD_LEAKS",
+    "AudioVisual",
     "KeyframeWindow",
     "expand_channel_stats",
     "from_layout",
@@ -51,6 +52,15 @@ PAD_LEAKS = {
     "channel": "a channel model stacks the repeated frames into its first convolution and "
     "ignores the mask",
 }
+
+
+class AudioVisual(NamedTuple):
+    """Input of the audio-visual models: ``video`` in the model's layout and ``audio``
+    (B, n_mels, T*k) log-mel. A tuple, so it travels through ``torch.onnx.export`` (two
+    graph inputs, ``video`` then ``audio``) and ``DataLoader`` collation."""
+
+    video: torch.Tensor
+    audio: torch.Tensor
 
 
 class KeyframeWindow(NamedTuple):

@@ -1,5 +1,5 @@
 """Whether a store path names object storage (``s3://bucket/prefix``) or a local path: the
-store opens and writes URLs (``store._remote``), and configs leave them as given."""
+store opens and writes URLs (``hyperframes.remote``), and configs leave them as given."""
 
 from __future__ import annotations
 

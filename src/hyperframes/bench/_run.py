@@ -213,7 +213,8 @@ def run_bench(
 
 
 def _build_and_measure(data, where: Path, codecs, size, progress, how: dict) -> dict:
-    from ..store import BuildOptions, build_store, open_store
+    from ..build import BuildOptions, build_store
+    from ..store import open_store
 
     stores = {}
     try:

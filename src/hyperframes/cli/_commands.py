@@ -13,7 +13,7 @@ EXIT_OK, EXIT_FATAL, EXIT_FAILURES = 0, 1, 2
 
 
 def build(args) -> int:
-    from ..store import BuildOptions, build_store, dry_run
+    from ..build import BuildOptions, build_store, dry_run
 
     options = BuildOptions(
         fps=args.fps,
@@ -92,7 +92,7 @@ def verify(args) -> int:
 
 def gc(args) -> int:
     from .._core._errors import ConfigError
-    from ..store import gc_store
+    from ..build import gc_store
 
     try:
         found = gc_store(args.store, delete=args.delete)
@@ -169,7 +169,7 @@ def report(args) -> int:
 
 
 def convert(args) -> int:
-    from ..store import conversion_summary, convert_to_hdf5
+    from ..build import conversion_summary, convert_to_hdf5
 
     out = convert_to_hdf5(
         args.store, args.out, compression=args.compression, progress=not args.quiet

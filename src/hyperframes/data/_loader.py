@@ -340,7 +340,7 @@ def loader(
 
     ``read_ahead`` (threads mode, a store at a URL): bytes of the next batches' ranges fetched
     in the background while the current ones are read and used (0: none); dropped at the
-    epoch's end and on ``set_epoch`` (:mod:`hyperframes.store._ahead`)."""
+    epoch's end and on ``set_epoch`` (:mod:`hyperframes.remote._ahead`)."""
     from .._core._errors import ConfigError
 
     if mode not in ("threads", "processes"):

@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._core._contract import ContractCrop
 from .._core._errors import DataError
 from .._core._resize import flip_planes
 from ..store import centre_boxes
@@ -47,6 +46,7 @@ from .transforms import (
     CenterCrop,
     ColorJitter,
     Compose,
+    ContractCrop,
     RandomCrop,
     RandomHorizontalFlip,
     RandomResizedCrop,

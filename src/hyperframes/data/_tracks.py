@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._core._contract import ContractCrop
 from .._core._errors import ConfigError, DataError
 from ._audio import (
     AUDIO_MISSING,
@@ -56,6 +55,7 @@ from ._warp import (
 )
 from .transforms import (
     CenterCrop,
+    ContractCrop,
     RandomAffine,
     RandomCrop,
     RandomHorizontalFlip,

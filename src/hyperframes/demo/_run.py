@@ -23,7 +23,8 @@ import numpy as np
 
 from .._core._pictures import window_png
 from ..bench import plan_windows, time_onthefly, time_store
-from ..store import BuildOptions, build_store, describe_store, format_store_info, open_store
+from ..build import BuildOptions, build_store
+from ..store import describe_store, format_store_info, open_store
 from ._synthetic import make_motion_dataset
 
 

@@ -45,7 +45,7 @@ import shutil
 import time
 from pathlib import Path
 
-from ..store import BuildOptions, build_store
+from ..build import BuildOptions, build_store
 from ._synthetic import MOTION_CLASSES, make_motion_dataset, make_segmentation_dataset
 
 __all__ = ["DEMO_CLASSES", "demo_configs", "run_training_demo"]

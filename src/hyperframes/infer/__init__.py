@@ -21,7 +21,8 @@ TSN, CNN+LSTM and the TSM stem) and their logits smoothed over time. Input is pr
 the checkpoint's :class:`InputContract` only, exactly as ``hyperframes eval`` prepares it.
 """
 
-from .._core._contract import InputContract, resolve_contract
+from .._core._contract import InputContract
+from ..train import resolve_contract
 from ._annotate import VideoAnnotator
 from ._export import ExportError, ExportReport, export_onnx, onnx_models
 from ._load import InferenceModel, Preprocess, load_inference_model, read_checkpoint

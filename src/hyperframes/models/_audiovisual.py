@@ -24,7 +24,7 @@ plane the mean of the colour kernels, divided by T (it reads the plane like a gr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 import torchvision
@@ -32,20 +32,12 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from .._core._errors import ConfigError, DataError
+from .._core._layouts import AudioVisual
 from ._base import VideoModel, _check_int, _shape, mobilenet_features, resnet_features
 from ._channel import _TORCHVISION, conv_like
 from ._registry import register_model
 
 __all__ = ["AudioVisual", "AudioVisualFusion", "as_audiovisual", "fuse_conv_weight"]
-
-
-class AudioVisual(NamedTuple):
-    """Input of the audio-visual models: ``video`` in the model's layout and ``audio``
-    (B, n_mels, T*k) log-mel. A tuple, so it travels through ``torch.onnx.export`` (two
-    graph inputs, ``video`` then ``audio``) and ``DataLoader`` collation."""
-
-    video: Tensor
-    audio: Tensor
 
 
 def as_audiovisual(x: Any) -> AudioVisual:

@@ -1,58 +1,51 @@
-"""The hyperframe store: build once from videos, read windows at memory speed.
+"""The hyperframe store: the format (:mod:`hyperframes.store.format`), the reader
+(:func:`open_store`, :class:`Store`; the HDF5 form :class:`H5Store`; a store at a URL), the
+codecs, the tracks, verify and describe.
 
-Reading a store imports no decoder: the build (``build_store``, ``dry_run``, ``BuildReport``)
-and the input formats it reads (``list_input_formats``) are imported on first use, so
-``hyperframes info``/``verify``/``show`` start fast."""
+Reading a store imports no decoder. What a build writes is written by ``hyperframes.build``,
+which takes the format's pieces from here (the second group of names below)."""
 
-import importlib
-
-from ._codecs import list_codecs
+from ._annotations import ANNOTATION_FILES, ANNOTATION_TOLERANCE, Annotations
+from ._codecs import Codec, create_codec, list_codecs
 from ._crop import centre_boxes, read_boxes
-from ._describe import describe_store, format_store_info
-from ._hdf5 import conversion_summary, convert_to_hdf5
-from ._options import BuildOptions
+from ._describe import describe_store, format_store_info, gap_text
+from ._hdf5 import H5_FORMAT, H5_VERSION, H5Store
 from ._protocol import StoreReader
+from ._rates import repeated_frames, upsampled_line, upsampled_rows
 from ._reader import Store, is_store, open_store
 from ._records import VideoRecord
-from ._verify import resign_store, verify_store
+from ._tracks import FLOW_DTYPES, dequantise, payload_ranges, track_keys, track_tables
+from ._verify import checksum_file, resign_store, verify_store
 
 __all__ = [
-    "BuildOptions",
-    "BuildReport",
+    "ANNOTATION_FILES",
+    "ANNOTATION_TOLERANCE",
+    "FLOW_DTYPES",
+    "H5_FORMAT",
+    "H5_VERSION",
+    "Annotations",
+    "Codec",
+    "H5Store",
     "Store",
     "StoreReader",
     "VideoRecord",
-    "build_store",
     "centre_boxes",
-    "conversion_summary",
-    "convert_to_hdf5",
+    "checksum_file",
+    "create_codec",
+    "dequantise",
     "describe_store",
-    "dry_run",
     "format_store_info",
-    "gc_store",
+    "gap_text",
     "is_store",
     "list_codecs",
-    "list_input_formats",
     "open_store",
+    "payload_ranges",
     "read_boxes",
+    "repeated_frames",
     "resign_store",
+    "track_keys",
+    "track_tables",
+    "upsampled_line",
+    "upsampled_rows",
     "verify_store",
 ]
-
-_LAZY = {
-    "BuildReport": "._build",
-    "build_store": "._build",
-    "dry_run": "._build",
-    "gc_store": "._ray_publish",
-    "list_input_formats": "._input_formats",
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-from .._core._atomic import save_npy_atomic
 from .._core._errors import StoreError
 from .._core._signature import SIGNATURE_FRAMES, SIGNATURE_WIDTH
-from ._format import (
+from ._records import ALTERED, _Rows
+from .format import (
     SEGMENT_DTYPE,
     SEGMENT_LABEL_DTYPE,
     SEGMENT_LABELS_FILE,
@@ -30,23 +29,19 @@ from ._format import (
     VIDEO_LABEL_DTYPE,
     VIDEO_LABELS_FILE,
 )
-from ._records import ALTERED, _Rows
-from ._sources import Source
 
 __all__ = [
     "ANNOTATION_FILES",
     "Annotations",
-    "build_annotations",
     "check_annotations",
     "read_annotations",
-    "write_annotations",
 ]
 
 #: the optional index files, in the order they are listed
 ANNOTATION_FILES = (SEGMENTS_FILE, SEGMENT_LABELS_FILE, VIDEO_LABELS_FILE, SIGNATURES_FILE)
 
 #: seconds a segment may end past its video's end before it counts as clamped
-_TOLERANCE = 1e-6
+ANNOTATION_TOLERANCE = 1e-6
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -101,102 +96,6 @@ class Annotations:
 
 
 # -- building ----------------------------------------------------------------------------
-
-
-def _video_end(record: dict) -> tuple[float, float]:
-    """(first pts, end): the end is the last frame's pts plus one frame interval."""
-    pts = record["pts_seconds"]
-    fps = float(record.get("fps") or 0.0)
-    if len(pts) > 1:
-        step = pts[-1] - pts[-2]
-    else:
-        step = 1.0 / fps if fps > 0 else 0.0
-    return float(pts[0]), float(pts[-1]) + max(step, 0.0)
-
-
-def build_annotations(
-    kept: list[Source], records: list[dict], classes: list[str]
-) -> tuple[Annotations, list[dict]]:
-    """The annotations of the stored videos ``kept`` (index order) with their journal
-    ``records``, and the notes about segments clamped to their video's end or dropped
-    (``{"path", "row", "note"}``). A segment's labels must be among ``classes`` (the
-    annotation readers make sure of it)."""
-    label_id = {c: i for i, c in enumerate(classes)}
-    seg_rows: list[tuple] = []
-    seg_labels: list[int] = []
-    video_labels: list[tuple[int, int]] = []
-    notes: list[dict] = []
-    for v, (source, record) in enumerate(zip(kept, records)):
-        if source.labels:
-            ids = sorted({label_id[lbl] for lbl in source.labels})
-            video_labels += [(v, i) for i in ids]
-        if not source.segments:
-            continue
-        _, end = _video_end(record)
-        for seg in sorted(source.segments, key=lambda s: (s.start_seconds, s.end_seconds)):
-            s, e = seg.start_seconds, seg.end_seconds
-            if s >= end:
-                notes.append(
-                    _note(
-                        source,
-                        seg,
-                        f"segment {s:g}..{e:g} s starts at or after the "
-                        f"video's end ({end:g} s); dropped",
-                    )
-                )
-                continue
-            if e > end + _TOLERANCE:
-                notes.append(
-                    _note(
-                        source,
-                        seg,
-                        f"segment {s:g}..{e:g} s ends after the video's end "
-                        f"({end:g} s); clamped to {end:g} s",
-                    )
-                )
-                e = end
-            ids = sorted({label_id[lbl] for lbl in seg.labels})
-            seg_rows.append((v, s, e, len(seg_labels), len(ids)))
-            seg_labels += ids
-    # every record's of this version (one kept from an older build has 4 whole-frame hashes
-    # only: then none is written, and the leakage check computes them from the frames)
-    with_sigs = bool(records) and all(
-        len(r.get("signature") or ()) == SIGNATURE_WIDTH for r in records
-    )
-    signatures = None
-    if with_sigs:
-        signatures = np.array([r["signature"] for r in records], dtype=SIGNATURE_DTYPE)
-        signatures = signatures.reshape(len(records), SIGNATURE_WIDTH)
-    ann = Annotations(
-        np.array(seg_rows, SEGMENT_DTYPE),
-        np.array(seg_labels, SEGMENT_LABEL_DTYPE),
-        np.array(video_labels, VIDEO_LABEL_DTYPE),
-        signatures,
-    )
-    return ann, notes
-
-
-def _note(source: Source, segment, note: str) -> dict:
-    return {"path": source.path, "row": segment.row or source.row, "note": note}
-
-
-def write_annotations(index: Path, ann: Annotations) -> list[str]:
-    """Write the optional files ``ann`` has content for into ``index`` (removing those it has
-    none for, left by an earlier assembly); returns the names written."""
-    arrays = {}
-    if ann.has_segments:
-        arrays[SEGMENTS_FILE] = ann.segments
-        arrays[SEGMENT_LABELS_FILE] = ann.segment_labels
-    if len(ann.video_labels):
-        arrays[VIDEO_LABELS_FILE] = ann.video_labels
-    if ann.signatures is not None:
-        arrays[SIGNATURES_FILE] = ann.signatures
-    for name in ANNOTATION_FILES:
-        if name in arrays:
-            save_npy_atomic(index / name, arrays[name])
-        else:
-            (index / name).unlink(missing_ok=True)
-    return list(arrays)
 
 
 # -- reading -----------------------------------------------------------------------------

@@ -68,15 +68,11 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from .._core._atomic import fsync_dir, remove_stale_temps, temp_path
 from .._core._device import batch_out
-from .._core._errors import ConfigError, DataError, StoreError
-from .._core._text import printable
+from .._core._errors import DataError, StoreError
 from ._annotations import ANNOTATION_FILES, read_annotations
-from ._format import VIDEO_DTYPES
 from ._reader import (
     Check,
-    Store,
     _change_slice,
     _motion_slice,
     _take,
@@ -84,54 +80,15 @@ from ._reader import (
     check_flow_scores,
     check_manifest,
     check_option,
-    open_store,
 )
 from ._records import IndexFiles, StoreIndex, VideoList, VideoRecord, check_table
-from ._remote import is_url
 from ._tracks import TrackMethods, Tracks, check_track_tables
+from .format import VIDEO_DTYPES
 
 H5_FORMAT = "hyperframes-hdf5"
 H5_VERSION = 1
-COMPRESSIONS = ("lzf", "blosc", "gzip", "none")
 #: frames hashed per read when a video is verified (bounded memory for long videos)
 _HASH_FRAMES = 64
-#: frames per HDF5 chunk of a compressed video: a 16-frame window is 2 or 3 chunk reads
-CHUNK_FRAMES = 8
-
-
-def _filter(compression: str) -> dict:
-    if compression == "lzf":
-        return {"compression": "lzf"}
-    if compression == "gzip":
-        return {"compression": "gzip", "compression_opts": 4}
-    if compression == "blosc":
-        import hdf5plugin
-
-        return dict(hdf5plugin.Blosc(cname="lz4", clevel=5, shuffle=hdf5plugin.Blosc.SHUFFLE))
-    if compression == "none":
-        return {}
-    raise ConfigError(f"unknown HDF5 compression {compression!r}; use one of {COMPRESSIONS}")
-
-
-def _converted_manifest(src: Store, layout: dict, frames_bytes: int) -> dict:
-    """The manifest of the file converted from folder store ``src`` (module doc): the source's,
-    with its codec, size and files moved to ``converted_from``."""
-    m = src.manifest
-    codec, was = m["codec"]["name"], m.get("store_bytes")
-    if layout["compression"] == "none":
-        how = "no compression (one contiguous block per video)"
-    else:
-        how = f"{layout['compression']} compression (chunks of {layout['chunk_frames']} frames)"
-    note = (
-        f"converted from codec {codec}: frames stored decoded ({m['dtype']}) with {how}; "
-        + (f"{was / 1e6:.2f} MB" if isinstance(was, int) else "? MB")
-        + f" of {codec} shards -> {frames_bytes / 1e6:.2f} MB of HDF5 frame datasets"
-    )
-    source = {"codec": m["codec"], "store_bytes": was, "shards": len(m["shards"]), "note": note}
-    kept = {k: v for k, v in m.items() if k != "store_bytes"}
-    return dict(
-        kept, codec={"name": "raw"}, shards=[], index=[], hdf5=layout, converted_from=source
-    )
 
 
 def _file_manifest(stored: dict, file_bytes: int, where: str) -> dict:
@@ -159,115 +116,6 @@ def _file_manifest(stored: dict, file_bytes: int, where: str) -> dict:
 
 #: HDF5 filter ids by the names ``convert --compression`` takes (others: HDF5's own name)
 _FILTER_NAMES = {1: "gzip", 32000: "lzf", 32001: "blosc", 2: "shuffle", 3: "fletcher32"}
-
-
-def conversion_summary(path: str | os.PathLike) -> str:
-    """One line for ``hyperframes convert``: the file, its size, and what the conversion
-    changed (the manifest's ``converted_from`` note)."""
-    if is_url(path):
-        from ._publish import remote_hdf5_manifest
-
-        m = remote_hdf5_manifest(str(path))
-        size, note = m["file_bytes"], m["converted_from"].get("note")
-        return f"wrote {path} ({size / 1e6:.2f} MB): {note}"
-    with H5Store(path) as h5:
-        size, note = h5.manifest["store_bytes"], h5.manifest["converted_from"].get("note")
-    return f"wrote {path} ({size / 1e6:.2f} MB): {note}"
-
-
-def convert_to_hdf5(
-    store,
-    out: str | os.PathLike,
-    *,
-    compression: str = "lzf",
-    chunk_frames: int = CHUNK_FRAMES,
-    progress=True,
-):
-    """Write ``store`` (a folder store or its path) as one HDF5 file, atomically.
-
-    ``compression="none"`` stores each video as one contiguous block (read at memory speed);
-    otherwise each video is chunked ``chunk_frames`` frames at a time. Frames are stored
-    decoded whatever the store's codec; the manifest's ``converted_from`` says so (module
-    doc), and :func:`conversion_summary` puts it in a sentence."""
-    import h5py
-
-    from .._core._progress import Progress
-
-    if isinstance(chunk_frames, bool) or not isinstance(chunk_frames, int) or chunk_frames < 1:
-        raise ConfigError(f"chunk_frames must be an integer >= 1, got {chunk_frames!r}")
-    if is_url(out):  # written in a local staging folder, then uploaded (``_publish``)
-        from ._publish import convert_to_url
-
-        return convert_to_url(
-            store, str(out), compression=compression, chunk_frames=chunk_frames, progress=progress
-        )
-    if isinstance(store, Store):
-        src = store
-    else:
-        src = open_store(store) if is_url(store) else Store(store)
-    index = src.index
-    # frames copied from a damaged shard would get checksums of damaged frames: verify first
-    verify = "payload_xxh3_64" in (index.videos.dtype.names or ())
-    out = Path(out)
-    remove_stale_temps(out.parent, out.name)  # of conversions that were killed
-    tmp = temp_path(out)
-    filt = _filter(compression)
-    layout: dict[str, str | int] = {"compression": compression}
-    if compression != "none":
-        layout["chunk_frames"] = chunk_frames
-    bar = Progress(total=len(src), unit="videos", enabled=progress, desc="convert")
-    try:
-        with h5py.File(tmp, "w") as h5:
-            h5.attrs["format"] = H5_FORMAT
-            h5.attrs["format_version"] = H5_VERSION
-            idx = h5.create_group("index")
-            idx.create_dataset("videos", data=np.asarray(index.videos))
-            idx.create_dataset("frames", data=np.asarray(index.frames))
-            if index.change_score is not None:
-                idx.create_dataset("change_score", data=np.asarray(index.change_score))
-            if index.flow_score is not None:
-                idx.create_dataset("flow_score", data=np.asarray(index.flow_score))
-            for name, array in _annotation_arrays(src.videos.annotations).items():
-                idx.create_dataset(name, data=np.asarray(array))
-            strings = {
-                "paths": src.videos.paths,
-                "classes": src.videos.classes,
-                "splits": src.videos.splits,
-            }
-            idx.create_dataset("strings", data=json.dumps(strings))
-            grp = h5.create_group("videos")
-            sums = np.zeros(len(src), np.uint64)
-            frames_bytes = 0
-            for v in range(len(src)):
-                rec = src.videos[v]
-                problem = src.payload_problem(v) if verify else None
-                if problem is not None:
-                    raise StoreError(f"cannot convert to {out}: {problem}")
-                frames = src.read_numpy(v, np.arange(rec.num_frames))
-                # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
-                sums[v] = xxhash.xxh3_64_intdigest(memoryview(frames))  # type: ignore[arg-type]
-                chunks = None
-                if filt:
-                    chunks = (max(1, min(chunk_frames, len(frames))), *frames.shape[1:])
-                ds = grp.create_dataset(f"{v:08d}", data=frames, chunks=chunks, **filt)
-                frames_bytes += ds.id.get_storage_size()
-                # (for people reading the file: the index's strings keep the exact names)
-                ds.attrs["path"] = printable(rec.path)
-                ds.attrs["label"] = printable(rec.label or "")
-                ds.attrs["fps"] = rec.fps
-                bar.advance()
-                bar.add_frames(rec.num_frames)
-            idx.create_dataset("frames_xxh3_64", data=sums)
-            _write_tracks(h5, src, out)
-            h5.attrs["manifest"] = json.dumps(_converted_manifest(src, layout, frames_bytes))
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, out)
-        fsync_dir(out.parent)
-    finally:
-        bar.close()
-        tmp.unlink(missing_ok=True)
-    return out
 
 
 class H5Store(TrackMethods):
@@ -652,57 +500,3 @@ class H5Store(TrackMethods):
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _write_tracks(h5, src: Store, out: Path) -> None:
-    """The folder store's tracks (module doc): the tables under /index/ (their shard and
-    offset columns zeroed: the payloads are datasets here), each payload as one uncompressed
-    dataset, its checksum unchanged. A damaged track is refused, as damaged frames are."""
-    tracks = src._tracks
-    for name, table in (("audio", tracks.audio), ("flow", tracks.flow)):
-        if table is None:
-            continue
-        copy = np.array(table)
-        for col in ("shard", "offset", "homography_offset"):
-            if col in (copy.dtype.names or ()):
-                copy[col] = 0
-        h5["index"].create_dataset(name, data=copy)
-    for i in range(len(src)):
-        for kind in tracks.kinds(i):
-            problem = tracks.problem(kind, i)
-            if problem is not None:
-                raise StoreError(f"cannot convert to {out}: {problem}")
-            shape, dtype = tracks.spec(kind, i)
-            data = src._track_bytes(kind, i).view(dtype).reshape(shape)
-            h5.create_dataset(f"{kind}/{i:08d}", data=data)
-
-
-def _annotation_arrays(ann) -> dict[str, np.ndarray]:
-    """The datasets under /index/ of a folder store's optional index files (``_format``)."""
-    out = {}
-    if ann.has_segments:
-        out["segments"], out["segment_labels"] = ann.segments, ann.segment_labels
-    if len(ann.video_labels):
-        out["video_labels"] = ann.video_labels
-    if ann.signatures is not None:
-        out["signatures"] = ann.signatures
-    return out
-
-
-def build_hdf5(data, out, options, *, progress=True):
-    """``build --format hdf5``: build a folder store beside ``out`` (resumable), convert it to
-    one HDF5 file, then remove the folder store."""
-    import dataclasses
-
-    from ._build import build_store, remove_store
-
-    out = Path(out)
-    staging = out.with_name(out.name + ".staging")
-    report = build_store(
-        data, staging, dataclasses.replace(options, format="store"), progress=progress
-    )
-    convert_to_hdf5(staging, out, compression=options.hdf5_compression, progress=progress)
-    remove_store(staging)
-    report.store = str(out)
-    report.store_bytes = out.stat().st_size
-    return report

@@ -25,9 +25,21 @@ import xxhash
 
 from .._core._device import batch_out
 from .._core._errors import ConfigError, DataError, StoreError
+from .._core._urls import is_url
+from ..remote import LocalShards, frame_runs, read_ranges
 from ._annotations import read_annotations
 from ._codecs import create_codec, list_codecs
-from ._format import (
+from ._records import (
+    ALTERED,
+    IndexFiles,
+    StoreIndex,
+    VideoList,
+    VideoRecord,
+    check_payload,
+    check_table,
+)
+from ._tracks import TRACK_KINDS, TrackMethods, Tracks, check_track_payload, check_track_tables
+from .format import (
     ALLOWED_DTYPES,
     AUDIO_FILE,
     BUILD_PARAMS,
@@ -46,19 +58,6 @@ from ._format import (
     VIDEO_DTYPES,
     VIDEOS_FILE,
 )
-from ._ranges import frame_runs, read_ranges
-from ._records import (
-    ALTERED,
-    IndexFiles,
-    StoreIndex,
-    VideoList,
-    VideoRecord,
-    check_payload,
-    check_table,
-)
-from ._remote import is_url
-from ._source import LocalShards
-from ._tracks import TRACK_KINDS, TrackMethods, Tracks, check_track_payload, check_track_tables
 
 __all__ = ["Store", "open_store"]
 
@@ -81,7 +80,7 @@ def open_store(
 
     ``path`` may be a URL (``s3://bucket/prefix``): the manifest and index are fetched once,
     windows by byte ranges. ``cache_dir`` / ``cache_limit`` (bytes): a node-local cache of
-    the shards' blocks, shared by the processes of a node (see ``store._cache``).
+    the shards' blocks, shared by the processes of a node (see ``hyperframes.remote``).
     """
     if is_url(path):
         from ._remote_store import open_remote
@@ -813,7 +812,7 @@ class Store(TrackMethods):
     def read_ahead(self, batches: Sequence[Sequence[tuple]], *, budget: int) -> int:
         """Hand over the batches to be read next, in order (each a list of ``(video,
         frame_indices)``): a store at a URL fetches their ranges in the background while at
-        most ``budget`` bytes are held (:mod:`~hyperframes.store._ahead`). Returns how many
+        most ``budget`` bytes are held (:mod:`~hyperframes.remote._ahead`). Returns how many
         were taken, from the first (offer the rest again once a batch was read)."""
         if self._source.is_local:
             return len(batches)

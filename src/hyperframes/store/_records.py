@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._core._errors import StoreError
-from ._format import CHUNK_DTYPE, FRAME_DTYPE
+from .format import CHUNK_DTYPE, FRAME_DTYPE
 
 if TYPE_CHECKING:
     from ._annotations import Annotations

@@ -19,11 +19,10 @@ import numpy as np
 import xxhash
 
 from .._core._errors import ConfigError, StoreError
-from ._format import INDEX_DIR, MANIFEST
+from ..remote import RemoteFiles, RemoteShards, is_url, join_url
 from ._reader import checksum_mismatch, parse_json
 from ._records import ALTERED
-from ._remote import RemoteFiles, is_url, join_url
-from ._source import RemoteShards
+from .format import INDEX_DIR, MANIFEST
 
 __all__ = ["RemoteFolder", "open_remote", "remote_is_store"]
 
@@ -46,7 +45,7 @@ def open_remote(
         )
     cache = None
     if cache_dir is not None:
-        from ._cache import BLOCK_BYTES, BlockCache
+        from ..remote import BLOCK_BYTES, BlockCache
 
         cache = BlockCache(cache_dir, cache_limit, block_bytes=cache_block_bytes or BLOCK_BYTES)  # type: ignore[arg-type]  # (checked there, with the message naming cache_limit)
     elif cache_limit is not None:

@@ -15,9 +15,8 @@ import numpy as np
 import xxhash
 
 from .._core._errors import DataError, StoreError
-from ._flow import FLOW_DTYPES, dequantise
-from ._format import AUDIO_DTYPE, FLOW_DTYPE, FLOW_DTYPE_CODES
 from ._records import ALTERED, MAX_SIDE, _Rows, first_overlap
+from .format import AUDIO_DTYPE, FLOW_DTYPE, FLOW_DTYPE_CODES
 
 __all__ = [
     "TRACK_KINDS",
@@ -37,6 +36,17 @@ TRACK_KINDS = {
     "homography": ("flow", "homography_offset", "homography_nbytes", "homography_xxh3_64"),
 }
 _FLOW_NP = {code: np.dtype(name) for name, code in FLOW_DTYPE_CODES.items()}
+
+
+#: stored flow element types, by their code in ``index/flow.npy``
+FLOW_DTYPES = ("float16", "int8")
+
+
+def dequantise(stored: np.ndarray, scale: float) -> np.ndarray:
+    """Stored flow back to float32 pixels."""
+    if stored.dtype == np.int8:
+        return stored.astype(np.float32) * np.float32(scale)
+    return stored.astype(np.float32)
 
 
 def track_keys(options) -> tuple[str, ...]:

@@ -12,12 +12,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import xxhash
+
 from .._core._atomic import write_json_atomic
 from .._core._errors import StoreError
-from ._format import CHECKSUM_ALGORITHM, INDEX_DIR, MANIFEST, SHARDS_DIR
+from .._core._urls import is_url
 from ._reader import LocalFolder, Store, _load_json, check_manifest, is_checksum, own_file
-from ._remote import is_url
-from ._shard import checksum_file
+from .format import CHECKSUM_ALGORITHM, INDEX_DIR, MANIFEST, SHARDS_DIR
+
+
+def checksum_file(path: Path, *, block: int = 8 << 20) -> str:
+    h = xxhash.xxh3_128()
+    with open(path, "rb", buffering=0) as f:
+        while data := f.read(block):
+            h.update(data)
+    return h.hexdigest()
 
 
 def verify_store(path: str | os.PathLike) -> list[str]:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         precheck_config,
         save_config,
     )
+    from ._contract import resolve_contract
     from ._data import build_data, config_dataset, loader_workers, make_dataset
     from ._estimate import estimate, format_estimate
     from ._eval import evaluate, format_metrics
@@ -121,6 +122,7 @@ _LAZY = {
     "precheck_config": "._config",
     "rebuild_model": "._checkpoint",
     "recalibrate": "._recalibrate",
+    "resolve_contract": "._contract",
     "register_task": "._tasks",
     "run_training": "._trainer",
     "save_checkpoint": "._checkpoint",
@@ -199,6 +201,7 @@ __all__ = [
     "recalibrate",
     "reconstruction_rows",
     "register_task",
+    "resolve_contract",
     "resolve_split",
     "run_training",
     "save_checkpoint",

@@ -79,7 +79,7 @@ from .._core._checksum import (
     note_unchecked,
     state_checksum,
 )
-from .._core._contract import InputContract, check_frame_size, resolve_contract
+from .._core._contract import InputContract
 from .._core._errors import ConfigError, InputError
 from .._core._limits import MAX_CLASSES, MAX_FPS
 from ._config import (
@@ -88,6 +88,7 @@ from ._config import (
     check_config_values,
     check_field,
 )
+from ._contract import check_frame_size, resolve_contract
 
 __all__ = [
     "FORMAT",

@@ -690,7 +690,7 @@ def _check_clips(key: str, options: Mapping) -> None:
 
 def _check_tracks(cfg: Config, spec) -> None:
     """data.audio / data.flow / data.register against the model."""
-    from .._core._contract import model_takes_audio
+    from ._contract import model_takes_audio
 
     d, name = cfg.data, cfg.model.name
     options = spec.options()

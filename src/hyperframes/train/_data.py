@@ -15,12 +15,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._core._contract import ContractCrop, InputContract, resolve_contract
+from .._core._contract import InputContract
 from .._core._errors import ConfigError
 from ..data import HyperframeDataset
 from ..data.transforms import (
     ColorJitter,
     Compose,
+    ContractCrop,
     DropFrame,
     DuplicateFrame,
     GaussianNoise,
@@ -29,8 +30,10 @@ from ..data.transforms import (
     RandomResizedCrop,
     Reverse,
     Transform,
+    contract_transform,
 )
 from ..store import open_store
+from ._contract import resolve_contract
 from ._frame_config import FRAME_TASKS
 from ._splits import resolve_split
 from ._tasks import get_task
@@ -88,7 +91,7 @@ def eval_transform(aug) -> ContractCrop | None:
     (:meth:`~hyperframes._core._contract.InputContract.resize_crop`, the one implementation)."""
     if aug.size is None:
         return None
-    return InputContract(frames=1, layout="temporal", size=None, crop=aug.size).transform()
+    return contract_transform(InputContract(frames=1, layout="temporal", size=None, crop=aug.size))
 
 
 def model_layout(cfg) -> str:

@@ -63,6 +63,7 @@ import numpy as np
 from .._core._contract import InputContract
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, DataError
+from ..data.transforms import contract_transform
 from ._checkpoint import load_checkpoint, rebuild_model
 from ._config import config_from_dict
 from ._data import make_dataset
@@ -361,7 +362,7 @@ def evaluate(
                 train=False,
                 sampler=sampler,
                 sampler_options=options,
-                transform=contract.transform(position),
+                transform=contract_transform(contract, position),
             )
             dl = loader(
                 ds,

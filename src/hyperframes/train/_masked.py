@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from .._core._errors import ConfigError, DataError
+from ..data.transforms import contract_transform
 from ._tasks import Task, register_task
 
 __all__ = ["MaskedVideoTask", "masked_patch_errors", "write_reconstructions"]
@@ -236,7 +237,7 @@ def write_reconstructions(
     every = split in (None, "all")
     role = "all" if every else ("train" if split == cfg.data.train_split else "val")
     ids, _ = resolve_split(st, None if every else split, cfg.data, role=role)
-    ds = make_dataset(cfg, st, ids, train=False, transform=contract.transform("centre"))
+    ds = make_dataset(cfg, st, ids, train=False, transform=contract_transform(contract, "centre"))
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []

@@ -29,6 +29,7 @@ from torch import nn
 
 from .._core._device import resolve_device
 from .._core._errors import ConfigError
+from ..data.transforms import contract_transform
 from ._checkpoint import load_checkpoint, rebuild_model, save_checkpoint
 from ._config import config_from_dict
 from ._data import make_dataset
@@ -115,7 +116,7 @@ def recalibrate(
         train=False,
         sampler="random",
         sampler_options=options,
-        transform=contract.transform(),
+        transform=contract_transform(contract),
     )
     dl = loader(
         ds,

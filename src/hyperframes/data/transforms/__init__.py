@@ -10,6 +10,7 @@ draw every random parameter from the ``generator`` given (one set per window by 
 
 from ._base import Compose, Transform, Window, apply_batch, as_window, transform_generator
 from ._color import ColorJitter, GaussianNoise
+from ._contract import ContractCrop, contract_transform
 from ._normalize import Normalize, ToFloat, normalize, to_float
 from ._random import coin as coin  # the draws the batch pipeline repeats (data._pipeline)
 from ._random import randint as randint
@@ -27,6 +28,7 @@ __all__ = [
     "CenterCrop",
     "ColorJitter",
     "Compose",
+    "ContractCrop",
     "DropFrame",
     "DuplicateFrame",
     "GaussianNoise",
@@ -43,6 +45,7 @@ __all__ = [
     "Window",
     "apply_batch",
     "as_window",
+    "contract_transform",
     "normalize",
     "to_float",
     "transform_generator",

@@ -30,18 +30,8 @@ import xxhash
 
 from .._core._atomic import fsync_dir, write_bytes_atomic
 from .._core._errors import StoreError
-from ._codecs import Codec
-from ._format import CHECKSUM_ALGORITHM, PART_SUFFIX, RECORDS_SUFFIX, SHARD_SUFFIX, align
-from ._tracks import payload_ranges
-
-
-def checksum_file(path: Path, *, block: int = 8 << 20) -> str:
-    h = xxhash.xxh3_128()
-    with open(path, "rb", buffering=0) as f:
-        while data := f.read(block):
-            h.update(data)
-    return h.hexdigest()
-
+from ..store import Codec, checksum_file, payload_ranges
+from ..store.format import CHECKSUM_ALGORITHM, PART_SUFFIX, RECORDS_SUFFIX, SHARD_SUFFIX, align
 
 _BUFFER_BYTES = 4 << 20
 

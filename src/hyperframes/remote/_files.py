@@ -96,7 +96,7 @@ class Traffic:
             self.bytes += nbytes
 
 
-def _bare(url: str) -> str:
+def bare_url(url: str) -> str:
     """``bucket/key`` as fsspec names it."""
     return url.partition("://")[2].rstrip("/")
 
@@ -120,7 +120,7 @@ class RemoteFiles:
     def listing(self, *, refresh: bool = False) -> dict[str, dict]:
         """``{relative name: {"size", "etag"}}`` of every object under the URL (one LIST)."""
         if self._listing is None or refresh:
-            base = _bare(self.url)
+            base = bare_url(self.url)
             try:
                 # s3fs keeps listings (a store may be new); all of them: invalidating ``base``
                 # alone keeps those of the folders under it, which ``find`` then reuses
@@ -129,7 +129,7 @@ class RemoteFiles:
             except FileNotFoundError:
                 found = {}
             except Exception as e:  # the client's own error types: name the URL
-                raise StoreError(f"{self.url}: cannot be listed ({_reason(e)})") from None
+                raise StoreError(f"{self.url}: cannot be listed ({client_reason(e)})") from None
             self._listing = {
                 name[len(base) + 1 :]: {
                     "size": int(info.get("size") or 0),
@@ -142,11 +142,11 @@ class RemoteFiles:
 
     def read(self, rel: str) -> bytes:
         try:
-            data = self.fs.cat_file(_bare(self.url_of(rel)))
+            data = self.fs.cat_file(bare_url(self.url_of(rel)))
         except FileNotFoundError:
             raise StoreError(f"{self.url_of(rel)}: missing; the store is incomplete") from None
         except Exception as e:
-            raise StoreError(f"{self.url_of(rel)}: cannot be read ({_reason(e)})") from None
+            raise StoreError(f"{self.url_of(rel)}: cannot be read ({client_reason(e)})") from None
         self.traffic.add(1, len(data))
         return data
 
@@ -159,7 +159,7 @@ class RemoteFiles:
         (one range: one plain ranged GET)."""
         if not ranges:
             return []
-        paths = [_bare(self.url_of(rel)) for rel, _, _ in ranges]
+        paths = [bare_url(self.url_of(rel)) for rel, _, _ in ranges]
         try:
             if len(ranges) == 1:
                 got = [self.fs.cat_file(paths[0], start=ranges[0][1], end=ranges[0][2])]
@@ -169,7 +169,7 @@ class RemoteFiles:
                 )
         except Exception as e:
             where = self.url_of(ranges[0][0]) if len(set(paths)) == 1 else self.url
-            raise StoreError(f"{where}: cannot be read ({_reason(e)})") from None
+            raise StoreError(f"{where}: cannot be read ({client_reason(e)})") from None
         for b, (rel, lo, hi) in zip(got, ranges):
             if len(b) != hi - lo:
                 raise StoreError(
@@ -180,7 +180,7 @@ class RemoteFiles:
         return got
 
 
-def _reason(e: Exception) -> str:
+def client_reason(e: Exception) -> str:
     """A client error in a line, without anything a request carried (no headers, no keys)."""
     text = str(e).splitlines()[0] if str(e) else ""
     return f"{type(e).__name__}: {text}"[:300]

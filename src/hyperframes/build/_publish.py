@@ -26,8 +26,8 @@ from pathlib import Path
 import xxhash
 
 from .._core._errors import StoreError
-from ._format import MANIFEST
-from ._remote import _bare, _reason, filesystem, is_url, join_url
+from ..remote import bare_url, client_reason, filesystem, is_url, join_url
+from ..store.format import MANIFEST
 
 __all__ = [
     "build_to_url",
@@ -80,13 +80,13 @@ def publish_file(local_path: str | os.PathLike, url: str) -> bool:
     if not is_url(url):
         raise StoreError(f"{url!r} is not an object-storage URL (s3://bucket/key)")
     fs = filesystem(url)
-    key = _bare(url)
+    key = bare_url(url)
     try:
         info = fs.info(key)
     except FileNotFoundError:
         info = None
     except Exception as e:
-        raise StoreError(f"{url}: cannot be checked before upload ({_reason(e)})") from None
+        raise StoreError(f"{url}: cannot be checked before upload ({client_reason(e)})") from None
     if info is not None and _same(local, info):
         return False
     try:
@@ -94,9 +94,9 @@ def publish_file(local_path: str | os.PathLike, url: str) -> bool:
         size = fs.info(key).get("size")
         size = -1 if size is None else int(size)  # (an empty object's size is 0)
     except OSError as e:
-        raise StoreError(f"cannot upload {local} to {url}: {_reason(e)}") from None
+        raise StoreError(f"cannot upload {local} to {url}: {client_reason(e)}") from None
     except Exception as e:
-        raise StoreError(f"cannot upload {local} to {url}: {_reason(e)}") from None
+        raise StoreError(f"cannot upload {local} to {url}: {client_reason(e)}") from None
     if size != local.stat().st_size:
         raise StoreError(
             f"{url}: holds {size} bytes after uploading {local} ({local.stat().st_size} bytes)"
@@ -112,16 +112,16 @@ def check_write_access(url: str, *, folder: bool) -> None:
     probe = join_url(url, name) if folder else f"{url.rstrip('/')}{name}"
     fs = filesystem(url)
     try:
-        fs.pipe_file(_bare(probe), b"hyperframes checks it can write here; safe to delete\n")
+        fs.pipe_file(bare_url(probe), b"hyperframes checks it can write here; safe to delete\n")
     except Exception as e:  # the client's own error types (PermissionError, ClientError ...)
         raise StoreError(
-            f"{url}: cannot be written ({_reason(e)}); nothing was built. Check the "
+            f"{url}: cannot be written ({client_reason(e)}); nothing was built. Check the "
             "credentials (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE or "
             "~/.aws/credentials), the endpoint (AWS_ENDPOINT_URL) and that the bucket "
             "exists and lets them write"
         ) from None
     with contextlib.suppress(Exception):  # written, not deletable: harmless, the build goes on
-        fs.rm_file(_bare(probe))
+        fs.rm_file(bare_url(probe))
 
 
 def publish_store(folder: str | os.PathLike, url: str) -> dict:
@@ -135,13 +135,13 @@ def publish_store(folder: str | os.PathLike, url: str) -> dict:
     fs = filesystem(url)
     remote_manifest = join_url(url, MANIFEST)
     try:
-        old = fs.cat_file(_bare(remote_manifest))
+        old = fs.cat_file(bare_url(remote_manifest))
         if old is not None and old != manifest.read_bytes():
-            fs.rm_file(_bare(remote_manifest))  # the URL is incomplete until the new one is in
+            fs.rm_file(bare_url(remote_manifest))  # the URL is incomplete until the new one is in
     except FileNotFoundError:
         pass
     except Exception as e:
-        raise StoreError(f"{remote_manifest}: cannot be replaced ({_reason(e)})") from None
+        raise StoreError(f"{remote_manifest}: cannot be replaced ({client_reason(e)})") from None
     done = {"uploaded": 0, "skipped": 0, "bytes": 0}
     names = [f"shards/{r['name']}" for r in m["shards"]] + [r["name"] for r in m["index"]]
     for rel in [*names, MANIFEST]:
@@ -168,7 +168,7 @@ def build_to_url(data, url: str, options, **build_kwargs):
     staging = staging_dir(url)
     if hdf5:
         staging.mkdir(parents=True, exist_ok=True)
-        local = staging / Path(_bare(url)).name
+        local = staging / Path(bare_url(url)).name
         report = build_store(data, local, options, **build_kwargs)
         publish_file(local, url)
     else:
@@ -186,7 +186,7 @@ def convert_to_url(store, url: str, **convert_kwargs) -> str:
     check_write_access(url, folder=False)
     staging = staging_dir(url)
     staging.mkdir(parents=True, exist_ok=True)
-    local = convert_to_hdf5(store, staging / Path(_bare(url)).name, **convert_kwargs)
+    local = convert_to_hdf5(store, staging / Path(bare_url(url)).name, **convert_kwargs)
     publish_file(local, url)
     shutil.rmtree(staging, ignore_errors=True)
     return url
@@ -197,9 +197,9 @@ def remote_hdf5_manifest(url: str) -> dict:
     import h5py
 
     fs = filesystem(url)
-    with fs.open(_bare(url), "rb") as f, h5py.File(f, "r") as h5:
+    with fs.open(bare_url(url), "rb") as f, h5py.File(f, "r") as h5:
         m = json.loads(h5.attrs["manifest"])
-    m["file_bytes"] = int(fs.info(_bare(url))["size"])
+    m["file_bytes"] = int(fs.info(bare_url(url))["size"])
     return m
 
 
@@ -209,8 +209,10 @@ def delete_objects(url: str, names: list[str]) -> None:
     fs = filesystem(url)
     for rel in names:
         try:
-            fs.rm_file(_bare(join_url(url, rel)))
+            fs.rm_file(bare_url(join_url(url, rel)))
         except FileNotFoundError:
             pass
         except Exception as e:
-            raise StoreError(f"{join_url(url, rel)}: cannot be deleted ({_reason(e)})") from None
+            raise StoreError(
+                f"{join_url(url, rel)}: cannot be deleted ({client_reason(e)})"
+            ) from None

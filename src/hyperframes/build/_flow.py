@@ -33,12 +33,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._core._errors import ConfigError
+from ..store import FLOW_DTYPES
 
 __all__ = [
     "FLOW_DTYPES",
     "FLOW_METHODS",
     "FlowEstimator",
-    "dequantise",
     "flow_homography",
     "flow_scale",
     "motion_score",
@@ -47,8 +47,6 @@ __all__ = [
 ]
 
 FLOW_METHODS = ("dis", "farneback")
-#: stored flow element types, by their code in ``index/flow.npy``
-FLOW_DTYPES = ("float16", "int8")
 
 
 def require_opencv():
@@ -182,10 +180,3 @@ def quantise(flow: np.ndarray, dtype: str, scale: float) -> np.ndarray:
         return np.ascontiguousarray(flow, dtype=np.float16)
     q = np.clip(np.rint(np.asarray(flow, np.float32) / np.float32(scale)), -127, 127)
     return np.ascontiguousarray(q.astype(np.int8))
-
-
-def dequantise(stored: np.ndarray, scale: float) -> np.ndarray:
-    """Stored flow back to float32 pixels."""
-    if stored.dtype == np.int8:
-        return stored.astype(np.float32) * np.float32(scale)
-    return stored.astype(np.float32)

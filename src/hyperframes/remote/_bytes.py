@@ -8,10 +8,10 @@ in it (``ranges``), or addresses for a codec that decodes between addresses (``a
 - :class:`RemoteShards`: byte-range GETs of the shard objects at a URL. Ranges of one call are
   sorted and those that touch or overlap are coalesced into one request; the requests of a
   call go out concurrently (fsspec ``cat_ranges``). With a node-local
-  :class:`~hyperframes.store._cache.BlockCache`, ranges are served from fixed-size aligned blocks
+  :class:`~hyperframes.remote._cache.BlockCache`, ranges are served from fixed-size aligned blocks
   of the shards, each fetched once per node; a batch's ranges are then cut at block boundaries,
   so each is a view of one mapped block (no join). The ranges of future batches can be fetched
-  in the background (:mod:`~hyperframes.store._ahead`), and a batch read takes them from there.
+  in the background (:mod:`~hyperframes.remote._ahead`), and a batch read takes them from there.
 
 A source never reads a whole shard unless asked for every byte of it.
 """
@@ -90,7 +90,7 @@ def coalesce(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarr
 class RemoteShards:
     """Shard objects under a store URL, read by byte ranges (optionally through a node cache).
 
-    ``files`` is a :class:`~hyperframes.store._remote.RemoteFiles`; ``sizes`` and ``etags``
+    ``files`` is a :class:`~hyperframes.remote._files.RemoteFiles`; ``sizes`` and ``etags``
     come from its listing at open (the cache keys its blocks by URL, size and ETag, so a
     shard replaced at the same URL is never served from old blocks)."""
 
@@ -176,7 +176,7 @@ class RemoteShards:
 
     @property
     def read_ahead(self) -> ReadAhead:
-        """This source's background fetches (:mod:`~hyperframes.store._ahead`)."""
+        """This source's background fetches (:mod:`~hyperframes.remote._ahead`)."""
         if self._ahead is None:
             with self._ahead_lock:
                 if self._ahead is None:

@@ -61,7 +61,7 @@ class BuildOptions:
     RUNTIME = ("workers", "shard_bytes", "format", "hdf5_compression", "max_pixels", "max_frames")
 
     def __post_init__(self):
-        from ._codecs import list_codecs
+        from ..store import list_codecs
 
         parse_size(self.size)
         if self.codec not in list_codecs():

@@ -13,10 +13,10 @@ from .._core._errors import DecodeError, InputError
 from .._core._signature import SignatureBuilder
 from .._core._sizes import target_size
 from ..decode import Decoder, DecodeReport, FpsResampler
-from ._codecs import Codec
+from ..inputs import Source, source_stat
+from ..store import Codec
 from ._options import BuildOptions
 from ._shard import ShardWriter
-from ._sources import Source, source_stat
 from ._track_writer import FlowSpill, write_tracks
 
 

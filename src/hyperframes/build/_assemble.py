@@ -13,8 +13,9 @@ import xxhash
 
 from .._core._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
 from .._version import __version__
-from ._annotations import build_annotations, write_annotations
-from ._format import (
+from ..inputs import Source, source_stat
+from ..store import payload_ranges, repeated_frames, track_keys, track_tables, upsampled_rows
+from ..store.format import (
     AUDIO_FILE,
     CHANGE_FILE,
     CHECKSUM_ALGORITHM,
@@ -39,11 +40,9 @@ from ._format import (
     VideoRow,
     pack_video_row,
 )
+from ._annotations import build_annotations, write_annotations
 from ._options import BuildOptions
-from ._rates import repeated_frames, upsampled_rows
 from ._shard import checksum_file, load_shard
-from ._sources import Source, source_stat
-from ._tracks import payload_ranges, track_keys, track_tables
 
 
 def _finished_shards(store: Path) -> dict[str, tuple[list[dict], dict]]:

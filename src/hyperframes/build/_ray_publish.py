@@ -41,11 +41,11 @@ from pathlib import Path
 from .._core._atomic import write_bytes_atomic, write_json_atomic
 from .._core._errors import Interrupted, StoreError
 from .._core._signals import interrupt_on_terminate
+from ..remote import RemoteFiles, bare_url, join_url
+from ..store.format import BUILD_PARAMS, LOCK, MANIFEST, RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
 from ._build import _check_params, _error_text, _run, _Worker
-from ._format import BUILD_PARAMS, LOCK, MANIFEST, RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
 from ._lock import StoreLock
 from ._publish import check_write_access, delete_objects, publish_file, staging_dir
-from ._remote import RemoteFiles, _bare, join_url
 from ._shard import load_shard, read_journal
 
 __all__ = ["PublishActor", "actor_stage", "build_ray_to_url", "leftovers", "published"]
@@ -150,7 +150,7 @@ def _read_if_there(remote: RemoteFiles, rel: str) -> bytes | None:
         return remote.read(rel)
     except StoreError:
         try:
-            remote.fs.info(_bare(remote.url_of(rel)))
+            remote.fs.info(bare_url(remote.url_of(rel)))
         except FileNotFoundError:
             return None
         except Exception:  # the read's own error, raised below, says what is wrong
@@ -227,7 +227,7 @@ def _params(folder: Path, options, listing: dict, remote: RemoteFiles) -> None:
 
 def build_ray_to_url(data, url: str, options, *, progress, input_format, root, ray_address):
     """``build_store(data, url, engine="ray")``: see the module docstring."""
-    from ._sources import scan_inputs
+    from ..inputs import scan_inputs
 
     t0 = time.perf_counter()
     url = url.rstrip("/")
@@ -258,9 +258,9 @@ def build_ray_to_url(data, url: str, options, *, progress, input_format, root, r
 def _build_locked(folder: Path, url: str, options, inputs, t0, progress, ray_address):
     import functools
 
+    from ..store import track_keys
     from ._assemble import assemble, live_records
     from ._ray import run_on_ray
-    from ._tracks import track_keys
 
     remote = RemoteFiles(url)
     listing = remote.listing(refresh=True)

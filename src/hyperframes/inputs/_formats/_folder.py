@@ -1,5 +1,5 @@
 """``folder``: a folder ``root/<label>/<video>``, a folder of frame folders, one frame folder,
-or one video file (the rules are in :mod:`hyperframes.store._sources`). Class ids: the label
+or one video file (the rules are in :mod:`hyperframes.inputs._sources`). Class ids: the label
 folders' names, sorted."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 This module holds the records every input form produces (:class:`Source`, :class:`Segment`,
 :class:`Inputs`), the entry points (:func:`scan_inputs`, :func:`scan`) and the ``folder``
 form; the annotation formats (mmaction lists, CSV, UCF101, HMDB51, Kinetics, SSv2, Charades,
-ActivityNet) live in :mod:`hyperframes.store._input_formats`, one module each. The ``folder``
+ActivityNet) live in :mod:`hyperframes.inputs._formats`, one module each. The ``folder``
 form is:
 
 - a folder ``root/<label>/<video>`` (labels from folder names; a ``<video>`` may also be a
@@ -390,8 +390,8 @@ def scan_inputs(
     """Read ``data`` as ``input_format`` (``None``: detected from names, headers and JSON
     shapes; an ambiguous ``data`` asks for one). ``root``: the folder an annotation's paths are
     relative to (default: the annotation file's folder). The formats and how each assigns
-    class ids: :func:`hyperframes.store._input_formats.list_input_formats`."""
-    from ._input_formats import read_inputs
+    class ids: :func:`hyperframes.inputs._formats.list_input_formats`."""
+    from ._formats import read_inputs
 
     return read_inputs(data, input_format=input_format, root=root)
 

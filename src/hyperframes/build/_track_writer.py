@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from ..decode import DecodeReport, stream_audio
+from ..inputs import Source
 from ._flow import FlowEstimator, flow_scale, motion_score, quantise
 from ._options import BuildOptions
 from ._shard import OutputError, ShardWriter, output_error
-from ._sources import Source
 
 __all__ = ["FlowSpill", "write_tracks"]
 

@@ -47,7 +47,7 @@ next video or commit once the store's lock file no longer names the build that s
 committed video, decodes only the rest, and yields the same content as an uninterrupted build.
 A Ray instance the build started itself (no ``ray_address``) ends with the driver however it
 ends: its processes are started in the process group of a small reaper that stops the group
-when the driver's pipe to it closes (:mod:`hyperframes.store._ray_reaper`; on Linux Ray ties
+when the driver's pipe to it closes (:mod:`hyperframes.build._ray_reaper`; on Linux Ray ties
 only its direct children to the driver, and its dashboard and runtime-env agents outlived a
 kill -9 by about a minute). Ctrl-C reaches the driver meanwhile: while Ray starts, the
 terminal is given to that group, whose Ray processes block SIGINT.
@@ -78,11 +78,11 @@ from pathlib import Path
 from typing import Any
 
 from .._core._errors import ConfigError, HyperframesError, StoreError
+from ..inputs import Source
+from ..store.format import LOCK, SHARDS_DIR
 from ._build import _error_text, _Worker
-from ._format import LOCK, SHARDS_DIR
 from ._options import BuildOptions
 from ._shard import Orphaned, ShardBusy, finalize, load_shard
-from ._sources import Source
 
 __all__ = ["RETRIES", "run_on_ray"]
 
@@ -202,7 +202,7 @@ def committed(store: Path, run: int, rank: int) -> dict[str, dict]:
 
 class _Reaper:
     """The process that ends the local Ray instance a build started once the driver is gone
-    (:mod:`hyperframes.store._ray_reaper`): started before ``ray.init``, its process group
+    (:mod:`hyperframes.build._ray_reaper`): started before ``ray.init``, its process group
     joined by the driver while Ray starts (so every Ray process is in it), left after.
     :meth:`start` gives None where this cannot be done (not Linux, where Ray has its own
     reaper; a driver that leads its session and so cannot change group)."""

@@ -24,18 +24,15 @@ from .._core._atomic import fsync_dir, remove_stale_temps, write_json_atomic
 from .._core._errors import ConfigError, HyperframesError, Interrupted, StoreError
 from .._core._progress import Progress
 from .._core._signals import interrupt_on_terminate, set_parent_death_signal, terminated
+from .._core._urls import is_url
+from ..inputs import Source, scan_inputs, source_stat
+from ..store import create_codec, gap_text, track_keys, upsampled_line
+from ..store.format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
 from ._assemble import as_given, assemble, live_records
-from ._codecs import create_codec
-from ._describe import gap_text
-from ._format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
 from ._ingest import ingest
 from ._lock import StoreLock
 from ._options import BuildOptions
-from ._rates import upsampled_line
-from ._remote import is_url
 from ._shard import Orphaned, OutputError, ShardWriter, output_error, recover_all
-from ._sources import Source, scan_inputs, source_stat
-from ._tracks import track_keys
 
 if TYPE_CHECKING:
     from ..decode import Decoder
@@ -259,7 +256,7 @@ def build_store(
 ) -> BuildReport:
     """Build (or resume) the store ``out`` from ``data``; see the module docstring.
     ``input_format`` / ``root``: how to read ``data`` and the folder its listed paths are
-    relative to (see :func:`hyperframes.store._sources.scan_inputs`). ``engine``: ``local``
+    relative to (see :func:`hyperframes.inputs._sources.scan_inputs`). ``engine``: ``local``
     (``options.workers`` processes here) or ``ray`` (``options.workers`` actors on the Ray
     cluster at ``ray_address``, a new one on this machine when None; see ``_ray``)."""
     options = options or BuildOptions()

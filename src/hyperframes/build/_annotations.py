@@ -1,0 +1,122 @@
+"""The store's optional annotation index files, built at assembly: the labelled segments of
+untrimmed videos, the classes of multi-label videos and each video's perceptual signature,
+from the annotation as it is now (``Source.segments``, ``Source.labels``) and the journal
+(each record's pts and ``signature``). :mod:`hyperframes.store._annotations` reads and checks
+what this module writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .._core._atomic import save_npy_atomic
+from .._core._signature import SIGNATURE_WIDTH
+from ..inputs import Source
+from ..store import ANNOTATION_FILES, ANNOTATION_TOLERANCE, Annotations
+from ..store.format import (
+    SEGMENT_DTYPE,
+    SEGMENT_LABEL_DTYPE,
+    SEGMENT_LABELS_FILE,
+    SEGMENTS_FILE,
+    SIGNATURE_DTYPE,
+    SIGNATURES_FILE,
+    VIDEO_LABEL_DTYPE,
+    VIDEO_LABELS_FILE,
+)
+
+
+def _video_end(record: dict) -> tuple[float, float]:
+    """(first pts, end): the end is the last frame's pts plus one frame interval."""
+    pts = record["pts_seconds"]
+    fps = float(record.get("fps") or 0.0)
+    if len(pts) > 1:
+        step = pts[-1] - pts[-2]
+    else:
+        step = 1.0 / fps if fps > 0 else 0.0
+    return float(pts[0]), float(pts[-1]) + max(step, 0.0)
+
+
+def build_annotations(
+    kept: list[Source], records: list[dict], classes: list[str]
+) -> tuple[Annotations, list[dict]]:
+    """The annotations of the stored videos ``kept`` (index order) with their journal
+    ``records``, and the notes about segments clamped to their video's end or dropped
+    (``{"path", "row", "note"}``). A segment's labels must be among ``classes`` (the
+    annotation readers make sure of it)."""
+    label_id = {c: i for i, c in enumerate(classes)}
+    seg_rows: list[tuple] = []
+    seg_labels: list[int] = []
+    video_labels: list[tuple[int, int]] = []
+    notes: list[dict] = []
+    for v, (source, record) in enumerate(zip(kept, records)):
+        if source.labels:
+            ids = sorted({label_id[lbl] for lbl in source.labels})
+            video_labels += [(v, i) for i in ids]
+        if not source.segments:
+            continue
+        _, end = _video_end(record)
+        for seg in sorted(source.segments, key=lambda s: (s.start_seconds, s.end_seconds)):
+            s, e = seg.start_seconds, seg.end_seconds
+            if s >= end:
+                notes.append(
+                    _note(
+                        source,
+                        seg,
+                        f"segment {s:g}..{e:g} s starts at or after the "
+                        f"video's end ({end:g} s); dropped",
+                    )
+                )
+                continue
+            if e > end + ANNOTATION_TOLERANCE:
+                notes.append(
+                    _note(
+                        source,
+                        seg,
+                        f"segment {s:g}..{e:g} s ends after the video's end "
+                        f"({end:g} s); clamped to {end:g} s",
+                    )
+                )
+                e = end
+            ids = sorted({label_id[lbl] for lbl in seg.labels})
+            seg_rows.append((v, s, e, len(seg_labels), len(ids)))
+            seg_labels += ids
+    # every record's of this version (one kept from an older build has 4 whole-frame hashes
+    # only: then none is written, and the leakage check computes them from the frames)
+    with_sigs = bool(records) and all(
+        len(r.get("signature") or ()) == SIGNATURE_WIDTH for r in records
+    )
+    signatures = None
+    if with_sigs:
+        signatures = np.array([r["signature"] for r in records], dtype=SIGNATURE_DTYPE)
+        signatures = signatures.reshape(len(records), SIGNATURE_WIDTH)
+    ann = Annotations(
+        np.array(seg_rows, SEGMENT_DTYPE),
+        np.array(seg_labels, SEGMENT_LABEL_DTYPE),
+        np.array(video_labels, VIDEO_LABEL_DTYPE),
+        signatures,
+    )
+    return ann, notes
+
+
+def _note(source: Source, segment, note: str) -> dict:
+    return {"path": source.path, "row": segment.row or source.row, "note": note}
+
+
+def write_annotations(index: Path, ann: Annotations) -> list[str]:
+    """Write the optional files ``ann`` has content for into ``index`` (removing those it has
+    none for, left by an earlier assembly); returns the names written."""
+    arrays = {}
+    if ann.has_segments:
+        arrays[SEGMENTS_FILE] = ann.segments
+        arrays[SEGMENT_LABELS_FILE] = ann.segment_labels
+    if len(ann.video_labels):
+        arrays[VIDEO_LABELS_FILE] = ann.video_labels
+    if ann.signatures is not None:
+        arrays[SIGNATURES_FILE] = ann.signatures
+    for name in ANNOTATION_FILES:
+        if name in arrays:
+            save_npy_atomic(index / name, arrays[name])
+        else:
+            (index / name).unlink(missing_ok=True)
+    return list(arrays)

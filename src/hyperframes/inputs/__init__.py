@@ -1,0 +1,12 @@
+"""What a build reads: the videos of a folder, a file list or a dataset's annotation
+(:func:`scan_inputs`, one :class:`Source` per video with its label, split, segments and
+labels), and the annotation formats it understands (:func:`list_input_formats`: Kinetics,
+UCF101, HMDB51, Something-Something v2, Charades, ActivityNet, mmaction2 lists, CSV, a
+Hugging Face dataset on disk, a video folder).
+
+Imports nothing of hyperframes above ``_core``; ``hyperframes.build`` is its user."""
+
+from ._formats import list_input_formats
+from ._sources import Source, scan_inputs, source_stat
+
+__all__ = ["Source", "list_input_formats", "scan_inputs", "source_stat"]
