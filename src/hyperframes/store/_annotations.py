@@ -18,7 +18,7 @@ import numpy as np
 
 from .._core._errors import StoreError
 from .._core._signature import SIGNATURE_FRAMES, SIGNATURE_WIDTH
-from ._records import ALTERED, _Rows
+from ._table_checks import ALTERED, _Rows
 from .format import (
     SEGMENT_DTYPE,
     SEGMENT_LABEL_DTYPE,

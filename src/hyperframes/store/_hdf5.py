@@ -70,20 +70,9 @@ import xxhash
 
 from .._core._device import batch_out
 from .._core._errors import DataError, StoreError
-from ._annotations import ANNOTATION_FILES, read_annotations
-from ._reader import (
-    Check,
-    _change_slice,
-    _motion_slice,
-    _take,
-    check_change_scores,
-    check_flow_scores,
-    check_manifest,
-    check_option,
-)
-from ._records import IndexFiles, StoreIndex, VideoList, VideoRecord, check_table
-from ._tracks import TrackMethods, Tracks, check_track_tables
-from .format import VIDEO_DTYPES
+from ._base import StoreBase, take
+from ._open import Check, IndexSource, check_option
+from ._table_checks import IndexFiles
 
 H5_FORMAT = "hyperframes-hdf5"
 H5_VERSION = 1
@@ -118,9 +107,106 @@ def _file_manifest(stored: dict, file_bytes: int, where: str) -> dict:
 _FILTER_NAMES = {1: "gzip", 32000: "lzf", 32001: "blosc", 2: "shuffle", 3: "fletcher32"}
 
 
-class H5Store(TrackMethods):
+def _block_offset(ds) -> int | None:
+    """Where HDF5 placed dataset ``ds`` in the file when it is one uncompressed block (read
+    through the memory map), else None (read through h5py)."""
+    plist = ds.id.get_create_plist()
+    return ds.id.get_offset() if ds.chunks is None and plist.get_nfilters() == 0 else None
+
+
+def _stem(name: str) -> str:
+    """The dataset under /index/ holding the folder store's index file ``name``."""
+    return name.removesuffix(".npy")
+
+
+class H5Index(IndexSource):
+    """The HDF5 file's index as :func:`~hyperframes.store._open.open_index` reads it: the
+    root's attributes and the datasets under /index/ of ``h5``. After the open: ``sums``, the
+    frames' checksums (None in a file written before them)."""
+
+    def __init__(self, h5, path: Path):
+        self.h5, self.path, self.at = h5, path, str(path)
+        self.manifest_where = f"{self.at}: attribute 'manifest'"
+        self.named = IndexFiles(
+            videos=f"{self.at}:/index/videos",
+            frames=f"{self.at}:/index/frames",
+            strings=f"{self.at}:/index/strings",
+        )
+        self.sums: np.ndarray | None = None
+
+    def read_manifest(self):
+        h5, where = self.h5, self.at
+        fmt = h5.attrs.get("format")
+        if np.ndim(fmt) != 0 or fmt != H5_FORMAT:
+            raise StoreError(f"{where}: not a hyperframes HDF5 store")
+        version = h5.attrs.get("format_version")
+        if np.ndim(version) != 0 or version != H5_VERSION:
+            raise StoreError(
+                f"{where}: HDF5 store version {version} is "
+                f"not readable; this hyperframes reads version {H5_VERSION}"
+            )
+        try:
+            return json.loads(h5.attrs["manifest"])
+        except (KeyError, TypeError, ValueError, RecursionError) as e:
+            raise StoreError(f"{where}: its manifest attribute cannot be read ({e})") from None
+
+    def check_files(self, m: dict) -> dict:
+        return _file_manifest(m, self.path.stat().st_size, self.at)
+
+    def dataset(self, name: str):
+        try:
+            return self.h5[name][()]
+        except (KeyError, OSError, ValueError) as e:
+            raise StoreError(f"{self.path}:/{name}: cannot be read ({e})") from None
+
+    def tables(self):
+        videos, frames = self.dataset("index/videos"), self.dataset("index/frames")
+        try:
+            strings = json.loads(self.dataset("index/strings"))
+        except (TypeError, ValueError, RecursionError) as e:
+            raise StoreError(f"{self.at}:/index/strings cannot be read as JSON ({e})") from None
+        return videos, frames, strings
+
+    def has(self, name: str) -> bool:
+        return _stem(name) in self.h5["index"]
+
+    def npy(self, name: str) -> np.ndarray:
+        return self.dataset(f"index/{_stem(name)}")
+
+    def where(self, name: str) -> str:
+        return f"{self.at}:/index/{_stem(name)}"
+
+    def frames_mismatch(self, said: int, held: int) -> StoreError:
+        return StoreError(
+            f"{self.at}: the manifest says num_frames {said}, {self.named.frames} holds "
+            f"{held}; the file is damaged or altered"
+        )
+
+    def check_datasets(self, n_videos: int) -> None:
+        import h5py
+
+        group = self.h5.get("videos")
+        if not isinstance(group, h5py.Group) or len(group) != n_videos:
+            raise StoreError(
+                f"{self.at}:/videos: holds {len(group) if group is not None else 'no'} videos, "
+                f"{self.named.videos} describes {n_videos}; the file is damaged or altered"
+            )
+
+    def check_checksums(self, n_videos: int) -> None:
+        if "frames_xxh3_64" in self.h5["index"]:
+            self.sums = sums = self.dataset("index/frames_xxh3_64")
+            if sums.dtype != np.uint64 or sums.shape != (n_videos,):
+                raise StoreError(
+                    f"{self.at}:/index/frames_xxh3_64: holds {sums.dtype} of shape "
+                    f"{sums.shape}, expected uint64, one per video ({n_videos})"
+                )
+
+
+class H5Store(StoreBase):
     """Reads the HDF5 form with the same API as ``Store`` (``check="video"`` included): a
     :class:`~hyperframes.store.StoreReader`, with the same track reads."""
+
+    path: Path
 
     def __init__(self, path: str | os.PathLike, *, check: Check = None):
         import h5py
@@ -139,119 +225,23 @@ class H5Store(TrackMethods):
             raise
 
     def _open(self, check: Check) -> None:
-        import h5py
-
-        h5, where = self._h5, str(self.path)
-        fmt = h5.attrs.get("format")
-        if np.ndim(fmt) != 0 or fmt != H5_FORMAT:
-            raise StoreError(f"{where}: not a hyperframes HDF5 store")
-        version = h5.attrs.get("format_version")
-        if np.ndim(version) != 0 or version != H5_VERSION:
-            raise StoreError(
-                f"{where}: HDF5 store version {version} is "
-                f"not readable; this hyperframes reads version {H5_VERSION}"
-            )
-        try:
-            self.manifest = json.loads(h5.attrs["manifest"])
-        except (KeyError, TypeError, ValueError, RecursionError) as e:
-            raise StoreError(f"{where}: its manifest attribute cannot be read ({e})") from None
-        check_manifest(self.manifest, f"{where}: attribute 'manifest'")
-        self.manifest = _file_manifest(self.manifest, self.path.stat().st_size, where)
-        self._videos = self._dataset("index/videos")
-        self._frames = self._dataset("index/frames")
-        try:
-            strings = json.loads(self._dataset("index/strings"))
-        except (TypeError, ValueError, RecursionError) as e:
-            raise StoreError(f"{where}:/index/strings cannot be read as JSON ({e})") from None
-        files = IndexFiles(
-            videos=f"{where}:/index/videos",
-            frames=f"{where}:/index/frames",
-            strings=f"{where}:/index/strings",
-        )
-        version = self.manifest["format_version"]
-        check_table(self._videos, self._frames, strings, dtype=VIDEO_DTYPES[version], files=files)
-        if self.manifest["num_frames"] != len(self._frames):
-            raise StoreError(
-                f"{where}: the manifest says num_frames {self.manifest['num_frames']}, "
-                f"{files.frames} holds {len(self._frames)}; the file is damaged or altered"
-            )
-        n = len(self._videos)
-        group = h5.get("videos")
-        if not isinstance(group, h5py.Group) or len(group) != n:
-            raise StoreError(
-                f"{where}:/videos: holds {len(group) if group is not None else 'no'} videos, "
-                f"{files.videos} describes {n}; the file is damaged or altered"
-            )
-        self._change = None
-        if "change_score" in h5["index"]:
-            self._change = self._dataset("index/change_score")
-            check_change_scores(self._change, len(self._frames), f"{where}:/index/change_score")
-        self._motion = None
-        self._motion_file = f"{where}:/index/flow_score"
-        if "flow_score" in h5["index"]:
-            self._motion = self._dataset("index/flow_score")
-            check_flow_scores(self._motion, len(self._frames), self._motion_file)
-        self._sums = None
-        if "frames_xxh3_64" in h5["index"]:
-            self._sums = self._dataset("index/frames_xxh3_64")
-            if self._sums.dtype != np.uint64 or self._sums.shape != (n,):
-                raise StoreError(
-                    f"{where}:/index/frames_xxh3_64: holds {self._sums.dtype} of shape "
-                    f"{self._sums.shape}, expected uint64, one per video ({n})"
-                )
-        self.classes = strings["classes"]
-        present = {f for f in ANNOTATION_FILES if f.removesuffix(".npy") in h5["index"]}
-        annotations = read_annotations(
-            lambda f: self._dataset(f"index/{f.removesuffix('.npy')}"),
-            present,
-            where=lambda f: f"{where}:/index/{f.removesuffix('.npy')}",
-            paths=strings["paths"],
-            num_classes=len(self.classes),
-        )
-        self.index = StoreIndex(
-            self._videos, self._frames, strings, self._change, annotations, self._motion
-        )
-        self.videos = VideoList(self.index)
-        index_group = h5["index"]
-        audio = self._dataset("index/audio") if "audio" in index_group else None
-        flow = self._dataset("index/flow") if "flow" in index_group else None
-        check_track_tables(
-            audio,
-            flow,
-            self._videos,
-            strings["paths"],
-            files={"audio": f"{where}:/index/audio", "flow": f"{where}:/index/flow"},
-        )
-        build = self.manifest.get("build")
-        self._tracks = Tracks(
-            audio,
-            flow,
-            build if isinstance(build, dict) else {},
-            strings["paths"],
-            self._track_bytes,
-            lambda kind, i: f"{where}:/{kind}/{i:08d}",
-            check=check == "video",
-        )
+        src = H5Index(self._h5, self.path)
+        self._open_index(src, check)
+        self._sums: np.ndarray | None = src.sums
         self.codec_name = "hdf5"
-        self.dtype = np.dtype(self.manifest["dtype"])
-        self.check = check
-        self._verified: set[int] | None = None
         self._datasets: dict[int, object] = {}
         self._views: dict[int, np.ndarray | None] = {}
         if check == "video":
             if self._sums is None:
                 raise StoreError(
-                    f"{where}: check='video' needs per-video checksums (/index/frames_xxh3_64),"
+                    f"{self.path}: check='video' needs per-video checksums (/index/frames_xxh3_64),"
                     " which this file, written by an older hyperframes, lacks; convert the "
                     "store to HDF5 again"
                 )
             self._verified = set()
 
-    def _dataset(self, name: str):
-        try:
-            return self._h5[name][()]
-        except (KeyError, OSError, ValueError) as e:
-            raise StoreError(f"{self.path}:/{name}: cannot be read ({e})") from None
+    def _track_where(self, kind: str, i: int) -> str:
+        return f"{self.path}:/{kind}/{i:08d}"
 
     def _track_bytes(self, kind: str, i: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Bytes ``lo .. hi`` (None: the end) of video ``i``'s track payload ``kind``: its
@@ -273,8 +263,7 @@ class H5Store(TrackMethods):
         nbytes = int(np.prod(shape)) * dtype.itemsize
         if nbytes == 0:
             return np.zeros(0, np.uint8)
-        plist = ds.id.get_create_plist()
-        offset = ds.id.get_offset() if ds.chunks is None and plist.get_nfilters() == 0 else None
+        offset = _block_offset(ds)
         if offset is None:
             return np.ascontiguousarray(ds[()]).reshape(-1).view(np.uint8)
         mapped = self._mapped()
@@ -320,22 +309,17 @@ class H5Store(TrackMethods):
             return self._views[i]
         ds = self._video_dataset(i)
         view = None
-        plist = ds.id.get_create_plist()
-        offset = ds.id.get_offset() if ds.chunks is None and plist.get_nfilters() == 0 else None
+        offset = _block_offset(ds)
         if offset is not None:
             nbytes = int(np.prod(ds.shape)) * self.dtype.itemsize
-            if self._map is None:
-                with open(self.path, "rb") as f:
-                    self._map = np.frombuffer(
-                        mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8
-                    )
-            if not 0 <= offset <= len(self._map) - nbytes:
+            mapped = self._mapped()
+            if not 0 <= offset <= len(mapped) - nbytes:
                 raise StoreError(
                     f"{self.path}:/videos/{i:08d}: video {i} ({self.videos.paths[i]!r}): its "
                     f"frames, bytes {offset}..{offset + nbytes}, lie outside the file "
-                    f"({len(self._map)} bytes); the file is truncated or altered"
+                    f"({len(mapped)} bytes); the file is truncated or altered"
                 )
-            view = self._map[offset : offset + nbytes].view(self.dtype).reshape(ds.shape)
+            view = mapped[offset : offset + nbytes].view(self.dtype).reshape(ds.shape)
         self._views[i] = view
         return view
 
@@ -403,41 +387,18 @@ class H5Store(TrackMethods):
         """Whether the file records per-video checksums (``verify`` needs them)."""
         return self._sums is not None
 
-    def __len__(self) -> int:
-        return len(self.videos)
-
     def __repr__(self) -> str:
         return f"H5Store({str(self.path)!r}, videos={len(self)}, frames={self.num_frames})"
 
-    @property
-    def num_frames(self) -> int:
-        return int(self.manifest["num_frames"])
-
-    @property
-    def failed(self) -> list[dict]:
-        return list(self.manifest.get("failed", []))
-
-    def _video_id(self, video) -> int:
-        i = video.id if isinstance(video, VideoRecord) else int(video)
-        if not 0 <= i < len(self):
-            raise DataError(f"video {i} is out of range: {self.path} holds {len(self)}")
-        return i
-
-    def change_scores(self, video) -> np.ndarray | None:
-        """As :meth:`hyperframes.store.Store.change_scores`."""
-        return _change_slice(self._change, self._videos, self._video_id(video))
-
-    def flow_scores(self, video) -> np.ndarray | None:
-        """As :meth:`hyperframes.store.Store.flow_scores`."""
-        i = self._video_id(video)
-        return _motion_slice(self._motion, self._videos, i, self._motion_file)
-
-    def _indices(self, i: int, frame_indices) -> np.ndarray:
-        idx = np.asarray(frame_indices, np.int64).reshape(-1)
+    def _check_indices(self, i: int, idx: np.ndarray) -> np.ndarray:
         n = int(self._videos["num_frames"][i])
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             raise DataError(f"frame indices out of range for video {i}, which has {n}")
         return idx
+
+    def _frame_shape(self, i: int) -> tuple[int, ...]:
+        r = self._videos[i]
+        return int(r["channels"]), int(r["height"]), int(r["width"])
 
     def _read_into(self, i: int, idx: np.ndarray, out: np.ndarray) -> None:
         if self._verified is not None and i not in self._verified:
@@ -447,7 +408,7 @@ class H5Store(TrackMethods):
             self._verified.add(i)
         view = self._contiguous_view(i)
         if view is not None:
-            _take(view, idx, out)
+            take(view, idx, out)
         elif idx.size:
             ds = self._video_dataset(i)
             lo, hi = int(idx.min()), int(idx.max()) + 1
@@ -457,29 +418,12 @@ class H5Store(TrackMethods):
             else:
                 out[...] = ds[lo:hi][idx - lo]
 
-    def read_numpy(self, video, frame_indices, *, out=None) -> np.ndarray:
-        i = self._video_id(video)
-        idx = self._indices(i, frame_indices)
-        r = self._videos[i]
-        shape = (len(idx), int(r["channels"]), int(r["height"]), int(r["width"]))
-        if out is None:
-            out = np.empty(shape, self.dtype)
-        elif out.shape != shape or out.dtype != self.dtype:
-            raise DataError(f"out has shape {out.shape} {out.dtype}; needs {shape} {self.dtype}")
-        self._read_into(i, idx, out)
-        return out
-
-    def read(self, video, frame_indices):
-        import torch
-
-        return torch.from_numpy(self.read_numpy(video, frame_indices))
-
     def read_batch(self, requests: Sequence[tuple], *, out=None):
         """As :meth:`hyperframes.store.Store.read_batch`."""
         import torch
 
         reqs = [(self._video_id(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
-        reqs = [(i, self._indices(i, ix)) for i, ix in reqs]
+        reqs = [(i, self._check_indices(i, ix)) for i, ix in reqs]
         shapes = {(len(ix), *self.videos.shapes[i].tolist()) for i, ix in reqs}
         if len(shapes) != 1:
             return [torch.from_numpy(self.read_numpy(i, ix)) for i, ix in reqs]
@@ -494,9 +438,3 @@ class H5Store(TrackMethods):
         self._datasets.clear()
         self._map = None
         self._h5.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -20,8 +20,8 @@ import xxhash
 
 from .._core._errors import ConfigError, StoreError
 from ..remote import RemoteFiles, RemoteShards, is_url, join_url
-from ._reader import checksum_mismatch, parse_json
-from ._records import ALTERED
+from ._folder import checksum_mismatch, parse_json
+from ._table_checks import ALTERED
 from .format import INDEX_DIR, MANIFEST
 
 __all__ = ["RemoteFolder", "open_remote", "remote_is_store"]
@@ -98,7 +98,7 @@ def _plain(name, listed_in) -> str:
 
 
 class RemoteFolder:
-    """What ``Store`` needs of its files (as ``_reader.LocalFolder``), for a URL."""
+    """What ``Store`` needs of its files (as ``_folder.LocalFolder``), for a URL."""
 
     def __init__(self, url: str, *, cache=None):
         if not is_url(url):
@@ -178,7 +178,8 @@ class RemoteFolder:
 def verify_remote(url: str) -> list[str]:
     """``verify_store`` for a URL: every object the manifest lists against its size and
     checksum (each read once, streamed), then the checks of opening the store."""
-    from ._reader import Store, check_manifest
+    from ._open import check_manifest
+    from ._reader import Store
 
     folder = RemoteFolder(url)
     m = folder.manifest()

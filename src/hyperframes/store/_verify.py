@@ -17,7 +17,9 @@ import xxhash
 from .._core._atomic import write_json_atomic
 from .._core._errors import StoreError
 from .._core._urls import is_url
-from ._reader import LocalFolder, Store, _load_json, check_manifest, is_checksum, own_file
+from ._folder import LocalFolder, _load_json, is_checksum, own_file
+from ._open import check_manifest
+from ._reader import Store
 from .format import CHECKSUM_ALGORITHM, INDEX_DIR, MANIFEST, SHARDS_DIR
 
 

@@ -1,0 +1,338 @@
+"""The index's own consistency checks, run at open and vectorised over every video: the
+tables' dtypes and the string lists (:func:`check_table`, every form of store), and where each
+video's payload and chunk rows lie in a folder store's shards (:func:`check_payload`). The
+first violation is a StoreError naming the file and the video."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from .._core._errors import StoreError
+from .format import CHUNK_DTYPE, FRAME_DTYPE
+
+#: a stored frame's channels, and the largest height or width, a reader accepts: larger is a
+#: damaged or crafted index (and keeps every size product far from int64 overflow)
+CHANNELS = (1, 3)
+MAX_SIDE = 65536
+
+ALTERED = "the store is damaged or was altered: rebuild it, or restore it from a good copy"
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexFiles:
+    """Where each part of an index lives, as the error messages name it."""
+
+    videos: str
+    frames: str
+    strings: str
+    chunks: str = ""
+
+
+class _Rows:
+    """Raises the first violation of a per-video condition, naming the file and the video."""
+
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+
+    def who(self, i: int) -> str:
+        return f"video {i} ({self.paths[i]!r})"
+
+    def require(self, ok: np.ndarray, file: str, what: Callable[[int], str]) -> None:
+        if ok.all():
+            return
+        i = int(np.argmin(ok))
+        raise StoreError(f"{file}: {self.who(i)}: {what(i)}; {ALTERED}")
+
+
+def _columns(dtype: np.dtype) -> str:
+    return f"columns ({', '.join(dtype.names)})" if dtype.names else f"dtype {dtype}"
+
+
+def _string_lists(strings, file: str) -> None:
+    if not isinstance(strings, dict):
+        raise StoreError(f"{file}: holds {type(strings).__name__}, expected an object; {ALTERED}")
+    for key in ("paths", "classes", "splits"):
+        value = strings.get(key)
+        # set(map(type, ...)): the type of every element without a Python-level loop
+        if not isinstance(value, list) or not set(map(type, value)) <= {str}:
+            raise StoreError(f"{file}: {key!r} is missing or not a list of strings; {ALTERED}")
+
+
+def _contiguous(start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Per row: ``start`` follows the previous row's end (the first starts at 0). Check the
+    rows' bounds first (then no sum overflows)."""
+    ok = np.empty(len(start), bool)
+    if len(start):
+        ok[0] = start[0] == 0
+        ok[1:] = start[1:] == start[:-1] + count[:-1]
+    return ok
+
+
+def check_table(
+    videos: np.ndarray, frames: np.ndarray, strings, *, dtype: np.dtype, files: IndexFiles
+) -> None:
+    """What every form of a store (folder or HDF5) must satisfy: the tables' dtypes, the string
+    lists' lengths, label and split ids, frame shapes, and each video's rows of ``frames``
+    (back to back, covering all of it). Vectorised; the first violation is a StoreError."""
+    if videos.ndim != 1 or videos.dtype != dtype:
+        raise StoreError(
+            f"{files.videos}: holds {_columns(videos.dtype)} in {videos.ndim} dimension(s); "
+            f"this store's version reads one row per video with {_columns(dtype)}; {ALTERED}"
+        )
+    if frames.ndim != 1 or frames.dtype != FRAME_DTYPE:
+        raise StoreError(
+            f"{files.frames}: holds {_columns(frames.dtype)} in {frames.ndim} dimension(s); "
+            f"expected one row per frame with {_columns(FRAME_DTYPE)}; {ALTERED}"
+        )
+    _string_lists(strings, files.strings)
+    n_videos, n_frames = len(videos), len(frames)
+    paths = strings["paths"]
+    if len(paths) != n_videos:
+        raise StoreError(
+            f"{files.strings}: lists {len(paths)} paths, {files.videos} has {n_videos} "
+            f"videos; {ALTERED}"
+        )
+    rows = _Rows(paths)
+    n, start = videos["num_frames"], videos["frame_start"]
+    rows.require(
+        (start >= 0) & (start <= n_frames) & (n >= 0) & (n <= n_frames - start),
+        files.videos,
+        lambda i: (
+            f"frames {start[i]}..{int(start[i]) + int(n[i])} (frame_start, num_frames) "
+            f"lie outside the {n_frames} rows of {files.frames}"
+        ),
+    )
+    rows.require(
+        _contiguous(start, n),
+        files.videos,
+        lambda i: (
+            f"frame_start {start[i]} should be {int(start[i - 1]) + int(n[i - 1]) if i else 0}"
+            f" (each video's rows of {files.frames} follow the previous video's)"
+        ),
+    )
+    end = int(start[-1]) + int(n[-1]) if n_videos else 0
+    if end != n_frames:
+        raise StoreError(
+            f"{files.frames}: holds {n_frames} frames, {files.videos} describes {end}; {ALTERED}"
+        )
+    c, h, w = videos["channels"], videos["height"], videos["width"]
+    rows.require(
+        np.isin(c, CHANNELS) & (h >= 1) & (h <= MAX_SIDE) & (w >= 1) & (w <= MAX_SIDE),
+        files.videos,
+        lambda i: (
+            f"frame shape (channels, height, width) = ({c[i]}, {h[i]}, {w[i]}) is not "
+            f"allowed (channels {' or '.join(map(str, CHANNELS))}, sides 1..{MAX_SIDE})"
+        ),
+    )
+    for column, names in (("label_id", "classes"), ("split_id", "splits")):
+        ids, k = videos[column], len(strings[names])
+
+        def out_of_range(
+            i: int, ids: np.ndarray = ids, k: int = k, column: str = column, names: str = names
+        ) -> str:
+            return f"{column} {ids[i]} is not -1 or one of the {k} {names} in {files.strings}"
+
+        rows.require((ids >= -1) & (ids < k), files.videos, out_of_range)
+    fps = videos["fps"]
+    rows.require(
+        np.isfinite(fps) & (fps >= 0), files.videos, lambda i: f"fps {fps[i]} is not a rate"
+    )
+
+
+def check_payload(
+    videos: np.ndarray,
+    chunks: np.ndarray,
+    paths: list[str],
+    *,
+    shard_files: list[str],
+    shard_bytes: np.ndarray,
+    codec: str,
+    chunk_frames: int,
+    itemsize: int,
+    files: IndexFiles,
+) -> None:
+    """Where each video's payload lies in a folder store, against the shard files' sizes and
+    each other: inside its shard, no two videos sharing bytes, raw sizes equal to the frame
+    count times the frame size, chunk rows tiling the video's bytes and frames in order.
+    Call after :func:`check_table`. Vectorised; the first violation is a StoreError."""
+    if chunks.ndim != 1 or chunks.dtype != CHUNK_DTYPE:
+        raise StoreError(
+            f"{files.chunks}: holds {_columns(chunks.dtype)} in {chunks.ndim} dimension(s); "
+            f"expected one row per chunk with {_columns(CHUNK_DTYPE)}; {ALTERED}"
+        )
+    rows = _Rows(paths)
+    n_shards = len(shard_files)
+    shard = videos["shard"]
+    rows.require(
+        (shard >= 0) & (shard < n_shards),
+        files.videos,
+        lambda i: f"shard {shard[i]} is not one of the store's {n_shards} shards",
+    )
+    size = shard_bytes[shard] if len(shard) else np.zeros(0, np.int64)
+    off, nb = videos["offset"], videos["nbytes"]
+    rows.require(
+        (off >= 0) & (nb >= 0) & (off <= size) & (nb <= size - off),
+        files.videos,
+        lambda i: (
+            f"its payload, bytes {off[i]}..{int(off[i]) + int(nb[i])} (offset, nbytes), "
+            f"lies outside {shard_files[shard[i]]} ({size[i]} bytes)"
+        ),
+    )
+    _no_overlap(rows, shard, off, nb, shard_files, files.videos)
+    if codec == "raw":
+        n, count = videos["num_frames"], videos["num_chunks"]
+        fb = (
+            videos["channels"].astype(np.int64)
+            * videos["height"]
+            * videos["width"]
+            * np.int64(itemsize)
+        )
+        q, r = np.divmod(nb, fb)
+        rows.require(
+            (r == 0) & (q == n),
+            files.videos,
+            lambda i: (
+                f"nbytes {nb[i]} should be num_frames {n[i]} x frame bytes {fb[i]} = "
+                f"{int(n[i]) * int(fb[i])}"
+            ),
+        )
+        rows.require(
+            count == 0, files.videos, lambda i: f"num_chunks {count[i]}: a raw store has none"
+        )
+        return
+    _check_chunks(rows, videos, chunks, chunk_frames, files)
+
+
+def _check_chunks(
+    rows: _Rows, videos: np.ndarray, chunks: np.ndarray, chunk_frames: int, files: IndexFiles
+) -> None:
+    """``check_payload`` of a chunked codec: the videos' chunk rows tile ``chunks``, and each
+    video's rows tile its payload bytes and its frames, in order."""
+    off, nb, n = videos["offset"], videos["nbytes"], videos["num_frames"]
+    first, count = videos["chunk_start"], videos["num_chunks"]
+    n_chunks = len(chunks)
+    rows.require(
+        (first >= 0) & (first <= n_chunks) & (count >= 0) & (count <= n_chunks - first),
+        files.videos,
+        lambda i: (
+            f"chunk rows {first[i]}..{int(first[i]) + int(count[i])} (chunk_start, "
+            f"num_chunks) lie outside the {n_chunks} rows of {files.chunks}"
+        ),
+    )
+    rows.require(
+        _contiguous(first, count),
+        files.videos,
+        lambda i: (
+            f"chunk_start {first[i]} should be "
+            f"{int(first[i - 1]) + int(count[i - 1]) if i else 0} (each video's rows of "
+            f"{files.chunks} follow the previous video's)"
+        ),
+    )
+    end = int(first[-1]) + int(count[-1]) if len(first) else 0
+    if end != n_chunks:
+        raise StoreError(
+            f"{files.chunks}: holds {n_chunks} chunks, {files.videos} describes {end}; {ALTERED}"
+        )
+    rows.require(
+        (count > 0) | (n == 0),
+        files.videos,
+        lambda i: f"{n[i]} frames but no chunk rows in {files.chunks}",
+    )
+    if n_chunks:
+        _check_chunk_rows(rows, chunks, off, nb, n, first, count, chunk_frames, files.chunks)
+
+
+def _check_chunk_rows(rows, chunks, off, nb, n, first, count, chunk_frames, file) -> None:
+    """Each chunk row lies in its video's payload, continues the previous row's bytes and
+    frames, and holds 1 to ``chunk_frames`` frames."""
+    n_chunks = len(chunks)
+    owner = np.repeat(np.arange(len(first)), count)
+    is_first = np.zeros(n_chunks, bool)
+    is_first[first[count > 0]] = True
+    is_last = np.zeros(n_chunks, bool)
+    is_last[(first + count - 1)[count > 0]] = True
+    chunk_rows = _ChunkRows(rows, owner, file)
+    c_off, c_nb = chunks["offset"], chunks["nbytes"]
+    v_off, v_end = off[owner], off[owner] + nb[owner]
+    chunk_rows.require(
+        (c_off >= v_off) & (c_off <= v_end) & (c_nb >= 0) & (c_nb <= v_end - c_off),
+        lambda j: (
+            f"bytes {c_off[j]}..{int(c_off[j]) + int(c_nb[j])} lie outside the video's "
+            f"payload, bytes {v_off[j]}..{v_end[j]}"
+        ),
+    )
+    prev_end = np.empty(n_chunks, np.int64)
+    prev_end[0] = 0
+    prev_end[1:] = c_off[:-1] + c_nb[:-1]
+    want_off = np.where(is_first, v_off, prev_end)
+    chunk_rows.require(
+        (c_off == want_off) & (~is_last | (c_off + c_nb == v_end)),
+        lambda j: (
+            f"bytes {c_off[j]}..{int(c_off[j]) + int(c_nb[j])} do not continue the "
+            f"video's payload (chunks lie back to back from byte {v_off[j]} to {v_end[j]})"
+        ),
+    )
+    c_first, c_n = chunks["first_frame"], chunks["num_frames"]
+    v_n = n[owner]
+    chunk_rows.require(
+        (c_n >= 1)
+        & (c_n <= chunk_frames)
+        & (c_first >= 0)
+        & (c_first <= v_n)
+        & (c_n <= v_n - c_first),
+        lambda j: (
+            f"frames {c_first[j]}..{int(c_first[j]) + int(c_n[j])} are not 1 to "
+            f"{chunk_frames} frames (the codec's chunk) of the video's {v_n[j]}"
+        ),
+    )
+    prev_frames = np.empty(n_chunks, np.int64)
+    prev_frames[0] = 0
+    prev_frames[1:] = c_first[:-1] + c_n[:-1]
+    want_first = np.where(is_first, 0, prev_frames)
+    chunk_rows.require(
+        (c_first == want_first) & (~is_last | (c_first + c_n == v_n)),
+        lambda j: (
+            f"first_frame {c_first[j]} does not continue the video's frames in order "
+            f"(expected {want_first[j]}; the last chunk ends at frame {v_n[j]})"
+        ),
+    )
+
+
+class _ChunkRows:
+    def __init__(self, rows: _Rows, owner: np.ndarray, file: str):
+        self.rows, self.owner, self.file = rows, owner, file
+
+    def require(self, ok: np.ndarray, what: Callable[[int], str]) -> None:
+        if ok.all():
+            return
+        j = int(np.argmin(ok))
+        who = self.rows.who(int(self.owner[j]))
+        raise StoreError(f"{self.file}: chunk row {j} of {who}: {what(j)}; {ALTERED}")
+
+
+def first_overlap(shard, off, nb) -> tuple[int, int] | None:
+    """Two used byte ranges (nbytes > 0) of the same shard that share a byte, as the row
+    numbers (earlier, later) of the first such pair in shard/offset order; None when none."""
+    ids = np.flatnonzero(nb > 0)
+    order = ids[np.lexsort((off[ids], shard[ids]))]
+    s, o, b = shard[order], off[order], nb[order]
+    clash = (s[1:] == s[:-1]) & (o[1:] < o[:-1] + b[:-1])
+    if not clash.any():
+        return None
+    k = int(np.argmax(clash))
+    return int(order[k]), int(order[k + 1])
+
+
+def _no_overlap(rows: _Rows, shard, off, nb, shard_files: list[str], file: str) -> None:
+    """No two videos' payloads share a byte (one pointing at another's frames is refused)."""
+    pair = first_overlap(shard, off, nb)
+    if pair is not None:
+        a, z = pair
+        raise StoreError(
+            f"{file}: {rows.who(z)}: its payload, bytes {off[z]}..{int(off[z]) + int(nb[z])}, "
+            f"overlaps that of {rows.who(a)}, bytes {off[a]}..{int(off[a]) + int(nb[a])}, in "
+            f"{shard_files[shard[z]]}; {ALTERED}"
+        )
