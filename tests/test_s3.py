@@ -571,7 +571,7 @@ def test_loader_reads_ahead_within_its_budget(built):
 def test_a_large_file_is_published_in_parts_and_not_sent_again(s3_url, tmp_path, monkeypatch):
     """A file over twice the part size goes up as a multipart upload (its ETag says so); a
     second publish of it (a rerun) finds it there by that ETag and sends nothing."""
-    from hyperframes.store import _publish
+    from hyperframes.build import _publish
 
     monkeypatch.setattr(_publish, "PART_BYTES", 5 << 20)  # the S3 minimum part size
     local = tmp_path / "big.bin"

@@ -207,7 +207,7 @@ def test_bounded_memory_independent_of_length(tmp_path):
     long = write_video(tmp_path / "d" / "long.mp4", frames=400, width=640, height=360)
     script = (
         "import resource, sys\n"
-        "from hyperframes.store import BuildOptions, build_store\n"
+        "from hyperframes.build import BuildOptions, build_store\n"
         "build_store(sys.argv[1], sys.argv[2], BuildOptions(size='none'), progress=False)\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
