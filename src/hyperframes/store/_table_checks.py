@@ -264,10 +264,7 @@ def _check_chunk_rows(rows, chunks, off, nb, n, first, count, chunk_frames, file
             f"payload, bytes {v_off[j]}..{v_end[j]}"
         ),
     )
-    prev_end = np.empty(n_chunks, np.int64)
-    prev_end[0] = 0
-    prev_end[1:] = c_off[:-1] + c_nb[:-1]
-    want_off = np.where(is_first, v_off, prev_end)
+    want_off = np.where(is_first, v_off, _previous_end(c_off, c_nb))
     chunk_rows.require(
         (c_off == want_off) & (~is_last | (c_off + c_nb == v_end)),
         lambda j: (
@@ -288,10 +285,7 @@ def _check_chunk_rows(rows, chunks, off, nb, n, first, count, chunk_frames, file
             f"{chunk_frames} frames (the codec's chunk) of the video's {v_n[j]}"
         ),
     )
-    prev_frames = np.empty(n_chunks, np.int64)
-    prev_frames[0] = 0
-    prev_frames[1:] = c_first[:-1] + c_n[:-1]
-    want_first = np.where(is_first, 0, prev_frames)
+    want_first = np.where(is_first, 0, _previous_end(c_first, c_n))
     chunk_rows.require(
         (c_first == want_first) & (~is_last | (c_first + c_n == v_n)),
         lambda j: (
@@ -299,6 +293,15 @@ def _check_chunk_rows(rows, chunks, off, nb, n, first, count, chunk_frames, file
             f"(expected {want_first[j]}; the last chunk ends at frame {v_n[j]})"
         ),
     )
+
+
+def _previous_end(start: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Per row, where the previous row ends (``start + count``; 0 for the first row)."""
+    out = np.empty(len(start), np.int64)
+    if len(start):
+        out[0] = 0
+        out[1:] = start[:-1] + count[:-1]
+    return out
 
 
 class _ChunkRows:
