@@ -22,7 +22,7 @@ import xxhash
 
 from .._core._errors import ConfigError, StoreError
 from ..remote import LocalShards
-from ._codecs import create_codec
+from ._codecs import Codec, create_codec
 from ._open import IndexSource
 from ._table_checks import ALTERED, IndexFiles, check_payload
 from ._track_checks import check_track_payload
@@ -212,7 +212,7 @@ class FolderIndex(IndexSource):
         self.files = files
         self.manifest_where = files.where(MANIFEST)
         self.listed: set[str] = set()
-        self.codec = None
+        self.codec: Codec | None = None
 
     def read_manifest(self):
         return self.files.manifest()
