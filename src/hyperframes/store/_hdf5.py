@@ -45,7 +45,8 @@ shape, so nothing reports the source store's codec or size as the file's.
 :meth:`H5Store.storage` reads what the file holds from the file itself: its size, each
 video dataset's HDF5 filters and chunking, the frames' bytes stored and decoded.
 
-The same reader API (``open_store``) opens it, and checks the index as for a folder store.
+The same reader API (``open_store``) opens it, and checks the index with the folder store's
+sequence (``_open.open_index``; :class:`H5Index` gives it the datasets).
 An uncompressed, contiguous video is read like a raw folder store: the file is memory-mapped
 and its frames copied from where HDF5 placed them (``get_offset``), with no HDF5 call and no
 lock per read (h5py serialises its calls behind one lock); the offsets are checked against

@@ -2,7 +2,7 @@
 
 At open, one LIST gives every object's size and ETag, then the manifest and each index file
 are fetched once; an index file is checked against the manifest's size and checksum (xxh3-128)
-before it is used, then the reader makes the same checks as for a folder (``_records``).
+before it is used, then the reader makes the same checks as for a folder (``_open``).
 Payload bytes are read later, by ranges (``_source.RemoteShards``).
 
 A URL without ``manifest.json`` is not a store: an incomplete one when other objects lie under
