@@ -3,7 +3,13 @@
 codecs, the tracks, verify and describe.
 
 Reading a store imports no decoder. What a build writes is written by ``hyperframes.build``,
-which takes the format's pieces from here (the second group of names below)."""
+which takes the format's pieces from here (the second group of names below).
+
+Inside: ``_open`` is the one open-and-validate sequence, run by both forms over their own bytes
+(``_folder``: a folder's files, local or at a URL through ``_remote_store``; ``_hdf5``: the
+HDF5 datasets), with the tables' checks in ``_table_checks`` and ``_track_checks``; ``_base``
+holds what both readers share once open, ``_reader`` the folder store's reads and ``_batch``
+its batched reads; ``_records``, ``_tracks`` and ``_annotations`` the index as values."""
 
 from ._annotations import ANNOTATION_FILES, ANNOTATION_TOLERANCE, Annotations
 from ._codecs import Codec, create_codec, list_codecs
