@@ -15,10 +15,11 @@ from ._annotations import ANNOTATION_FILES, ANNOTATION_TOLERANCE, Annotations
 from ._codecs import Codec, create_codec, list_codecs
 from ._crop import centre_boxes, read_boxes
 from ._describe import describe_store, format_store_info, gap_text
+from ._dispatch import is_store, open_store
 from ._hdf5 import H5_FORMAT, H5_VERSION, H5Store
 from ._protocol import StoreReader
 from ._rates import repeated_frames, upsampled_line, upsampled_rows
-from ._reader import Store, is_store, open_store
+from ._reader import Store
 from ._records import VideoRecord
 from ._tracks import FLOW_DTYPES, dequantise, payload_ranges, track_keys, track_tables
 from ._verify import checksum_file, resign_store, verify_store

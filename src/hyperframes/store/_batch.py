@@ -15,6 +15,7 @@ import numpy as np
 from .._core._device import batch_out
 from .._core._errors import DataError, StoreError
 from ._base import StoreBase
+from ._crop import centre_boxes, read_boxes
 
 __all__ = ["BatchReads"]
 
@@ -112,8 +113,6 @@ class BatchReads(StoreBase):
     def _read_boxes(self, reqs, size, boxes, out):
         """``read_batch`` with ``size`` / ``boxes``."""
         import torch
-
-        from ._crop import centre_boxes, read_boxes
 
         if size is None:
             raise DataError("read_batch: boxes= needs size= (h, w), the size they resize to")

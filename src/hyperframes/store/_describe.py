@@ -11,14 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._core._text import printable
+from ._hdf5 import H5Store
 from ._rates import repeated_frames, upsampled_line, upsampled_rows
 
 __all__ = ["describe_store", "format_store_info", "gap_text"]
 
 
 def describe_store(store) -> dict:
-    from ._hdf5 import H5Store
-
     m = store.manifest
     hdf5 = store.storage() if isinstance(store, H5Store) else None
     v = store.videos

@@ -20,62 +20,16 @@ from pathlib import Path
 import numpy as np
 import xxhash
 
-from .._core._errors import ConfigError, DataError, StoreError
-from .._core._urls import is_url
+from .._core._errors import DataError, StoreError
 from ..remote import frame_runs, read_ranges
 from ._base import take
 from ._batch import BatchReads, scratch_array
 from ._folder import FolderIndex, LocalFolder
 from ._open import Check, check_option
 from ._tracks import TRACK_KINDS
-from .format import MANIFEST, SHARDS_DIR
+from .format import SHARDS_DIR
 
-__all__ = ["Store", "open_store"]
-
-
-def open_store(
-    path: str | os.PathLike,
-    *,
-    check: Check = None,
-    cache_dir: str | os.PathLike | None = None,
-    cache_limit: int | None = None,
-):
-    """Open a store folder (or an HDF5 file written by ``convert``) for reading.
-
-    ``check="video"`` verifies each video's payload checksum (taken at build) the first time
-    the video is read, and raises StoreError naming the file and the video on a mismatch.
-
-    ``path`` may be a URL (``s3://bucket/prefix``): the manifest and index are fetched once,
-    windows by byte ranges. ``cache_dir`` / ``cache_limit`` (bytes): a node-local cache of
-    the shards' blocks, shared by the processes of a node (see ``hyperframes.remote``).
-    """
-    if is_url(path):
-        from ._remote_store import open_remote
-
-        return open_remote(str(path), check=check, cache_dir=cache_dir, cache_limit=cache_limit)
-    if cache_dir is not None or cache_limit is not None:
-        raise ConfigError(
-            f"cache_dir/cache_limit: a cache serves stores at a URL (s3://...); {path} is local"
-        )
-    p = Path(path)
-    if p.is_file() and p.suffix.lower() in (".h5", ".hdf5"):
-        from ._hdf5 import H5Store
-
-        return H5Store(p, check=check)
-    return Store(p, check=check)
-
-
-def is_store(path: str | os.PathLike) -> bool:
-    """Whether ``path`` looks like a store (a folder with a manifest, or an HDF5 file), without
-    opening it: ``open_store`` still checks everything."""
-    if is_url(path):
-        from ._remote_store import remote_is_store
-
-        return remote_is_store(str(path))
-    p = Path(path)
-    if p.is_file():
-        return p.suffix.lower() in (".h5", ".hdf5")
-    return (p / MANIFEST).is_file()
+__all__ = ["Store"]
 
 
 class Store(BatchReads):

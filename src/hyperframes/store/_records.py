@@ -7,12 +7,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ._annotations import Annotations
+from ._annotations import Annotations
 
 
 @dataclasses.dataclass(frozen=True, repr=False)
@@ -180,8 +178,6 @@ class VideoList(Sequence):
         """Labelled segments, multi-label classes and signatures of the videos (empty, and
         ``signatures`` None, for a store without them)."""
         if self._annotations is None:
-            from ._annotations import Annotations
-
             self._annotations = Annotations.empty()
         return self._annotations
 

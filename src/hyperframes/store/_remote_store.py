@@ -19,8 +19,10 @@ import numpy as np
 import xxhash
 
 from .._core._errors import ConfigError, StoreError
-from ..remote import RemoteFiles, RemoteShards, is_url, join_url
+from ..remote import BLOCK_BYTES, BlockCache, RemoteFiles, RemoteShards, is_url, join_url
 from ._folder import checksum_mismatch, parse_json
+from ._open import check_manifest
+from ._reader import Store
 from ._table_checks import ALTERED
 from .format import INDEX_DIR, MANIFEST
 
@@ -36,8 +38,6 @@ def open_remote(
     cache_block_bytes: int | None = None,
 ):
     """A :class:`~hyperframes.store.Store` reading the store at ``url`` (see the module)."""
-    from ._reader import Store
-
     if url.lower().endswith((".h5", ".hdf5")):
         raise ConfigError(
             f"{url}: an HDF5 store is read from a local file; copy it from object storage first, "
@@ -45,8 +45,6 @@ def open_remote(
         )
     cache = None
     if cache_dir is not None:
-        from ..remote import BLOCK_BYTES, BlockCache
-
         cache = BlockCache(cache_dir, cache_limit, block_bytes=cache_block_bytes or BLOCK_BYTES)  # type: ignore[arg-type]  # (checked there, with the message naming cache_limit)
     elif cache_limit is not None:
         raise ConfigError(f"cache_limit={cache_limit!r} needs a cache_dir (where to keep it)")
@@ -178,9 +176,6 @@ class RemoteFolder:
 def verify_remote(url: str) -> list[str]:
     """``verify_store`` for a URL: every object the manifest lists against its size and
     checksum (each read once, streamed), then the checks of opening the store."""
-    from ._open import check_manifest
-    from ._reader import Store
-
     folder = RemoteFolder(url)
     m = folder.manifest()
     try:

@@ -18,8 +18,10 @@ from .._core._atomic import write_json_atomic
 from .._core._errors import StoreError
 from .._core._urls import is_url
 from ._folder import LocalFolder, _load_json, is_checksum, own_file
+from ._hdf5 import H5Store
 from ._open import check_manifest
 from ._reader import Store
+from ._remote_store import verify_remote
 from .format import CHECKSUM_ALGORITHM, INDEX_DIR, MANIFEST, SHARDS_DIR
 
 
@@ -34,8 +36,6 @@ def checksum_file(path: Path, *, block: int = 8 << 20) -> str:
 def verify_store(path: str | os.PathLike) -> list[str]:
     """Problems found (empty when the store is intact). Reads every byte once."""
     if is_url(path):
-        from ._remote_store import verify_remote
-
         return verify_remote(str(path))
     store = Path(path)
     if store.is_file() and store.suffix.lower() in (".h5", ".hdf5"):
@@ -202,8 +202,6 @@ def _named(store: Store, i: int, parts: list[str]) -> str:
 
 
 def _verify_hdf5(path: Path) -> list[str]:
-    from ._hdf5 import H5Store
-
     try:
         store = H5Store(path)
     except StoreError as e:
