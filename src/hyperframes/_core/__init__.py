@@ -14,6 +14,7 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
     _normalize  frames to float and per-channel normalisation (the contract and the dataset)
     _contract   the input contract: raw frames to a model's input, saved with the model
     _contract_extra  the contract's recorded decoder and BatchNorm re-calibration checks
+    _validate   settings as strict pydantic models; errors that name the key and what is allowed
     _change     per-frame visual change scores (the store computes, samplers read)
     _signature  perceptual video signatures (the store computes, the leakage check compares)
     _device     device and dtype resolution
