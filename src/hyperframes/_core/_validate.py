@@ -19,14 +19,26 @@ import difflib
 import types
 import typing
 from collections.abc import Mapping
+from typing import Annotated, Any, Self
 
 import annotated_types as at
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, WrapValidator
 from pydantic.fields import FieldInfo
 
-from ._errors import ConfigError
+from ._errors import ConfigError, HyperframesError
 
-__all__ = ["Strict", "allowed_text", "did_you_mean", "error_text", "show", "validate"]
+__all__ = [
+    "Number",
+    "Options",
+    "Strict",
+    "allowed_text",
+    "did_you_mean",
+    "error_text",
+    "field_type",
+    "options_text",
+    "show",
+    "validate",
+]
 
 
 class Strict(BaseModel):
@@ -303,3 +315,63 @@ def validate(model: type[M], raw, *, where: str = "", error: type[Exception] = C
         return model.model_validate(dict(raw))
     except ValidationError as exc:
         raise error(error_text(exc, model, where)) from None
+
+
+# -- options made by keyword (``BuildOptions(fps=2)``) ------------------------------------------
+
+
+def _keep_int(value, handler):
+    checked = handler(value)
+    return value if type(value) is int else checked
+
+
+#: a number: an int given stays that int (``fps=2`` is recorded as 2, as it was given), where a
+#: plain ``float`` field would make it 2.0; true and false are refused
+Number = Annotated[float, WrapValidator(_keep_int)]
+
+
+def field_type(field: FieldInfo) -> tuple[object, bool]:
+    """The type a field takes, without ``None`` and constraints, and whether it takes ``None``:
+    ``(int, True)`` for ``int | None = Field(None, ge=0)``."""
+    base, _, nullable = _split(field.annotation)
+    return base, nullable
+
+
+def options_text(exc: ValidationError, model: type[BaseModel], where: str = "") -> str:
+    """:func:`error_text`, except where the options speak for themselves: a library error a
+    validator raised is said as it is (it names its key), and a field whose
+    ``json_schema_extra`` holds ``{"error": "{key} must be ..., got {value}"}`` says that, with
+    the key and the value (as :func:`show` writes it) filled in."""
+    err = min(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
+    raised = err.get("ctx", {}).get("error")
+    if isinstance(raised, HyperframesError):
+        return str(raised)
+    loc = tuple(p for p in err["loc"] if not _is_tag(p))
+    field, _, _ = _walk(model, loc)
+    extra = field.json_schema_extra if field is not None else None
+    template = extra.get("error") if isinstance(extra, dict) else None
+    if isinstance(template, str) and err["type"] != "extra_forbidden":
+        return template.format(key=_key(where, loc), value=show(err.get("input")))
+    return error_text(exc, model, where)
+
+
+class Options(Strict):
+    """Settings made by keyword (``BuildOptions(fps=2)``): frozen, and any problem is a
+    :class:`ConfigError` in the words of :func:`options_text`, never pydantic's
+    ``ValidationError``. A copy with some fields changed is :meth:`replace`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigError(options_text(exc, type(self))) from None
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes``, checked as a new one is (``dataclasses.replace``'s role)."""
+        return type(self)(**{**self.as_dict(), **changes})
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field by name, as given, in the order they are declared."""
+        return {name: getattr(self, name) for name in type(self).model_fields}

@@ -207,15 +207,11 @@ def _annotation_arrays(ann) -> dict[str, np.ndarray]:
 def build_hdf5(data, out, options, *, progress=True):
     """``build --format hdf5``: build a folder store beside ``out`` (resumable), convert it to
     one HDF5 file, then remove the folder store."""
-    import dataclasses
-
     from ._build import build_store, remove_store
 
     out = Path(out)
     staging = out.with_name(out.name + ".staging")
-    report = build_store(
-        data, staging, dataclasses.replace(options, format="store"), progress=progress
-    )
+    report = build_store(data, staging, options.replace(format="store"), progress=progress)
     convert_to_hdf5(staging, out, compression=options.hdf5_compression, progress=progress)
     remove_store(staging)
     report.store = str(out)

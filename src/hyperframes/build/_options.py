@@ -1,10 +1,20 @@
-"""Build options: parsing, validation, and which of them define a store's content."""
+"""Build options: every option of a build declared once, and which of them define a store's content.
+
+:class:`BuildOptions` is a frozen, strict model (``_core._validate.Options``): each field's type,
+bounds and allowed values are its declaration, its ``description`` is the help of
+``hyperframes build --OPTION`` (the command line generates its options from these fields), and
+a bad value is a :class:`ConfigError` naming the option, the value and what is allowed. A field's
+``json_schema_extra`` may hold ``error`` (the option's own message), ``flag`` and ``metavar``
+(how the command line spells it) or ``cli: False`` (an option of the library only).
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import numbers
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic.config import JsonDict
+from pydantic_core import PydanticCustomError
 
 from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
 from .._core._errors import ConfigError
@@ -15,125 +25,200 @@ from .._core._sizes import (
     DEFAULT_SIZE,
     parse_size,
 )
-from ._flow import FLOW_DTYPES, FLOW_METHODS
+from .._core._validate import Number, Options
+from ..store import list_codecs
 
-DTYPES = ("uint8", "float16")
-FORMATS = ("store", "hdf5")
-ON_DAMAGED = ("keep", "fail")
-AUDIO_CHANNELS = (1, 2)
+__all__ = ["DEFAULT_MAX_PIXELS", "BuildOptions"]
+
+#: the messages of options whose words say more than the shared ones
+POSITIVE: JsonDict = {"error": "{key} must be a positive number, got {value}"}
+AT_LEAST_1: JsonDict = {"error": "{key} must be at least 1, got {value}"}
+MAX_FRAMES: JsonDict = {
+    "error": "{key} must be a whole number of frames, at least 1, got {value}; it bounds what "
+    "one video may store"
+}
+MAX_GAP: JsonDict = {
+    "error": "{key} must be a positive number of seconds or None (no bound), got {value}"
+}
+LIBRARY_ONLY: JsonDict = {"cli": False}
+
+#: mean and std: three numbers, given as a tuple or a list
+Triple = Annotated[
+    tuple[float, float, float], BeforeValidator(lambda v: tuple(v) if isinstance(v, list) else v)
+]
 
 
-@dataclasses.dataclass(frozen=True)
-class BuildOptions:
-    fps: float | None = None  # None: keep every decoded frame
-    #: resample down to this rate a source whose header rate is faster; never up (None: off)
-    fps_max: float | None = None
-    size: str = DEFAULT_SIZE  # "128" short side, "112x112" exact HxW, "none" native
-    codec: str = "raw"
-    dtype: str = "uint8"
-    decoder: str = "pyav"
-    stream: int | None = None  # index among video streams; None = best
-    jpeg_quality: int = 90
-    chunk_frames: int = 4
-    mean: tuple[float, float, float] = IMAGENET_MEAN
-    std: tuple[float, float, float] = IMAGENET_STD
-    frame_folder_fps: float = 30.0
-    format: str = "store"
-    hdf5_compression: str = "lzf"
-    on_damaged: str = "keep"  # a video the decoder reported errors for: keep (listed) or fail
-    # frames further apart than this (seconds) are not bridged by repeated frames at ``fps``:
-    # the gap is skipped and listed (None: no bound)
-    max_gap: float | None = DEFAULT_MAX_GAP_SECONDS
+def _not_bool(value):
+    if isinstance(value, bool):  # True == 1: a Literal of numbers would take it
+        raise PydanticCustomError("literal_error", "Input should be 1 or 2")
+    return value
+
+
+class BuildOptions(Options):
+    """Every option of a build; made by keyword (``BuildOptions(fps=2, codec="lz4")``), changed
+    with :meth:`replace`. :meth:`content` is what a store records and a resumed build compares."""
+
+    fps: Number | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        json_schema_extra=POSITIVE,
+        description="resample every video to this rate, down or up (a slower source gets "
+        "repeated frames; the summary and info count them) (default: native)",
+    )
+    fps_max: Number | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        json_schema_extra={**POSITIVE, "metavar": "N"},
+        description="resample down to N fps only the videos whose rate is higher; never upsample",
+    )
+    size: str = Field(
+        DEFAULT_SIZE,
+        description="stored frame size: short side (128), HxW (112x112) or none (native)",
+    )
+    codec: str = Field(
+        "raw",
+        description="how frames are stored; raw reads fastest, lz4/zstd are lossless and "
+        "smaller, jpeg lossy and smallest",
+    )
+    dtype: Literal["uint8", "float16"] = Field("uint8", description="stored pixel type")
+    decoder: str = Field("pyav", description="library that decodes the videos")
+    stream: int | None = Field(
+        None,
+        ge=0,
+        description="video stream to decode, v:K (or K) counting video streams only, v:0 the "
+        "first (default: each file's widest)",
+    )
+    jpeg_quality: int = Field(90, ge=1, le=100, description="with --codec jpeg: quality 1-100")
+    chunk_frames: int = Field(
+        4, ge=1, json_schema_extra=AT_LEAST_1, description="frames per lz4/zstd chunk"
+    )
+    mean: Triple = Field(
+        IMAGENET_MEAN,
+        json_schema_extra=LIBRARY_ONLY,
+        description="with dtype float16: the per-channel mean (of pixels in 0..1) subtracted",
+    )
+    std: Triple = Field(
+        IMAGENET_STD,
+        json_schema_extra=LIBRARY_ONLY,
+        description="with dtype float16: the per-channel std (of pixels in 0..1) divided by",
+    )
+    frame_folder_fps: Number = Field(
+        30.0,
+        gt=0,
+        allow_inf_nan=False,
+        json_schema_extra={"flag": "--frame-fps"},
+        description="rate of frame folders",
+    )
+    format: Literal["store", "hdf5"] = Field("store", description="a store folder or one HDF5 file")
+    hdf5_compression: Literal["lzf", "blosc", "gzip", "none"] = Field(
+        "lzf", description="with --format hdf5: dataset compression"
+    )
+    on_damaged: Literal["keep", "fail"] = Field(
+        "keep",
+        description="a video the decoder reports errors for: keep it (listed under 'damaged', "
+        "exit status 2) or fail it",
+    )
+    max_gap: Number | None = Field(
+        DEFAULT_MAX_GAP_SECONDS,
+        gt=0,
+        allow_inf_nan=False,
+        json_schema_extra=MAX_GAP,
+        description="with --fps: two frames further apart than this (seconds) are not bridged "
+        "by repeated frames; the gap is skipped (the frames after it keep their times) and "
+        "listed in the build summary; 'none' for no bound",
+    )
     # tracks (``_format``): audio decoded once, optical flow between stored frames
-    audio: bool = False
-    audio_rate: int = 16000  # Hz
-    audio_channels: int = 1  # 1 mono, 2 stereo
-    flow: str | None = None  # None, "dis" or "farneback"
-    flow_size: str | None = None  # as ``size``; None = the stored frame size
-    flow_dtype: str = "float16"  # or "int8" (with a scale per video)
+    audio: bool = Field(
+        False,
+        description="also store each video's first audio stream, decoded once (videos without "
+        "one are stored without audio)",
+    )
+    audio_rate: int = Field(
+        16000, ge=1000, le=384000, description="with --audio: sample rate in Hz"
+    )
+    audio_channels: Annotated[Literal[1, 2], BeforeValidator(_not_bool)] = Field(
+        1, description="with --audio: 1 mono or 2 stereo"
+    )
+    flow: Literal["dis", "farneback"] | None = Field(
+        None,
+        description="also store OpenCV optical flow between consecutive stored frames, and one "
+        "homography per pair (needs opencv)",
+    )
+    flow_size: str | None = Field(
+        None,
+        description="with --flow: flow size as --size takes it, a short side (64) or HxW "
+        "(48x64) (default: the stored frame size)",
+    )
+    flow_dtype: Literal["float16", "int8"] = Field(
+        "float16", description="with --flow: stored as float16 or int8 with a scale per video"
+    )
     # not part of the content:
-    max_pixels: int = DEFAULT_MAX_PIXELS  # frames larger than this are refused before decoding
-    max_frames: int = DEFAULT_MAX_FRAMES  # a video that would store more fails (nothing kept)
-    workers: int = 1
-    shard_bytes: int = 1 << 30
+    max_pixels: int = Field(
+        DEFAULT_MAX_PIXELS,
+        ge=1,
+        json_schema_extra=AT_LEAST_1,
+        description="refuse videos whose frames exceed this many pixels; 8K frames pass the "
+        "default",
+    )
+    max_frames: int = Field(
+        DEFAULT_MAX_FRAMES,
+        ge=1,
+        json_schema_extra=MAX_FRAMES,
+        description="a video that would store more frames than this fails, naming the count, "
+        "and nothing of it is kept",
+    )
+    workers: int = Field(
+        1,
+        ge=1,
+        json_schema_extra=AT_LEAST_1,
+        description="decoding processes, or with --engine ray decoding actors of one CPU each",
+    )
+    shard_bytes: int = Field(
+        1 << 30, ge=1, json_schema_extra=LIBRARY_ONLY, description="bytes per shard file"
+    )
 
     #: options that do not change what the store holds (may differ between resumed runs)
-    RUNTIME = ("workers", "shard_bytes", "format", "hdf5_compression", "max_pixels", "max_frames")
+    RUNTIME: ClassVar[tuple[str, ...]] = (
+        "workers",
+        "shard_bytes",
+        "format",
+        "hdf5_compression",
+        "max_pixels",
+        "max_frames",
+    )
 
-    def __post_init__(self):
-        from ..store import list_codecs
+    @field_validator("size")
+    @classmethod
+    def _size(cls, size: str) -> str:
+        parse_size(size)
+        return size
 
-        parse_size(self.size)
-        if self.codec not in list_codecs():
-            raise ConfigError(
-                f"codec must be one of {', '.join(list_codecs())}, got {self.codec!r}"
-            )
-        for name in ("fps", "fps_max"):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0
-            ):
-                raise ConfigError(f"{name} must be a positive number, got {value!r}")
+    @field_validator("flow_size")
+    @classmethod
+    def _flow_size(cls, size: str | None) -> str | None:
+        if size is not None:
+            parse_size(size, where="flow_size")
+        return size
+
+    @field_validator("codec")
+    @classmethod
+    def _codec(cls, codec: str) -> str:
+        if codec not in list_codecs():
+            raise ConfigError(f"codec must be one of {', '.join(list_codecs())}, got {codec!r}")
+        return codec
+
+    @model_validator(mode="after")
+    def _together(self) -> BuildOptions:
         if self.fps is not None and self.fps_max is not None:
             raise ConfigError(
                 f"fps_max {self.fps_max:g} given with fps {self.fps:g}: give one; fps resamples "
                 "every video to that rate (up or down), fps_max only those faster than it"
             )
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         if self.dtype == "float16" and self.codec == "jpeg":
             raise ConfigError("codec jpeg stores uint8 only; use dtype uint8 or another codec")
-        if self.format not in FORMATS:
-            raise ConfigError(f"format must be one of {', '.join(FORMATS)}, got {self.format!r}")
-        if self.workers < 1:
-            raise ConfigError(f"workers must be at least 1, got {self.workers}")
-        if self.on_damaged not in ON_DAMAGED:
-            raise ConfigError(
-                f"on_damaged must be one of {', '.join(ON_DAMAGED)}, got {self.on_damaged!r}"
-            )
-        if self.max_pixels < 1:
-            raise ConfigError(f"max_pixels must be at least 1, got {self.max_pixels}")
-        mf = self.max_frames
-        if isinstance(mf, bool) or not isinstance(mf, int) or mf < 1:
-            raise ConfigError(
-                f"max_frames must be a whole number of frames, at least 1, got {mf!r}; it "
-                "bounds what one video may store"
-            )
-        gap = self.max_gap
-        if gap is not None and (
-            isinstance(gap, bool)
-            or not isinstance(gap, (int, float))
-            or not math.isfinite(gap)
-            or gap <= 0
-        ):
-            raise ConfigError(
-                f"max_gap must be a positive number of seconds or None (no bound), got {gap!r}"
-            )
-        if self.chunk_frames < 1:
-            raise ConfigError(f"chunk_frames must be at least 1, got {self.chunk_frames}")
-        self._check_tracks()
-
-    def _check_tracks(self) -> None:
-        if not isinstance(self.audio, bool):
-            raise ConfigError(f"audio must be True or False, got {self.audio!r}")
-        rate = self.audio_rate
-        if isinstance(rate, bool) or not isinstance(rate, int) or not 1000 <= rate <= 384000:
-            raise ConfigError(f"audio_rate must be an integer of Hz in 1000..384000, got {rate!r}")
-        if self.audio_channels not in AUDIO_CHANNELS or isinstance(self.audio_channels, bool):
-            raise ConfigError(
-                f"audio_channels must be 1 (mono) or 2 (stereo), got {self.audio_channels!r}"
-            )
-        if self.flow is not None and self.flow not in FLOW_METHODS:
-            raise ConfigError(
-                f"flow must be one of {', '.join(FLOW_METHODS)} (or None: no flow), got "
-                f"{self.flow!r}"
-            )
-        if self.flow_size is not None:
-            parse_size(self.flow_size, where="flow_size")
-        if self.flow_dtype not in FLOW_DTYPES:
-            raise ConfigError(
-                f"flow_dtype must be one of {', '.join(FLOW_DTYPES)}, got {self.flow_dtype!r}"
-            )
+        return self
 
     def target_fps(self, native_fps: float | None) -> float | None:
         """The rate a source of ``native_fps`` (its header's; None: unknown) is resampled to,
@@ -147,7 +232,7 @@ class BuildOptions:
 
     def content(self) -> dict:
         """The options that define the stored content (compared when a build resumes)."""
-        d = dataclasses.asdict(self)
+        d = self.as_dict()
         for k in self.RUNTIME:
             d.pop(k)
         d["mean"], d["std"] = list(self.mean), list(self.std)

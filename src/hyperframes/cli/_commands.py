@@ -9,37 +9,15 @@ import json
 import shlex
 import sys
 
+from ._from_model import model_values
+
 EXIT_OK, EXIT_FATAL, EXIT_FAILURES = 0, 1, 2
 
 
 def build(args) -> int:
     from ..build import BuildOptions, build_store, dry_run
 
-    options = BuildOptions(
-        fps=args.fps,
-        fps_max=args.fps_max,
-        size=args.size,
-        codec=args.codec,
-        dtype=args.dtype,
-        decoder=args.decoder,
-        stream=args.stream,
-        jpeg_quality=args.jpeg_quality,
-        chunk_frames=args.chunk_frames,
-        frame_folder_fps=args.frame_fps,
-        format=args.format,
-        hdf5_compression=args.hdf5_compression,
-        workers=args.workers,
-        on_damaged=args.on_damaged,
-        max_pixels=args.max_pixels,
-        max_frames=args.max_frames,
-        max_gap=args.max_gap,
-        audio=args.audio,
-        audio_rate=args.audio_rate,
-        audio_channels=args.audio_channels,
-        flow=args.flow,
-        flow_size=args.flow_size,
-        flow_dtype=args.flow_dtype,
-    )
+    options = BuildOptions(**model_values(args, BuildOptions))
     if args.dry_run:
         est = dry_run(args.data, options, input_format=args.input_format, root=args.root)
         if args.json:

@@ -15,9 +15,10 @@ import sys
 
 from .._core._errors import HyperframesError, Interrupted
 from .._core._signals import exit_status_for_interrupt
+from .._core._sizes import DEFAULT_MAX_PIXELS
 from ._commands import EXIT_FAILURES, EXIT_FATAL, EXIT_OK
 from ._flags import as_option
-from ._parser import DEFAULT_MAX_PIXELS, build_parser
+from ._parser import build_parser
 
 __all__ = ["DEFAULT_MAX_PIXELS", "EXIT_FAILURES", "EXIT_FATAL", "EXIT_OK", "main"]
 
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(argv: list[str]) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit:  # --help, --version or a usage error: printed, flush it here

@@ -8,15 +8,11 @@ formats) are read from it the first time they are needed (``_choices``).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
-from .._core._sizes import (
-    DEFAULT_MAX_FRAMES,
-    DEFAULT_MAX_GAP_SECONDS,
-    DEFAULT_MAX_PIXELS,
-    DEFAULT_SIZE,
-)
+from .._core._sizes import DEFAULT_SIZE
 from .._version import __version__
-from ._choices import CODECS, DECODERS, INPUT_FORMATS
+from ._build_flags import add_build_options
 from ._frames import add_recalibrate, frames_option
 
 COMPRESSIONS = ["lzf", "blosc", "gzip", "none"]
@@ -49,214 +45,6 @@ def _command(sub, name: str, summary: str, description: str | None = None):
         epilog=f"example:\n  {EXAMPLES[name]}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-
-
-def video_stream(text: str) -> int:
-    """``--stream``: ``v:K`` (the K-th video stream, as ``info`` prints it) or plain ``K``."""
-    value = text.strip()
-    number = value[2:] if value.lower().startswith("v:") else value
-    if not number.isdigit():
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a video stream; allowed: v:K or K, K >= 0 counting video streams "
-            "only (v:0 is the first video stream; `hyperframes info` shows each video's)"
-        )
-    return int(number)
-
-
-def _build_options(b) -> None:
-    b.add_argument(
-        "data", help="folder root/<label>/<video>, annotation file, frame folder or video"
-    )
-    b.add_argument(
-        "--out",
-        required=True,
-        help="store folder (or .h5 file with --format hdf5), or a URL (s3://bucket/prefix): "
-        "built in a local staging folder, then uploaded, manifest last",
-    )
-    b.add_argument(
-        "--input-format",
-        default=None,
-        choices=INPUT_FORMATS,
-        metavar="FORMAT",
-        help="how to read DATA: %(choices)s (default: detected from names, headers and JSON "
-        "shapes)",
-    )
-    b.add_argument(
-        "--root",
-        default=None,
-        help="folder the annotation's paths are relative to (default: the annotation's folder)",
-    )
-    b.add_argument(
-        "--fps",
-        type=float,
-        default=None,
-        help="resample every video to this rate, down or up (a slower source gets repeated "
-        "frames; the summary and info count them) (default: native)",
-    )
-    b.add_argument(
-        "--fps-max",
-        type=float,
-        default=None,
-        metavar="N",
-        help="resample down to N fps only the videos whose rate is higher; never upsample",
-    )
-    b.add_argument(
-        "--size",
-        default=DEFAULT_SIZE,
-        help="stored frame size: short side (128), HxW (112x112) or none (native); default "
-        "%(default)s",
-    )
-    b.add_argument(
-        "--codec",
-        default="raw",
-        choices=CODECS,
-        metavar="CODEC",
-        help="how frames are stored: %(choices)s; raw reads fastest, lz4/zstd are lossless and "
-        "smaller, jpeg lossy and smallest (default %(default)s)",
-    )
-    b.add_argument(
-        "--dtype", default="uint8", choices=["uint8", "float16"], help="stored pixel type"
-    )
-    b.add_argument(
-        "--decoder",
-        default="pyav",
-        choices=DECODERS,
-        metavar="DECODER",
-        help="library that decodes the videos: %(choices)s (default %(default)s)",
-    )
-    b.add_argument(
-        "--stream",
-        type=video_stream,
-        default=None,
-        metavar="v:K",
-        help="video stream to decode, v:K (or K) counting video streams only, v:0 the first "
-        "(default: each file's widest)",
-    )
-    b.add_argument(
-        "--jpeg-quality", type=int, default=90, help="with --codec jpeg: quality 1-100 (90)"
-    )
-    b.add_argument(
-        "--chunk-frames", type=int, default=4, help="frames per lz4/zstd chunk (default 4)"
-    )
-    b.add_argument(
-        "--frame-fps", type=float, default=30.0, help="rate of frame folders (default 30)"
-    )
-    b.add_argument(
-        "--format",
-        default="store",
-        choices=["store", "hdf5"],
-        help="a store folder (default) or one HDF5 file",
-    )
-    b.add_argument(
-        "--hdf5-compression",
-        default="lzf",
-        choices=COMPRESSIONS,
-        help="with --format hdf5: dataset compression (default lzf)",
-    )
-    b.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="decoding processes, or with --engine ray decoding actors of one CPU each (default 1)",
-    )
-    b.add_argument(
-        "--engine",
-        default="local",
-        choices=["local", "ray"],
-        help="where videos are decoded: local processes (default) or a Ray cluster, whose "
-        "actors write their shards straight into --out (a folder every node sees)",
-    )
-    b.add_argument(
-        "--ray-address",
-        default=None,
-        metavar="ADDRESS",
-        help="with --engine ray: the cluster to join, HOST:PORT of its head (default: "
-        "RAY_ADDRESS, else a Ray instance started on this machine for the build)",
-    )
-    b.add_argument(
-        "--on-damaged",
-        default="keep",
-        choices=["keep", "fail"],
-        help="a video the decoder reports errors for: keep it (listed under 'damaged', exit "
-        "status 2) or fail it",
-    )
-    b.add_argument(
-        "--max-pixels",
-        type=int,
-        default=DEFAULT_MAX_PIXELS,
-        help=f"refuse videos whose frames exceed this many pixels (default {DEFAULT_MAX_PIXELS}, "
-        "passes 8K)",
-    )
-    b.add_argument(
-        "--max-frames",
-        type=int,
-        default=DEFAULT_MAX_FRAMES,
-        help="a video that would store more frames than this fails, naming the count, and "
-        f"nothing of it is kept (default {DEFAULT_MAX_FRAMES})",
-    )
-    b.add_argument(
-        "--max-gap",
-        type=_seconds_or_none,
-        default=DEFAULT_MAX_GAP_SECONDS,
-        metavar="SECONDS",
-        help="with --fps: two frames further apart than this are not bridged by repeated "
-        "frames; the gap is skipped (the frames after it keep their times) and listed in the "
-        f"build summary; 'none' for no bound (default {DEFAULT_MAX_GAP_SECONDS:g})",
-    )
-    b.add_argument(
-        "--audio",
-        action="store_true",
-        help="also store each video's first audio stream, decoded once (videos without one "
-        "are stored without audio)",
-    )
-    b.add_argument(
-        "--audio-rate", type=int, default=16000, help="with --audio: sample rate in Hz (16000)"
-    )
-    b.add_argument(
-        "--audio-channels",
-        type=int,
-        default=1,
-        choices=[1, 2],
-        help="with --audio: 1 mono (default) or 2 stereo",
-    )
-    b.add_argument(
-        "--flow",
-        default=None,
-        choices=["dis", "farneback"],
-        help="also store OpenCV optical flow between consecutive stored frames, and one "
-        "homography per pair (needs opencv)",
-    )
-    b.add_argument(
-        "--flow-size",
-        default=None,
-        help="with --flow: flow size as --size takes it, a short side (64) or HxW (48x64) "
-        "(default: the stored frame size)",
-    )
-    b.add_argument(
-        "--flow-dtype",
-        default="float16",
-        choices=["float16", "int8"],
-        help="with --flow: stored as float16 (default) or int8 with a scale per video",
-    )
-    b.add_argument("--dry-run", action="store_true", help="estimate the store's size only")
-    b.add_argument("--json", action="store_true", help="with --dry-run: print JSON")
-    b.add_argument("--quiet", action="store_true", help="no progress bar")
-
-
-def _seconds_or_none(text: str) -> float | None:
-    if text.strip().lower() == "none":
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a number of seconds or 'none', got {text!r}"
-        ) from None
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(
-            f"expected a positive, finite number of seconds or 'none', got {text!r}"
-        )
-    return value
 
 
 def _bench_options(n) -> None:
@@ -429,8 +217,11 @@ def _eval_options(e) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command (importing no torch and no decoder)."""
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command (importing no torch and no decoder). ``argv``: the command
+    line about to be parsed; build's options, generated from ``BuildOptions`` (the build
+    package, pydantic), are added only when it names ``build`` or is not given, so that
+    ``hyperframes --help`` and ``hyperframes info`` import neither."""
     from . import _commands as run
 
     p = argparse.ArgumentParser(
@@ -449,9 +240,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     b = _command(sub, "build", "decode videos once into a store")
-    _build_options(b)
+    if argv is None or next((a for a in argv if not a.startswith("-")), None) == "build":
+        add_build_options(b)
     b.set_defaults(func=run.build)
+    _store_commands(sub, run)
+    _model_commands(sub, run)
+    d = _command(sub, "demo", "the end-to-end showcase on synthetic data")
+    d.add_argument("--out", default="demo_out", help="output folder (default demo_out)")
+    d.add_argument("--quick", action="store_true", help="smaller dataset (for tests)")
+    d.set_defaults(func=run.demo)
+    return p
 
+
+def _store_commands(sub, run) -> None:
+    """info, verify, gc, show, report, convert, bench: the commands about a store."""
     i = _command(sub, "info", "describe a store")
     i.add_argument("store", help=STORE_HELP)
     i.add_argument("--json", action="store_true", help="print everything as JSON")
@@ -480,42 +282,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.set_defaults(func=run.gc)
 
     s = _command(sub, "show", "write a window of frames as a PNG")
-    s.add_argument("store", help=STORE_HELP)
-    s.add_argument(
-        "--video", type=int, required=True, help="video number (0-based, as info lists them)"
-    )
-    s.add_argument("--start", type=int, default=0, help="first stored frame (default 0)")
-    s.add_argument("--frames", type=int, default=8, help="frames in the window (default 8)")
-    s.add_argument(
-        "--stride", type=int, default=1, help="stored frames between shown ones (default 1)"
-    )
-    s.add_argument("--out", default="window.png", help="PNG to write (default window.png)")
-    _cache_options(s)
+    _show_options(s)
     s.set_defaults(func=run.show)
-
     r = _command(sub, "report", "write one HTML page to look at a store (no server needed)")
-    r.add_argument("store", help=STORE_HELP)
-    r.add_argument("--out", required=True, help="folder to write report.html in")
-    r.add_argument("--config", help="preview the training windows of this YAML config")
-    r.add_argument("--sampler", default="uniform", help="sampler to preview (default uniform)")
-    r.add_argument("--frames", type=int, default=8, help="frames per window (default 8)")
-    r.add_argument("--videos", type=int, default=20, help="video rows (default 20)")
-    r.add_argument("--preview", type=int, default=3, help="sampler items shown (default 3)")
+    _report_options(r)
     r.set_defaults(func=run.report)
-
     c = _command(sub, "convert", "write a store in another format")
-    c.add_argument("store", help="a store folder, or its URL (s3://bucket/prefix)")
-    c.add_argument("--format", default="hdf5", choices=["hdf5"], help="the format to write (hdf5)")
-    c.add_argument(
-        "--out", required=True, help="the file to write (store.h5, or s3://bucket/store.h5)"
-    )
-    c.add_argument(
-        "--compression",
-        default="lzf",
-        choices=COMPRESSIONS,
-        help="HDF5 dataset compression (default lzf)",
-    )
-    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    _convert_options(c)
     c.set_defaults(func=run.convert)
 
     n = _command(
@@ -529,6 +302,48 @@ def build_parser() -> argparse.ArgumentParser:
     _bench_options(n)
     n.set_defaults(func=run.bench)
 
+
+def _show_options(s) -> None:
+    s.add_argument("store", help=STORE_HELP)
+    s.add_argument(
+        "--video", type=int, required=True, help="video number (0-based, as info lists them)"
+    )
+    s.add_argument("--start", type=int, default=0, help="first stored frame (default 0)")
+    s.add_argument("--frames", type=int, default=8, help="frames in the window (default 8)")
+    s.add_argument(
+        "--stride", type=int, default=1, help="stored frames between shown ones (default 1)"
+    )
+    s.add_argument("--out", default="window.png", help="PNG to write (default window.png)")
+    _cache_options(s)
+
+
+def _report_options(r) -> None:
+    r.add_argument("store", help=STORE_HELP)
+    r.add_argument("--out", required=True, help="folder to write report.html in")
+    r.add_argument("--config", help="preview the training windows of this YAML config")
+    r.add_argument("--sampler", default="uniform", help="sampler to preview (default uniform)")
+    r.add_argument("--frames", type=int, default=8, help="frames per window (default 8)")
+    r.add_argument("--videos", type=int, default=20, help="video rows (default 20)")
+    r.add_argument("--preview", type=int, default=3, help="sampler items shown (default 3)")
+
+
+def _convert_options(c) -> None:
+    c.add_argument("store", help="a store folder, or its URL (s3://bucket/prefix)")
+    c.add_argument("--format", default="hdf5", choices=["hdf5"], help="the format to write (hdf5)")
+    c.add_argument(
+        "--out", required=True, help="the file to write (store.h5, or s3://bucket/store.h5)"
+    )
+    c.add_argument(
+        "--compression",
+        default="lzf",
+        choices=COMPRESSIONS,
+        help="HDF5 dataset compression (default lzf)",
+    )
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _model_commands(sub, run) -> None:
+    """models, predict, export, train, estimate, eval, recalibrate: the commands about a model."""
     m = _command(sub, "models", "registered models: name, layout, parameters")
     m.add_argument("--json", action="store_true", help="print the table as JSON")
     m.set_defaults(func=run.models)
@@ -571,9 +386,3 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=run.evaluate)
 
     add_recalibrate(sub, _command, run.recalibrate)
-
-    d = _command(sub, "demo", "the end-to-end showcase on synthetic data")
-    d.add_argument("--out", default="demo_out", help="output folder (default demo_out)")
-    d.add_argument("--quick", action="store_true", help="smaller dataset (for tests)")
-    d.set_defaults(func=run.demo)
-    return p
