@@ -42,6 +42,8 @@ MAX_GAP: JsonDict = {
 }
 LIBRARY_ONLY: JsonDict = {"cli": False}
 
+#: a rate or a length of time: a finite number > 0 (an int stays an int: ``_validate.Number``)
+Positive = Annotated[Number, Field(gt=0, allow_inf_nan=False)]
 #: mean and std: three numbers, given as a tuple or a list
 Triple = Annotated[
     tuple[float, float, float], BeforeValidator(lambda v: tuple(v) if isinstance(v, list) else v)
@@ -58,18 +60,14 @@ class BuildOptions(Options):
     """Every option of a build; made by keyword (``BuildOptions(fps=2, codec="lz4")``), changed
     with :meth:`replace`. :meth:`content` is what a store records and a resumed build compares."""
 
-    fps: Number | None = Field(
+    fps: Positive | None = Field(
         None,
-        gt=0,
-        allow_inf_nan=False,
         json_schema_extra=POSITIVE,
         description="resample every video to this rate, down or up (a slower source gets "
         "repeated frames; the summary and info count them) (default: native)",
     )
-    fps_max: Number | None = Field(
+    fps_max: Positive | None = Field(
         None,
-        gt=0,
-        allow_inf_nan=False,
         json_schema_extra={**POSITIVE, "metavar": "N"},
         description="resample down to N fps only the videos whose rate is higher; never upsample",
     )
@@ -104,10 +102,8 @@ class BuildOptions(Options):
         json_schema_extra=LIBRARY_ONLY,
         description="with dtype float16: the per-channel std (of pixels in 0..1) divided by",
     )
-    frame_folder_fps: Number = Field(
+    frame_folder_fps: Positive = Field(
         30.0,
-        gt=0,
-        allow_inf_nan=False,
         json_schema_extra={"flag": "--frame-fps"},
         description="rate of frame folders",
     )
@@ -120,10 +116,8 @@ class BuildOptions(Options):
         description="a video the decoder reports errors for: keep it (listed under 'damaged', "
         "exit status 2) or fail it",
     )
-    max_gap: Number | None = Field(
+    max_gap: Positive | None = Field(
         DEFAULT_MAX_GAP_SECONDS,
-        gt=0,
-        allow_inf_nan=False,
         json_schema_extra=MAX_GAP,
         description="with --fps: two frames further apart than this (seconds) are not bridged "
         "by repeated frames; the gap is skipped (the frames after it keep their times) and "

@@ -1,8 +1,11 @@
 """The argument parser of ``hyperframes``: every command, every option described, an example each.
 
-Building it imports nothing heavy (no torch, no decoder): the handlers (``_commands``) import the
-library when they run, and the choices that come from a registry (codecs, decoders, input
-formats) are read from it the first time they are needed (``_choices``).
+Building it imports nothing heavy (no torch, no decoder, no pydantic): the handlers
+(``_commands``) import the library when they run, the choices that come from a registry (codecs,
+decoders, input formats) are read from it the first time they are needed (``_choices``), and
+``build``'s options, generated from ``BuildOptions`` (``_build_flags``, ``_from_model``), are added
+only when the command line being parsed is a build. ``--frames`` and ``recalibrate`` are in
+``_frames``.
 """
 
 from __future__ import annotations
