@@ -52,7 +52,7 @@ Triple = Annotated[
 
 def _not_bool(value):
     if isinstance(value, bool):  # True == 1: a Literal of numbers would take it
-        raise PydanticCustomError("literal_error", "Input should be 1 or 2")
+        raise PydanticCustomError("literal_error", "Input should be an allowed number, not a bool")
     return value
 
 
