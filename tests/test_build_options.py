@@ -155,8 +155,47 @@ def _build_actions(parser) -> dict[str, argparse.Action]:
     return {a.dest: a for a in sub.choices["build"]._actions}
 
 
+#: hyperframes build's flags, as they were before they were generated
+FLAGS = [
+    "--help",
+    "--out",
+    "--input-format",
+    "--root",
+    "--fps",
+    "--fps-max",
+    "--size",
+    "--codec",
+    "--dtype",
+    "--decoder",
+    "--stream",
+    "--jpeg-quality",
+    "--chunk-frames",
+    "--frame-fps",
+    "--format",
+    "--hdf5-compression",
+    "--workers",
+    "--engine",
+    "--ray-address",
+    "--on-damaged",
+    "--max-pixels",
+    "--max-frames",
+    "--max-gap",
+    "--audio",
+    "--audio-rate",
+    "--audio-channels",
+    "--flow",
+    "--flow-size",
+    "--flow-dtype",
+    "--dry-run",
+    "--json",
+    "--quiet",
+]
+
+
 def test_the_command_line_offers_every_option_with_the_models_default_and_help():
     actions = _build_actions(build_parser())
+    flags = {f for a in actions.values() for f in a.option_strings if f.startswith("--")}
+    assert flags == set(FLAGS)
     for name, field in BuildOptions.model_fields.items():
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         if extra.get("cli") is False:
