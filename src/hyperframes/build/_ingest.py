@@ -86,24 +86,9 @@ def ingest(
         flow = FlowSpill(options.flow, target_size(*flow_hw, options.flow_size), writer.directory)
     sink = writer.begin_video(codec)
     kept = _KeptFrames(source.path, options, hw, sink, flow)
-    decoded = [0]
     damage = DecodeReport()
-    gaps: list[tuple[float, float]] = []
     try:
-        for frame in kept_frames(
-            decoder,
-            source.path,
-            stream=options.stream,
-            fps=fps,
-            counter=decoded,
-            native_fps=info.fps,
-            report=damage,
-            max_gap_seconds=options.max_gap,
-            gaps=gaps,
-        ):
-            kept.add(frame)
-            if len(kept.pts) % 16 == 0:
-                on_frames(16)
+        kept.decode(decoder, fps=fps, native_fps=info.fps, report=damage, on_frames=on_frames)
         offset, nbytes, checksum = sink.finish()
         if not kept.pts:
             raise DecodeError(f"{source.path}: no frames could be decoded")
@@ -132,7 +117,7 @@ def ingest(
         payload_xxh3_64=checksum,
         shape=(c, h, w),
         num_frames=len(kept.pts),
-        num_frames_decoded=decoded[0],
+        num_frames_decoded=kept.decoded[0],
         num_frames_from_header=info.num_frames_from_header,
         fps=fps if fps else _native_fps(kept.pts, info.fps),
         stream=info.stream_index,
@@ -150,7 +135,7 @@ def ingest(
         decode_error_counts=damage.counts,
         decode_error_messages=damage.messages,
         tracks=tracks,
-        timestamp_gaps=gap_entry(gaps, options.max_gap) if gaps else None,
+        timestamp_gaps=gap_entry(kept.gaps, options.max_gap) if kept.gaps else None,
     )
     writer.commit(record.to_json())
     return record
@@ -172,7 +157,8 @@ def _probe(source: Source, options: BuildOptions, decoder: Decoder) -> VideoInfo
 class _KeptFrames:
     """The frames of one video as they are stored: each sized to ``hw``, given to the flow
     (``flow``), signed and scored, normalised to float16 when the build asks, and added to
-    ``sink``; ``pts`` and ``indices`` say when each was shown and which source frame it is."""
+    ``sink``; ``pts`` and ``indices`` say when each was shown and which source frame it is,
+    ``decoded[0]`` counts the frames decoded, ``gaps`` the gaps over ``max_gap`` not bridged."""
 
     def __init__(self, path: str, options: BuildOptions, hw, sink: VideoSink, flow):
         self.path, self.options, self.hw, self.sink, self.flow = path, options, hw, sink, flow
@@ -180,10 +166,30 @@ class _KeptFrames:
         self.signature = SignatureBuilder()
         self.pts: list[float] = []
         self.indices: list[int] = []
+        self.decoded = [0]
+        self.gaps: list[tuple[float, float]] = []
         self.normalise = options.dtype == "float16"
         if self.normalise:
             self.mean = np.asarray(options.mean, np.float32).reshape(3, 1, 1) * 255.0
             self.std = np.asarray(options.std, np.float32).reshape(3, 1, 1) * 255.0
+
+    def decode(self, decoder: Decoder, *, fps, native_fps, report, on_frames) -> None:
+        """Decode the video and store the frames kept at ``fps`` (``kept_frames``), saying
+        every 16 frames stored to ``on_frames``."""
+        for frame in kept_frames(
+            decoder,
+            self.path,
+            stream=self.options.stream,
+            fps=fps,
+            counter=self.decoded,
+            native_fps=native_fps,
+            report=report,
+            max_gap_seconds=self.options.max_gap,
+            gaps=self.gaps,
+        ):
+            self.add(frame)
+            if len(self.pts) % 16 == 0:
+                on_frames(16)
 
     def add(self, kept: Resampled) -> None:
         if len(self.pts) == self.options.max_frames:

@@ -17,7 +17,7 @@ life, which Ray Data keeps to itself:
 
 * deterministic shard names: actor number ``rank`` of build run ``run`` writes
   ``r{run:03d}-w{rank:03d}-{seq:05d}``, the local build's own names, so a store can be resumed
-  by either engine and ``_next_run`` numbers runs across both;
+  by either engine and ``_resume.next_run`` numbers runs across both;
 * an end to each shard: the driver calls ``close`` on every actor once the work is done,
   which finishes its shard (a Ray Data UDF has no teardown hook to do it in);
 * exact retries. Ray's own task retries are at-least-once: a video whose actor died after
