@@ -65,6 +65,10 @@ def test_a_record_checks_itself():
     with pytest.raises(ValueError, match="unknown tracks"):
         dataclasses.replace(record, tracks={"depth": None})
     assert "32 frames" in repr(record) and "pts_seconds" not in repr(record)
+    with pytest.raises(
+        JournalError, match=r"j\.jsonl: line 2: not a journal record \(a JSON list\)"
+    ):
+        JournalRecord.from_json([1, 2], where="j.jsonl: line 2")  # type: ignore[arg-type]
 
 
 def _copy(store: Path, tmp_path: Path) -> tuple[Path, Path]:

@@ -128,6 +128,10 @@ class JournalRecord:
     @classmethod
     def from_json(cls, line: dict[str, Any], *, where: str = "a journal") -> JournalRecord:
         """The record of a journal line read back (``where``: the file, for the error)."""
+        if not isinstance(line, dict):
+            raise JournalError(
+                f"{where}: not a journal record (a JSON {type(line).__name__}){_HINT}"
+            )
         missing = [name for name in _REQUIRED if name not in line]
         if missing:
             raise JournalError(f"{where}: not a journal record (no {', '.join(missing)}){_HINT}")
