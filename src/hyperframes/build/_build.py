@@ -47,7 +47,8 @@ def build_store(
     engine: str = "local",
     ray_address: str | None = None,
 ) -> BuildReport:
-    """Build (or resume) the store ``out`` from ``data``; see the module docstring.
+    """Build (or resume) the store ``out`` from ``data``: a folder, an HDF5 file or a URL (see
+    the module docstring; resuming and crashes: ``_folder``).
     ``input_format`` / ``root``: how to read ``data`` and the folder its listed paths are
     relative to (see :func:`hyperframes.inputs._sources.scan_inputs`). ``engine``: ``local``
     (``options.workers`` processes here) or ``ray`` (``options.workers`` actors on the Ray
