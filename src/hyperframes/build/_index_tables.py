@@ -85,31 +85,36 @@ def index_tables(
     return tables
 
 
+#: the columns of ``videos.npy`` that are the journal record's fields of the same name
+_SAME_NAMED = (
+    "offset",
+    "nbytes",
+    "num_frames",
+    "fps",
+    "num_frames_decoded",
+    "source_bytes",
+    "source_mtime_ns",
+    "stream",
+    "decode_errors",
+)
+
+
 def _video_row(
     r: JournalRecord, shard: int, label_id: int, split_id: int, frame_start: int, chunk_start: int
 ) -> VideoRow:
     channels, height, width = r.shape
+    header = r.num_frames_from_header
     return VideoRow(
+        **{name: getattr(r, name) for name in _SAME_NAMED},
         shard=shard,
-        offset=r.offset,
-        nbytes=r.nbytes,
-        num_frames=r.num_frames,
         channels=channels,
         height=height,
         width=width,
-        fps=r.fps,
         label_id=label_id,
         split_id=split_id,
         frame_start=frame_start,
         chunk_start=chunk_start,
         num_chunks=len(r.chunks),
-        num_frames_decoded=r.num_frames_decoded,
-        num_frames_from_header=(
-            -1 if r.num_frames_from_header is None else r.num_frames_from_header
-        ),
-        source_bytes=r.source_bytes,
-        source_mtime_ns=r.source_mtime_ns,
-        stream=r.stream,
+        num_frames_from_header=-1 if header is None else header,
         payload_xxh3_64=0 if r.payload_xxh3_64 is None else r.payload_xxh3_64,
-        decode_errors=r.decode_errors,
     )
