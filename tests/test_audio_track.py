@@ -14,9 +14,10 @@ from _media import make_beep_video, make_vfr_beep_video, write_video
 from _stores import reseal
 from hyperframes import StoreError
 from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
-from hyperframes.build._build import _decoder_for, _make_codec
 from hyperframes.build._ingest import ingest
 from hyperframes.build._shard import ShardWriter
+from hyperframes.build._workers import decoder_for as _decoder_for
+from hyperframes.build._workers import make_codec as _make_codec
 from hyperframes.cli._main import main
 from hyperframes.inputs._sources import scan_inputs
 from hyperframes.store import open_store, verify_store

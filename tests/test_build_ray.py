@@ -518,7 +518,7 @@ def test_a_killed_publishing_actor_loses_nothing_and_stores_nothing_twice(
     """One shard per video (``shard_bytes=1``): an actor publishes a shard while it decodes
     the next, so the one killed has published some videos and holds one unpublished; those
     are redone, the published ones are not, and the URL ends as its manifest lists."""
-    from hyperframes.build._ray_publish import leftovers
+    from hyperframes.build._publish import leftovers
 
     killed: list[int] = []
     published_then: list[dict] = []
@@ -568,8 +568,7 @@ def test_gc_lists_what_a_killed_run_left_and_a_rerun_deletes_it(
     """The state a driver or actor killed mid-upload leaves: a payload whose journal never
     came, no manifest. ``gc`` lists the object (deletes it with --delete); a rerun decodes
     nothing that was published and leaves only what its manifest lists."""
-    from hyperframes.build._publish import delete_objects, publish_file
-    from hyperframes.build._ray_publish import leftovers
+    from hyperframes.build._publish import delete_objects, leftovers, publish_file
 
     ref, _ = local
     options = BuildOptions(**OPTIONS, workers=2)
@@ -592,7 +591,7 @@ def test_gc_lists_what_a_killed_run_left_and_a_rerun_deletes_it(
     assert leftovers(s3_url) == []  # the orphan is gone
     assert store_content(s3_url) == store_content(ref)
     # runs are numbered past every name at the URL: the next run's shards are new objects
-    from hyperframes.build._ray_publish import _next_run
+    from hyperframes.build._ray_url import _next_run
 
     assert _next_run({"shards/r007-w001-00000.bin": {}}) == 8
 
@@ -606,7 +605,7 @@ def test_gc_lists_what_a_killed_run_left_and_a_rerun_deletes_it(
 def test_kill_9_of_a_driver_publishing_to_a_url_then_rerun(ray_address, many, many_local, s3_url):
     """The driver killed while its actors publish (one shard per video): the rerun keeps every
     published video, stores none twice and leaves only what its manifest lists."""
-    from hyperframes.build._ray_publish import leftovers
+    from hyperframes.build._publish import leftovers
 
     script = textwrap.dedent(
         f"""

@@ -1,18 +1,28 @@
 """Building a store: decode each video once and write what ``hyperframes.store`` reads.
 
-- ``_build``: the entry point (:func:`build_store`, :func:`dry_run`, :class:`BuildReport`),
-  its worker processes and the resumable run (the store's lock, recovery of killed runs);
-- ``_ingest`` / ``_track_writer`` / ``_shard``: one video's frames, audio and flow encoded
-  into a shard, and the shard's journal (one record per video);
+The modules, in the order a build goes through them:
+
+- ``_build``: :func:`build_store`, the entry of every build (which way it goes: to a folder,
+  an HDF5 file or a URL; here or on Ray), and :func:`dry_run`;
+- ``_folder``: the build of a store folder under its lock, resumable and crash-safe;
+  ``_lock``: the lock; ``_resume``: what a rerun keeps (parameters, intact videos);
+- ``_workers``: the build workers (in this process, in worker processes, in Ray actors);
+- ``_ingest`` / ``_track_writer`` / ``_flow``: one video's frames, audio and flow encoded
+  into a shard; ``_shard``: the shard files, their journals, recovery after a crash;
+- ``_journal``: :class:`JournalRecord`, a stored video as its shard's journal lists it, from
+  ingest to assembly;
 - ``_assemble``: the index and the manifest from the journals, the manifest last;
-- ``_ray`` / ``_ray_publish`` / ``_ray_reaper``: the same build on a Ray cluster, actors
-  publishing their own shards to a URL;
-- ``_publish``: a build or a conversion to a URL (staged locally, uploaded, the manifest
-  last), and :func:`gc_store` for what a killed run left there;
-- ``_hdf5``: :func:`convert_to_hdf5` and ``build --format hdf5``;
+  ``_index_tables`` / ``_annotations``: the index files; ``_report``: :class:`BuildReport`;
+- ``_ray`` / ``_ray_cluster`` / ``_ray_reaper``: the same build on a Ray cluster;
+  ``_ray_publish`` / ``_ray_url``: a Ray build to a URL, the actors publishing their shards;
+- ``_publish``: staging and uploading to a URL, and :func:`gc_store` for what a killed run
+  left there;
+- ``_hdf5``: :func:`convert_to_hdf5` (to a path or a URL) and ``build --format hdf5``;
 - ``_options``: :class:`BuildOptions`, every option of a build, checked once.
 
-Decoders and Ray are imported on first use."""
+The entry points load on first use: ``_build`` imports the decoders (PyAV), which
+``BuildOptions`` and ``hyperframes build --help`` do not need; Ray, h5py and OpenCV are
+imported only by what uses them."""
 
 import importlib
 
@@ -28,11 +38,12 @@ __all__ = [
     "gc_store",
 ]
 
+#: public name -> the module holding it, imported when the name is first asked for
 _LAZY = {
-    "BuildReport": "._build",
+    "BuildReport": "._report",
     "build_store": "._build",
     "dry_run": "._build",
-    "gc_store": "._ray_publish",
+    "gc_store": "._publish",
     "convert_to_hdf5": "._hdf5",
     "conversion_summary": "._hdf5",
 }

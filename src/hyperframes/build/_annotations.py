@@ -24,12 +24,13 @@ from ..store.format import (
     VIDEO_LABEL_DTYPE,
     VIDEO_LABELS_FILE,
 )
+from ._journal import JournalRecord
 
 
-def _video_end(record: dict) -> tuple[float, float]:
+def _video_end(record: JournalRecord) -> tuple[float, float]:
     """(first pts, end): the end is the last frame's pts plus one frame interval."""
-    pts = record["pts_seconds"]
-    fps = float(record.get("fps") or 0.0)
+    pts = record.pts_seconds
+    fps = float(record.fps or 0.0)
     if len(pts) > 1:
         step = pts[-1] - pts[-2]
     else:
@@ -38,7 +39,7 @@ def _video_end(record: dict) -> tuple[float, float]:
 
 
 def build_annotations(
-    kept: list[Source], records: list[dict], classes: list[str]
+    kept: list[Source], records: list[JournalRecord], classes: list[str]
 ) -> tuple[Annotations, list[dict]]:
     """The annotations of the stored videos ``kept`` (index order) with their journal
     ``records``, and the notes about segments clamped to their video's end or dropped
@@ -83,12 +84,10 @@ def build_annotations(
             seg_labels += ids
     # every record's of this version (one kept from an older build has 4 whole-frame hashes
     # only: then none is written, and the leakage check computes them from the frames)
-    with_sigs = bool(records) and all(
-        len(r.get("signature") or ()) == SIGNATURE_WIDTH for r in records
-    )
+    with_sigs = bool(records) and all(len(r.signature or ()) == SIGNATURE_WIDTH for r in records)
     signatures = None
     if with_sigs:
-        signatures = np.array([r["signature"] for r in records], dtype=SIGNATURE_DTYPE)
+        signatures = np.array([r.signature for r in records], dtype=SIGNATURE_DTYPE)
         signatures = signatures.reshape(len(records), SIGNATURE_WIDTH)
     ann = Annotations(
         np.array(seg_rows, SEGMENT_DTYPE),

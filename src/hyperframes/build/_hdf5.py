@@ -1,12 +1,14 @@
 """Writing the HDF5 form of a store (``hyperframes convert``, ``build --format hdf5``): the
 layout, and the reader, are in :mod:`hyperframes.store._hdf5`; this module writes that layout
-from a folder store, atomically (a temporary file renamed into place), and says in a sentence
-what the conversion changed."""
+from a folder store, atomically (a temporary file renamed into place), to a path or to a URL
+(written in its staging folder, then uploaded: ``_publish``), and says in a sentence what the
+conversion changed."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +16,12 @@ import xxhash
 
 from .._core._atomic import fsync_dir, remove_stale_temps, temp_path
 from .._core._errors import ConfigError, StoreError
+from .._core._progress import Progress
 from .._core._text import printable
 from .._core._urls import is_url
+from ..remote import bare_url, filesystem
 from ..store import H5_FORMAT, H5_VERSION, H5Store, Store, open_store
+from ._publish import check_write_access, publish_file, staging_dir
 
 COMPRESSIONS = ("lzf", "blosc", "gzip", "none")
 
@@ -31,7 +36,7 @@ def _filter(compression: str) -> dict:
     if compression == "gzip":
         return {"compression": "gzip", "compression_opts": 4}
     if compression == "blosc":
-        import hdf5plugin
+        import hdf5plugin  # registers its HDF5 filters (loads their libraries): only for blosc
 
         return dict(hdf5plugin.Blosc(cname="lz4", clevel=5, shuffle=hdf5plugin.Blosc.SHUFFLE))
     if compression == "none":
@@ -64,9 +69,7 @@ def conversion_summary(path: str | os.PathLike) -> str:
     """One line for ``hyperframes convert``: the file, its size, and what the conversion
     changed (the manifest's ``converted_from`` note)."""
     if is_url(path):
-        from ._publish import remote_hdf5_manifest
-
-        m = remote_hdf5_manifest(str(path))
+        m = _remote_manifest(str(path))
         size, note = m["file_bytes"], m["converted_from"].get("note")
         return f"wrote {path} ({size / 1e6:.2f} MB): {note}"
     with H5Store(path) as h5:
@@ -87,26 +90,31 @@ def convert_to_hdf5(
     ``compression="none"`` stores each video as one contiguous block (read at memory speed);
     otherwise each video is chunked ``chunk_frames`` frames at a time. Frames are stored
     decoded whatever the store's codec; the manifest's ``converted_from`` says so (module
-    doc), and :func:`conversion_summary` puts it in a sentence."""
-    import h5py
-
-    from .._core._progress import Progress
-
+    doc), and :func:`conversion_summary` puts it in a sentence. ``out`` may be a URL: the file
+    is written in its staging folder, then uploaded."""
     if isinstance(chunk_frames, bool) or not isinstance(chunk_frames, int) or chunk_frames < 1:
         raise ConfigError(f"chunk_frames must be an integer >= 1, got {chunk_frames!r}")
-    if is_url(out):  # written in a local staging folder, then uploaded (``_publish``)
-        from ._publish import convert_to_url
-
-        return convert_to_url(
-            store, str(out), compression=compression, chunk_frames=chunk_frames, progress=progress
+    if is_url(out):
+        url = str(out)
+        check_write_access(url, folder=False)
+        staging = staging_dir(url)
+        staging.mkdir(parents=True, exist_ok=True)
+        local = convert_to_hdf5(
+            store,
+            staging / Path(bare_url(url)).name,
+            compression=compression,
+            chunk_frames=chunk_frames,
+            progress=progress,
         )
+        publish_file(local, url)
+        shutil.rmtree(staging, ignore_errors=True)
+        return url
+    import h5py  # loads libhdf5: only when a file is written
+
     if isinstance(store, Store):
         src = store
     else:
         src = open_store(store) if is_url(store) else Store(store)
-    index = src.index
-    # frames copied from a damaged shard would get checksums of damaged frames: verify first
-    verify = "payload_xxh3_64" in (index.videos.dtype.names or ())
     out = Path(out)
     remove_stale_temps(out.parent, out.name)  # of conversions that were killed
     tmp = temp_path(out)
@@ -119,44 +127,8 @@ def convert_to_hdf5(
         with h5py.File(tmp, "w") as h5:
             h5.attrs["format"] = H5_FORMAT
             h5.attrs["format_version"] = H5_VERSION
-            idx = h5.create_group("index")
-            idx.create_dataset("videos", data=np.asarray(index.videos))
-            idx.create_dataset("frames", data=np.asarray(index.frames))
-            if index.change_score is not None:
-                idx.create_dataset("change_score", data=np.asarray(index.change_score))
-            if index.flow_score is not None:
-                idx.create_dataset("flow_score", data=np.asarray(index.flow_score))
-            for name, array in _annotation_arrays(src.videos.annotations).items():
-                idx.create_dataset(name, data=np.asarray(array))
-            strings = {
-                "paths": src.videos.paths,
-                "classes": src.videos.classes,
-                "splits": src.videos.splits,
-            }
-            idx.create_dataset("strings", data=json.dumps(strings))
-            grp = h5.create_group("videos")
-            sums = np.zeros(len(src), np.uint64)
-            frames_bytes = 0
-            for v in range(len(src)):
-                rec = src.videos[v]
-                problem = src.payload_problem(v) if verify else None
-                if problem is not None:
-                    raise StoreError(f"cannot convert to {out}: {problem}")
-                frames = src.read_numpy(v, np.arange(rec.num_frames))
-                # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
-                sums[v] = xxhash.xxh3_64_intdigest(memoryview(frames))  # type: ignore[arg-type]
-                chunks = None
-                if filt:
-                    chunks = (max(1, min(chunk_frames, len(frames))), *frames.shape[1:])
-                ds = grp.create_dataset(f"{v:08d}", data=frames, chunks=chunks, **filt)
-                frames_bytes += ds.id.get_storage_size()
-                # (for people reading the file: the index's strings keep the exact names)
-                ds.attrs["path"] = printable(rec.path)
-                ds.attrs["label"] = printable(rec.label or "")
-                ds.attrs["fps"] = rec.fps
-                bar.advance()
-                bar.add_frames(rec.num_frames)
-            idx.create_dataset("frames_xxh3_64", data=sums)
+            _write_index(h5.create_group("index"), src)
+            frames_bytes = _write_videos(h5, src, out, filt, chunk_frames, bar)
             _write_tracks(h5, src, out)
             h5.attrs["manifest"] = json.dumps(_converted_manifest(src, layout, frames_bytes))
         with open(tmp, "rb+") as f:
@@ -167,6 +139,56 @@ def convert_to_hdf5(
         bar.close()
         tmp.unlink(missing_ok=True)
     return out
+
+
+def _write_index(idx, src: Store) -> None:
+    """The folder store's index tables and strings, as datasets of the group ``idx``."""
+    index = src.index
+    idx.create_dataset("videos", data=np.asarray(index.videos))
+    idx.create_dataset("frames", data=np.asarray(index.frames))
+    if index.change_score is not None:
+        idx.create_dataset("change_score", data=np.asarray(index.change_score))
+    if index.flow_score is not None:
+        idx.create_dataset("flow_score", data=np.asarray(index.flow_score))
+    for name, array in _annotation_arrays(src.videos.annotations).items():
+        idx.create_dataset(name, data=np.asarray(array))
+    strings = {
+        "paths": src.videos.paths,
+        "classes": src.videos.classes,
+        "splits": src.videos.splits,
+    }
+    idx.create_dataset("strings", data=json.dumps(strings))
+
+
+def _write_videos(h5, src: Store, out: Path, filt: dict, chunk_frames: int, bar) -> int:
+    """Each video's frames as a dataset under /videos/ (their checksums in
+    /index/frames_xxh3_64); returns the bytes the frame datasets take."""
+    # frames copied from a damaged shard would get checksums of damaged frames: verify first
+    verify = "payload_xxh3_64" in (src.index.videos.dtype.names or ())
+    grp = h5.create_group("videos")
+    sums = np.zeros(len(src), np.uint64)
+    frames_bytes = 0
+    for v in range(len(src)):
+        rec = src.videos[v]
+        problem = src.payload_problem(v) if verify else None
+        if problem is not None:
+            raise StoreError(f"cannot convert to {out}: {problem}")
+        frames = src.read_numpy(v, np.arange(rec.num_frames))
+        # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
+        sums[v] = xxhash.xxh3_64_intdigest(memoryview(frames))  # type: ignore[arg-type]
+        chunks = None
+        if filt:
+            chunks = (max(1, min(chunk_frames, len(frames))), *frames.shape[1:])
+        ds = grp.create_dataset(f"{v:08d}", data=frames, chunks=chunks, **filt)
+        frames_bytes += ds.id.get_storage_size()
+        # (for people reading the file: the index's strings keep the exact names)
+        ds.attrs["path"] = printable(rec.path)
+        ds.attrs["label"] = printable(rec.label or "")
+        ds.attrs["fps"] = rec.fps
+        bar.advance()
+        bar.add_frames(rec.num_frames)
+    h5["index"].create_dataset("frames_xxh3_64", data=sums)
+    return frames_bytes
 
 
 def _write_tracks(h5, src: Store, out: Path) -> None:
@@ -204,16 +226,12 @@ def _annotation_arrays(ann) -> dict[str, np.ndarray]:
     return out
 
 
-def build_hdf5(data, out, options, *, progress=True):
-    """``build --format hdf5``: build a folder store beside ``out`` (resumable), convert it to
-    one HDF5 file, then remove the folder store."""
-    from ._build import build_store, remove_store
+def _remote_manifest(url: str) -> dict:
+    """The manifest of an HDF5 store at a URL (its attributes, read by ranges)."""
+    import h5py  # loads libhdf5: only when a file is read
 
-    out = Path(out)
-    staging = out.with_name(out.name + ".staging")
-    report = build_store(data, staging, options.replace(format="store"), progress=progress)
-    convert_to_hdf5(staging, out, compression=options.hdf5_compression, progress=progress)
-    remove_store(staging)
-    report.store = str(out)
-    report.store_bytes = out.stat().st_size
-    return report
+    fs = filesystem(url)
+    with fs.open(bare_url(url), "rb") as f, h5py.File(f, "r") as h5:
+        m = json.loads(h5.attrs["manifest"])
+    m["file_bytes"] = int(fs.info(bare_url(url))["size"])
+    return m

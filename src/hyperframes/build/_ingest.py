@@ -1,4 +1,5 @@
-"""Decode one source once and stream its kept frames into a shard."""
+"""Decode one source once and stream its kept frames into a shard: :func:`ingest` checks the
+source, decodes it, stores its frames and tracks, and commits its :class:`JournalRecord`."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from .._core._change import ChangeScorer
 from .._core._errors import DecodeError, InputError
 from .._core._signature import SignatureBuilder
 from .._core._sizes import target_size
-from ..decode import Decoder, DecodeReport, FpsResampler
+from ..decode import Decoder, DecodeReport, FpsResampler, Resampled, VideoInfo
 from ..inputs import Source, source_stat
 from ..store import Codec
+from ._journal import JournalRecord
 from ._options import BuildOptions
-from ._shard import ShardWriter
+from ._shard import ShardWriter, VideoSink
 from ._track_writer import FlowSpill, write_tracks
 
 
@@ -71,74 +73,27 @@ def ingest(
     writer: ShardWriter,
     *,
     on_frames: Callable[[int], None] = lambda n: None,
-) -> dict:
+) -> JournalRecord:
     """Store one source; returns its (committed) record. On error nothing of it remains."""
     check_source(source)
     source_bytes, source_mtime_ns = source_stat(source)
-    info = decoder.probe(source.path, stream=options.stream)
-    if info.width * info.height > options.max_pixels:
-        raise InputError(
-            f"{source.path}: frames of {info.width}x{info.height} "
-            f"({info.width * info.height / 1e6:.1f} MP) exceed the decode pixel cap of "
-            f"{options.max_pixels / 1e6:.1f} MP; refused before decoding (raise max_pixels "
-            "to store it)"
-        )
+    info = _probe(source, options, decoder)
     hw = target_size(info.height, info.width, options.size)
     fps = options.target_fps(info.fps)
-    normalise = options.dtype == "float16"
-    if normalise:
-        mean = np.asarray(options.mean, np.float32).reshape(3, 1, 1) * 255.0
-        std = np.asarray(options.std, np.float32).reshape(3, 1, 1) * 255.0
     flow = None
     if options.flow:
         flow_hw = hw if hw is not None else (info.height, info.width)
         flow = FlowSpill(options.flow, target_size(*flow_hw, options.flow_size), writer.directory)
     sink = writer.begin_video(codec)
-    scorer = ChangeScorer()
-    signature = SignatureBuilder()
-    pts: list[float] = []
-    indices: list[int] = []
-    decoded = [0]
+    kept = _KeptFrames(source.path, options, hw, sink, flow)
     damage = DecodeReport()
-    gaps: list[tuple[float, float]] = []
     try:
-        for kept in kept_frames(
-            decoder,
-            source.path,
-            stream=options.stream,
-            fps=fps,
-            counter=decoded,
-            native_fps=info.fps,
-            report=damage,
-            max_gap_seconds=options.max_gap,
-            gaps=gaps,
-        ):
-            if len(pts) == options.max_frames:
-                raise InputError(
-                    f"{source.path}: would store more than {options.max_frames} frames (the "
-                    f"per-video budget, max_frames), at {_rate(options.fps)} from "
-                    f"{pts[0]:.3f} s to past {pts[-1]:.3f} s; stopped, nothing of it is kept "
-                    "(raise max_frames, or lower fps, to store it)"
-                )
-            rgb = kept.frame.to_rgb(hw)
-            if flow is not None:
-                flow.add(rgb)
-            chw = rgb.transpose(2, 0, 1)
-            signature.add(chw, kept.pts_seconds)  # of the uint8 frame, before normalising
-            if normalise:
-                chw = ((chw.astype(np.float32) - mean) / std).astype(np.float16)
-            sink.add(chw)
-            scorer.add(chw)
-            pts.append(float(kept.pts_seconds))
-            indices.append(int(kept.source_index))
-            if len(pts) % 16 == 0:
-                on_frames(16)
+        kept.decode(decoder, fps=fps, native_fps=info.fps, report=damage, on_frames=on_frames)
         offset, nbytes, checksum = sink.finish()
-        if not pts:
+        if not kept.pts:
             raise DecodeError(f"{source.path}: no frames could be decoded")
-        tracks = write_tracks(
-            source, options, writer, flow, span=_span(pts, options.fps), report=damage
-        )
+        span = _span(kept.pts, options.fps)
+        tracks = write_tracks(source, options, writer, flow, span=span, report=damage)
         if damage.total and options.on_damaged == "fail":
             raise DecodeError(f"{source.path}: damaged: the decoder reported {damage}")
     except BaseException:
@@ -147,44 +102,114 @@ def ingest(
     finally:
         if flow is not None:
             flow.close()
-    on_frames(len(pts) % 16)
+    on_frames(len(kept.pts) % 16)
     assert sink.shape is not None  # pts is not empty: the sink took a frame
     c, h, w = sink.shape
-    record = {
-        "path": source.path,
-        "label": source.label,
-        "split": source.split,
-        "kind": source.kind,
-        "source_bytes": source_bytes,
-        "source_mtime_ns": source_mtime_ns,
-        "offset": offset,
-        "nbytes": nbytes,
-        "payload_xxh3_64": checksum,
-        "shape": [c, h, w],
-        "num_frames": len(pts),
-        "num_frames_decoded": decoded[0],
-        "num_frames_from_header": info.num_frames_from_header,
-        "fps": fps if fps else _native_fps(pts, info.fps),
-        "stream": info.stream_index,
-        "codec": info.codec,
-        "source_size": [info.height, info.width],
-        "rotation": info.rotation,
-        "color_matrix": info.color_matrix,
-        "color_range": info.color_range,
-        "pts_seconds": pts,
-        "source_frame_indices": indices,
-        "change_score": scorer.scores().tolist(),
-        "signature": [int(h) for h in signature.signature()],
-        "chunks": sink.chunks,
-        "decode_errors": damage.total,
-        "decode_error_counts": damage.counts,
-        "decode_error_messages": damage.messages,
-        **tracks,
-    }
-    if gaps:
-        record["timestamp_gaps"] = gap_entry(gaps, options.max_gap)
-    writer.commit(record)
+    record = JournalRecord(
+        path=source.path,
+        label=source.label,
+        split=source.split,
+        kind=source.kind,
+        source_bytes=source_bytes,
+        source_mtime_ns=source_mtime_ns,
+        offset=offset,
+        nbytes=nbytes,
+        payload_xxh3_64=checksum,
+        shape=(c, h, w),
+        num_frames=len(kept.pts),
+        num_frames_decoded=kept.decoded[0],
+        num_frames_from_header=info.num_frames_from_header,
+        fps=fps if fps else _native_fps(kept.pts, info.fps),
+        stream=info.stream_index,
+        codec=info.codec,
+        source_size=(info.height, info.width),
+        rotation=info.rotation,
+        color_matrix=info.color_matrix,
+        color_range=info.color_range,
+        pts_seconds=kept.pts,
+        source_frame_indices=kept.indices,
+        change_score=kept.scorer.scores().tolist(),
+        signature=[int(h) for h in kept.signature.signature()],
+        chunks=sink.chunks,
+        decode_errors=damage.total,
+        decode_error_counts=damage.counts,
+        decode_error_messages=damage.messages,
+        tracks=tracks,
+        timestamp_gaps=gap_entry(kept.gaps, options.max_gap) if kept.gaps else None,
+    )
+    writer.commit(record.to_json())
     return record
+
+
+def _probe(source: Source, options: BuildOptions, decoder: Decoder) -> VideoInfo:
+    """The source's header, refused when its frames exceed the decode pixel cap."""
+    info = decoder.probe(source.path, stream=options.stream)
+    if info.width * info.height > options.max_pixels:
+        raise InputError(
+            f"{source.path}: frames of {info.width}x{info.height} "
+            f"({info.width * info.height / 1e6:.1f} MP) exceed the decode pixel cap of "
+            f"{options.max_pixels / 1e6:.1f} MP; refused before decoding (raise max_pixels "
+            "to store it)"
+        )
+    return info
+
+
+class _KeptFrames:
+    """The frames of one video as they are stored: each sized to ``hw``, given to the flow
+    (``flow``), signed and scored, normalised to float16 when the build asks, and added to
+    ``sink``; ``pts`` and ``indices`` say when each was shown and which source frame it is,
+    ``decoded[0]`` counts the frames decoded, ``gaps`` the gaps over ``max_gap`` not bridged."""
+
+    def __init__(self, path: str, options: BuildOptions, hw, sink: VideoSink, flow):
+        self.path, self.options, self.hw, self.sink, self.flow = path, options, hw, sink, flow
+        self.scorer = ChangeScorer()
+        self.signature = SignatureBuilder()
+        self.pts: list[float] = []
+        self.indices: list[int] = []
+        self.decoded = [0]
+        self.gaps: list[tuple[float, float]] = []
+        self.normalise = options.dtype == "float16"
+        if self.normalise:
+            self.mean = np.asarray(options.mean, np.float32).reshape(3, 1, 1) * 255.0
+            self.std = np.asarray(options.std, np.float32).reshape(3, 1, 1) * 255.0
+
+    def decode(self, decoder: Decoder, *, fps, native_fps, report, on_frames) -> None:
+        """Decode the video and store the frames kept at ``fps`` (``kept_frames``), saying
+        every 16 frames stored to ``on_frames``."""
+        for frame in kept_frames(
+            decoder,
+            self.path,
+            stream=self.options.stream,
+            fps=fps,
+            counter=self.decoded,
+            native_fps=native_fps,
+            report=report,
+            max_gap_seconds=self.options.max_gap,
+            gaps=self.gaps,
+        ):
+            self.add(frame)
+            if len(self.pts) % 16 == 0:
+                on_frames(16)
+
+    def add(self, kept: Resampled) -> None:
+        if len(self.pts) == self.options.max_frames:
+            raise InputError(
+                f"{self.path}: would store more than {self.options.max_frames} frames (the "
+                f"per-video budget, max_frames), at {_rate(self.options.fps)} from "
+                f"{self.pts[0]:.3f} s to past {self.pts[-1]:.3f} s; stopped, nothing of it is "
+                "kept (raise max_frames, or lower fps, to store it)"
+            )
+        rgb = kept.frame.to_rgb(self.hw)
+        if self.flow is not None:
+            self.flow.add(rgb)
+        chw = rgb.transpose(2, 0, 1)
+        self.signature.add(chw, kept.pts_seconds)  # of the uint8 frame, before normalising
+        if self.normalise:
+            chw = ((chw.astype(np.float32) - self.mean) / self.std).astype(np.float16)
+        self.sink.add(chw)
+        self.scorer.add(chw)
+        self.pts.append(float(kept.pts_seconds))
+        self.indices.append(int(kept.source_index))
 
 
 #: gaps a record lists one by one (the rest are counted)

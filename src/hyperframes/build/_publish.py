@@ -1,4 +1,5 @@
-"""Write stores to a URL: build (or convert) in a local staging folder, then upload.
+"""Stores on object storage: the staging folder a store for a URL is built in, uploading a
+finished store or file to a URL, and what killed builds left there (:func:`gc_store`).
 
 Order of upload: the shards, then the index files, then ``manifest.json`` last, so a URL
 without a manifest is incomplete (as a folder without one is) and a reader never sees a
@@ -20,20 +21,19 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 import xxhash
 
-from .._core._errors import StoreError
-from ..remote import bare_url, client_reason, filesystem, is_url, join_url
-from ..store.format import MANIFEST
+from .._core._errors import ConfigError, StoreError
+from ..remote import RemoteFiles, bare_url, client_reason, filesystem, is_url, join_url
+from ..store.format import BUILD_PARAMS, MANIFEST, RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
 
 __all__ = [
-    "build_to_url",
     "check_write_access",
-    "convert_to_url",
     "delete_objects",
+    "gc_store",
+    "leftovers",
     "publish_file",
     "publish_store",
     "staging_dir",
@@ -154,55 +154,6 @@ def publish_store(folder: str | os.PathLike, url: str) -> dict:
     return done
 
 
-def build_to_url(data, url: str, options, **build_kwargs):
-    """``build_store(data, url)``: build in :func:`staging_dir`, upload, remove the staging."""
-    from ._build import build_store
-
-    hdf5 = options is not None and options.format == "hdf5"
-    if build_kwargs.get("engine") == "ray" and not hdf5:  # the actors publish their shards
-        from ._ray_publish import build_ray_to_url
-
-        kw = {k: build_kwargs.get(k) for k in ("input_format", "root", "ray_address")}
-        return build_ray_to_url(data, url, options, progress=build_kwargs["progress"], **kw)
-    check_write_access(url, folder=not hdf5)
-    staging = staging_dir(url)
-    if hdf5:
-        staging.mkdir(parents=True, exist_ok=True)
-        local = staging / Path(bare_url(url)).name
-        report = build_store(data, local, options, **build_kwargs)
-        publish_file(local, url)
-    else:
-        report = build_store(data, staging, options, **build_kwargs)
-        publish_store(staging, url)
-    shutil.rmtree(staging, ignore_errors=True)
-    report.store = url
-    return report
-
-
-def convert_to_url(store, url: str, **convert_kwargs) -> str:
-    """``convert_to_hdf5(store, url)``: write the file in the staging folder, then upload."""
-    from ._hdf5 import convert_to_hdf5
-
-    check_write_access(url, folder=False)
-    staging = staging_dir(url)
-    staging.mkdir(parents=True, exist_ok=True)
-    local = convert_to_hdf5(store, staging / Path(bare_url(url)).name, **convert_kwargs)
-    publish_file(local, url)
-    shutil.rmtree(staging, ignore_errors=True)
-    return url
-
-
-def remote_hdf5_manifest(url: str) -> dict:
-    """The manifest of an HDF5 store at a URL (its attributes, read by ranges)."""
-    import h5py
-
-    fs = filesystem(url)
-    with fs.open(bare_url(url), "rb") as f, h5py.File(f, "r") as h5:
-        m = json.loads(h5.attrs["manifest"])
-    m["file_bytes"] = int(fs.info(bare_url(url))["size"])
-    return m
-
-
 def delete_objects(url: str, names: list[str]) -> None:
     """Delete the objects ``names`` (relative to the store URL ``url``); one already gone is
     no error."""
@@ -216,3 +167,36 @@ def delete_objects(url: str, names: list[str]) -> None:
             raise StoreError(
                 f"{join_url(url, rel)}: cannot be deleted ({client_reason(e)})"
             ) from None
+
+
+def leftovers(url: str) -> list[tuple[str, int]]:
+    """``(name, bytes)`` of every object under the store URL that its manifest does not list
+    (nor a listed shard's journal, nor the build parameters): what killed builds left.
+    StoreError when there is no manifest (an unfinished store: its build, rerun, keeps what it
+    can and deletes the rest)."""
+    remote = RemoteFiles(url)
+    try:
+        manifest = json.loads(remote.read(MANIFEST))
+    except StoreError:
+        raise StoreError(
+            f"{url}: has no {MANIFEST} (an unfinished store, or no store at all): rerun its "
+            "build, which deletes what it does not keep, or delete the whole prefix"
+        ) from None
+    keep = {MANIFEST, BUILD_PARAMS}
+    for row in manifest["shards"]:  # each with its journal (what a rerun resumes from)
+        name = row["name"][: -len(SHARD_SUFFIX)]
+        keep |= {f"{SHARDS_DIR}/{name}{SHARD_SUFFIX}", f"{SHARDS_DIR}/{name}{RECORDS_SUFFIX}"}
+    keep |= {r["name"] for r in manifest["index"]}
+    listing = remote.listing(refresh=True)
+    return sorted((rel, info["size"]) for rel, info in listing.items() if rel not in keep)
+
+
+def gc_store(url: str, *, delete: bool = False) -> list[tuple[str, int]]:
+    """``hyperframes gc URL``: the leftovers of :func:`leftovers` (``(name, bytes)``),
+    deleted when ``delete``. A path that is not a store URL is a ConfigError."""
+    if not is_url(url):
+        raise ConfigError(f"{url}: gc is for store URLs (s3://bucket/prefix)")
+    found = leftovers(url)
+    if delete:
+        delete_objects(url, [rel for rel, _ in found])
+    return found

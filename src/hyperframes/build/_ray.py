@@ -5,7 +5,7 @@ What travels, and what does not. The driver sends each actor one *path* at a tim
 a path, its label and split) and gets back a few small messages (frames decoded, bytes stored or
 the error). Frames never go through Ray's object store: the actor decodes the video and streams
 its frames straight into its own shard files in the store folder, with the very code a local
-build worker runs (``_build._Worker``: ``ingest`` into a ``ShardWriter``). The shard journals are
+build worker runs (``_workers.Worker``: ``ingest`` into a ``ShardWriter``). The shard journals are
 then what the driver's ``assemble`` reads, as after a local build: the global index and the
 manifest (written last, atomically) come from the same function, so a Ray build and a local one
 of the same data hold the same frames, timestamps and labels; only the shard names differ.
@@ -17,7 +17,7 @@ life, which Ray Data keeps to itself:
 
 * deterministic shard names: actor number ``rank`` of build run ``run`` writes
   ``r{run:03d}-w{rank:03d}-{seq:05d}``, the local build's own names, so a store can be resumed
-  by either engine and ``_next_run`` numbers runs across both;
+  by either engine and ``_resume.next_run`` numbers runs across both;
 * an end to each shard: the driver calls ``close`` on every actor once the work is done,
   which finishes its shard (a Ray Data UDF has no teardown hook to do it in);
 * exact retries. Ray's own task retries are at-least-once: a video whose actor died after
@@ -46,11 +46,7 @@ next video or commit once the store's lock file no longer names the build that s
 (``StoreLock`` writes its holder into the file), so rerunning the same command recovers every
 committed video, decodes only the rest, and yields the same content as an uninterrupted build.
 A Ray instance the build started itself (no ``ray_address``) ends with the driver however it
-ends: its processes are started in the process group of a small reaper that stops the group
-when the driver's pipe to it closes (:mod:`hyperframes.build._ray_reaper`; on Linux Ray ties
-only its direct children to the driver, and its dashboard and runtime-env agents outlived a
-kill -9 by about a minute). Ctrl-C reaches the driver meanwhile: while Ray starts, the
-terminal is given to that group, whose Ray processes block SIGINT.
+ends (``_ray_cluster``).
 
 Where the shards go. Actors write into ``STORE/shards`` directly, so the store folder must be
 one every node sees (a shared filesystem); an actor that does not find the build's lock file
@@ -65,24 +61,22 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import logging
 import os
-import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._core._errors import ConfigError, HyperframesError, StoreError
+from .._core._errors import HyperframesError, StoreError
 from ..inputs import Source
 from ..store.format import LOCK, SHARDS_DIR
-from ._build import _error_text, _Worker
+from ._journal import JournalRecord, load_records
 from ._options import BuildOptions
-from ._shard import Orphaned, ShardBusy, finalize, load_shard
+from ._ray_cluster import connect, import_ray
+from ._ray_publish import PublishActor, published
+from ._shard import Orphaned, ShardBusy, finalize
+from ._workers import Worker, error_text, shard_prefix
 
 __all__ = ["RETRIES", "run_on_ray"]
 
@@ -93,27 +87,12 @@ RETRIES = 2
 _LOCK_WAIT_SECONDS = 10.0
 
 
-def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(
-            "engine 'ray' needs Ray, which is not installed: pip install 'hyperframes[ray]'"
-        ) from None
-    return ray
-
-
 def _lock_token(store: Path) -> str | None:
     """What the store's lock file says about the build holding it (None: no such file)."""
     try:
         return (store / LOCK).read_text()
     except OSError:
         return None
-
-
-def shard_prefix(run: int, rank: int) -> str:
-    """The names of the shards actor ``rank`` of build run ``run`` writes start with this."""
-    return f"r{run:03d}-w{rank:03d}-"
 
 
 class DecodeActor:
@@ -135,7 +114,7 @@ class DecodeActor:
                 "build onto a filesystem every node mounts at the same path"
             )
         self.messages: list[tuple] = []
-        self.worker = _Worker(self.store, options, run, rank, self.messages.append, self._alive)
+        self.worker = Worker(self.store, options, run, rank, self.messages.append, self._alive)
 
     def _alive(self) -> bool:
         """The build that started this actor still holds the store (checked before each
@@ -159,7 +138,7 @@ class DecodeActor:
             return [("fatal", str(e))]
         except Exception as e:  # a bug, not the input: stop the build, as a local worker does
             self.worker.abandon()
-            return [("fatal", _error_text(e))]
+            return [("fatal", error_text(e))]
         frames = sum(m[1] for m in self.messages if m[0] == "frames")
         rest = [m for m in self.messages if m[0] in ("done", "failed")]
         return [("frames", frames), *rest]
@@ -174,14 +153,14 @@ class DecodeActor:
         return []
 
 
-def committed(store: Path, run: int, rank: int) -> dict[str, dict]:
+def committed(store: Path, run: int, rank: int) -> dict[str, JournalRecord]:
     """{source path: record} of the videos a dead actor had committed: its unfinished shards
     are finished first (``finalize`` keeps every complete journal line). A shard still locked
     after ``_LOCK_WAIT_SECONDS`` (its writer not dead after all) is left out: its videos are
     redone, and the end of the build recovers or names it."""
     shards = store / SHARDS_DIR
     names = {p.name.split(".")[0] for p in shards.glob(f"{shard_prefix(run, rank)}*")}
-    found: dict[str, dict] = {}
+    found: dict[str, JournalRecord] = {}
     for name in sorted(names):
         deadline = time.monotonic() + _LOCK_WAIT_SECONDS
         while True:
@@ -195,148 +174,9 @@ def committed(store: Path, run: int, rank: int) -> dict[str, dict]:
                 time.sleep(0.05)
         if done is None:
             continue
-        records, _ = load_shard(shards, name)
-        found.update({r["path"]: r for r in records})
+        records, _ = load_records(shards, name)
+        found.update({r.path: r for r in records})
     return found
-
-
-class _Reaper:
-    """The process that ends the local Ray instance a build started once the driver is gone
-    (:mod:`hyperframes.build._ray_reaper`): started before ``ray.init``, its process group
-    joined by the driver while Ray starts (so every Ray process is in it), left after.
-    :meth:`start` gives None where this cannot be done (not Linux, where Ray has its own
-    reaper; a driver that leads its session and so cannot change group)."""
-
-    def __init__(self, proc: subprocess.Popen, own_group: int) -> None:
-        self.proc, self.own_group = proc, own_group
-        self.tty: int | None = None  # the terminal whose foreground the driver's group was
-
-    @classmethod
-    def start(cls, *, terminal: bool) -> _Reaper | None:
-        """The reaper, its group joined (``terminal``: with the terminal, see below)."""
-        if not sys.platform.startswith("linux") or os.getsid(0) == os.getpid():
-            return None
-        script = Path(__file__).with_name("_ray_reaper.py")
-        proc = subprocess.Popen(
-            [sys.executable, "-I", str(script)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            preexec_fn=os.setpgrp,  # its own group, which the driver joins
-        )
-        own = os.getpgrp()
-        reaper = cls(proc, own)
-        try:
-            os.setpgid(0, proc.pid)
-        except OSError:
-            reaper.close()
-            return None
-        if terminal:
-            reaper._follow_terminal(proc.pid)
-        return reaper
-
-    def _follow_terminal(self, group: int) -> None:
-        """When the driver's group had the terminal, give it to ``group`` meanwhile, so that
-        Ctrl-C still reaches the driver while Ray starts (Ray's processes block SIGINT, the
-        reaper ignores it)."""
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            fd = sys.stdin.fileno()
-            if os.isatty(fd) and os.tcgetpgrp(fd) == self.own_group:
-                os.tcsetpgrp(fd, group)
-                self.tty = fd
-
-    def leave(self) -> None:
-        """Go back to the driver's own process group (and give it the terminal back)."""
-        try:
-            os.setpgid(0, self.own_group)
-        except OSError:  # that group has gone meanwhile: one of our own
-            os.setpgid(0, 0)
-        if self.tty is not None:
-            with contextlib.suppress(OSError):
-                os.tcsetpgrp(self.tty, os.getpgrp())
-            self.tty = None
-
-    def close(self) -> None:
-        """Tell the reaper the build is over: it ends what is left of the instance."""
-        assert self.proc.stdin is not None
-        with contextlib.suppress(OSError):
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def _start_local(ray) -> _Reaper | None:
-    """``ray.init`` of a Ray instance on this machine whose processes end with the driver."""
-    main = threading.current_thread() is threading.main_thread()
-    # changing groups and the terminal's foreground may raise SIGTTOU, which stops a process
-    before = signal.signal(signal.SIGTTOU, signal.SIG_IGN) if main else None
-    reaper = _Reaper.start(terminal=main)
-    try:
-        ray.init(address="local", include_dashboard=False, logging_level=logging.WARNING)
-    except BaseException:
-        if reaper is not None:
-            reaper.leave()
-            reaper.close()
-        raise
-    else:
-        if reaper is not None:
-            reaper.leave()
-    finally:
-        if before is not None:
-            signal.signal(signal.SIGTTOU, before)
-    return reaper
-
-
-def _connect(ray, address: str | None) -> tuple[bool, _Reaper | None]:
-    """Join the cluster at ``address`` (or ``RAY_ADDRESS``), else start a Ray instance on this
-    machine; (True when this call started or joined it, and so must shut it down; the reaper
-    of the instance it started, to close after ``ray.shutdown``). A process already connected
-    (its own ``ray.init``) keeps its connection, whatever ``address`` says."""
-    if ray.is_initialized():
-        return False, None
-    reaper = None
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no report home from a build
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    # Ray's core installs its own SIGTERM handler (log and exit); the build's own, which stops
-    # it like Ctrl-C (finished videos kept, exit status 143), must stay in charge
-    handlers = _signal_handlers()
-    try:
-        if address:
-            ray.init(address=address, logging_level=logging.WARNING)
-        else:
-            reaper = _start_local(ray)
-    except (ConnectionError, RuntimeError, ValueError) as e:
-        where = f"at {address}" if address else "on this machine"
-        hint = ""
-        if address and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
-            # Ray turns token authentication on for the clusters it starts, but never for a
-            # driver joining one by its address: that takes RAY_AUTH_MODE=token and the token
-            hint = (
-                "; if the cluster uses token authentication (Ray's default), set "
-                "RAY_AUTH_MODE=token and give this machine the head's token "
-                "(~/.ray/auth_token, or RAY_AUTH_TOKEN)"
-            )
-        raise ConfigError(
-            f"ray_address: cannot start or join a Ray cluster {where}: {e}{hint}"
-        ) from None
-    finally:
-        _restore(handlers)
-    return True, reaper
-
-
-def _signal_handlers() -> dict:
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-
-def _restore(handlers: dict) -> None:
-    for sig, handler in handlers.items():
-        if handler is not None:
-            signal.signal(sig, handler)
 
 
 def _death_reason(e: BaseException) -> str:
@@ -362,12 +202,7 @@ class _Pool:
         # rank -> videos it decoded whose shard is not published yet (a build to a URL)
         self.unpublished: collections.defaultdict[int, list[int]] = collections.defaultdict(list)
         self.next_rank = 0
-        if url is None:
-            actor_class: type = DecodeActor
-        else:
-            from ._ray_publish import PublishActor
-
-            actor_class = PublishActor
+        actor_class: type = DecodeActor if url is None else PublishActor
         self.remote = ray.remote(num_cpus=1, max_restarts=0, max_task_retries=0)(actor_class)
 
     def spawn(self) -> None:
@@ -453,20 +288,18 @@ class _Pool:
         if self.url is None:
             found = committed(self.store, self.run, rank)
         else:
-            from ._ray_publish import published
-
             found = published(self.url, self.run, rank)
         for video in [*self.unpublished.pop(rank, []), *([] if i is None else [i])]:
             self._redo(rank, video, found.get(self.sources[video].path), e)
         if self.pending and len(self.actors) < self.size():
             self.spawn()
 
-    def _redo(self, rank: int, i: int, record: dict | None, e: BaseException) -> None:
+    def _redo(self, rank: int, i: int, record: JournalRecord | None, e: BaseException) -> None:
         """Video ``i`` of dead actor ``rank``: done when ``record`` (stored after all), else
         given out again (failed after ``RETRIES``)."""
         if record is not None:  # stored before the actor died: do not store it twice
-            self.handle(("frames", record["num_frames"]))
-            self.handle(("done", rank, i, record["num_frames"], record["nbytes"]))
+            self.handle(("frames", record.num_frames))
+            self.handle(("done", rank, i, record.num_frames, record.nbytes))
         else:
             self.tries[i] += 1
             if self.tries[i] > RETRIES:
@@ -484,7 +317,7 @@ class _Pool:
 
     def close(self) -> None:
         """Finish every actor's last shard. One that died meanwhile leaves its journal, which
-        keeps what it committed: the recovery at the end of ``_build._run`` finishes it; an
+        keeps what it committed: the recovery at the end of ``_folder.decode_sources`` finishes it; an
         actor publishing to a URL gives its unpublished videos back (``pending``)."""
         started = [r for r in self.actors if r not in self.starting.values()]
         replies = {r: self.actors[r].close.remote() for r in started}
@@ -517,13 +350,13 @@ def run_on_ray(
     url: str | None = None,
 ) -> None:
     """Decode the sources ``todo`` on Ray, reporting each to ``handle`` as a local worker
-    would; the caller (``_build._run``) owns progress, interruption and recovery. ``url``: the
+    would; the caller (``_folder.decode_sources``) owns progress, interruption and recovery. ``url``: the
     actors publish their shards there (``_ray_publish``), ``store`` is the driver's mirror."""
-    ray = _import_ray()
+    ray = import_ray()
     token = _lock_token(store)
     if token is None:
         raise StoreError(f"store {store}: its lock file is missing; is the build still running?")
-    joined, reaper = _connect(ray, address)
+    joined, reaper = connect(ray, address)
     pool = None
     try:
         pool = _Pool(ray, store.absolute(), options, run, sources, todo, handle, token, url)

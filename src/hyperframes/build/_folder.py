@@ -1,0 +1,167 @@
+"""Build a store folder: discover sources, decode each once in worker processes, assemble the
+index.
+
+Each worker writes its own shard files (no two writers share a file, nothing is copied at the
+end). A build can be interrupted at any point (Ctrl-C, kill -9) and rerun with the same command:
+finished videos are kept, the rest is redone, and the result holds the same content as an
+uninterrupted build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+from .._core._atomic import fsync_dir, remove_stale_temps, write_json_atomic
+from .._core._errors import Interrupted, StoreError
+from .._core._progress import Progress
+from .._core._signals import interrupt_on_terminate, terminated
+from ..inputs import scan_inputs
+from ..store import track_keys
+from ..store.format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
+from ._assemble import assemble
+from ._flow import require_opencv
+from ._lock import StoreLock
+from ._options import BuildOptions
+from ._report import BuildReport
+from ._resume import check_params, live_records, next_run
+from ._shard import output_error, recover_all
+from ._workers import Worker, run_parallel
+
+__all__ = ["build_folder", "decode_sources"]
+
+
+def build_folder(
+    data, out, options: BuildOptions, *, progress: bool, input_format, root, dispatch=None
+) -> BuildReport:
+    """Build (or resume) the store folder ``out`` from ``data`` (``build_store``'s arguments);
+    ``dispatch``: None to decode here, else the Ray engine (see :func:`decode_sources`)."""
+    t0 = time.perf_counter()
+    if options.flow:
+        require_opencv()  # before any video is decoded
+    store = Path(out)
+    inputs = scan_inputs(data, input_format=input_format, root=root)
+    sources, skipped, classes = inputs.sources, inputs.skipped, inputs.classes
+    inside = str(store.absolute()) + os.sep  # a store built inside its data is not an input
+    skipped = [r for r in skipped if not str(Path(r["path"]).absolute()).startswith(inside)]
+    if store.exists() and not store.is_dir():
+        raise StoreError(f"out {store} exists and is not a folder")
+    try:
+        (store / SHARDS_DIR).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreError(f"cannot create the store folder {store}: {e.strerror}") from None
+    if not os.access(store, os.W_OK):
+        raise StoreError(f"the store folder {store} is not writable")
+    with StoreLock(store / LOCK), interrupt_on_terminate():
+        try:
+            return _build_locked(
+                store,
+                options,
+                sources,
+                skipped,
+                classes,
+                t0,
+                progress,
+                inputs.failed_rows,
+                dispatch=dispatch,
+            )
+        except OSError as e:
+            raise output_error(e, store) from None
+
+
+def _build_locked(
+    store, options, sources, skipped, classes, t0, progress, failed_rows=(), *, dispatch=None
+) -> BuildReport:
+    for folder in (store, store / SHARDS_DIR, store / INDEX_DIR):
+        remove_stale_temps(folder)  # of killed builds
+    check_params(store, options)
+    write_json_atomic(store / BUILD_PARAMS, {"content": options.content()})
+    recover_all(store / SHARDS_DIR)
+    done = live_records(store, sources, need=track_keys(options))
+    todo = [i for i, s in enumerate(sources) if s.path not in done]
+    if (store / MANIFEST).exists() and todo:
+        (store / MANIFEST).unlink()  # the store is incomplete until assembled again
+        fsync_dir(store)
+    run = next_run(store)
+    failures = {r["path"]: r["error"] for r in failed_rows}  # rows unusable before decoding
+    failures.update(
+        decode_sources(store, options, sources, todo, run=run, progress=progress, dispatch=dispatch)
+    )
+    this_run = frozenset(
+        p.name[: -len(SHARD_SUFFIX)]
+        for p in (store / SHARDS_DIR).glob(f"r{run:03d}-*{SHARD_SUFFIX}")
+    )
+    return assemble(
+        store,
+        sources,
+        classes,
+        options,
+        failures,
+        reused=len(sources) - len(todo),
+        started=t0,
+        skipped=skipped,
+        trusted=this_run,
+    )
+
+
+def decode_sources(
+    store, options, sources, todo, *, run, progress, dispatch=None
+) -> dict[str, str]:
+    """Decode the sources ``todo`` (indices into ``sources``) into the shards of build run
+    ``run``: here, in ``options.workers`` processes, or by ``dispatch`` (the Ray engine, with
+    the signature of ``_ray.run_on_ray``); returns {path: error} of those that failed."""
+    failures: dict[str, str] = {}
+    if not todo:
+        return failures
+    bar = Progress(total=len(todo), unit="videos", enabled=progress)
+
+    def handle(msg) -> None:
+        kind = msg[0]
+        if kind == "frames":
+            bar.add_frames(msg[1])
+        elif kind == "done":
+            bar.advance()
+        elif kind == "failed":
+            failures[sources[msg[2]].path] = msg[3]
+            bar.advance(failed=True)
+
+    try:
+        workers = min(options.workers, len(todo))
+        if dispatch is not None:
+            dispatch(store, options, run, sources, todo, handle)
+        elif workers <= 1:
+            w = Worker(store, options, run, 0, handle, lambda: True)
+            try:
+                for i in todo:
+                    w.process(i, sources[i])
+                w.close()
+            except BaseException:
+                w.abandon()
+                raise
+        else:
+            run_parallel(store, options, run, workers, sources, todo, handle)
+    except KeyboardInterrupt:
+        bar.close()
+        _recover_quietly(store)
+        how = "SIGTERM" if terminated() == signal.SIGTERM else "Ctrl-C"
+        raise Interrupted(
+            f"build of {store} stopped by {how}; finished videos are kept: rerun the same "
+            "command to resume"
+        ) from None
+    except StoreError:
+        bar.close()
+        _recover_quietly(store)
+        raise
+    bar.close()
+    recover_all(store / SHARDS_DIR)  # shards of workers that died during the run
+    return failures
+
+
+def _recover_quietly(store: Path) -> None:
+    """Finish what the stopped workers journalled, if the disk allows; else the next build
+    does it."""
+    with contextlib.suppress(OSError, StoreError):
+        recover_all(store / SHARDS_DIR, wait_seconds=5.0)

@@ -1,0 +1,239 @@
+"""Build workers: :class:`Worker` decodes sources into its own shards (one ``ingest`` per
+video), in this process, in a worker process of a local build (:func:`run_parallel`, which
+replaces a worker that dies and fails the video it was decoding) or in a Ray actor (``_ray``).
+
+Shard names say who wrote them: worker ``w`` of build run ``r`` writes
+``r{r:03d}-w{w:03d}-{seq:05d}`` (:func:`shard_prefix`), whichever engine runs it, so runs are
+numbered across engines and no two writers ever share a file.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import signal
+from pathlib import Path
+
+from .._core._errors import HyperframesError, StoreError
+from .._core._signals import set_parent_death_signal
+from ..decode import Decoder, create_decoder
+from ..inputs import Source
+from ..store import Codec, create_codec
+from ..store.format import SHARDS_DIR
+from ._ingest import ingest
+from ._options import BuildOptions
+from ._shard import Orphaned, OutputError, ShardWriter, output_error
+
+__all__ = [
+    "Worker",
+    "decoder_for",
+    "error_text",
+    "make_codec",
+    "run_parallel",
+    "shard_prefix",
+    "worker_main",
+]
+
+
+def shard_prefix(run: int, rank: int) -> str:
+    """The names of the shards worker (or Ray actor) ``rank`` of build run ``run`` writes
+    start with this."""
+    return f"r{run:03d}-w{rank:03d}-"
+
+
+def decoder_for(options: BuildOptions, kind: str) -> Decoder:
+    """The decoder of a build with ``options`` for sources of ``kind`` (video, frames)."""
+    if kind == "frames":
+        return create_decoder("frames", fps=options.frame_folder_fps)
+    return create_decoder(options.decoder)
+
+
+def make_codec(options: BuildOptions) -> Codec:
+    """The codec a build with ``options`` stores frames with."""
+    if options.codec == "jpeg":
+        return create_codec("jpeg", quality=options.jpeg_quality)
+    return create_codec(options.codec, chunk_frames=options.chunk_frames)
+
+
+class Worker:
+    """Decodes sources into this worker's own shards.
+
+    ``report`` receives ``("start" | "done" | "failed", worker, item, ...)`` and
+    ``("frames", n)`` messages; ``alive`` says whether the build that owns the store lock is
+    still running (checked before each video starts and before each commit).
+    """
+
+    def __init__(self, store: Path, options: BuildOptions, run: int, worker: int, report, alive):
+        self.shards = store / SHARDS_DIR
+        self.options = options
+        self.codec = make_codec(options)
+        self.decoders: dict[str, Decoder] = {}
+        self.run, self.worker, self.seq = run, worker, 0
+        self.report = report
+        self.alive = alive
+        self.writer: ShardWriter | None = None
+
+    def _writer(self) -> ShardWriter:
+        if self.writer is not None and self.writer.size >= self.options.shard_bytes:
+            self.writer.close()
+            self.writer = None
+        if self.writer is None:
+            name = f"{shard_prefix(self.run, self.worker)}{self.seq:05d}"
+            self.seq += 1
+            self.writer = ShardWriter(self.shards, name, alive=self.alive)
+        return self.writer
+
+    def process(self, i: int, source: Source) -> None:
+        self.report(("start", self.worker, i))
+        try:
+            if source.kind not in self.decoders:
+                self.decoders[source.kind] = decoder_for(self.options, source.kind)
+            rec = ingest(
+                source,
+                self.options,
+                self.decoders[source.kind],
+                self.codec,
+                self._writer(),
+                on_frames=lambda n: self.report(("frames", n)),
+            )
+            self.report(("done", self.worker, i, rec.num_frames, rec.nbytes))
+        except (OutputError, Orphaned):
+            raise  # the output's fault, or the build is gone: never the input's
+        except (HyperframesError, ValueError, RuntimeError, EOFError) as e:
+            self.report(("failed", self.worker, i, error_text(e)))
+        except OSError as e:
+            if e.filename and str(e.filename).startswith(str(self.shards)):
+                raise output_error(e, self.shards.parent) from None
+            self.report(("failed", self.worker, i, error_text(e)))
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def abandon(self) -> None:
+        """Stop without finishing the shard: its journal keeps what was committed."""
+        if self.writer is not None:
+            self.writer.abandon()
+            self.writer = None
+
+
+def error_text(e: BaseException) -> str:
+    """An exception as a report says it: its type, then its message."""
+    return f"{type(e).__name__}: {e}"
+
+
+def worker_main(store, options, run, worker, sources, tasks, results, parent) -> None:
+    """A build worker process. It never outlives the build: the kernel kills it when its
+    parent dies (Linux), and it checks that its parent is alive before each video and commit
+    (elsewhere), so a worker of a killed build stops without touching shared state."""
+    set_parent_death_signal()
+    if os.getppid() != parent:
+        return  # the build died before we started
+
+    def alive() -> bool:
+        return os.getppid() == parent
+
+    w = Worker(Path(store), options, run, worker, results.put, alive)
+    try:
+        while True:
+            item = tasks.get()
+            if item is None:
+                break
+            w.process(item, sources[item])
+        w.close()
+        results.put(("exit", worker))
+    except Orphaned:
+        w.abandon()
+    except KeyboardInterrupt:
+        w.abandon()  # the journal keeps what is finished; the parent recovers it
+    except BaseException as e:
+        w.abandon()
+        results.put(("fatal", worker, str(e) if isinstance(e, StoreError) else error_text(e)))
+
+
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def run_parallel(store, options, run, workers, sources, todo, handle) -> None:
+    """Run ``workers`` worker processes over ``todo``. A worker that dies (a decoder crash,
+    the OOM killer, kill -9) fails the video it was decoding, naming why, and is replaced."""
+    ctx = mp.get_context("spawn")
+    tasks, results = ctx.Queue(), ctx.Queue()
+    for i in todo:
+        tasks.put(i)
+    for _ in range(workers):
+        tasks.put(None)
+    procs: dict[int, mp.process.BaseProcess] = {}
+    inflight: dict[int, int] = {}
+    exited: set[int] = set()
+    remaining = set(todo)
+
+    def start(w: int) -> None:
+        p = ctx.Process(
+            target=worker_main,
+            args=(str(store), options, run, w, sources, tasks, results, os.getpid()),
+            daemon=True,
+        )
+        p.start()
+        procs[w] = p
+
+    for w in range(workers):
+        start(w)
+    next_id = workers
+    try:
+        while remaining or len(exited) < len(procs):
+            try:
+                msg = results.get(timeout=0.5)
+            except queue.Empty:
+                msg = None
+            if msg is not None:
+                kind = msg[0]
+                if kind == "start":
+                    inflight[msg[1]] = msg[2]
+                elif kind in ("done", "failed"):
+                    inflight.pop(msg[1], None)
+                    remaining.discard(msg[2])
+                    handle(msg)
+                elif kind == "exit":
+                    exited.add(msg[1])
+                elif kind == "fatal":
+                    raise StoreError(msg[2])
+                else:
+                    handle(msg)
+                continue
+            for w, p in list(procs.items()):
+                if w in exited or p.exitcode is None:
+                    continue
+                exited.add(w)
+                i = inflight.pop(w, None)
+                if i is not None and i in remaining:
+                    remaining.discard(i)
+                    handle(
+                        (
+                            "failed",
+                            w,
+                            i,
+                            f"the build worker decoding it died ({_exit_text(p.exitcode)}); "
+                            "rerun to retry it",
+                        )
+                    )
+                if remaining:
+                    start(next_id)
+                    next_id += 1
+    finally:
+        for p in procs.values():
+            if p.exitcode is None:
+                p.terminate()
+        for p in procs.values():
+            p.join(timeout=10)
+            if p.exitcode is None:
+                p.kill()
+                p.join()
