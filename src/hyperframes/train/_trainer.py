@@ -8,7 +8,7 @@ The run folder gets ``config.yaml`` (the resolved config), ``log.jsonl`` and ``e
 What the run learns is its task's (:mod:`hyperframes.train._tasks`, chosen by the model's
 ``task``): the targets of a batch, the loss, the running training metric, the validation
 metrics, the metric that picks ``best.pt`` and what is logged, printed and plotted. The loop
-loop only asks it.
+only asks it.
 
 Determinism: every random choice of the data (window, crop, order) is a function of
 ``(train.seed, epoch, item)``; the model is initialised from ``train.seed``; the global torch
