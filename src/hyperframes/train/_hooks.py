@@ -10,13 +10,15 @@ and in this order (every rank calls every hook at the same points: some are coll
   ``step`` record every ``train.log_every`` steps), ``checkpoints.on_step`` (``last.pt``
   every ``train.save_every`` steps, and at ``stop_after_steps``), ``signals.on_step`` (the
   ranks agree on a signal: ``last.pt`` where training stands, and stop);
-* at an epoch's end: ``evaluation.on_epoch_end`` (validation every ``train.eval_every``
+* at an epoch's end: ``logging.on_epoch_stop`` (the bar closed; also when training stops
+  inside the epoch), ``evaluation.on_epoch_end`` (validation every ``train.eval_every``
   epochs and after the last, into the epoch's record), ``logging.on_epoch_end`` (the record
   into ``log.jsonl``, before ``last.pt``: a run resumed from it keeps the record),
   ``checkpoints.on_epoch_end`` (``last.pt``, and ``best.pt`` when the epoch is the best),
   ``logging.after_checkpoint`` (``epochs.csv``, ``curves.png``, the epoch's line);
-* after the last epoch: ``evaluation.video_level`` (``train.eval`` with several clips or
-  crops: :func:`~hyperframes.train._eval.evaluate` of ``best.pt``).
+* after training, by :mod:`~hyperframes.train._trainer` as it writes the summary (rank 0,
+  unless stopped): ``evaluation.video_level`` (``eval.clips`` or ``eval.crops`` above 1:
+  :func:`~hyperframes.train._eval.evaluate` of ``best.pt``).
 
 A hook that stops training raises :class:`StopTraining`; the loop ends there.
 """
