@@ -14,7 +14,7 @@ import torch
 from _stores import tiny_train_config
 from hyperframes.data import HyperframeDataset, PrefetchLoader, loader
 from hyperframes.train import load_checkpoint, run_training
-from hyperframes.train._trainer import _Run
+from hyperframes.train._step import StepRunner as _Run
 
 needs_cuda = pytest.mark.skipif(
     not torch.cuda.is_available(),

@@ -1,7 +1,7 @@
 """Elastic resume of training: a run preempted on one number of processes continues mid-epoch
 on another, reading the rest of the epoch's global order (hyperframes.train._resume).
 
-Which samples a run trains on is recorded by wrapping ``_Run._loss`` (:data:`HOOK`): one JSON
+Which samples a run trains on is recorded by wrapping ``StepRunner._loss`` (:data:`HOOK`): one JSON
 line per micro-batch per rank, ``{"epoch", "step", "items"}``. Ranks step in lockstep, so the
 global order of a step is its ranks' items interleaved (item j of rank r before item j of rank
 r + 1)."""
@@ -25,18 +25,18 @@ from hyperframes.build import BuildOptions, build_store
 from hyperframes.demo import make_motion_dataset
 from hyperframes.train import load_checkpoint, run_training, save_checkpoint
 from hyperframes.train._resume import rescaled_resumed_at, resized_position
-from hyperframes.train._trainer import _Run
+from hyperframes.train._step import StepRunner as _Run
 
-#: wraps ``_Run._loss`` to record the items of every micro-batch in $HF_TEST_SEEN/rank<r>.jsonl;
+#: wraps ``StepRunner._loss`` to record the items of every micro-batch in $HF_TEST_SEEN/rank<r>.jsonl;
 #: with $HF_TEST_PAUSE_STEP, rank 0 then waits after that optimizer step for a signal (so the
 #: preemption lands at a known step, whatever the timing), telling the test in $HF_TEST_PAUSED
 HOOK = """
 import json, os, time
 from pathlib import Path
-from hyperframes.train import _trainer
+from hyperframes.train import _step
 
 def install(seen):
-    loss, optimizer_step = _trainer._Run._loss, _trainer._Run._optimizer_step
+    loss, optimizer_step = _step.StepRunner._loss, _step.StepRunner._optimizer_step
 
     def recording_loss(self, x, batch, target):
         rec = {"epoch": self.epoch, "step": self.step, "items": [m["item"] for m in batch.meta]}
@@ -53,8 +53,8 @@ def install(seen):
             while not self.stops.signum and time.monotonic() < deadline:
                 time.sleep(0.01)
 
-    _trainer._Run._loss = recording_loss
-    _trainer._Run._optimizer_step = step_then_wait
+    _step.StepRunner._loss = recording_loss
+    _step.StepRunner._optimizer_step = step_then_wait
     return recording_loss
 """
 

@@ -27,7 +27,8 @@ from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.train import TrainingInterrupted, load_checkpoint, run_training
-from hyperframes.train._trainer import _Run, _StopRequests
+from hyperframes.train._step import StepRunner as _Run
+from hyperframes.train._stopping import _StopRequests
 
 pytestmark = pytest.mark.slow  # signals to real training processes
 
@@ -40,11 +41,11 @@ TIMING = ("samples_per_s", "data_wait_share", "epoch_seconds", "elapsed_seconds"
 PAUSING = """
 import os, runpy, time
 from pathlib import Path
-from hyperframes.train import _trainer
+from hyperframes.train import _step
 
 pause_step, paused = int(os.environ["HF_TEST_PAUSE_STEP"]), Path(os.environ["HF_TEST_PAUSED"])
 pause_rank = os.environ.get("HF_TEST_PAUSE_RANK")
-optimizer_step = _trainer._Run._optimizer_step
+optimizer_step = _step.StepRunner._optimizer_step
 
 def step_then_wait(self):
     optimizer_step(self)
@@ -54,7 +55,7 @@ def step_then_wait(self):
         while not self.stops.signum and time.monotonic() < deadline:
             time.sleep(0.01)
 
-_trainer._Run._optimizer_step = step_then_wait
+_step.StepRunner._optimizer_step = step_then_wait
 runpy.run_module("hyperframes", run_name="__main__", alter_sys=True)
 """
 

@@ -57,6 +57,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -67,6 +68,7 @@ from ..data.transforms import contract_transform
 from ._checkpoint import load_checkpoint, rebuild_model
 from ._config import config_from_dict
 from ._data import make_dataset
+from ._eval_table import decoder_text, format_metrics
 from ._frame_config import FRAME_TASKS
 from ._predict import predict
 from ._splits import resolve_split
@@ -278,13 +280,85 @@ def evaluate(
     are matched by name (``classes_by_index``: by number; module doc); ``frames``: windows of
     that T instead of the model's (models that take any T; others refuse it). Returns the metrics
     dict (``predictions_only``: the videos have no labels, so no metrics)."""
-    from ..data import loader
     from ..store import open_store
 
     if clips < 1:
         raise ConfigError(f"clips must be >= 1, got {clips}")
     if crops not in POSITIONS:
         raise ConfigError(f"crops must be 1 or 3, got {crops}")
+    ck, cfg, task = _read_checkpoint(checkpoint, store, crops)
+    dev = resolve_device(device)
+    model, contract = rebuild_model(ck, device=dev, frames=frames)
+    cfg.data.frames = contract.frames  # the windows eval reads (--frames, a recalibrated T)
+    st = open_store(cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit)
+    ids, split = _split_ids(st, split, cfg)
+    classes = list(contract.classes)
+    kind = create_task(task, classes)
+    notes, predictions_only = _label_notes(
+        st, ids, cfg, task, kind, classes, by_index=classes_by_index, split=split
+    )
+    store_decoder, resample = _store_notes(st, ids, cfg, contract, notes)
+    passes = _passes(cfg, clips, contract, resample=resample)
+    batch = batch_size or cfg.data.val_batch_size or cfg.data.batch_size
+    views = _views(cfg, st, ids, model, kind, contract, dev, passes, crops, batch, workers)
+    result = {
+        "checkpoint": str(ck["path"]),
+        "store": cfg.data.store,
+        "split": split,
+        "task": task,
+        "model": getattr(model, "registry_name", cfg.model.name),
+        "frames": contract.frames,
+        "decoder": contract.decoder,
+        "store_decoder": store_decoder,
+        "calibration": contract.calibration,
+        "videos": len(ids),
+        "clips": clips,
+        "crops": crops,
+        "sampler": passes[0][0],
+        "model_fps": contract.fps,
+        "store_fps": sorted({round(float(r), 3) for r in _rates(st, ids)}),
+        "classes_matched_by": "index" if classes_by_index else "name",
+        "notes": notes,
+    }
+    if predictions_only:
+        result["predictions_only"] = True
+    else:
+        result.update(kind.evaluate_views(_labelled(views) if task == "classification" else views))
+    path = Path(out) if out is not None else _out_path(ck["path"], cfg.data.store, split)
+    _write_results(result, kind.video_predictions(views), path, st, named=out is not None)
+    if verbose:
+        print(format_metrics(result), flush=True)
+    return result
+
+
+def _views(cfg, st, ids, model, kind, contract, dev, passes, crops: int, batch: int, workers):
+    """The predictions of every view: each of the ``crops`` positions on each pass."""
+    from ..data import loader
+
+    views = []
+    for position in POSITIONS[crops]:
+        for sampler, options, epoch in passes:
+            ds = make_dataset(
+                cfg,
+                st,
+                ids,
+                train=False,
+                sampler=sampler,
+                sampler_options=options,
+                transform=contract_transform(contract, position),
+            )
+            dl = loader(ds, batch_size=batch, shuffle=False, workers=workers)
+            dl.set_epoch(epoch)
+            n = len(contract.classes)
+            views.append(
+                predict(model, dl, task=kind, contract=contract, device=dev, num_classes=n)
+            )
+    return views
+
+
+def _read_checkpoint(checkpoint, store, crops: int) -> tuple[dict, Any, str]:
+    """``(checkpoint, config, task)``: the run's config pointed at ``store`` (when given); a
+    task that takes no ``crops`` views refused."""
     ck = load_checkpoint(checkpoint)
     raw = ck["config"]
     if store is not None:
@@ -296,33 +370,34 @@ def evaluate(
         how = "is evaluated on whole frames" if task_kind.eval_crops == (1,) else "takes"
         allowed = " or ".join(map(str, task_kind.eval_crops))
         raise ConfigError(f"crops: {task} {how}; allowed: {allowed}, got {crops}")
-    dev = resolve_device(device)
-    model, contract = rebuild_model(ck, device=dev, frames=frames)
-    cfg.data.frames = contract.frames  # the windows eval reads (--frames, a recalibrated T)
-    st = open_store(cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit)
+    return ck, cfg, task
+
+
+def _split_ids(st, split: str | None, cfg) -> tuple[np.ndarray, str]:
+    """The ids of the videos of ``split`` (module doc: Splits), and its name."""
     if split in (None, "all"):
         ids, _ = resolve_split(st, None, cfg.data, role="all")
-        split = "all"
-    else:
-        _check_split(st, split, cfg)
-        role = "train" if split == cfg.data.train_split else "val"
-        ids, _ = resolve_split(st, split, cfg.data, role=role)
-    classes = list(contract.classes)
-    kind = create_task(task, classes)
+        return ids, "all"
+    _check_split(st, split, cfg)
+    role = "train" if split == cfg.data.train_split else "val"
+    ids, _ = resolve_split(st, split, cfg.data, role=role)
+    return ids, split
+
+
+def _label_notes(st, ids, cfg, task: str, kind, classes: list[str], *, by_index: bool, split: str):
+    """``(notes, predictions_only)``: ``kind``'s label map set from the store's classes to the
+    model's ``classes`` (module doc: Classes), what to say about it, and whether the videos have no
+    labels to score."""
     notes: list[str] = []
     used = _used_classes(st, ids, cfg, task)
     labels = np.asarray(st.videos.label_ids)[ids]
     # per_segment items take their segment's class: the videos need no label of their own
     unlabelled = int((labels < 0).sum()) if task == "classification" and used is not None else 0
     predictions_only = task == "classification" and (not st.classes or unlabelled == len(ids))
-    labelled = getattr(task_kind, "labelled", True)
+    labelled = getattr(get_task(task), "labelled", True)
     if task not in ("segmentation", *FRAME_TASKS) and labelled and not predictions_only:
         kind.label_map, said = match_classes(
-            st.classes,
-            classes,
-            used=used,
-            by_index=classes_by_index,
-            where=cfg.data.store,
+            st.classes, classes, used=used, by_index=by_index, where=cfg.data.store
         )
         notes += said
     elif predictions_only:
@@ -336,154 +411,43 @@ def evaluate(
             f"{unlabelled} of the {len(ids)} videos have no label: metrics over the "
             f"{len(ids) - unlabelled} labelled ones, predictions for all"
         )
+    return notes, predictions_only
+
+
+def _rates(st, ids) -> np.ndarray:
+    return np.asarray(st.videos.fps, dtype=np.float64)[ids]
+
+
+def _store_notes(st, ids, cfg, contract: InputContract, notes: list[str]):
+    """``(store decoder, resample)``: the decoder that built the store, and whether windows
+    are planned at the model's rate (module doc: Frame rate); what differs from the model's
+    store added to ``notes``, and every note said on stderr."""
     from .._core._contract_extra import decoder_of
 
     store_decoder = decoder_of(getattr(st, "manifest", {}) or {})
     if contract.decoder and store_decoder and store_decoder != contract.decoder:
         notes.append(
-            f"the store was built by {_decoder_text(store_decoder)}, the model's store by "
-            f"{_decoder_text(contract.decoder)}: pixels differ between decoders"
+            f"the store was built by {decoder_text(store_decoder)}, the model's store by "
+            f"{decoder_text(contract.decoder)}: pixels differ between decoders"
         )
-    rates = np.asarray(st.videos.fps, dtype=np.float64)[ids]
-    note, resample = _rate_note(contract, rates, cfg.data.store, _segmented(cfg))
+    note, resample = _rate_note(contract, _rates(st, ids), cfg.data.store, _segmented(cfg))
     for n in notes:
         print(f"hyperframes eval: note: {n}", file=sys.stderr, flush=True)
     if note is not None:
         print(f"hyperframes eval: warning: {note}", file=sys.stderr, flush=True)
         notes.append(note)
-    passes = _passes(cfg, clips, contract, resample=resample)
-    views = []
-    for position in POSITIONS[crops]:
-        for sampler, options, epoch in passes:
-            ds = make_dataset(
-                cfg,
-                st,
-                ids,
-                train=False,
-                sampler=sampler,
-                sampler_options=options,
-                transform=contract_transform(contract, position),
-            )
-            dl = loader(
-                ds,
-                batch_size=batch_size or cfg.data.val_batch_size or cfg.data.batch_size,
-                shuffle=False,
-                workers=workers,
-            )
-            dl.set_epoch(epoch)
-            views.append(
-                predict(
-                    model,
-                    dl,
-                    task=kind,
-                    contract=contract,
-                    device=dev,
-                    num_classes=len(classes),
-                )
-            )
-    name = getattr(model, "registry_name", cfg.model.name)
-    result = {
-        "checkpoint": str(ck["path"]),
-        "store": cfg.data.store,
-        "split": split,
-        "task": task,
-        "model": name,
-        "frames": contract.frames,
-        "decoder": contract.decoder,
-        "store_decoder": store_decoder,
-        "calibration": contract.calibration,
-        "videos": len(ids),
-        "clips": clips,
-        "crops": crops,
-        "sampler": passes[0][0],
-        "model_fps": contract.fps,
-        "store_fps": sorted({round(float(r), 3) for r in rates}),
-        "classes_matched_by": "index" if classes_by_index else "name",
-        "notes": notes,
-    }
-    if predictions_only:
-        result["predictions_only"] = True
-    else:
-        result.update(kind.evaluate_views(_labelled(views) if task == "classification" else views))
-    path = Path(out) if out is not None else _out_path(ck["path"], cfg.data.store, split)
+    return store_decoder, resample
+
+
+def _write_results(result: dict, rows, path: Path, st, *, named: bool) -> None:
+    """``metrics.json`` at ``path`` (not when there are only predictions) and, for a task with
+    per-video ``rows``, ``predictions.csv`` beside it (``named``: ``<stem>_predictions.csv``);
+    their paths added to ``result``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = kind.video_predictions(views)
     if rows is not None:
-        name = "predictions.csv" if out is None else f"{path.stem}_predictions.csv"
-        csv_path = path.with_name(name)
+        csv_path = path.with_name(f"{path.stem}_predictions.csv" if named else "predictions.csv")
         _write_predictions(csv_path, rows, st.videos.paths)
         result["predictions_csv"] = str(csv_path)
-    if not predictions_only:
+    if not result.get("predictions_only"):
         path.write_text(json.dumps(result, indent=1, default=float) + "\n")
         result["metrics_json"] = str(path)
-    if verbose:
-        print(format_metrics(result), flush=True)
-    return result
-
-
-def _decoder_text(d: dict | None) -> str:
-    return f"{d['name']} {d['version']}" if d else "an unrecorded decoder"
-
-
-def format_metrics(r: dict) -> str:
-    """The table ``hyperframes eval`` prints."""
-    lines = [
-        f"{r['model']} T={r['frames']} on {r['store']} split {r['split']}: {r['videos']} videos"
-    ]
-    if "decoder" in r:
-        lines.append(
-            f"  decoder: model's store {_decoder_text(r['decoder'])}, this store "
-            f"{_decoder_text(r.get('store_decoder'))}"
-        )
-    notes = [f"  note: {n}" for n in r.get("notes", ())]
-    if r.get("predictions_only"):
-        return "\n".join(
-            [
-                *lines,
-                "  no labels: predictions only, no metrics",
-                f"  per-video predictions: {r.get('predictions_csv', '')}",
-                *notes,
-            ]
-        )
-    if r.get("task") == "masked_video":
-        from ._masked import format_masked
-
-        return "\n".join(lines + format_masked(r) + [f"  metrics: {r.get('metrics_json', '')}"])
-    if "psnr" in r:  # the frame tasks: the model and the baseline
-        lines.append(f"  windows         {r['windows']}")
-        lines.append(f"  {'':<16}{'PSNR (dB)':>10}{'SSIM':>8}")
-        lines.append(f"  {'model':<16}{r['psnr']:>10.2f}{r['ssim']:>8.4f}")
-        lines.append(f"  {'baseline':<16}{r['baseline_psnr']:>10.2f}{r['baseline_ssim']:>8.4f}")
-        lines.append(f"  baseline: {r['baseline']}")
-        lines.append(f"  metrics: {r.get('metrics_json', '')}")
-        return "\n".join(lines + notes)
-    if "clip_level" not in r:  # tasks without clip/video levels (segmentation)
-        lines.append(f"  windows         {r['windows']}")
-        lines.append(f"  mIoU            {r['miou']:.4f}")
-        lines.append(f"  pixel accuracy  {r['pixel_accuracy']:.4f}")
-        for name, v in r["iou"].items():
-            lines.append(f"  IoU {name:<12}{v:.4f}")
-        return "\n".join(lines + notes)
-    c, v = r["clip_level"], r["video_level"]
-    lines.append(f"  views: {r['clips']} clips x {r['crops']} crops ({r['views']} in all)")
-    lines.append(f"  {'':<22}{'clip':>8}{'video':>8}")
-    for key, label in (
-        ("top1", "top-1"),
-        ("top5", "top-5"),  # with more than 5 classes only
-        ("mean_class_accuracy", "mean class accuracy"),
-        ("map", "mAP"),  # multilabel
-        ("macro_f1", "macro F1"),
-        ("sample_f1", "sample F1"),  # multilabel
-    ):
-        if key in c and key in v:
-            lines.append(f"  {label:<22}{c[key]:>8.4f}{v[key]:>8.4f}")
-    lines.append(f"  {'class':<22}{'prec.':>8}{'recall':>8}{'F1':>8}{'videos':>8}  (video level)")
-    for name, s in v["per_class"].items():
-        lines.append(
-            f"  {name[:21]:<22}{s['precision']:>8.3f}{s['recall']:>8.3f}{s['f1']:>8.3f}"
-            f"{s['support']:>8d}"
-        )
-    lines.append(f"  metrics: {r.get('metrics_json', '')}")
-    if r.get("predictions_csv"):
-        lines.append(f"  per-video predictions: {r['predictions_csv']}")
-    return "\n".join(lines + notes)
