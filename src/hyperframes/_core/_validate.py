@@ -9,8 +9,10 @@ key::
     train.lr: out of range: -1.0; allowed: a number > 0.0
     unknown key train.lrr; did you mean train.lr? (allowed keys in train: lr, epochs, ...)
 
-A field's ``description`` is its help; it is quoted after what is allowed. ``json_schema_extra``
-may hold ``{"auto": True}`` for a field that also takes the word ``auto``.
+A field's ``description`` is its help; it is quoted after what is allowed. A field that also
+takes the word ``auto`` is typed ``X | Auto`` (or holds ``{"auto": True}`` in its
+``json_schema_extra``); what it allows reads as X's, then ", or auto". :func:`validate_field`
+checks one value as one field of a model (a partial mapping, one entry of a file).
 """
 
 from __future__ import annotations
@@ -26,7 +28,19 @@ from pydantic.fields import FieldInfo
 
 from ._errors import ConfigError
 
-__all__ = ["Strict", "allowed_text", "did_you_mean", "error_text", "show", "validate"]
+__all__ = [
+    "Auto",
+    "Strict",
+    "allowed_text",
+    "did_you_mean",
+    "error_text",
+    "show",
+    "validate",
+    "validate_field",
+]
+
+#: the word a field typed ``X | Auto`` takes besides an X ("decide for me")
+Auto = typing.Literal["auto"]
 
 
 class Strict(BaseModel):
@@ -120,7 +134,21 @@ def _split(hint) -> tuple[object, list, bool]:
     return hint, [], nullable
 
 
+def _without_auto(hint) -> tuple[object, bool]:
+    """(``hint`` without an :data:`Auto` member, whether it had one)."""
+    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
+        return hint, False
+    args = typing.get_args(hint)
+    rest = tuple(a for a in args if a != Auto)
+    if len(rest) == len(args):
+        return hint, False
+    return (rest[0] if len(rest) == 1 else typing.Union[rest]), True  # noqa: UP007
+
+
 def _describe(hint, metadata: list, extra: dict) -> str:
+    hint, auto = _without_auto(hint)
+    if auto:
+        extra = {**extra, "auto": True}
     base, inner, nullable = _split(hint)
     metadata = _flat(metadata) + inner
     text = _type_name(base)
@@ -249,15 +277,40 @@ _TYPE_NAMES_BY_TAG = {
 
 def _is_tag(part) -> bool:
     text = str(part)
-    return text in _TYPE_NAMES_BY_TAG or text.startswith(("list[", "tuple[", "dict[", "literal["))
+    return text in _TYPE_NAMES_BY_TAG or text.startswith(
+        ("list[", "tuple[", "dict[", "literal[", "constrained-", "function-")
+    )
+
+
+def _first(errors: list) -> dict:
+    """The error to report: an unknown key first (a misspelt key also shows as the right one
+    missing); of the errors one value gets from the members of a union (``int | Auto``), one
+    about the value (out of range, not an allowed word) before a wrong type."""
+    err = min(errors, key=lambda e: e["type"] != "extra_forbidden")
+    loc = _plain_loc(err["loc"])
+    same = [e for e in errors if _plain_loc(e["loc"]) == loc]
+    return min(same, key=lambda e: str(e["type"]).endswith("_type"))
+
+
+def _plain_loc(loc) -> tuple:
+    return tuple(p for p in loc if not _is_tag(p))
+
+
+def _as_declared(value, field: FieldInfo | None, index: bool):
+    """An integer given for a float field, shown as the float it was taken as (``-1.0``)."""
+    if field is None or type(value) is not int:
+        return value
+    base = _split(_without_auto(field.annotation)[0])[0]
+    if index:
+        args = typing.get_args(base)
+        base = _split(args[0])[0] if args else None
+    return float(value) if base is float else value
 
 
 def error_text(exc: ValidationError, model: type[BaseModel], where: str = "") -> str:
     """pydantic's first error as one line in the house's words (see the module docstring)."""
-    errors = exc.errors(include_url=False)
-    # an unknown key first: a misspelt key also shows as the right one missing
-    err = min(errors, key=lambda e: e["type"] != "extra_forbidden")
-    loc = tuple(p for p in err["loc"] if not _is_tag(p))
+    err = _first(exc.errors(include_url=False))
+    loc = _plain_loc(err["loc"])
     kind = err["type"]
     if kind == "extra_forbidden":
         *parent, name = loc
@@ -283,7 +336,7 @@ def error_text(exc: ValidationError, model: type[BaseModel], where: str = "") ->
     else:  # a validator's own words (ValueError in an after-validator)
         message = str(err.get("msg", "")).removeprefix("Value error, ")
         return f"{key}: {message}"
-    value = err.get("input")
+    value = _as_declared(err.get("input"), field, index)
     tail = f"; allowed: {allowed}{help_text}" if allowed else help_text
     return f"{key}: {why} {show(value)}{tail}"
 
@@ -303,3 +356,22 @@ def validate(model: type[M], raw, *, where: str = "", error: type[Exception] = C
         return model.model_validate(dict(raw))
     except ValidationError as exc:
         raise error(error_text(exc, model, where)) from None
+
+
+def validate_field(
+    model: type[BaseModel],
+    name: str,
+    value,
+    *,
+    where: str = "",
+    error: type[Exception] = ConfigError,
+):
+    """``value`` checked as the field ``name`` of ``model`` (its type, bounds, choices) and
+    returned as the model keeps it; a problem is ``error``, the key reported as
+    ``<where>.<name>``. The other fields are neither needed nor looked at."""
+    probe = model.model_construct()
+    try:
+        model.__pydantic_validator__.validate_assignment(probe, name, value)
+    except ValidationError as exc:
+        raise error(error_text(exc, model, where)) from None
+    return getattr(probe, name)

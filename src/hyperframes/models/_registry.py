@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from .._core._errors import ConfigError
+from .._core._validate import did_you_mean
 from ._base import LAYOUTS, TASKS
 from ._weights import load_pretrained
 
@@ -58,6 +59,21 @@ class ModelSpec:
         """Keyword options of the builder beyond num_classes / frames."""
         params = inspect.signature(self.builder).parameters
         return [n for n in params if n not in ("num_classes", "frames")]
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """Refuse an option the builder does not take (:class:`ConfigError` naming it, the
+        closest option and the allowed ones); a builder with ``**kwargs`` takes any name.
+        Its values are the builder's to check: it is the one place that knows them."""
+        params = inspect.signature(self.builder).parameters.values()
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            return
+        allowed = self.options()
+        unknown = [k for k in options if k not in allowed]
+        if unknown:
+            raise ConfigError(
+                f"{self.name} has no option(s) {', '.join(map(repr, unknown))}"
+                f"{did_you_mean(unknown[0], allowed)}; allowed: {', '.join(allowed) or 'none'}"
+            )
 
 
 class ModelInfo(NamedTuple):
@@ -164,15 +180,7 @@ def create(
             f"model {name!r} needs the optional package(s) {', '.join(missing)}: "
             f"pip install {' '.join(missing)}"
         )
-    allowed = spec.options()
-    params = inspect.signature(spec.builder).parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    unknown = [k for k in options if k not in allowed]
-    if unknown and not takes_any:
-        raise ConfigError(
-            f"model {name!r} has no option(s) {', '.join(map(repr, unknown))}; "
-            f"its options are: {', '.join(allowed) or 'none'}"
-        )
+    spec.check_options(options)
     model = spec.builder(num_classes=num_classes, frames=frames, **options)
     if getattr(model, "layout", None) != spec.layout:
         raise ConfigError(
