@@ -80,7 +80,10 @@ def _type_name(hint) -> str:
     if origin is typing.Literal:
         return "one of " + ", ".join(str(c) for c in args)
     if origin in (list, tuple) and args:
-        return f"a list of {_type_name(args[0]).split(' ', 1)[-1]}s"
+        item = _type_name(args[0])
+        if item.startswith("one of "):  # list[Literal[...]]
+            return f"a list, each {item}"
+        return f"a list of {item.split(' ', 1)[-1]}s"
     if origin in (typing.Union, types.UnionType):
         parts = [a for a in args if a is not type(None)]
         text = " or ".join(_type_name(a) for a in parts)
@@ -169,12 +172,21 @@ def _describe(hint, metadata: list, extra: dict) -> str:
     return text
 
 
+def _list_in(hint):
+    """The list type in ``hint`` (``list[str]`` of ``bool | list[str] | None``), or ``hint``."""
+    base, _, _ = _split(hint)
+    if typing.get_origin(base) in (typing.Union, types.UnionType):
+        lists = [a for a in typing.get_args(base) if typing.get_origin(_split(a)[0]) is list]
+        return _split(lists[0])[0] if lists else base
+    return base
+
+
 def allowed_text(field: FieldInfo, index: bool = False) -> str:
     """What a field allows, in words: ``an integer >= 1 and <= 64``, ``one of a, b``;
     ``index``: what one item of the (list) field allows."""
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     if index:
-        base, _, _ = _split(field.annotation)
+        base = _list_in(field.annotation)
         args = typing.get_args(base)
         if args:
             return _describe(args[0], [], {})
@@ -284,12 +296,21 @@ def _is_tag(part) -> bool:
 
 def _first(errors: list) -> dict:
     """The error to report: an unknown key first (a misspelt key also shows as the right one
-    missing); of the errors one value gets from the members of a union (``int | Auto``), one
-    about the value (out of range, not an allowed word) before a wrong type."""
+    missing); of the errors one value gets from the members of a union (``int | Auto``), the
+    one of the member it was meant for (:func:`_rank`)."""
     err = min(errors, key=lambda e: e["type"] != "extra_forbidden")
-    loc = _plain_loc(err["loc"])
-    same = [e for e in errors if _plain_loc(e["loc"]) == loc]
-    return min(same, key=lambda e: str(e["type"]).endswith("_type"))
+    top = _plain_loc(err["loc"])
+    same = [e for e in errors if _plain_loc(e["loc"])[: len(top)] == top]
+    return min(same, key=lambda e: _rank(e, top))
+
+
+def _rank(err: dict, top: tuple) -> int:
+    """0: about the value (a range, an item of a list that was a list); 1: not the word a
+    :data:`Auto`-like member takes, for a string or null; 2: a wrong type for a member."""
+    inside = len(_plain_loc(err["loc"])) > len(top)
+    if err["type"] == "literal_error" and not inside:
+        return 1 if isinstance(err.get("input"), str | None) else 2
+    return 2 if str(err["type"]).endswith("_type") and not inside else 0
 
 
 def _plain_loc(loc) -> tuple:

@@ -72,7 +72,7 @@ class ModelSpec:
         if unknown:
             raise ConfigError(
                 f"{self.name} has no option(s) {', '.join(map(repr, unknown))}"
-                f"{did_you_mean(unknown[0], allowed)}; allowed: {', '.join(allowed) or 'none'}"
+                f"{did_you_mean(unknown[0], allowed)} (allowed: {', '.join(allowed) or 'none'})"
             )
 
 
