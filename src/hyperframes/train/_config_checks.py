@@ -24,6 +24,7 @@ __all__ = ["check_clips", "cross_checks", "resolve_paths"]
 
 
 def check_clips(key: str, options: Mapping) -> None:
+    """A sampler's ``clips`` option (``key``: its options' key) within :data:`MAX_CLIPS`."""
     clips = options.get("clips")
     if isinstance(clips, int) and not isinstance(clips, bool) and clips > MAX_CLIPS:
         raise ConfigError(
