@@ -139,3 +139,17 @@ def test_model_options_are_checked_once_by_the_registry():
         config_from_dict({"data": S, "model": {"options": {"extra_chanels": 2}}})
     assert str(err.value) == f"model.options: {message}"
     get_spec("channel_timm").check_options({"drop_rate": 0.1})  # **timm_kwargs: any name
+
+
+def test_model_option_values_are_checked_by_their_builders_annotations():
+    spec = get_spec("cnn_lstm")
+    spec.check_options({"dropout": 0, "hidden_size": 16, "norm": "group"})
+    for options, message in [
+        ({"dropout": "x"}, "model.options.dropout: expected a number, got 'x'; allowed: a number"),
+        ({"hidden_size": 2.0}, "model.options.hidden_size: expected an integer, got 2.0"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            config_from_dict({"data": S, "model": {"name": "cnn_lstm", "options": options}})
+        assert str(err.value).startswith(message), str(err.value)
+    with pytest.raises(ConfigError, match=r"^options\.dropout: expected a number, got 'x'"):
+        create("cnn_lstm", dropout="x")

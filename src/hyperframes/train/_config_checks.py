@@ -97,10 +97,7 @@ def cross_checks(cfg: Config) -> None:
         spec = get_spec(cfg.model.name)
     except ConfigError as e:
         raise ConfigError(f"model.name: {e}") from None
-    try:
-        spec.check_options(cfg.model.options)
-    except ConfigError as e:
-        raise ConfigError(f"model.options: {e}") from None
+    spec.check_options(cfg.model.options, where="model.options")
     if cfg.data.layout not in ("auto", spec.layout):
         raise ConfigError(
             f"data.layout: {cfg.data.layout!r} does not fit model {cfg.model.name!r}, which "
