@@ -3,8 +3,6 @@ and the contract itself (values, (de)serialisation, derivation, preparation) hol
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
@@ -276,7 +274,7 @@ def test_a_config_resolves_to_the_contract_of_its_store(stores):
     c = resolve_contract(cfg)  # the store found at data.store
     assert (c.frames, c.frame_stride, c.size, c.fps, c.crop) == (T, 3, "40x52", None, 32)
     assert (c.layout, c.mean, c.std) == ("channel", IMAGENET_MEAN, IMAGENET_STD)
-    seg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, name="keyframe_unet"))
+    seg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"name": "keyframe_unet"})})
     assert resolve_contract(seg).crop is None  # segmentation sees whole frames
     again = resolve_contract(c, size="none", fps=0, classes=("a",))
     assert (again.size, again.fps, again.classes) == (None, None, ("a",))

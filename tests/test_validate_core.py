@@ -8,7 +8,7 @@ import pytest
 from pydantic import Field
 
 from hyperframes._core._errors import ConfigError
-from hyperframes._core._validate import Strict, validate
+from hyperframes._core._validate import Auto, Strict, validate, validate_field
 
 
 class _Crop(Strict):
@@ -81,3 +81,41 @@ def test_valid_values_come_back_typed_and_a_non_mapping_is_refused():
     assert cfg.data.crop.scale == [0.35, 1.0]
     with pytest.raises(ValueError, match=r"^options: expected a mapping of keys to values, got"):
         validate(_Data, [1], where="options", error=ValueError)
+
+
+class _Loader(Strict):
+    workers: Annotated[int, Field(ge=0, le=8)] | Auto = Field("auto", description="threads")
+    names: list[Literal["a", "b"]] = Field(default_factory=lambda: list[Literal["a", "b"]](["a"]))
+    stages: bool | list[str] = False
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (
+            {"workers": 9},
+            "loader.workers: out of range: 9; allowed: an integer >= 0 and <= 8, or auto",
+        ),
+        ({"workers": "many"}, "loader.workers: not an allowed value: 'many'; allowed: an integer"),
+        ({"workers": 2.5}, "loader.workers: expected an integer, got 2.5; allowed: an integer"),
+        (
+            {"names": "a"},
+            "loader.names: expected a list, got 'a'; allowed: a list, each one of a, b",
+        ),
+        ({"stages": [1]}, "loader.stages[0]: expected a string, got 1; allowed: a string"),
+        ({"stages": 1}, "loader.stages: expected true or false, got 1; allowed: true or false or"),
+    ],
+)
+def test_a_union_reports_the_member_the_value_was_meant_for(raw, message):
+    with pytest.raises(ConfigError) as err:
+        validate(_Loader, raw, where="loader")
+    assert str(err.value).startswith(message), str(err.value)
+    assert validate(_Loader, {"workers": "auto"}).workers == "auto"
+
+
+def test_one_field_is_checked_alone():
+    assert validate_field(_Data, "lr", 2) == 2.0  # data.store, required, not asked for
+    with pytest.raises(ConfigError, match=r"^data\.lr: out of range: -2\.0; allowed: a number > 0"):
+        validate_field(_Data, "lr", -2, where="data")
+    with pytest.raises(ValueError, match=r"^crop\.size: out of range: 4;"):
+        validate_field(_Crop, "size", 4, where="crop", error=ValueError)

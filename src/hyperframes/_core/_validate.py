@@ -9,8 +9,10 @@ key::
     train.lr: out of range: -1.0; allowed: a number > 0.0
     unknown key train.lrr; did you mean train.lr? (allowed keys in train: lr, epochs, ...)
 
-A field's ``description`` is its help; it is quoted after what is allowed. ``json_schema_extra``
-may hold ``{"auto": True}`` for a field that also takes the word ``auto``.
+A field's ``description`` is its help; it is quoted after what is allowed. A field that also
+takes the word ``auto`` is typed ``X | Auto`` (or holds ``{"auto": True}`` in its
+``json_schema_extra``); what it allows reads as X's, then ", or auto". :func:`validate_field`
+checks one value as one field of a model (a partial mapping, one entry of a file).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pydantic.fields import FieldInfo
 from ._errors import ConfigError, HyperframesError
 
 __all__ = [
+    "Auto",
     "Number",
     "Options",
     "Strict",
@@ -38,7 +41,11 @@ __all__ = [
     "options_text",
     "show",
     "validate",
+    "validate_field",
 ]
+
+#: the word a field typed ``X | Auto`` takes besides an X ("decide for me")
+Auto = typing.Literal["auto"]
 
 
 class Strict(BaseModel):
@@ -78,7 +85,10 @@ def _type_name(hint) -> str:
     if origin is typing.Literal:
         return "one of " + ", ".join(str(c) for c in args)
     if origin in (list, tuple) and args:
-        return f"a list of {_type_name(args[0]).split(' ', 1)[-1]}s"
+        item = _type_name(args[0])
+        if item.startswith("one of "):  # list[Literal[...]]
+            return f"a list, each {item}"
+        return f"a list of {item.split(' ', 1)[-1]}s"
     if origin in (typing.Union, types.UnionType):
         parts = [a for a in args if a is not type(None)]
         text = " or ".join(_type_name(a) for a in parts)
@@ -132,7 +142,21 @@ def _split(hint) -> tuple[object, list, bool]:
     return hint, [], nullable
 
 
+def _without_auto(hint) -> tuple[object, bool]:
+    """(``hint`` without an :data:`Auto` member, whether it had one)."""
+    if typing.get_origin(hint) not in (typing.Union, types.UnionType):
+        return hint, False
+    args = typing.get_args(hint)
+    rest = tuple(a for a in args if a != Auto)
+    if len(rest) == len(args):
+        return hint, False
+    return (rest[0] if len(rest) == 1 else typing.Union[rest]), True  # noqa: UP007
+
+
 def _describe(hint, metadata: list, extra: dict) -> str:
+    hint, auto = _without_auto(hint)
+    if auto:
+        extra = {**extra, "auto": True}
     base, inner, nullable = _split(hint)
     metadata = _flat(metadata) + inner
     text = _type_name(base)
@@ -153,12 +177,21 @@ def _describe(hint, metadata: list, extra: dict) -> str:
     return text
 
 
+def _list_in(hint):
+    """The list type in ``hint`` (``list[str]`` of ``bool | list[str] | None``), or ``hint``."""
+    base, _, _ = _split(hint)
+    if typing.get_origin(base) in (typing.Union, types.UnionType):
+        lists = [a for a in typing.get_args(base) if typing.get_origin(_split(a)[0]) is list]
+        return _split(lists[0])[0] if lists else base
+    return base
+
+
 def allowed_text(field: FieldInfo, index: bool = False) -> str:
     """What a field allows, in words: ``an integer >= 1 and <= 64``, ``one of a, b``;
     ``index``: what one item of the (list) field allows."""
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     if index:
-        base, _, _ = _split(field.annotation)
+        base = _list_in(field.annotation)
         args = typing.get_args(base)
         if args:
             return _describe(args[0], [], {})
@@ -261,15 +294,49 @@ _TYPE_NAMES_BY_TAG = {
 
 def _is_tag(part) -> bool:
     text = str(part)
-    return text in _TYPE_NAMES_BY_TAG or text.startswith(("list[", "tuple[", "dict[", "literal["))
+    return text in _TYPE_NAMES_BY_TAG or text.startswith(
+        ("list[", "tuple[", "dict[", "literal[", "constrained-", "function-")
+    )
+
+
+def _first(errors: list) -> dict:
+    """The error to report: an unknown key first (a misspelt key also shows as the right one
+    missing); of the errors one value gets from the members of a union (``int | Auto``), the
+    one of the member it was meant for (:func:`_rank`)."""
+    err = min(errors, key=lambda e: e["type"] != "extra_forbidden")
+    top = _plain_loc(err["loc"])
+    same = [e for e in errors if _plain_loc(e["loc"])[: len(top)] == top]
+    return min(same, key=lambda e: _rank(e, top))
+
+
+def _rank(err: dict, top: tuple) -> int:
+    """0: about the value (a range, an item of a list that was a list); 1: not the word a
+    :data:`Auto`-like member takes, for a string or null; 2: a wrong type for a member."""
+    inside = len(_plain_loc(err["loc"])) > len(top)
+    if err["type"] == "literal_error" and not inside:
+        return 1 if isinstance(err.get("input"), str | None) else 2
+    return 2 if str(err["type"]).endswith("_type") and not inside else 0
+
+
+def _plain_loc(loc) -> tuple:
+    return tuple(p for p in loc if not _is_tag(p))
+
+
+def _as_declared(value, field: FieldInfo | None, index: bool):
+    """An integer given for a float field, shown as the float it was taken as (``-1.0``)."""
+    if field is None or type(value) is not int:
+        return value
+    base = _split(_without_auto(field.annotation)[0])[0]
+    if index:
+        args = typing.get_args(base)
+        base = _split(args[0])[0] if args else None
+    return float(value) if base is float else value
 
 
 def error_text(exc: ValidationError, model: type[BaseModel], where: str = "") -> str:
     """pydantic's first error as one line in the house's words (see the module docstring)."""
-    errors = exc.errors(include_url=False)
-    # an unknown key first: a misspelt key also shows as the right one missing
-    err = min(errors, key=lambda e: e["type"] != "extra_forbidden")
-    loc = tuple(p for p in err["loc"] if not _is_tag(p))
+    err = _first(exc.errors(include_url=False))
+    loc = _plain_loc(err["loc"])
     kind = err["type"]
     if kind == "extra_forbidden":
         *parent, name = loc
@@ -295,7 +362,7 @@ def error_text(exc: ValidationError, model: type[BaseModel], where: str = "") ->
     else:  # a validator's own words (ValueError in an after-validator)
         message = str(err.get("msg", "")).removeprefix("Value error, ")
         return f"{key}: {message}"
-    value = err.get("input")
+    value = _as_declared(err.get("input"), field, index)
     tail = f"; allowed: {allowed}{help_text}" if allowed else help_text
     return f"{key}: {why} {show(value)}{tail}"
 
@@ -315,6 +382,25 @@ def validate(model: type[M], raw, *, where: str = "", error: type[Exception] = C
         return model.model_validate(dict(raw))
     except ValidationError as exc:
         raise error(error_text(exc, model, where)) from None
+
+
+def validate_field(
+    model: type[BaseModel],
+    name: str,
+    value,
+    *,
+    where: str = "",
+    error: type[Exception] = ConfigError,
+):
+    """``value`` checked as the field ``name`` of ``model`` (its type, bounds, choices) and
+    returned as the model keeps it; a problem is ``error``, the key reported as
+    ``<where>.<name>``. The other fields are neither needed nor looked at."""
+    probe = model.model_construct()
+    try:
+        model.__pydantic_validator__.validate_assignment(probe, name, value)
+    except ValidationError as exc:
+        raise error(error_text(exc, model, where)) from None
+    return getattr(probe, name)
 
 
 # -- options made by keyword (``BuildOptions(fps=2)``) ------------------------------------------
@@ -342,7 +428,7 @@ def options_text(exc: ValidationError, model: type[BaseModel], where: str = "") 
     validator raised is said as it is (it names its key), and a field whose
     ``json_schema_extra`` holds ``{"error": "{key} must be ..., got {value}"}`` says that, with
     the key and the value (as :func:`show` writes it) filled in."""
-    err = min(exc.errors(include_url=False), key=lambda e: e["type"] != "extra_forbidden")
+    err = _first(exc.errors(include_url=False))
     raised = err.get("ctx", {}).get("error")
     if isinstance(raised, HyperframesError):
         return str(raised)

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib.util
 import inspect
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import torch
+from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from torch import nn
 
 from .._core._errors import ConfigError
+from .._core._validate import did_you_mean, validate
 from ._base import LAYOUTS, TASKS
 from ._weights import load_pretrained
 
@@ -58,6 +62,47 @@ class ModelSpec:
         """Keyword options of the builder beyond num_classes / frames."""
         params = inspect.signature(self.builder).parameters
         return [n for n in params if n not in ("num_classes", "frames")]
+
+    def check_options(self, options: Mapping[str, Any], *, where: str = "") -> None:
+        """Refuse an option the builder does not take (:class:`ConfigError` naming it, the
+        closest option and the allowed ones; a builder with ``**kwargs`` takes any name) or a
+        value its annotation does not allow (``options.dropout: expected a number, got
+        'x'``). ``where``: the options' key in messages (``model.options``)."""
+        allowed = self.options()
+        params = inspect.signature(self.builder).parameters.values()
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
+        unknown = [k for k in options if k not in allowed]
+        if unknown and not takes_any:
+            raise ConfigError(
+                f"{where + ': ' if where else ''}{self.name} has no option(s) "
+                f"{', '.join(map(repr, unknown))}{did_you_mean(unknown[0], allowed)} "
+                f"(allowed: {', '.join(allowed) or 'none'})"
+            )
+        validate(_options_model(self), options, where=where or "options")
+
+
+@functools.cache
+def _options_model(spec: ModelSpec) -> type[BaseModel]:
+    """A strict model of ``spec``'s builder's keyword options, typed by its annotations (an
+    option without one, or with one pydantic cannot check, takes any value)."""
+    try:
+        hints = typing.get_type_hints(spec.builder)
+    except Exception:  # a third-party builder's annotations may not resolve
+        hints = {}
+    fields: dict[str, Any] = {}
+    params = inspect.signature(spec.builder).parameters.values()
+    for p in params:
+        if p.name in ("num_classes", "frames") or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+            continue
+        hint = hints.get(p.name, Any)
+        try:
+            TypeAdapter(hint, config=ConfigDict(strict=True))
+        except Exception:  # e.g. an nn.Module type: the builder's to check
+            hint = Any
+        fields[p.name] = (hint, None)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in params)
+    config = ConfigDict(strict=True, extra="allow" if takes_any else "forbid")
+    return create_model(f"{spec.name}_options", __config__=config, **fields)
 
 
 class ModelInfo(NamedTuple):
@@ -164,15 +209,7 @@ def create(
             f"model {name!r} needs the optional package(s) {', '.join(missing)}: "
             f"pip install {' '.join(missing)}"
         )
-    allowed = spec.options()
-    params = inspect.signature(spec.builder).parameters
-    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    unknown = [k for k in options if k not in allowed]
-    if unknown and not takes_any:
-        raise ConfigError(
-            f"model {name!r} has no option(s) {', '.join(map(repr, unknown))}; "
-            f"its options are: {', '.join(allowed) or 'none'}"
-        )
+    spec.check_options(options)
     model = spec.builder(num_classes=num_classes, frames=frames, **options)
     if getattr(model, "layout", None) != spec.layout:
         raise ConfigError(

@@ -14,7 +14,7 @@ from torch import nn
 from .._core._device import resolve_device as core_resolve_device
 from .._core._errors import ConfigError, DataError
 from .._core._signature import CROP_MAX_VIDEOS
-from ._config import Config
+from ._config import Config, config_defaults
 from ._ddp import Dist, broadcast_object
 from ._leakage import check_leakage
 
@@ -164,30 +164,12 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def _defaults() -> dict:
-    """``section.key``: the default of every plain config key that has one (so a checkpoint
-    written before a key existed reads as having its default)."""
-    import dataclasses
-    import typing
-
-    out = {}
-    for section, cls in typing.get_type_hints(Config).items():
-        for f in dataclasses.fields(cls):
-            if f.default is not dataclasses.MISSING:
-                out[f"{section}.{f.name}"] = f.default
-            elif f.default_factory is not dataclasses.MISSING:
-                value = f.default_factory()
-                if isinstance(value, list):
-                    out[f"{section}.{f.name}"] = value
-    return out
-
-
 def check_resume_config(saved: dict, cfg: Config) -> None:
     """Refuse to resume a checkpoint with a config that differs beyond
     :data:`RESUMABLE_CHANGES`."""
     old, new = _flat(saved), _flat(cfg.to_dict())
     # keys added after the checkpoint was written count as their defaults there
-    old.update({k: v for k, v in _defaults().items() if k not in old})
+    old.update({k: v for k, v in config_defaults().items() if k not in old})
     diff = [
         k
         for k in sorted(set(old) | set(new))
