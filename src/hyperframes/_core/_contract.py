@@ -332,7 +332,7 @@ class InputContract:
 
         want = (t - 1, 2, *size)
         if not isinstance(flow, torch.Tensor) or tuple(flow.shape[-4:]) != want:
-            got = tuple(flow.shape) if isinstance(flow, torch.Tensor) else type(flow).__name__
+            got = _shape_or_type(flow)
             raise DataError(
                 f"prepare: this contract appends optical flow (…, {want[0]}, 2, {want[2]}, "
                 f"{want[3]}) to the frames (the model was trained with flow channels); got "
@@ -349,7 +349,7 @@ class InputContract:
         k = self.audio["columns_per_frame"]
         want = (self.audio["n_mels"], self.frames * k)
         if not isinstance(audio, torch.Tensor) or tuple(audio.shape[-2:]) != want:
-            got = tuple(audio.shape) if isinstance(audio, torch.Tensor) else type(audio).__name__
+            got = _shape_or_type(audio)
             raise DataError(
                 f"prepare: the model takes audio beside the video, a log-mel (…, {want[0]}, "
                 f"{want[1]}); got {got}. Audio comes from a store built with --audio and a "
@@ -358,6 +358,13 @@ class InputContract:
         # non-blocking: from pinned memory, prepared on a side stream (PrefetchLoader)
         audio = audio.to(device=video.device, dtype=torch.float32, non_blocking=True)
         return AudioVisual(video, audio)
+
+
+def _shape_or_type(x) -> tuple | str:
+    """How a message shows a value that should have been a tensor: its shape, else its type."""
+    import torch
+
+    return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
 
 
 def model_frames(frames, layout: str, dtype: str = "uint8", flow=None, *, alloc=None):

@@ -125,14 +125,7 @@ def predict_video(
         raise ConfigError(f"{loaded.path}: reconstructions are written for masked_video models")
     if loaded.task == "masked_video" or loaded.contract.frame_task is not None:
         return _predict_pictures(
-            loaded,
-            video,
-            out=out,
-            stride=stride,
-            batch_size=batch_size,
-            decoder=decoder,
-            reconstruct=reconstruct,
-            reconstructions=reconstructions,
+            loaded, video, out, stride, batch_size, decoder, reconstruct, reconstructions
         )
     predictor = Predictor.from_checkpoint(
         loaded,
@@ -160,7 +153,7 @@ def predict_video(
 
 
 def _predict_pictures(
-    loaded, video: Path, *, out, stride, batch_size, decoder, reconstruct, reconstructions
+    loaded, video: Path, out, stride, batch_size, decoder, reconstruct, reconstructions
 ) -> PredictReport:
     """What :func:`predict_video` writes for a model that predicts no classes: a masked_video
     model's reconstructions, an interpolation or super-resolution model's frames, as PNG."""
