@@ -1,0 +1,305 @@
+"""One way to validate: settings declared as pydantic v2 models, errors in the house's words.
+
+Configs, build options and the input contract declare their fields once, as :class:`Strict`
+models (``Field`` bounds, ``Literal`` choices, no unknown keys). :func:`validate` runs a model
+over a raw mapping and turns pydantic's first error into one line that names the key, what
+was wrong, the value (cut short) and what is allowed, with a "did you mean" for a misspelt
+key::
+
+    train.lr: out of range: -1.0; allowed: a number > 0.0
+    unknown key train.lrr; did you mean train.lr? (allowed keys in train: lr, epochs, ...)
+
+A field's ``description`` is its help; it is quoted after what is allowed. ``json_schema_extra``
+may hold ``{"auto": True}`` for a field that also takes the word ``auto``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Mapping
+
+import annotated_types as at
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
+
+from ._errors import ConfigError
+
+__all__ = ["Strict", "allowed_text", "did_you_mean", "error_text", "show", "validate"]
+
+
+class Strict(BaseModel):
+    """A settings model: strict types (no ``"3"`` for 3, no ``true`` for 1), no unknown keys."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", arbitrary_types_allowed=False)
+
+
+def show(value, limit: int = 200) -> str:
+    """``repr(value)``, cut to ``limit`` characters (an error message quotes, it does not dump)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def did_you_mean(name, choices, prefix: str = "") -> str:
+    """``"; did you mean <prefix><close>?"`` for the closest of ``choices``, or ``""``."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
+    return f"; did you mean {prefix}{close[0]}?" if close else ""
+
+
+_TYPE_NAMES: dict[object, str] = {
+    int: "an integer",
+    float: "a number",
+    str: "a string",
+    bool: "true or false",
+    dict: "a mapping",
+}
+
+
+def _type_name(hint) -> str:
+    if hint in _TYPE_NAMES:
+        return _TYPE_NAMES[hint]
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Annotated:
+        return _type_name(args[0])
+    if origin is typing.Literal:
+        return "one of " + ", ".join(str(c) for c in args)
+    if origin in (list, tuple) and args:
+        return f"a list of {_type_name(args[0]).split(' ', 1)[-1]}s"
+    if origin in (typing.Union, types.UnionType):
+        parts = [a for a in args if a is not type(None)]
+        text = " or ".join(_type_name(a) for a in parts)
+        return text + (" or null" if type(None) in args else "")
+    if isinstance(hint, type) and issubclass(hint, BaseModel):
+        return "a mapping"
+    return getattr(hint, "__name__", str(hint))
+
+
+def _bounds(metadata) -> list[str]:
+    """``[">= 1", "<= 64"]`` from ``Ge``/``Gt``/``Le``/``Lt`` (or an ``Interval``)."""
+    out = []
+    for m in metadata:
+        for attr, word in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            if isinstance(m, at.BaseMetadata) and getattr(m, attr, None) is not None:
+                out.append(f"{word} {getattr(m, attr)}")
+    return out
+
+
+def _length(metadata) -> int | None:
+    for m in metadata:
+        if isinstance(m, at.Len) and m.min_length == m.max_length:
+            return m.min_length
+        if isinstance(m, at.MinLen):
+            return m.min_length
+    return None
+
+
+def _flat(metadata) -> list:
+    """Constraint objects, with those inside a nested ``Field(...)`` taken out."""
+    out: list = []
+    for m in metadata:
+        out += _flat(m.metadata) if isinstance(m, FieldInfo) else [m]
+    return out
+
+
+def _split(hint) -> tuple[object, list, bool]:
+    """(the type without ``None`` and ``Annotated``, its constraints, whether null is allowed)."""
+    nullable = False
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        rest = [a for a in args if a is not type(None)]
+        nullable = len(rest) < len(args)
+        if len(rest) == 1:
+            inner, metadata, _ = _split(rest[0])
+            return inner, metadata, nullable
+    if origin is typing.Annotated:
+        base, *metadata = typing.get_args(hint)
+        return base, _flat(metadata), nullable
+    return hint, [], nullable
+
+
+def _describe(hint, metadata: list, extra: dict) -> str:
+    base, inner, nullable = _split(hint)
+    metadata = _flat(metadata) + inner
+    text = _type_name(base)
+    is_list = typing.get_origin(base) in (list, tuple)
+    length = _length(metadata) if is_list else None
+    if length is not None:
+        text += f" of length {length}"
+    bounds = _bounds(metadata)
+    if is_list:
+        item = typing.get_args(base)[0] if typing.get_args(base) else None
+        bounds += _bounds(_split(item)[1]) if item is not None else []
+    if bounds:
+        text += (" with values " if is_list else " ") + " and ".join(bounds)
+    if extra.get("auto"):
+        text += ", or auto"
+    if nullable and "or null" not in text:
+        text += ", or null"
+    return text
+
+
+def allowed_text(field: FieldInfo, index: bool = False) -> str:
+    """What a field allows, in words: ``an integer >= 1 and <= 64``, ``one of a, b``;
+    ``index``: what one item of the (list) field allows."""
+    extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+    if index:
+        base, _, _ = _split(field.annotation)
+        args = typing.get_args(base)
+        if args:
+            return _describe(args[0], [], {})
+    return _describe(field.annotation, list(field.metadata), extra)
+
+
+_WHY = {
+    "int_type": "expected an integer, got",
+    "int_from_float": "expected an integer, got",
+    "int_parsing": "expected an integer, got",
+    "float_type": "expected a number, got",
+    "float_parsing": "expected a number, got",
+    "finite_number": "expected a finite number, got",
+    "bool_type": "expected true or false, got",
+    "bool_parsing": "expected true or false, got",
+    "string_type": "expected a string, got",
+    "literal_error": "not an allowed value:",
+    "enum": "not an allowed value:",
+    "greater_than": "out of range:",
+    "greater_than_equal": "out of range:",
+    "less_than": "out of range:",
+    "less_than_equal": "out of range:",
+    "list_type": "expected a list, got",
+    "tuple_type": "expected a list, got",
+    "dict_type": "expected a mapping of keys to values, got",
+    "model_type": "expected a mapping of keys to values, got",
+    "model_attributes_type": "expected a mapping of keys to values, got",
+    "none_required": "not an allowed value:",
+}
+
+
+def _walk(model: type[BaseModel], loc: tuple) -> tuple[FieldInfo | None, type[BaseModel], tuple]:
+    """The field a pydantic error location points at, the model holding it, and the
+    location's remaining part (list indices, a union member's name)."""
+    field = None
+    owner = model
+    rest = loc
+    while rest:
+        head, rest = rest[0], rest[1:]
+        if isinstance(head, str) and head in owner.model_fields:
+            field = owner.model_fields[head]
+            sub = _model_in(field.annotation)
+            if sub is None or not rest:
+                return field, owner, rest
+            owner = sub
+        else:
+            return field, owner, (head, *rest)
+    return field, owner, rest
+
+
+def _owner(model: type[BaseModel], loc: tuple) -> type[BaseModel]:
+    """The model that the keys at ``loc`` (a path of section names) lead to."""
+    for part in loc:
+        field = model.model_fields.get(str(part)) if isinstance(part, str) else None
+        sub = _model_in(field.annotation) if field is not None else None
+        if sub is None:
+            break
+        model = sub
+    return model
+
+
+def _model_in(hint) -> type[BaseModel] | None:
+    if isinstance(hint, type) and issubclass(hint, BaseModel):
+        return hint
+    for arg in typing.get_args(hint):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _key(where: str, loc: tuple) -> str:
+    out = where
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out = f"{out}.{part}" if out else str(part)
+    return out
+
+
+#: the tags pydantic puts in an error's location for a union member (``int``, ``list[str]``)
+_TYPE_NAMES_BY_TAG = {
+    "int",
+    "float",
+    "str",
+    "bool",
+    "dict",
+    "list",
+    "tuple",
+    "none",
+    "function-after",
+    "function-before",
+    "function-plain",
+    "function-wrap",
+    "literal",
+    "is-instance",
+}
+
+
+def _is_tag(part) -> bool:
+    text = str(part)
+    return text in _TYPE_NAMES_BY_TAG or text.startswith(("list[", "tuple[", "dict[", "literal["))
+
+
+def error_text(exc: ValidationError, model: type[BaseModel], where: str = "") -> str:
+    """pydantic's first error as one line in the house's words (see the module docstring)."""
+    errors = exc.errors(include_url=False)
+    # an unknown key first: a misspelt key also shows as the right one missing
+    err = min(errors, key=lambda e: e["type"] != "extra_forbidden")
+    loc = tuple(p for p in err["loc"] if not _is_tag(p))
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        *parent, name = loc
+        parent_key = _key(where, tuple(parent))
+        fields = list(_owner(model, tuple(parent)).model_fields)
+        prefix = f"{parent_key}." if parent_key else ""
+        return (
+            f"unknown key {prefix}{name}{did_you_mean(name, fields, prefix)} "
+            f"(allowed keys in {parent_key or 'the mapping'}: {', '.join(fields)})"
+        )
+    field, _, rest = _walk(model, loc)
+    key = _key(where, loc)
+    index = bool(rest) and isinstance(rest[0], int)
+    allowed = allowed_text(field, index) if field is not None else ""
+    help_text = f" ({field.description})" if field is not None and field.description else ""
+    if kind == "missing":
+        return f"{key} is required: {allowed}{help_text}"
+    if kind in ("too_short", "too_long"):
+        want = _length(_flat(field.metadata)) if field is not None else None
+        why = f"expected {want} values, got" if want is not None else "wrong number of values:"
+    elif kind in _WHY:
+        why = _WHY[kind]
+    else:  # a validator's own words (ValueError in an after-validator)
+        message = str(err.get("msg", "")).removeprefix("Value error, ")
+        return f"{key}: {message}"
+    value = err.get("input")
+    tail = f"; allowed: {allowed}{help_text}" if allowed else help_text
+    return f"{key}: {why} {show(value)}{tail}"
+
+
+M = typing.TypeVar("M", bound=BaseModel)
+
+
+def validate(model: type[M], raw, *, where: str = "", error: type[Exception] = ConfigError) -> M:
+    """``model`` validated from the mapping ``raw``; any problem is ``error`` with the text of
+    :func:`error_text` (keys prefixed by ``where``, e.g. ``"train"``)."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        name = where or "the value"
+        raise error(f"{name}: expected a mapping of keys to values, got {show(raw)}")
+    try:
+        return model.model_validate(dict(raw))
+    except ValidationError as exc:
+        raise error(error_text(exc, model, where)) from None
