@@ -356,16 +356,16 @@ def measure_batched(path: Path, *, rounds: int, min_seconds: float) -> dict:
     ``CROPS``, and the ratio to frames only through the same crop (same round)."""
     import torch
 
-    from hyperframes.data._tracks import Tracks
+    from hyperframes.data._tracks import WindowTracks
 
     store = open_store(path)
     ds = HyperframeDataset(store, sampler="random", frames=FRAMES, seed=0)
     keys = plan_batches(len(ds), batches=32, seed=1)
     tracks = {
-        "audio": Tracks(store, audio="logmel"),
-        "flow": Tracks(store, flow=True),
-        "register_homography": Tracks(store, register="homography"),
-        "register_flow": Tracks(store, register="flow"),
+        "audio": WindowTracks(store, audio="logmel"),
+        "flow": WindowTracks(store, flow=True),
+        "register_homography": WindowTracks(store, register="homography"),
+        "register_flow": WindowTracks(store, register="flow"),
     }
     result: dict = {}
     for crop, (side, random_crop) in CROPS.items():

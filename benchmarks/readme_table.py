@@ -36,7 +36,7 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 | `HyperframeDataset` over it: create / plan one item (random, sliding, duration) | DATASET | < 1 s / < 100 µs |
 | predict, TSN-ResNet18, per-frame feature reuse vs full windows (`bench_predict.py`) | PRED | speed-up shown |
 | windows/s with audio (log-mel), flow planes, registration vs frames only; store bytes each track adds (`bench_tracks.py`) | TRACKS | reported |
-| tracks per batch (`Tracks.*_batch`) vs frames only through the same crop, T=8, batches of 32 to 96², one thread (`bench_tracks.py`) | BATCHED_TRACKS | log-mel ≥ 0.7x, flow planes ≥ 0.5x, registration ≥ 0.3x |
+| tracks per batch (`WindowTracks.*_batch`) vs frames only through the same crop, T=8, batches of 32 to 96², one thread (`bench_tracks.py`) | BATCHED_TRACKS | log-mel ≥ 0.7x, flow planes ≥ 0.5x, registration ≥ 0.3x |
 | lz4 store on S3 (SeaweedFS on 127.0.0.1), windows/s: cold (range GETs) / warm node cache / local disk (`bench_s3.py`) | S3_ROW | reported |
 | the same windows from the peers (`bench_peers.py`, same server, same run), windows/s local / cold / warm and MB stored for the plan: hyperframes (lz4) vs LitData `read_window` (TemporalArrayLoader), LitData `optimize` of decoded windows, MosaicML Streaming (MDS) | PEERS_ROW | ahead on all |
 | the same: cold with the loader's read-ahead vs plain concurrent ranged GETs of the same bytes; warm node cache vs local disk; bytes fetched per window vs the window's compressed frames (`bench_s3.py`) | S3_TARGETS | ≥ 0.7x; ≥ 0.9x; ≤ 1.3x |

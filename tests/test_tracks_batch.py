@@ -14,7 +14,8 @@ from _media import make_beep_video, make_translating_video, write_video
 from hyperframes._core._errors import DataError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import column_times, logmel_columns
-from hyperframes.data._tracks import Tracks, follow_geometry
+from hyperframes.data._flow_geometry import follow_geometry
+from hyperframes.data._tracks import WindowTracks
 from hyperframes.data.transforms import (
     CenterCrop,
     Compose,
@@ -103,7 +104,7 @@ def test_batched_logmel_equals_each_window_alone(audio_store):
     mask[1, 5:] = False  # padding at the end
     mask[4, [0, 3]] = False  # and frames left out inside
     mask[6] = False  # a window with nothing valid
-    tracks = Tracks(store, audio="logmel")
+    tracks = WindowTracks(store, audio="logmel")
     calls = []
     read = store.read_audio
     store.read_audio = lambda *a: calls.append(a[0]) or read(*a)  # count the reads
@@ -122,7 +123,7 @@ def test_batched_logmel_equals_each_window_alone(audio_store):
     assert videos.paths[2].endswith("silent.mp4") and not amask[3].any()
     assert not audio[6].any() and not audio[3].any()  # nothing valid; a silent video
     assert audio[0].abs().sum() > 0
-    strict = Tracks(store, audio="logmel", audio_missing="error")
+    strict = WindowTracks(store, audio="logmel", audio_missing="error")
     with pytest.raises(DataError, match=r"silent\.mp4"):
         strict.read_audio_batch(vids, pts, fps, mask)
     store.close()
@@ -155,7 +156,7 @@ WINDOWS = [  # (video, stored indices): stride 1, stride 2, backwards and repeat
 
 def test_batched_flow_through_a_center_crop_equals_the_per_window_flow(flow_store):
     store = open_store(flow_store)
-    tracks = Tracks(store, flow=True)
+    tracks = WindowTracks(store, flow=True)
     vids = np.array([v for v, _ in WINDOWS])
     idx = np.array([ix for _, ix in WINDOWS])
     boxes = np.tile([8, 8, 48, 48], (len(WINDOWS), 1))  # CenterCrop(48) of 64x64
@@ -180,7 +181,7 @@ def test_batched_flow_follows_a_random_resized_crop_and_flip(flow_store, scale):
     the per-window resize antialiases and the batch does not: on this smooth flow the two
     differ by well under a tenth of a pixel on average, a few tenths at most."""
     store = open_store(flow_store)
-    tracks = Tracks(store, flow=True)
+    tracks = WindowTracks(store, flow=True)
     rrc = RandomResizedCrop(48, scale=scale)
     vids = np.array([v for v, _ in WINDOWS])
     idx = np.array([ix for _, ix in WINDOWS])
@@ -208,7 +209,7 @@ def test_batched_flow_maps_the_box_to_the_flows_own_size(small_flow_store):
     first, the batch samples the 32x32 flow straight at the output pixels (one bilinear
     filter instead of two): within a few hundredths of a pixel on this smooth motion."""
     store = open_store(small_flow_store)
-    tracks = Tracks(store, flow=True)
+    tracks = WindowTracks(store, flow=True)
     assert store.flow_shape(0) == (32, 32)
     rrc = RandomResizedCrop(40, scale=(0.3, 0.5))
     idx = np.array([[0, 1, 2, 3], [1, 3, 5, 7]])
@@ -239,7 +240,7 @@ def test_batched_registration_agrees_with_the_per_window_warp_inside_the_box(flo
     motion (here 3 frames x 2 px from the key) both warp the same pixels: equal up to uint8
     rounding (unscaled box), or the resize filter (a box resized by 2/3, and flipped)."""
     store = open_store(flow_store)
-    tracks = Tracks(store, register=mode)
+    tracks = WindowTracks(store, register=mode)
     full = {v: store.read_numpy(v, np.arange(9)) for v in (0, 1)}
     idx = np.array([[0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7]])
     vids = np.array([0, 1, 0])
@@ -292,7 +293,7 @@ def test_opencv_uint8_warps_match_the_float_warps(small_flow_store):
         diff = (got.float() - want.round().clamp(0, 255)).abs()
         assert float(diff.max()) <= 2 and float(diff.mean()) < 0.5, diff.max()
     store = open_store(small_flow_store)
-    tracks = Tracks(store, flow=True)
+    tracks = WindowTracks(store, flow=True)
     pairs = tracks._read_pairs(np.array([0, 0]), np.array([1, 4]), np.array([3, 8]))
     want = np.concatenate(
         [store.read_flow(0, np.arange(1, 3)), store.read_flow(0, np.arange(4, 8))]

@@ -13,7 +13,8 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
     _layouts    how a window is arranged for a model (temporal, channel, conv3d, keyframe)
     _normalize  frames to float and per-channel normalisation (the contract and the dataset)
     _contract   the input contract: raw frames to a model's input, saved with the model
-    _contract_extra  the contract's recorded decoder and BatchNorm re-calibration checks
+    _contract_checks  every check of the contract's fields (its records included), in one function
+    _contract_extra  the decoder a store's manifest records, as the contract's record holds it
     _validate   settings as strict pydantic models; errors that name the key and what is allowed
     _change     per-frame visual change scores (the store computes, samplers read)
     _signature  perceptual video signatures (the store computes, the leakage check compares)

@@ -36,7 +36,7 @@ Two records travel with it, neither changing how input is prepared: ``decoder`` 
 and version that built the store, which ``predict`` decodes with by default) and
 ``calibration`` (set by ``hyperframes recalibrate``: the model was trained at
 ``trained_frames`` and its BatchNorm statistics re-estimated at ``frames``);
-:mod:`~hyperframes._core._contract_extra` checks them.
+:mod:`~hyperframes._core._contract_checks` checks them, as it checks every field.
 
 Steps 3-5 are :meth:`InputContract.prepare`, the one function every path calls on a uint8
 batch (B, T, C, H, W). Geometry is idempotent (a frame already s x s is left as it is), so
@@ -54,15 +54,15 @@ This module imports no torch at import time (the store imports its ImageNet cons
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
+from ._contract_checks import DOWNSCALE_FILTERS, check_contract, check_frame_size
 from ._errors import ConfigError, DataError
-from ._limits import MAX_CLASSES, MAX_FPS, MAX_FRAMES, MAX_SIDE
 from ._sizes import DEFAULT_SIZE, parse_size, target_size
 
 __all__ = [
+    "DOWNSCALE_FILTERS",
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "POSITIONS",
@@ -75,8 +75,6 @@ IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 #: where a crop sits along the longer side of a frame
 POSITIONS = ("start", "centre", "end")
-#: what the frames arriving from a store hold
-DTYPES = ("uint8", "float16")
 VERSION = 1
 _FIELDS = (
     "frames",
@@ -106,42 +104,6 @@ _OPTIONAL = {
     "calibration": None,
     "frame_task": None,
 }
-FRAME_KINDS = ("interpolation", "super_resolution")
-DOWNSCALE_FILTERS = ("bicubic", "area")
-REGISTER_MODES = ("homography", "flow")
-_AUDIO_KEYS = ("n_mels", "window_ms", "columns_per_frame")
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def check_frame_size(size: Any, key: str) -> tuple[int, int, str] | None:
-    """``size`` as the store reads it (``"128"``, ``"112x96"``, ``"none"``) with each side at
-    most :data:`~hyperframes._core._limits.MAX_SIDE`; (H, W, ``key``), None for native."""
-    spec = parse_size(size, where=key)
-    if spec is None:
-        return None
-    _, height, width = spec
-    if max(height, width) > MAX_SIDE:
-        raise ConfigError(
-            f"{key}: {size!r} asks for frames of {height} x {width} pixels; allowed: sides of at "
-            f"most {MAX_SIDE} (a short side 128, HxW 112x112, or none)"
-        )
-    return (height, width, key)
-
-
-def _stats(values: Any, name: str) -> tuple[float, float, float]:
-    if isinstance(values, str | bytes) or not hasattr(values, "__len__") or len(values) != 3:
-        raise ConfigError(f"{name}: expected 3 numbers (one per RGB channel), got {values!r:.80}")
-    out = []
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            raise ConfigError(f"{name}: expected 3 finite numbers, got {values!r:.80}")
-        out.append(float(v))
-    if name == "std" and min(out) <= 0:
-        raise ConfigError(f"std: every value must be > 0, got {out}")
-    return (out[0], out[1], out[2])
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -177,120 +139,14 @@ class InputContract:
     source: str = dataclasses.field(default="defaults", compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not _is_int(self.frames):
-            raise ConfigError(f"frames must be an integer, got {self.frames!r:.80}")
-        if not 1 <= self.frames <= MAX_FRAMES:
-            raise ConfigError(f"frames: out of range: {self.frames}; allowed: 1 to {MAX_FRAMES}")
-        if not _is_int(self.frame_stride) or not 1 <= self.frame_stride <= MAX_FRAMES:
-            raise ConfigError(
-                f"frame_stride must be an integer from 1 to {MAX_FRAMES}, got "
-                f"{self.frame_stride!r:.80}"
-            )
-        from ._layouts import LAYOUTS
-
-        if self.layout not in LAYOUTS:
-            raise ConfigError(
-                f"layout {self.layout!r:.80} is not a layout; allowed: {', '.join(LAYOUTS)}"
-            )
-        if self.size is not None and not isinstance(self.size, str):
-            raise ConfigError(
-                f"size must be a string ('128', '112x96') or None, got {self.size!r:.80}"
-            )
-        check_frame_size(self.size, "size")
-        if self.crop is not None and (not _is_int(self.crop) or not 1 <= self.crop <= MAX_SIDE):
-            raise ConfigError(
-                f"crop must be an integer from 1 to {MAX_SIDE} or None, got {self.crop!r:.80}"
-            )
-        if self.fps is not None and (
-            isinstance(self.fps, bool)
-            or not isinstance(self.fps, int | float)
-            or not (math.isfinite(self.fps) and 0 < self.fps <= MAX_FPS)
-        ):
-            raise ConfigError(
-                f"fps must be a positive number up to {MAX_FPS:g} or None, got {self.fps!r:.80}"
-            )
-        object.__setattr__(self, "mean", _stats(self.mean, "mean"))
-        object.__setattr__(self, "std", _stats(self.std, "std"))
-        if self.dtype not in DTYPES:
-            raise ConfigError(f"dtype {self.dtype!r:.80} is not allowed; allowed: uint8, float16")
-        classes = self.classes
-        if isinstance(classes, str) or not isinstance(classes, list | tuple):
-            raise ConfigError(f"classes: expected a list of class names, got {classes!r:.80}")
-        if len(classes) > MAX_CLASSES or not all(isinstance(c, str) for c in classes):
-            raise ConfigError(
-                f"classes: expected at most {MAX_CLASSES} class names (strings), got "
-                f"{len(classes)} items"
-            )
-        object.__setattr__(self, "classes", tuple(classes))
-        self._check_tracks()
-        from ._contract_extra import check_calibration, check_decoder
-
-        object.__setattr__(self, "decoder", check_decoder(self.decoder))
-        object.__setattr__(self, "calibration", check_calibration(self.calibration))
-        self._check_frame_task()
-
-    def _check_frame_task(self) -> None:
-        ft = self.frame_task
-        if ft is None:
-            return
-        if not isinstance(ft, Mapping) or ft.get("kind") not in FRAME_KINDS:
-            raise ConfigError(
-                f"frame_task: expected a mapping with kind {' or '.join(FRAME_KINDS)}, got "
-                f"{ft!r:.120}"
-            )
-        if ft["kind"] == "interpolation":
-            if sorted(ft) != ["kind"]:
-                raise ConfigError(f"frame_task: interpolation takes no options, got {ft!r:.120}")
-            object.__setattr__(self, "frame_task", {"kind": "interpolation"})
-            return
-        if sorted(ft) != ["factor", "filter", "kind"]:
-            raise ConfigError(f"frame_task: expected kind, factor and filter, got {ft!r:.120}")
-        if not _is_int(ft["factor"]) or not 2 <= ft["factor"] <= 16:
-            raise ConfigError(
-                f"frame_task.factor: expected an integer from 2 to 16, got {ft['factor']!r:.40}"
-            )
-        if ft["filter"] not in DOWNSCALE_FILTERS:
-            raise ConfigError(
-                f"frame_task.filter: {ft['filter']!r:.40} is not allowed; allowed: "
-                f"{', '.join(DOWNSCALE_FILTERS)}"
-            )
-        object.__setattr__(self, "frame_task", {k: ft[k] for k in ("kind", "factor", "filter")})
+        for name, value in check_contract(self).items():  # every field checked, in order
+            object.__setattr__(self, name, value)
 
     @property
     def downscale(self) -> int:
         """The factor a super-resolution window is downscaled by at load (1: none)."""
         ft = self.frame_task
         return int(ft["factor"]) if ft is not None and ft["kind"] == "super_resolution" else 1
-
-    def _check_tracks(self) -> None:
-        if not isinstance(self.flow, bool):
-            raise ConfigError(f"flow must be true or false, got {self.flow!r:.80}")
-        if self.flow and self.layout != "channel":
-            raise ConfigError(
-                f"flow: the flow planes are appended in the channel layout; layout "
-                f"{self.layout!r} takes frames only (use a channel model, or flow: false)"
-            )
-        if self.register not in (None, *REGISTER_MODES):
-            raise ConfigError(
-                f"register {self.register!r:.80} is not allowed; allowed: null, "
-                f"{', '.join(REGISTER_MODES)}"
-            )
-        a = self.audio
-        if a is None:
-            return
-        if not isinstance(a, Mapping) or sorted(a) != sorted(_AUDIO_KEYS):
-            raise ConfigError(
-                f"audio: expected a mapping with {', '.join(_AUDIO_KEYS)}, got {a!r:.120}"
-            )
-        for k in ("n_mels", "columns_per_frame"):
-            if not _is_int(a[k]) or not 1 <= a[k] <= 1024:
-                raise ConfigError(
-                    f"audio.{k}: expected an integer from 1 to 1024, got {a[k]!r:.40}"
-                )
-        w = a["window_ms"]
-        if isinstance(w, bool) or not isinstance(w, int | float) or not 1 <= w <= 1000:
-            raise ConfigError(f"audio.window_ms: expected a number from 1 to 1000, got {w!r:.40}")
-        object.__setattr__(self, "audio", {k: a[k] for k in _AUDIO_KEYS})
 
     def __hash__(self) -> int:  # audio is a dict: hash what identifies the contract
         return hash((self.frames, self.layout, self.frame_stride, self.size, self.classes))
@@ -476,7 +332,7 @@ class InputContract:
 
         want = (t - 1, 2, *size)
         if not isinstance(flow, torch.Tensor) or tuple(flow.shape[-4:]) != want:
-            got = tuple(flow.shape) if isinstance(flow, torch.Tensor) else type(flow).__name__
+            got = _shape_or_type(flow)
             raise DataError(
                 f"prepare: this contract appends optical flow (…, {want[0]}, 2, {want[2]}, "
                 f"{want[3]}) to the frames (the model was trained with flow channels); got "
@@ -493,7 +349,7 @@ class InputContract:
         k = self.audio["columns_per_frame"]
         want = (self.audio["n_mels"], self.frames * k)
         if not isinstance(audio, torch.Tensor) or tuple(audio.shape[-2:]) != want:
-            got = tuple(audio.shape) if isinstance(audio, torch.Tensor) else type(audio).__name__
+            got = _shape_or_type(audio)
             raise DataError(
                 f"prepare: the model takes audio beside the video, a log-mel (…, {want[0]}, "
                 f"{want[1]}); got {got}. Audio comes from a store built with --audio and a "
@@ -502,6 +358,13 @@ class InputContract:
         # non-blocking: from pinned memory, prepared on a side stream (PrefetchLoader)
         audio = audio.to(device=video.device, dtype=torch.float32, non_blocking=True)
         return AudioVisual(video, audio)
+
+
+def _shape_or_type(x) -> tuple | str:
+    """How a message shows a value that should have been a tensor: its shape, else its type."""
+    import torch
+
+    return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
 
 
 def model_frames(frames, layout: str, dtype: str = "uint8", flow=None, *, alloc=None):
@@ -538,6 +401,3 @@ def model_frames(frames, layout: str, dtype: str = "uint8", flow=None, *, alloc=
     if dtype != "uint8" and frames.dtype == torch.uint8:
         frames = new(tuple(frames.shape), float_dt).copy_(frames).div_(255.0)
     return to_layout(frames, layout)
-
-
-# --------------------------------------------------------------------------- resolving

@@ -12,10 +12,18 @@ import torch
 
 from .._core._contract import model_frames
 from .._core._errors import ConfigError, DataError
-from .._core._layouts import PAD_LEAKS, list_layouts
-from ..sampling import PerFrame, Plan, VideoTable, change_score, create_sampler
+from ..sampling import Plan, VideoTable
 from ._buffers import BatchBuffers
 from ._cache_plan import CachePlan, plan_cache
+from ._dataset_setup import (
+    check_choices,
+    check_memory,
+    choose_videos,
+    open_dataset_store,
+    resolve_sampler,
+    video_table,
+)
+from ._flow_geometry import follow_geometry
 from ._pipeline import (
     BatchPlan,
     Recipe,
@@ -26,60 +34,12 @@ from ._pipeline import (
     recipe_of,
 )
 from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
-from ._targets import TARGETS, TargetMaker, store_segments
-from ._tracks import Tracks, follow_geometry
+from ._targets import TargetMaker
+from ._tracks import WindowTracks
 from .transforms import Window, transform_generator
 
 if TYPE_CHECKING:
     from ..store import StoreReader
-
-MEMORY_MODES = ("disk", "ram")
-DTYPES = ("uint8", "float32", "float16")
-
-
-def _open(store, cache_dir=None, cache_limit: int | None = None):
-    if isinstance(store, str | os.PathLike):
-        from ..store import open_store
-
-        return open_store(store, cache_dir=cache_dir, cache_limit=cache_limit)
-    if cache_dir is not None or cache_limit is not None:
-        raise ConfigError(
-            "cache_dir/cache_limit: given with an opened store; pass them to open_store, or "
-            "give the dataset the store's URL"
-        )
-    return store
-
-
-def _change_scores(store, video: int, num_frames: int) -> np.ndarray:
-    """The change scores the build recorded, or computed now from every stored frame (stores
-    built before they were recorded, and other store-like objects)."""
-    cached = getattr(store, "change_scores", None)
-    scores = cached(video) if cached is not None else None
-    if scores is None:
-        scores = change_score(store.read_numpy(video, np.arange(num_frames)))
-    return scores
-
-
-def _check_video_ids(video_ids, count: int, store) -> np.ndarray:
-    """``video_ids`` as int64, every one a video of ``store``, none repeated, at least one."""
-    try:
-        ids = np.asarray(video_ids)
-    except (TypeError, ValueError):
-        ids = np.asarray([], dtype=object)
-    if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
-        raise ConfigError(f"video_ids must be a sequence of integers, got {video_ids!r}")
-    if not ids.size:
-        raise DataError("video_ids is empty: the dataset would have no video")
-    bad = ids[(ids < 0) | (ids >= count)]
-    if bad.size:
-        raise DataError(
-            f"video_ids {bad[:5].tolist()} are not videos of {getattr(store, 'path', store)} "
-            f"(it holds ids 0..{count - 1})"
-        )
-    uniq, counts = np.unique(ids, return_counts=True)
-    if (counts > 1).any():
-        raise DataError(f"video_ids repeat {uniq[counts > 1][:5].tolist()}")
-    return ids.astype(np.int64)
 
 
 class HyperframeDataset(torch.utils.data.Dataset):
@@ -161,80 +121,42 @@ class HyperframeDataset(torch.utils.data.Dataset):
         memory_budget: int | None = None,
         memory_priority: str = "reads",
     ):
-        self.store = _open(store, cache_dir, cache_limit)
-        self.tracks = Tracks(
+        self.store = open_dataset_store(store, cache_dir, cache_limit)
+        self.tracks = WindowTracks(
             self.store, audio=audio, audio_missing=audio_missing, flow=flow, register=register
         )
-        if targets is not None and targets not in TARGETS:
-            raise ConfigError(
-                f"unknown targets={targets!r}; choose None (labels only), "
-                f"{' or '.join(map(repr, TARGETS))}"
-            )
-        if layout not in list_layouts():
-            raise ConfigError(
-                f"unknown layout {layout!r}; choose one of {', '.join(list_layouts())}"
-            )
-        if dtype not in DTYPES:
-            raise ConfigError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
+        check_choices(targets=targets, layout=layout, dtype=dtype)
         self.layout, self.dtype, self.transform = layout, dtype, transform
         self.seed, self.epoch, self.frames = int(seed), int(epoch), int(frames)
-        if isinstance(sampler, str):
-            sampler = create_sampler(sampler, frames=frames, **(sampler_options or {}))
-        elif sampler_options:
-            raise ConfigError("sampler_options apply to a sampler given by name only")
-        if sampler.frames != frames:
-            raise ConfigError(f"the sampler plans {sampler.frames} frames but frames={frames}")
-        if layout in PAD_LEAKS and getattr(sampler, "short", None) == "pad":
-            raise ConfigError(
-                f"short='pad' with layout {layout!r}: {PAD_LEAKS[layout]}, so the model would "
-                "learn from the padding; allowed: short='error' or 'drop' (or the temporal "
-                "layout, whose models read the mask)"
-            )
-        if clips_per_video != 1:  # that many windows of each of the sampler's items
-            sampler = sampler.with_clips_per_video(clips_per_video)
-        self.sampler = sampler
+        self.sampler = resolve_sampler(sampler, frames, sampler_options, layout, clips_per_video)
         videos = self.store.videos
-        if split is not None and video_ids is not None:
-            raise ConfigError("give split= or video_ids=, not both")
-        if split is not None:
-            names = list(videos.splits)
-            which = names.index(split) if split in names else -2
-            ids = np.flatnonzero(np.asarray(videos.split_ids) == which)
-            if not ids.size:
-                have = sorted(n for n in names if n)
-                raise DataError(f"no video of split {split!r} in the store; splits: {have}")
-        elif video_ids is not None:
-            ids = _check_video_ids(video_ids, len(videos), self.store)
-        else:
-            ids = np.arange(len(videos))
-        ids = np.asarray(ids, np.int64)
-        if exclude_damaged:
-            ids = ids[np.asarray(videos.decode_errors)[ids] == 0]
-            if not ids.size:
-                raise DataError(
-                    "exclude_damaged=True leaves no video: every chosen video was stored with "
-                    "decoder errors (see `hyperframes info`)"
-                )
+        ids = choose_videos(self.store, split, video_ids, exclude_damaged)
         self.video_ids = ids
         self.table = self._table(videos)
         self._targets = TargetMaker(videos, ids, self.table.segments, targets)
         self.targets = targets
         #: what windows are read from: the store, or the store held in RAM / on a GPU
         self.reader: StoreReader = self.store
-        if memory not in MEMORY_MODES and not str(memory).startswith("cuda"):
-            raise ConfigError(f"unknown memory={memory!r}; choose disk, ram or cuda[:N]")
         #: the videos a memory cache holds (``memory_budget``; None: no memory cache)
         self.cache_plan: CachePlan | None = None
-        if memory_budget is not None and memory == "disk":
-            raise ConfigError(
-                "memory_budget sizes a memory cache: give memory='ram' or 'cuda' with it"
-            )
+        self._choose_reader(memory, memory_budget, memory_priority, decode_device)
+        self._buffers = BatchBuffers()
+        self._len = self.sampler.num_items(self.table)
+        #: what the batch pipeline does with ``transform`` (None: the per-sample path)
+        self.recipe: Recipe | None = recipe_of(transform)
+
+    def _choose_reader(
+        self, memory: str, budget: int | None, priority: str, decode_device: str | None
+    ) -> None:
+        """:attr:`reader` for ``memory`` (a memory cache of ``budget`` bytes) or for
+        ``decode_device`` (JPEGs decoded on the GPU); the store itself on disk without."""
+        check_memory(memory, budget)
         if memory != "disk":
             from ._memory import InMemoryStore
 
             device = "cpu" if memory == "ram" else memory
-            self.cache_plan = self._plan_cache(memory_budget, memory_priority)
-            hold = None if memory_budget is None else self.cache_plan.videos
+            self.cache_plan = self._plan_cache(budget, priority)
+            hold = None if budget is None else self.cache_plan.videos
             self.reader = InMemoryStore(self.store, device=device, hold=hold)
         if decode_device is not None:
             if memory != "disk":
@@ -245,10 +167,6 @@ class HyperframeDataset(torch.utils.data.Dataset):
             from ._gpu_jpeg import CudaJpegReader
 
             self.reader = CudaJpegReader(self.store, device=decode_device)
-        self._buffers = BatchBuffers()
-        self._len = self.sampler.num_items(self.table)
-        #: what the batch pipeline does with ``transform`` (None: the per-sample path)
-        self.recipe: Recipe | None = recipe_of(transform)
 
     def _plan_cache(self, budget: int | None, priority: str) -> CachePlan:
         """Which of this dataset's videos a memory cache of ``budget`` bytes holds."""
@@ -275,36 +193,9 @@ class HyperframeDataset(torch.utils.data.Dataset):
         return getattr(self.reader, "device", torch.device("cpu"))
 
     def _table(self, videos) -> VideoTable:
-        """The sampler's view of the chosen videos, built from the index's columns (no object
-        per video: a 300k-video store gives its table in milliseconds). Per-frame times and
-        change and flow scores are :class:`PerFrame` columns over the index's per-frame
-        arrays."""
-        ids = self.video_ids
-        nf = np.asarray(videos.num_frames)[ids]
-        starts = np.asarray(videos.frame_start)[ids]
-        pts = PerFrame(videos.pts_seconds_all, starts, nf, name="pts_seconds", ids=ids)
-        scores: Sequence[np.ndarray | None] | PerFrame | None = None
-        motion: PerFrame | None = None
-        if self.sampler.name in ("keyframes", "motion"):  # samplers that read motion scores
-            flow = getattr(videos, "flow_score_all", None)
-            if flow is not None:  # a --flow build's scores: what score="auto" prefers
-                motion = PerFrame(flow, starts, nf, name="flow_score", ids=ids)
-            column = getattr(videos, "change_score_all", None)
-            if column is not None:
-                scores = PerFrame(column, starts, nf, name="change_score", ids=ids)
-            elif motion is None or getattr(self.sampler, "score", "auto") == "change":
-                # stores built before scores were recorded: computed from the frames now
-                scores = [_change_scores(self.store, int(i), int(nf[k])) for k, i in enumerate(ids)]
-        segments, self._segment_rows = store_segments(videos, ids)
-        return VideoTable.from_arrays(
-            nf,
-            np.asarray(videos.fps)[ids],
-            labels=np.asarray(videos.label_ids)[ids],
-            pts_seconds=pts,
-            change_score=scores,
-            segments=segments,
-            flow_score=motion,
-        )
+        """The sampler's view of the chosen videos (:func:`video_table`)."""
+        table, self._segment_rows = video_table(self.store, videos, self.video_ids, self.sampler)
+        return table
 
     def __len__(self) -> int:
         return self._len

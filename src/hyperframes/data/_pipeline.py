@@ -298,7 +298,7 @@ def batch_tracks(
     dataset, plan: BatchPlan, drawn: Drawn, pts: np.ndarray, frames: torch.Tensor
 ) -> tuple[torch.Tensor, dict]:
     """Every track of the batch, in one place, each one call for the whole batch
-    (:class:`~._tracks.Tracks`' batched methods): ``frames`` registered onto each window's
+    (:class:`~._tracks.WindowTracks`' batched methods): ``frames`` registered onto each window's
     key frame (``register=``; frames 0, or T//2 in the keyframe layout) through each
     sample's box and flip; ``audio`` (B, n_mels, T*k) and ``audio_mask`` (B, T) at the
     frames' ``pts`` (B, T); ``flow`` (B, T-1, 2, h, w) moved with each sample's box and

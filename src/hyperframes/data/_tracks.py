@@ -8,7 +8,7 @@ pair flows between them are chained (:func:`._warp.compose_flow`, each sampled w
 previous one points); a step backwards (reordered or repeated frames) is the negated forward
 flow, zero for a repeated frame. The flow is read at the store's flow size and resized to the
 stored frame size (vectors scaled by the size ratio), then follows the dataset transform's
-geometry (:func:`follow_geometry`).
+geometry (:func:`._flow_geometry.follow_geometry`).
 
 Registration happens first, on the frames as stored: ``"homography"`` composes the stored
 per-pair homographies between each frame and the key frame; ``"flow"`` warps by the chained
@@ -16,10 +16,10 @@ flow from the key frame (backwards: the negated forward flow). ``sample.flow`` s
 of the unregistered frames.
 
 Per batch (the batch pipeline: frames already read, cropped to a box per window and resized
-into one buffer): :meth:`Tracks.read_audio_batch` (the samples read once per video of the
-batch, one STFT for all columns), :meth:`Tracks.window_flow_batch` (the stored flow
+into one buffer): :meth:`WindowTracks.read_audio_batch` (the samples read once per video of the
+batch, one STFT for all columns), :meth:`WindowTracks.window_flow_batch` (the stored flow
 dequantised in torch, chained for every window at once, cropped to each box and resized in
-one ``grid_sample``: :func:`._warp.crop_flow`) and :meth:`Tracks.registered_batch` (the
+one ``grid_sample``: :func:`._warp.crop_flow`) and :meth:`WindowTracks.registered_batch` (the
 homographies conjugated by each box, or the key flows cropped like the window flow, then one
 warp over B*T on the output buffer: only the box's pixels exist there). The per-window
 methods run on the same code with a batch of one.
@@ -53,25 +53,15 @@ from ._warp import (
     warp_by_flow,
     warp_by_homography,
 )
-from .transforms import (
-    CenterCrop,
-    ContractCrop,
-    RandomAffine,
-    RandomCrop,
-    RandomHorizontalFlip,
-    RandomResizedCrop,
-    Resize,
-    Window,
-)
 
-__all__ = ["REGISTER_MODES", "Tracks", "follow_geometry"]
+__all__ = ["REGISTER_MODES", "WindowTracks"]
 
 REGISTER_MODES = ("homography", "flow")
-_GEOMETRIC = (CenterCrop, RandomAffine, RandomCrop, RandomHorizontalFlip, RandomResizedCrop, Resize)
 
 
-class Tracks:
-    """The audio / flow / register options of a dataset over ``store``, checked once."""
+class WindowTracks:
+    """The tracks a dataset serves beside each window's frames (module doc): its audio / flow /
+    register options over ``store``, checked once, and the reads that align them with a window."""
 
     def __init__(
         self,
@@ -438,77 +428,3 @@ def _read_only(array: np.ndarray) -> torch.Tensor:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return torch.from_numpy(array)
-
-
-def _aux(flow: torch.Tensor) -> torch.Tensor:
-    """(n, 4, H, W): pixel coordinates (x, y) then the flow (dx, dy)."""
-    n, _, h, w = flow.shape
-    ys, xs = torch.meshgrid(
-        torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32), indexing="ij"
-    )
-    coords = torch.stack([xs, ys]).expand(n, 2, h, w)
-    return torch.cat([coords, flow.float()], 1)
-
-
-def _jacobian(coords: torch.Tensor) -> torch.Tensor:
-    """(2, 2) d(source x, y) / d(output x, y), the median finite difference over the image."""
-    c = coords[0]
-    jx = c[:, :, 1:] - c[:, :, :-1]  # along output x
-    jy = c[:, 1:, :] - c[:, :-1, :]  # along output y
-    cols = [
-        jx.reshape(2, -1).median(1).values if jx.numel() else torch.tensor([1.0, 0.0]),
-        jy.reshape(2, -1).median(1).values if jy.numel() else torch.tensor([0.0, 1.0]),
-    ]
-    return torch.stack(cols, 1)
-
-
-def follow_geometry(transform, window: Window, flow: torch.Tensor, generator) -> tuple:
-    """Apply ``transform`` to ``window`` and the same geometry to ``flow`` (n, 2, H, W).
-
-    Each step of a :class:`~.transforms.Compose` runs on the frames; a geometric step (resize,
-    crops, flip, affine) runs again, with the generator state it started from, on the flow
-    beside a map of pixel coordinates, from which the step's Jacobian turns the resampled
-    vectors into the output's pixels (a flip negates dx, a resize scales). Photometric steps
-    leave the flow; steps that reorder frames are refused."""
-    steps = list(getattr(transform, "transforms", [transform]))
-    aux = _aux(flow) if flow.shape[0] else None
-    for step in steps:
-        who = type(step).__name__
-        if getattr(step, "changes_sequence", False) or getattr(step, "changes_count", False):
-            raise ConfigError(
-                f"flow=True: transform {who} reorders or drops frames, which breaks the flow "
-                "between consecutive frames; leave it out"
-            )
-        geometric = isinstance(step, (*_GEOMETRIC, ContractCrop))
-        state = generator.get_state() if geometric and generator is not None else None
-        if hasattr(step, "apply"):
-            out = step.apply(window, generator)
-        else:  # a callable transform (ContractCrop)
-            out = step(*window, generator=generator)
-        if geometric and aux is not None:
-            g2 = None
-            if state is not None:
-                g2 = torch.Generator()
-                g2.set_state(state)
-            aw = Window(aux, torch.arange(aux.shape[0]), torch.ones(aux.shape[0], dtype=torch.bool))
-            aux = (step.apply(aw, g2) if hasattr(step, "apply") else step(*aw, generator=g2))[0]
-        elif not geometric and not _photometric(step):
-            raise ConfigError(
-                f"flow=True: cannot tell how transform {who} moves pixels; the flow follows "
-                "Resize, CenterCrop, RandomCrop, RandomResizedCrop, RandomHorizontalFlip, "
-                "RandomAffine and photometric transforms"
-            )
-        window = out
-    if aux is None:
-        return window, torch.zeros(0, 2, *window.frames.shape[-2:])
-    jac = _jacobian(aux[:, :2])  # output -> source
-    vec = aux[:, 2:]
-    inv = torch.linalg.inv(jac)
-    out_flow = torch.einsum("ij,njhw->nihw", inv, vec)
-    return window, out_flow.contiguous()
-
-
-def _photometric(step) -> bool:
-    from .transforms import ColorJitter, Normalize, ToFloat
-
-    return isinstance(step, ColorJitter | Normalize | ToFloat)

@@ -17,10 +17,11 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .._core._errors import DecodeError, HyperframesError
+from .._core._errors import DecodeError
 from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
-from ._pyav import Inspection, inspect
-from ._resize import PIL_BILINEAR, ArrayFrame
+from ._library import LibraryDecoder, check_upright, decode_errors
+from ._pyav import Inspection
+from ._resize import ArrayFrame
 from ._streams import check_library_stream, library_pick
 
 _RULE = "it always decodes FFmpeg's best video stream"
@@ -28,11 +29,10 @@ _BATCH = 8  # frames decoded per get_batch call
 
 
 @register_decoder("decord", install_hint="pip install 'hyperframes[decord]'")
-class DecordDecoder:
+class DecordDecoder(LibraryDecoder):
     """decord's CPU VideoReader."""
 
     name = "decord"
-    resize_algorithm = PIL_BILINEAR
 
     def __init__(self):
         import decord
@@ -41,17 +41,6 @@ class DecordDecoder:
 
     def version(self) -> str:
         return f"decord {self._decord.__version__}"
-
-    def probe(self, path: str, stream: int | None = None) -> VideoInfo:
-        found = inspect(path, stream)
-        self._open(found)
-        return found.info
-
-    def frames(
-        self, path: str, stream: int | None = None, report: DecodeReport | None = None
-    ) -> Iterator[ArrayFrame]:
-        found = inspect(path, stream)
-        return self._decode(self._open(found), found.info)
 
     def _open(self, found: Inspection):
         path = found.info.path
@@ -72,9 +61,11 @@ class DecordDecoder:
         check_library_stream(path, "decord", _RULE, found.chosen, picked)
         return reader
 
-    def _decode(self, reader, info: VideoInfo) -> Iterator[ArrayFrame]:
+    def _decode(
+        self, reader, info: VideoInfo, report: DecodeReport | None = None
+    ) -> Iterator[ArrayFrame]:
         timeline = Timeline(info.fps, start=info.start_seconds)
-        try:
+        with decode_errors(info, "decord", timeline, " (truncated or corrupt?)"):
             n = len(reader)
             spans = (
                 reader.get_frame_timestamp(range(n)).astype(np.float64) if n else np.empty((0, 2))
@@ -83,11 +74,8 @@ class DecordDecoder:
             usable = bool(n) and np.all(np.abs(stamps) < 1e9) and np.all(np.diff(stamps) > 0)
             for first in range(0, n, _BATCH):
                 batch = reader.get_batch(list(range(first, min(n, first + _BATCH)))).asnumpy()
-                if first == 0 and batch.shape[1:3] != (info.height, info.width):
-                    raise DecodeError(
-                        f"{info.path}: decord returns {batch.shape[2]}x{batch.shape[1]} frames, "
-                        f"not the upright {info.width}x{info.height} of v:{info.stream_index}"
-                    )
+                if first == 0:
+                    check_upright(info, "decord", batch.shape[1], batch.shape[2])
                 for j, rgb in enumerate(batch):
                     if usable:
                         start, end = spans[first + j]
@@ -96,11 +84,4 @@ class DecordDecoder:
                         start = duration = None
                     for item, index, pts in timeline.push(rgb, start, duration):
                         yield ArrayFrame(item, index, pts)
-        except HyperframesError:
-            raise
-        except Exception as e:
-            raise DecodeError(
-                f"{info.path}: decord failed on v:{info.stream_index} after {timeline.count} "
-                f"frames (truncated or corrupt?): {e}"
-            ) from e
         timeline.check_complete(info, "decord")

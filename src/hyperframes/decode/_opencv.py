@@ -15,21 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .._core._errors import DecodeError, HyperframesError
+from .._core._errors import DecodeError
 from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
-from ._pyav import Inspection, inspect
-from ._resize import PIL_BILINEAR, ArrayFrame
+from ._library import LibraryDecoder, check_upright, decode_errors
+from ._pyav import Inspection
+from ._resize import ArrayFrame
 from ._streams import check_library_stream, library_pick
 
 _RULE = "it always decodes the first video stream"
 
 
 @register_decoder("opencv", install_hint="pip install 'hyperframes[opencv]'")
-class OpenCVDecoder:
+class OpenCVDecoder(LibraryDecoder):
     """OpenCV's VideoCapture (FFmpeg backend); BGR converted to RGB with ``cvtColor``."""
 
     name = "opencv"
-    resize_algorithm = PIL_BILINEAR
 
     def __init__(self):
         import cv2
@@ -38,17 +38,6 @@ class OpenCVDecoder:
 
     def version(self) -> str:
         return f"opencv {self._cv2.__version__}"
-
-    def probe(self, path: str, stream: int | None = None) -> VideoInfo:
-        found = inspect(path, stream)
-        self._open(found).release()
-        return found.info
-
-    def frames(
-        self, path: str, stream: int | None = None, report: DecodeReport | None = None
-    ) -> Iterator[ArrayFrame]:
-        found = inspect(path, stream)
-        return self._decode(self._open(found), found.info)
 
     def _open(self, found: Inspection):
         cv2, path = self._cv2, found.info.path
@@ -77,30 +66,26 @@ class OpenCVDecoder:
             raise
         return capture
 
-    def _decode(self, capture, info: VideoInfo) -> Iterator[ArrayFrame]:
+    def _close(self, capture) -> None:
+        capture.release()
+
+    def _decode(
+        self, capture, info: VideoInfo, report: DecodeReport | None = None
+    ) -> Iterator[ArrayFrame]:
         cv2 = self._cv2
         timeline = Timeline(info.fps, start=info.start_seconds)
         try:
-            while True:
-                ok, bgr = capture.read()
-                if not ok:
-                    break
-                if timeline.count == 0 and bgr.shape[:2] != (info.height, info.width):
-                    raise DecodeError(
-                        f"{info.path}: OpenCV returns {bgr.shape[1]}x{bgr.shape[0]} frames, "
-                        f"not the upright {info.width}x{info.height} of v:{info.stream_index}"
-                    )
-                pts = capture.get(cv2.CAP_PROP_POS_MSEC) / 1000.0
-                rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-                for item, index, t in timeline.push(rgb, pts):
-                    yield ArrayFrame(item, index, t)
-        except HyperframesError:
-            raise
-        except Exception as e:
-            raise DecodeError(
-                f"{info.path}: OpenCV failed on v:{info.stream_index} after {timeline.count} "
-                f"frames: {e}"
-            ) from e
+            with decode_errors(info, "OpenCV", timeline):
+                while True:
+                    ok, bgr = capture.read()
+                    if not ok:
+                        break
+                    if timeline.count == 0:
+                        check_upright(info, "OpenCV", bgr.shape[0], bgr.shape[1])
+                    pts = capture.get(cv2.CAP_PROP_POS_MSEC) / 1000.0
+                    rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+                    for item, index, t in timeline.push(rgb, pts):
+                        yield ArrayFrame(item, index, t)
         finally:
             capture.release()
         timeline.check_complete(info, "opencv")

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .._core._errors import DecodeError, HyperframesError
+from .._core._errors import DecodeError
 from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
-from ._pyav import Inspection, inspect
-from ._resize import PIL_BILINEAR, ArrayFrame
+from ._library import LibraryDecoder, decode_errors
+from ._pyav import Inspection
+from ._resize import ArrayFrame
 
 _INVALID_DATA = "Invalid data found"  # FFmpeg's AVERROR_INVALIDDATA: damaged input
 _MAX_FAILED_IN_A_ROW = 1000  # then the decoder is stuck, not skipping damage
@@ -28,11 +29,10 @@ _MAX_FAILED_IN_A_ROW = 1000  # then the decoder is stuck, not skipping damage
     install_hint="pip install 'hyperframes[torchcodec]', and the system's FFmpeg libraries "
     "(apt-get install ffmpeg)",
 )
-class TorchCodecDecoder:
+class TorchCodecDecoder(LibraryDecoder):
     """torchcodec's CPU decoder; needs FFmpeg shared libraries and a matching torch."""
 
     name = "torchcodec"
-    resize_algorithm = PIL_BILINEAR
 
     def __init__(self):
         try:
@@ -56,17 +56,6 @@ class TorchCodecDecoder:
             return f"torchcodec {self._torchcodec.__version__}"
         return f"torchcodec {self._torchcodec.__version__} (FFmpeg {ffmpeg})"
 
-    def probe(self, path: str, stream: int | None = None) -> VideoInfo:
-        found = inspect(path, stream)
-        self._open(found)
-        return found.info
-
-    def frames(
-        self, path: str, stream: int | None = None, report: DecodeReport | None = None
-    ) -> Iterator[ArrayFrame]:
-        found = inspect(path, stream)
-        return self._decode(self._open(found), found.info, report)
-
     def _open(self, found: Inspection):
         path = found.info.path
         try:
@@ -88,7 +77,7 @@ class TorchCodecDecoder:
         timeline = Timeline(info.fps, start=info.start_seconds)
         get_next_frame = self._core.get_next_frame
         failed = 0  # in a row
-        try:
+        with decode_errors(info, "torchcodec", timeline, " (truncated or corrupt?)"):
             while True:
                 try:
                     data, pts, duration = get_next_frame(decoder._decoder)
@@ -104,13 +93,6 @@ class TorchCodecDecoder:
                 failed = 0
                 for rgb, index, t in timeline.push(data.numpy(), float(pts), float(duration)):
                     yield ArrayFrame(rgb, index, t)
-        except HyperframesError:
-            raise
-        except Exception as e:
-            raise DecodeError(
-                f"{info.path}: torchcodec failed on v:{info.stream_index} after "
-                f"{timeline.count} frames (truncated or corrupt?): {e}"
-            ) from e
         timeline.check_complete(info, "torchcodec", report)
 
 

@@ -168,12 +168,13 @@ def _build(data: Path, store: Path, show: bool, **options) -> None:
         raise RuntimeError(report.summary())
 
 
-def _generate(target: Path, make) -> None:
-    """Write a synthetic set into ``target`` all or nothing: a set interrupted half-way
-    is left under a ``.partial`` name (and redone next time), never where a complete one
-    is expected."""
+def _generate(target: Path, say: str, make, show: bool) -> None:
+    """Write a synthetic set into ``target`` all or nothing, saying ``say`` first: a set
+    interrupted half-way is left under a ``.partial`` name (and redone next time), never
+    where a complete one is expected."""
     if target.exists():
         return
+    _say(say, show)
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
@@ -183,40 +184,27 @@ def _generate(target: Path, make) -> None:
 
 def _data(out: Path, p: dict, show: bool) -> tuple[Path, Path, Path]:
     motion, seg, six = out / "motion", out / "segmentation", out / "motion_six"
-    if not motion.exists():
-        _say(f"[1/4] generating the motion dataset in {motion} ...", show)
-    _generate(
-        motion,
-        lambda d: make_motion_dataset(
+
+    def motion_set(classes, videos_per_class: int, seed: int):
+        return lambda d: make_motion_dataset(
             d,
-            classes=DEMO_CLASSES,
-            videos_per_class=p["videos_per_class"],
+            classes=classes,
+            videos_per_class=videos_per_class,
             frames=p["motion_frames"],
             size=p["motion_size"],
-            seed=0,
-        ),
-    )
-    if not seg.exists():
-        _say(f"      generating the segmentation dataset in {seg} ...", show)
-    _generate(
-        seg,
-        lambda d: make_segmentation_dataset(
+            seed=seed,
+        )
+
+    def seg_set(d):
+        return make_segmentation_dataset(
             d, videos=p["seg_videos"], frames=p["seg_frames"], size=p["seg_size"], seed=0
-        ),
-    )
-    if not six.exists():
-        _say(f"      generating the six-class motion dataset in {six} ...", show)
-    _generate(
-        six,
-        lambda d: make_motion_dataset(
-            d,
-            classes=MOTION_CLASSES,
-            videos_per_class=p["six_videos_per_class"],
-            frames=p["motion_frames"],
-            size=p["motion_size"],
-            seed=1,
-        ),
-    )
+        )
+
+    say = f"[1/4] generating the motion dataset in {motion} ..."
+    _generate(motion, say, motion_set(DEMO_CLASSES, p["videos_per_class"], 0), show)
+    _generate(seg, f"      generating the segmentation dataset in {seg} ...", seg_set, show)
+    say = f"      generating the six-class motion dataset in {six} ..."
+    _generate(six, say, motion_set(MOTION_CLASSES, p["six_videos_per_class"], 1), show)
     _say("[2/4] building the stores (each video decoded once) ...", show)
     _build(motion, out / "motion_store", show)
     _build(seg, out / "segmentation_store", show)

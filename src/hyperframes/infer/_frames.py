@@ -90,6 +90,62 @@ def _baseline(kind: str, window: torch.Tensor, factor: int) -> torch.Tensor:
     return bicubic_upscale(x[:, x.shape[1] // 2], factor).clamp(0, 1)
 
 
+def _held_windows(dec, video: Path, contract, span: int):
+    """For each decoded frame of ``video``: (the first frame of the window of the last ``span``
+    frames, those frames as (3, h, w) uint8 at the store's size), the first None until
+    ``span`` frames are held."""
+    held: deque[torch.Tensor] = deque(maxlen=span)
+    native = None
+    for i, frame in enumerate(dec.frames(os.fspath(video))):
+        if contract.size is None:
+            rgb = frame.to_rgb()
+        else:
+            native = native or frame.to_rgb().shape[:2]
+            rgb = frame.to_rgb(size=contract.store_size(*native))
+        held.append(torch.from_numpy(np.array(rgb)).permute(2, 0, 1).contiguous())
+        yield (i - span + 1 if len(held) == span else None), list(held)
+
+
+class _FrameWriter:
+    """Runs the model over the windows gathered in ``pending`` and writes each output frame as
+    PNG into ``out``, with its row of ``frames.json`` (scores when the real frame is known)."""
+
+    def __init__(self, loaded: InferenceModel, out: Path, kind: str) -> None:
+        self.loaded, self.out, self.kind = loaded, out, kind
+        self.pending: list[tuple] = []
+        self.rows: list[dict] = []
+
+    def run(self) -> None:
+        if not self.pending:
+            return
+        contract, model = self.loaded.contract, self.loaded.model
+        x = torch.stack([p[0] for p in self.pending])
+        model_in = contract.prepare(x, device=next(model.parameters()).device)
+        with torch.inference_mode():
+            y = model(model_in).float().cpu()
+        for (window, name, sources, real), frame in zip(self.pending, y):
+            row: dict = {"file": name, "source_frames": sources}
+            if real is not None:
+                row.update(_scores(self.kind, window, frame, real, contract.downscale))
+            _png(self.out / name, frame)
+            self.rows.append(row)
+        self.pending.clear()
+
+
+def _scores(kind: str, window: torch.Tensor, frame: torch.Tensor, real: torch.Tensor, factor: int):
+    """PSNR and SSIM of the model's ``frame`` and of the baseline against the ``real`` one."""
+    from ..train import psnr, ssim
+
+    truth = real[None].to(torch.float32) / 255
+    base = _baseline(kind, window[None], factor)
+    return {
+        "psnr": float(psnr(frame[None], truth)[0]),
+        "ssim": float(ssim(frame[None], truth)[0]),
+        "baseline_psnr": float(psnr(base, truth)[0]),
+        "baseline_ssim": float(ssim(base, truth)[0]),
+    }
+
+
 def predict_frames(
     loaded: InferenceModel,
     video: str | os.PathLike,
@@ -120,47 +176,17 @@ def predict_frames(
             f"the model was trained at {contract.fps:g} fps, the video is at {info.fps:g}: "
             "windows run over the decoded frames as they are"
         )
-    held: deque[torch.Tensor] = deque(maxlen=wins.span)
-    pending: list[tuple] = []
-    rows: list[dict] = []
-    t0, decoded = time.perf_counter(), 0
-
-    def run() -> None:
-        x = torch.stack([p[0] for p in pending])
-        model_in = contract.prepare(x, device=next(loaded.model.parameters()).device)
-        with torch.inference_mode():
-            y = loaded.model(model_in).float().cpu()
-        for (window, name, sources, real), frame in zip(pending, y):
-            row: dict = {"file": name, "source_frames": sources}
-            if real is not None:
-                from ..train import psnr, ssim
-
-                truth = real[None].to(torch.float32) / 255
-                base = _baseline(ft["kind"], window[None], contract.downscale)
-                row.update(psnr=float(psnr(frame[None], truth)[0]))
-                row.update(ssim=float(ssim(frame[None], truth)[0]))
-                row.update(baseline_psnr=float(psnr(base, truth)[0]))
-                row.update(baseline_ssim=float(ssim(base, truth)[0]))
-            _png(out / name, frame)
-            rows.append(row)
-        pending.clear()
-
-    native = None
-    for i, frame in enumerate(dec.frames(os.fspath(video))):
+    t0 = time.perf_counter()
+    writer = _FrameWriter(loaded, out, ft["kind"])
+    decoded = 0
+    for first, held in _held_windows(dec, video, contract, wins.span):
         decoded += 1
-        if contract.size is None:
-            rgb = frame.to_rgb()
-        else:
-            native = native or frame.to_rgb().shape[:2]
-            rgb = frame.to_rgb(size=contract.store_size(*native))
-        held.append(torch.from_numpy(np.array(rgb)).permute(2, 0, 1).contiguous())
-        first = i - wins.span + 1
-        if len(held) == wins.span and first % stride == 0:
-            pending.append(wins.make(list(held), first))
-            if len(pending) >= batch_size:
-                run()
-    if pending:
-        run()
+        if first is not None and first % stride == 0:
+            writer.pending.append(wins.make(held, first))
+            if len(writer.pending) >= batch_size:
+                writer.run()
+    writer.run()
+    rows = writer.rows
     if not rows:
         raise InputError(
             f"{video}: {decoded} frames decoded, fewer than the {wins.span} a window needs; "

@@ -81,6 +81,71 @@ def check_options(stride: Any, ema: Any, batch_size: Any = 1) -> None:
         raise ConfigError(f"batch_size {batch_size!r}: allowed: an integer >= 1")
 
 
+def _check_predictor_options(
+    model: nn.Module,
+    contract: Any,
+    stride: Any,
+    ema: Any,
+    batch_size: Any,
+    reuse: Any,
+    frame_batch: Any,
+) -> None:
+    """:class:`ConfigError` for an option out of range, or a contract or model the predictor
+    cannot serve from raw frames (tracks from a store, a T the model does not take)."""
+    check_options(stride, ema, batch_size)
+    if frame_batch is not None and (
+        isinstance(frame_batch, bool) or not isinstance(frame_batch, int) or frame_batch < 1
+    ):
+        raise ConfigError(f"frame_batch {frame_batch!r}: allowed: an integer >= 1 or None")
+    if reuse not in REUSE:
+        raise ConfigError(f"reuse {reuse!r}: allowed: 'auto', True or False")
+    if not isinstance(contract, InputContract):
+        raise ConfigError(f"contract must be an InputContract, got {type(contract).__name__}")
+    tracks = [n for n, on in (("optical flow", contract.flow), ("audio", contract.audio)) if on]
+    if contract.register is not None:
+        tracks.append(f"{contract.register} registration")
+    if tracks:
+        raise ConfigError(
+            f"Predictor reads raw video frames; this model was trained with "
+            f"{' and '.join(tracks)} from a store, which the predictor cannot compute. "
+            "Build a store of the videos (hyperframes build --audio/--flow) and evaluate "
+            "there (hyperframes eval)"
+        )
+    from ..models import other_frames_refusal
+
+    why = other_frames_refusal(model, contract.frames)
+    if why is not None:
+        raise ConfigError(f"contract frames={contract.frames}: {why}")
+
+
+def _class_names(
+    model: nn.Module, contract: InputContract, classes: Sequence[str] | None
+) -> list[str]:
+    """``classes`` (default: the contract's, else the model's class numbers), as many as the
+    model has classes."""
+    num_classes = getattr(model, "num_classes", None)
+    if classes is None:
+        classes = list(contract.classes) or [str(i) for i in range(num_classes or 0)]
+    names = [str(c) for c in classes]
+    if num_classes is not None and len(names) != num_classes:
+        raise ConfigError(f"{len(names)} class names for a model of {num_classes} classes")
+    return names
+
+
+def _reused_split(model: nn.Module, reuse: Any, stride: int, frames: int) -> FrameSplit | None:
+    """The model's per-frame part to compute once per frame (None: the plain path)."""
+    split = split_model(model) if reuse is not False else None
+    if reuse is True and split is None:
+        who = getattr(model, "registry_name", None) or type(model).__name__
+        raise ConfigError(
+            f"reuse=True: model {who!r} has no per-frame part to reuse (TSN, CNN+LSTM and "
+            "TSM do); allowed for it: reuse='auto' or False"
+        )
+    if reuse == "auto" and stride >= frames:
+        return None  # windows do not overlap: nothing to reuse
+    return split
+
+
 class Predictor:
     """Windowed, batched, smoothed predictions over a stream of frames (module doc)."""
 
@@ -98,30 +163,7 @@ class Predictor:
         frame_batch: int | None = None,
         device: str | torch.device | None = None,
     ) -> None:
-        check_options(stride, ema, batch_size)
-        if frame_batch is not None and (
-            isinstance(frame_batch, bool) or not isinstance(frame_batch, int) or frame_batch < 1
-        ):
-            raise ConfigError(f"frame_batch {frame_batch!r}: allowed: an integer >= 1 or None")
-        if reuse not in REUSE:
-            raise ConfigError(f"reuse {reuse!r}: allowed: 'auto', True or False")
-        if not isinstance(contract, InputContract):
-            raise ConfigError(f"contract must be an InputContract, got {type(contract).__name__}")
-        tracks = [n for n, on in (("optical flow", contract.flow), ("audio", contract.audio)) if on]
-        if contract.register is not None:
-            tracks.append(f"{contract.register} registration")
-        if tracks:
-            raise ConfigError(
-                f"Predictor reads raw video frames; this model was trained with "
-                f"{' and '.join(tracks)} from a store, which the predictor cannot compute. "
-                "Build a store of the videos (hyperframes build --audio/--flow) and evaluate "
-                "there (hyperframes eval)"
-            )
-        from ..models import other_frames_refusal
-
-        why = other_frames_refusal(model, contract.frames)
-        if why is not None:
-            raise ConfigError(f"contract frames={contract.frames}: {why}")
+        _check_predictor_options(model, contract, stride, ema, batch_size, reuse, frame_batch)
         self.model = model.eval()
         if device is not None:
             self.model.to(device)
@@ -139,30 +181,14 @@ class Predictor:
                 "RUN --crops 1 --reconstructions N` those of its store), or fine-tune a "
                 "classifier from it (model.pretrained)"
             )
-        num_classes = getattr(model, "num_classes", None)
-        if classes is None:
-            classes = list(contract.classes) or [str(i) for i in range(num_classes or 0)]
-        self.classes = [str(c) for c in classes]
-        if num_classes is not None and len(self.classes) != num_classes:
-            raise ConfigError(
-                f"{len(self.classes)} class names for a model of {num_classes} classes"
-            )
+        self.classes = _class_names(model, contract, classes)
         self.stride = stride
         self.ema = float(ema)
         self.batch_size = batch_size
         #: with reuse: frames per call of the per-frame part (default: batch_size * T, the
         #: images per call of the plain path); 1 for the lowest latency on a live stream
         self.frame_batch = frame_batch or batch_size * self.frames
-        split = split_model(model) if reuse is not False else None
-        if reuse is True and split is None:
-            who = getattr(model, "registry_name", None) or type(model).__name__
-            raise ConfigError(
-                f"reuse=True: model {who!r} has no per-frame part to reuse (TSN, CNN+LSTM and "
-                "TSM do); allowed for it: reuse='auto' or False"
-            )
-        if reuse == "auto" and stride >= self.frames:
-            split = None  # windows do not overlap: nothing to reuse
-        self.split: FrameSplit | None = split
+        self.split: FrameSplit | None = _reused_split(model, reuse, stride, self.frames)
         self.path: str | None = None
         self.notes: list[str] = []
         #: images run through the model's per-frame part (or, without reuse, the whole

@@ -123,25 +123,9 @@ def predict_video(
     loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device, frames=frames)
     if reconstructions is not None and loaded.task != "masked_video":
         raise ConfigError(f"{loaded.path}: reconstructions are written for masked_video models")
-    if loaded.task == "masked_video":  # no classes: reconstructions as PNG
-        from ._reconstruct import predict_reconstructions
-
-        return predict_reconstructions(
-            loaded, video, out=out, stride=stride, decoder=decoder, windows=reconstructions
-        )
-    if loaded.contract.frame_task is not None:  # interpolation, super-resolution: PNG frames
-        from ._frames import predict_frames
-
-        decoder, _ = choose_decoder(loaded.contract.decoder, decoder)
-        create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
-        return predict_frames(
-            loaded,
-            video,
-            out=out,
-            stride=stride,
-            batch_size=batch_size,
-            decoder=decoder,
-            reconstruct=reconstruct,
+    if loaded.task == "masked_video" or loaded.contract.frame_task is not None:
+        return _predict_pictures(
+            loaded, video, out, stride, batch_size, decoder, reconstruct, reconstructions
         )
     predictor = Predictor.from_checkpoint(
         loaded,
@@ -158,8 +142,47 @@ def predict_video(
     predictor.notes += said
     info = create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
     out = Path(out) if out is not None else Path(f"{video.stem}_predict")
+    from ._annotate import VideoAnnotator
+    from ._timeline import TimelineWriter
+
+    meta = _timeline_meta(predictor, video, decoder, info, stride=stride, ema=ema)
+    writer = TimelineWriter(out, predictor.classes, task=predictor.task, meta=meta, top_k=top_k)
+    annotator = VideoAnnotator(out / "annotated.mp4", fps=info.fps) if annotate else None
+    total = info.num_frames_from_header if progress else None
+    return _write_timeline(predictor, video, decoder, out, writer, annotator, total, top_k)
+
+
+def _predict_pictures(
+    loaded, video: Path, out, stride, batch_size, decoder, reconstruct, reconstructions
+) -> PredictReport:
+    """What :func:`predict_video` writes for a model that predicts no classes: a masked_video
+    model's reconstructions, an interpolation or super-resolution model's frames, as PNG."""
+    if loaded.task == "masked_video":
+        from ._reconstruct import predict_reconstructions
+
+        return predict_reconstructions(
+            loaded, video, out=out, stride=stride, decoder=decoder, windows=reconstructions
+        )
+    from ..decode import create_decoder
+    from ._frames import predict_frames
+
+    decoder, _ = choose_decoder(loaded.contract.decoder, decoder)
+    create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
+    return predict_frames(
+        loaded,
+        video,
+        out=out,
+        stride=stride,
+        batch_size=batch_size,
+        decoder=decoder,
+        reconstruct=reconstruct,
+    )
+
+
+def _timeline_meta(predictor: Predictor, video: Path, decoder: str, info, *, stride, ema) -> dict:
+    """What ``timeline.json`` records of the run beside the predictions."""
     contract = predictor.contract
-    meta = {
+    return {
         "title": f"{video.name} - {Path(predictor.path or '').name}",
         "video": str(video),
         "checkpoint": predictor.path,
@@ -174,34 +197,45 @@ def predict_video(
         "input_size": list(contract.input_size(info.height, info.width)),
         "video_fps": info.fps,
     }
-    from ._annotate import VideoAnnotator
-    from ._timeline import TimelineWriter
 
-    writer = TimelineWriter(out, predictor.classes, task=predictor.task, meta=meta, top_k=top_k)
-    annotator = VideoAnnotator(out / "annotated.mp4", fps=info.fps) if annotate else None
-    decoded = 0
-    frames_seen = 0
-    bar = None
-    if progress:
-        import sys
 
-        from tqdm import tqdm
+class _FrameCounter:
+    """Counts the decoded frames, moves the progress bar (``total`` frames; None: no bar)
+    and hands each frame to the annotator."""
 
-        bar = tqdm(total=info.num_frames_from_header, unit="frame", desc="predict", file=sys.stderr)
+    def __init__(self, annotator, total: int | None) -> None:
+        self.decoded, self.annotator, self.bar = 0, annotator, None
+        if total is not None:
+            import sys
 
-    def on_frame(frame) -> None:
-        nonlocal decoded
-        decoded += 1
-        if bar is not None:
-            bar.update(1)
-        if annotator is not None:
-            annotator.add_frame(frame.to_rgb(), frame.pts_seconds)
+            from tqdm import tqdm
 
+            self.bar = tqdm(total=total, unit="frame", desc="predict", file=sys.stderr)
+
+    def __call__(self, frame) -> None:
+        self.decoded += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        if self.annotator is not None:
+            self.annotator.add_frame(frame.to_rgb(), frame.pts_seconds)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _write_timeline(
+    predictor: Predictor, video: Path, decoder: str, out: Path, writer, annotator, total, top_k
+) -> PredictReport:
+    """Run ``predictor`` over ``video`` into ``writer`` (and ``annotator``); every output is
+    written whole or not at all (both are aborted on any error)."""
+    counter = _FrameCounter(annotator, total)
     t0 = time.perf_counter()
     last = None
     prob_sum = None
+    frames_seen = 0
     try:
-        for pred in iter_predictions(predictor, video, decoder=decoder, on_frame=on_frame):
+        for pred in iter_predictions(predictor, video, decoder=decoder, on_frame=counter):
             prob_sum = pred.probs if prob_sum is None else prob_sum + pred.probs
             writer.add(pred)
             if annotator is not None:
@@ -212,7 +246,7 @@ def predict_video(
         assert prob_sum is not None  # set with last
         frames_seen = predictor.frames_added
         outputs = writer.close(
-            {"windows": writer.count, "frames": frames_seen, "decoded_frames": decoded}
+            {"windows": writer.count, "frames": frames_seen, "decoded_frames": counter.decoded}
         )
         if annotator is not None:
             outputs.append(annotator.close())
@@ -225,14 +259,13 @@ def predict_video(
             annotator.abort()
         raise
     finally:
-        if bar is not None:
-            bar.close()
+        counter.close()
     return PredictReport(
         video=str(video),
         checkpoint=predictor.path,
         windows=writer.count,
         frames=frames_seen,
-        decoded=decoded,
+        decoded=counter.decoded,
         seconds=time.perf_counter() - t0,
         reuse=predictor.reuse,
         outputs=outputs,

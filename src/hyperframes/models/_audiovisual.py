@@ -33,7 +33,7 @@ from torch.nn import functional as F
 
 from .._core._errors import ConfigError, DataError
 from .._core._layouts import AudioVisual
-from ._base import VideoModel, _check_int, _shape, mobilenet_features, resnet_features
+from ._base import VideoModel, _check_int, _shape, mobilenet_features, preset, resnet_features
 from ._channel import _TORCHVISION, conv_like
 from ._registry import register_model
 
@@ -182,19 +182,6 @@ class AudioVisualFusion(VideoModel):
 
 
 @register_model("av_channel_resnet18", layout="channel", family="channel")
-def av_channel_resnet18(
-    num_classes: int,
-    frames: int,
-    n_mels: int = 64,
-    columns_per_frame: int = 4,
-    checkpointing: bool = False,
-) -> AudioVisualFusion:
+@preset(AudioVisualFusion, backbone="resnet18")
+def av_channel_resnet18() -> None:
     """Audio-visual early fusion: a log-mel plane beside each frame, ResNet-18 over T*4 channels."""
-    return AudioVisualFusion(
-        "resnet18",
-        num_classes,
-        frames,
-        n_mels=n_mels,
-        columns_per_frame=columns_per_frame,
-        checkpointing=checkpointing,
-    )

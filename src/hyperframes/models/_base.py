@@ -16,8 +16,10 @@ also travels through ``torch.onnx.export`` and ``DataLoader`` collation; a plain
 from __future__ import annotations
 
 import contextvars
+import functools
+import inspect
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -32,6 +34,7 @@ __all__ = [
     "Keyframes",
     "VideoModel",
     "as_keyframes",
+    "preset",
     "to_layout",
 ]
 
@@ -247,6 +250,59 @@ def other_frames_refusal(model: nn.Module, frames: int) -> str | None:
 STAGE_PROBE: contextvars.ContextVar[Callable[..., Any] | None] = contextvars.ContextVar(
     "hyperframes_stage_probe", default=None
 )
+
+
+M = TypeVar("M", bound=nn.Module)
+
+
+def preset(
+    cls: type[M],
+    *,
+    omit: Iterable[str] = (),
+    defaults: Mapping[str, Any] | None = None,
+    **fixed: Any,
+) -> Callable[[Callable[[], None]], Callable[..., M]]:
+    """Make a registry builder of ``cls`` from a stub that holds only its name and docstring,
+    declaring a variant once instead of restating the constructor's keywords (in the spirit of
+    timm's ``build_model_with_cfg``)::
+
+        @register_model("tsm_resnet18", layout="temporal", family="tsm")
+        @preset(TSM, backbone="resnet18")
+        def tsm_resnet18():
+            \"\"\"TSM: ResNet-18 with residual temporal shift.\"\"\"
+
+    ``fixed`` keywords (a backbone, a mode) are always passed and are not options; ``omit``
+    names constructor keywords the variant does not offer (their constructor defaults apply);
+    ``defaults`` gives the variant defaults of its own. The builder's signature, what the
+    registry lists as options and checks a model's options against, is the constructor's less
+    those: ``num_classes``, ``frames``, then the options in the constructor's order."""
+    own = dict(defaults or {})
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]  # less self
+    kept = [p for p in params if p.name not in fixed and p.name not in set(omit)]
+    kept = [p.replace(default=own[p.name]) if p.name in own else p for p in kept]
+    first = [p for p in kept if p.name in ("num_classes", "frames")]
+    signature = inspect.Signature(
+        first + [p for p in kept if p not in first], return_annotation=cls.__name__
+    )
+
+    def wrap(stub: Callable[[], None]) -> Callable[..., M]:
+        @functools.wraps(stub)
+        def build(*args: Any, **kwargs: Any) -> M:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            call = dict(fixed)
+            for name, value in bound.arguments.items():
+                if signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD:
+                    call.update(value)
+                else:
+                    call[name] = value
+            return cls(**call)
+
+        del build.__wrapped__  # the signature is the constructor's, not the stub's
+        build.__signature__ = signature  # type: ignore[attr-defined]
+        return build
+
+    return wrap
 
 
 def stage_match(qualified: str, name: str) -> bool:

@@ -21,7 +21,7 @@ import torchvision
 from torch import Tensor, nn
 
 from .._core._errors import ConfigError, DataError
-from ._base import VideoModel, _shape, mobilenet_features, resnet_features
+from ._base import VideoModel, _shape, mobilenet_features, preset, resnet_features
 from ._registry import register_model
 from ._weights import inflate_weight
 
@@ -215,55 +215,24 @@ class ChannelFusion(VideoModel):
 
 
 @register_model("channel_resnet18", layout="channel", family="channel")
-def channel_resnet18(
-    num_classes: int, frames: int, checkpointing: bool = False, extra_channels: int = 0
-) -> ChannelFusion:
+@preset(ChannelFusion, backbone="resnet18", omit=("in_channels", "timm", "timm_kwargs"))
+def channel_resnet18() -> None:
     """Early fusion: torchvision ResNet-18 with a 3T-channel first conv."""
-    return ChannelFusion(
-        "resnet18", num_classes, frames, checkpointing=checkpointing, extra_channels=extra_channels
-    )
 
 
 @register_model("channel_resnet50", layout="channel", family="channel")
-def channel_resnet50(
-    num_classes: int, frames: int, checkpointing: bool = False, extra_channels: int = 0
-) -> ChannelFusion:
+@preset(ChannelFusion, backbone="resnet50", omit=("in_channels", "timm", "timm_kwargs"))
+def channel_resnet50() -> None:
     """Early fusion: torchvision ResNet-50 with a 3T-channel first conv."""
-    return ChannelFusion(
-        "resnet50", num_classes, frames, checkpointing=checkpointing, extra_channels=extra_channels
-    )
 
 
 @register_model("channel_mobilenet_v3_small", layout="channel", family="channel")
-def channel_mobilenet_v3_small(
-    num_classes: int, frames: int, checkpointing: bool = False, extra_channels: int = 0
-) -> ChannelFusion:
+@preset(ChannelFusion, backbone="mobilenet_v3_small", omit=("in_channels", "timm", "timm_kwargs"))
+def channel_mobilenet_v3_small() -> None:
     """Early fusion: torchvision MobileNetV3-Small with a 3T-channel first conv."""
-    return ChannelFusion(
-        "mobilenet_v3_small",
-        num_classes,
-        frames,
-        checkpointing=checkpointing,
-        extra_channels=extra_channels,
-    )
 
 
 @register_model("channel_timm", layout="channel", family="channel", requires=("timm",))
-def channel_timm(
-    num_classes: int,
-    frames: int,
-    backbone: str = "resnet18",
-    checkpointing: bool = False,
-    extra_channels: int = 0,
-    **timm_kwargs: Any,
-) -> ChannelFusion:
+@preset(ChannelFusion, timm=True, omit=("in_channels",), defaults={"backbone": "resnet18"})
+def channel_timm() -> None:
     """Early fusion: any timm 2D backbone built with in_chans=3*T (needs timm)."""
-    return ChannelFusion(
-        backbone,
-        num_classes,
-        frames,
-        checkpointing=checkpointing,
-        timm=True,
-        extra_channels=extra_channels,
-        **timm_kwargs,
-    )

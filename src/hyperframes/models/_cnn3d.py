@@ -12,7 +12,7 @@ import torchvision.models.video as tvv
 from torch import Tensor, nn
 
 from .._core._errors import ConfigError, DataError
-from ._base import VideoModel, _check_int, _shape
+from ._base import VideoModel, _check_int, _shape, preset
 from ._norm import check_norm, norm_layer
 from ._registry import register_model
 
@@ -168,13 +168,6 @@ for _arch in _TORCHVISION:
 
 
 @register_model("r2plus1d_tiny", layout="conv3d", family="cnn3d")
-def r2plus1d_tiny(
-    num_classes: int,
-    frames: int,
-    base_width: int = 8,
-    dropout: float = 0.0,
-    checkpointing: bool = False,
-    norm: str = "batch",
-) -> R2Plus1DTiny:
+@preset(R2Plus1DTiny)
+def r2plus1d_tiny() -> None:
     """3D CNN: a small (2+1)D ResNet sized for CPU demos (options base_width, norm)."""
-    return R2Plus1DTiny(num_classes, frames, base_width, dropout, checkpointing, norm)

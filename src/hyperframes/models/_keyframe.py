@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._core._errors import ConfigError, DataError
-from ._base import Keyframes, VideoModel, _check_int, as_keyframes, check_mask, masked_mean
+from ._base import Keyframes, VideoModel, _check_int, as_keyframes, check_mask, masked_mean, preset
 from ._registry import register_model
 
 __all__ = ["Aggregator", "KeyframeSegmenter", "UNet", "aux_weight"]
@@ -195,46 +195,12 @@ class KeyframeSegmenter(VideoModel):
 
 
 @register_model("keyframe_unet", layout="keyframe", family="keyframe", task="segmentation")
-def keyframe_unet(
-    num_classes: int,
-    frames: int,
-    base_width: int = 16,
-    depth: int = 3,
-    hidden_channels: int = 8,
-    aggregator_width: int = 16,
-    checkpointing: bool = False,
-) -> KeyframeSegmenter:
+@preset(KeyframeSegmenter, fusion="concat")
+def keyframe_unet() -> None:
     """Keyframe + aggregator: UNet on concat[K_t, H_t] (segmentation)."""
-    return KeyframeSegmenter(
-        num_classes,
-        frames,
-        "concat",
-        base_width,
-        depth,
-        hidden_channels,
-        aggregator_width,
-        checkpointing,
-    )
 
 
 @register_model("keyframe_unet_add", layout="keyframe", family="keyframe", task="segmentation")
-def keyframe_unet_add(
-    num_classes: int,
-    frames: int,
-    base_width: int = 16,
-    depth: int = 3,
-    hidden_channels: int = 8,
-    aggregator_width: int = 16,
-    checkpointing: bool = False,
-) -> KeyframeSegmenter:
+@preset(KeyframeSegmenter, fusion="add")
+def keyframe_unet_add() -> None:
     """Keyframe + aggregator, deployable: 3-channel UNet on K_t + conv1x1(H_t)."""
-    return KeyframeSegmenter(
-        num_classes,
-        frames,
-        "add",
-        base_width,
-        depth,
-        hidden_channels,
-        aggregator_width,
-        checkpointing,
-    )

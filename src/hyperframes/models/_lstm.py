@@ -13,7 +13,7 @@ from torch import Tensor, nn
 
 from .._core._errors import ConfigError
 from ._backbones import BACKBONES_2D, Backbone2D, backbone_pretrained_map
-from ._base import VideoModel, _check_int, check_mask
+from ._base import VideoModel, _check_int, check_mask, preset
 from ._norm import check_norm, norm_layer
 from ._registry import register_model
 
@@ -122,46 +122,12 @@ class CNNLSTM(VideoModel):
 
 
 @register_model("cnn_lstm", layout="temporal", family="lstm")
-def cnn_lstm(
-    num_classes: int,
-    frames: int,
-    base_width: int = 16,
-    hidden_size: int = 128,
-    num_layers: int = 1,
-    dropout: float = 0.0,
-    checkpointing: bool = False,
-    norm: str = "batch",
-) -> CNNLSTM:
+@preset(CNNLSTM, encoder="small")
+def cnn_lstm() -> None:
     """CNN + LSTM: a small 4-stage conv encoder per frame, LSTM over time (any T)."""
-    return CNNLSTM(
-        num_classes,
-        frames,
-        "small",
-        base_width=base_width,
-        hidden_size=hidden_size,
-        num_layers=num_layers,
-        dropout=dropout,
-        checkpointing=checkpointing,
-        norm=norm,
-    )
 
 
 @register_model("lstm_resnet18", layout="temporal", family="lstm")
-def lstm_resnet18(
-    num_classes: int,
-    frames: int,
-    hidden_size: int = 256,
-    num_layers: int = 1,
-    dropout: float = 0.0,
-    checkpointing: bool = False,
-) -> CNNLSTM:
+@preset(CNNLSTM, encoder="resnet18", omit=("base_width", "norm"), defaults={"hidden_size": 256})
+def lstm_resnet18() -> None:
     """CNN + LSTM: ResNet-18 per frame (2D weights load), LSTM over time (any T)."""
-    return CNNLSTM(
-        num_classes,
-        frames,
-        "resnet18",
-        hidden_size=hidden_size,
-        num_layers=num_layers,
-        dropout=dropout,
-        checkpointing=checkpointing,
-    )

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._core._errors import ConfigError, DataError
-from ._base import VideoModel, check_mask
+from ._base import VideoModel, check_mask, preset
 from ._registry import create, get_spec, register_model
 from ._transformer import VideoTransformer, _Block
 
@@ -218,29 +218,9 @@ class MaskedVideoAutoencoder(VideoModel):
 
 
 @register_model("video_mae", layout="temporal", family="transformer", task="masked_video")
-def video_mae(
-    num_classes: int,
-    frames: int,
-    encoder: str = "video_vit_tiny",
-    mask_ratio: float = 0.9,
-    decoder_dim: int = 32,
-    decoder_depth: int = 1,
-    decoder_heads: int = 2,
-    mask_seed: int = 0,
-    **encoder_options,
-) -> MaskedVideoAutoencoder:
+@preset(MaskedVideoAutoencoder)
+def video_mae() -> None:
     """Masked video autoencoder (tube masking, VideoMAE-style) around a video transformer."""
-    return MaskedVideoAutoencoder(
-        num_classes,
-        frames,
-        encoder=encoder,
-        mask_ratio=mask_ratio,
-        decoder_dim=decoder_dim,
-        decoder_depth=decoder_depth,
-        decoder_heads=decoder_heads,
-        mask_seed=mask_seed,
-        **encoder_options,
-    )
 
 
 def encoder_weights(

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
 from .._core._errors import ConfigError, DataError
-from ._base import VideoModel, _check_int
+from ._base import VideoModel, _check_int, preset
 from ._keyframe import UNet
 from ._registry import register_model
 
@@ -139,29 +139,12 @@ class FrameSuperResolver(_Restorer):
 
 
 @register_model("frame_unet", layout="temporal", family="restore", task="interpolation")
-def frame_unet(
-    num_classes: int = 3,
-    frames: int = 3,
-    base_width: int = 16,
-    depth: int = 3,
-    mean: Sequence[float] = IMAGENET_MEAN,
-    std: Sequence[float] = IMAGENET_STD,
-    checkpointing: bool = False,
-) -> FrameInterpolator:
+@preset(FrameInterpolator, defaults={"num_classes": 3, "frames": 3})
+def frame_unet() -> None:
     """U-Net frame interpolation: the middle frame of an odd window (blend + correction)."""
-    return FrameInterpolator(num_classes, frames, base_width, depth, mean, std, checkpointing)
 
 
 @register_model("frame_sr", layout="temporal", family="restore", task="super_resolution")
-def frame_sr(
-    num_classes: int = 3,
-    frames: int = 3,
-    scale: int = 4,
-    width: int = 32,
-    blocks: int = 3,
-    mean: Sequence[float] = IMAGENET_MEAN,
-    std: Sequence[float] = IMAGENET_STD,
-    checkpointing: bool = False,
-) -> FrameSuperResolver:
+@preset(FrameSuperResolver, defaults={"num_classes": 3, "frames": 3})
+def frame_sr() -> None:
     """Sliding-window super-resolution of the key frame (bicubic + pixel-shuffle residual)."""
-    return FrameSuperResolver(num_classes, frames, scale, width, blocks, mean, std, checkpointing)

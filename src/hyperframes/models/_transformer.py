@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._core._errors import ConfigError, DataError
-from ._base import VideoModel, _check_int, check_mask, masked_mean
+from ._base import VideoModel, _check_int, check_mask, masked_mean, preset
 from ._registry import register_model
 
 __all__ = ["VideoTransformer"]
@@ -182,59 +182,12 @@ class VideoTransformer(VideoModel):
 
 
 @register_model("video_vit_tiny", layout="temporal", family="transformer")
-def video_vit_tiny(
-    num_classes: int,
-    frames: int,
-    image_size: int = 64,
-    patch_size: int = 8,
-    dim: int = 64,
-    depth: int = 2,
-    heads: int = 4,
-    mlp_ratio: float = 2.0,
-    dropout: float = 0.0,
-    divided: bool = False,
-    checkpointing: bool = False,
-) -> VideoTransformer:
+@preset(VideoTransformer)
+def video_vit_tiny() -> None:
     """Video transformer, joint space-time attention (ViViT-style), tiny by default."""
-    return VideoTransformer(
-        num_classes,
-        frames,
-        image_size=image_size,
-        patch_size=patch_size,
-        dim=dim,
-        depth=depth,
-        heads=heads,
-        mlp_ratio=mlp_ratio,
-        divided=divided,
-        dropout=dropout,
-        checkpointing=checkpointing,
-    )
 
 
 @register_model("timesformer_tiny", layout="temporal", family="transformer")
-def timesformer_tiny(
-    num_classes: int,
-    frames: int,
-    image_size: int = 64,
-    patch_size: int = 8,
-    dim: int = 64,
-    depth: int = 2,
-    heads: int = 4,
-    mlp_ratio: float = 2.0,
-    dropout: float = 0.0,
-    checkpointing: bool = False,
-) -> VideoTransformer:
+@preset(VideoTransformer, divided=True)
+def timesformer_tiny() -> None:
     """Video transformer, divided attention: time, then space (TimeSformer), tiny."""
-    return VideoTransformer(
-        num_classes,
-        frames,
-        image_size=image_size,
-        patch_size=patch_size,
-        dim=dim,
-        depth=depth,
-        heads=heads,
-        mlp_ratio=mlp_ratio,
-        divided=True,
-        dropout=dropout,
-        checkpointing=checkpointing,
-    )

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from .._core._errors import ConfigError, DataError
 from ._backbones import Backbone2D, backbone_pretrained_map
-from ._base import VideoModel, check_mask, masked_mean
+from ._base import VideoModel, check_mask, masked_mean, preset
 from ._registry import register_model
 
 __all__ = ["TSM", "TemporalShiftConv2d", "temporal_shift"]
@@ -114,24 +114,12 @@ class TSM(VideoModel):
 
 
 @register_model("tsm_resnet18", layout="temporal", family="tsm")
-def tsm_resnet18(
-    num_classes: int,
-    frames: int,
-    fold_div: int = 8,
-    dropout: float = 0.0,
-    checkpointing: bool = False,
-) -> TSM:
+@preset(TSM, backbone="resnet18")
+def tsm_resnet18() -> None:
     """TSM: ResNet-18 with residual temporal shift (1/8 channels each way)."""
-    return TSM("resnet18", num_classes, frames, fold_div, dropout, checkpointing)
 
 
 @register_model("tsm_resnet50", layout="temporal", family="tsm")
-def tsm_resnet50(
-    num_classes: int,
-    frames: int,
-    fold_div: int = 8,
-    dropout: float = 0.0,
-    checkpointing: bool = False,
-) -> TSM:
+@preset(TSM, backbone="resnet50")
+def tsm_resnet50() -> None:
     """TSM: ResNet-50 with residual temporal shift (1/8 channels each way)."""
-    return TSM("resnet50", num_classes, frames, fold_div, dropout, checkpointing)

@@ -13,7 +13,7 @@ from torch import Tensor, nn
 
 from .._core._errors import ConfigError
 from ._backbones import Backbone2D, backbone_pretrained_map
-from ._base import VideoModel, check_mask, masked_mean
+from ._base import VideoModel, check_mask, masked_mean, preset
 from ._registry import register_model
 
 __all__ = ["TSN", "consensus"]
@@ -80,24 +80,12 @@ class TSN(VideoModel):
 
 
 @register_model("tsn_resnet18", layout="temporal", family="tsn")
-def tsn_resnet18(
-    num_classes: int,
-    frames: int,
-    consensus: str = "avg",
-    dropout: float = 0.0,
-    checkpointing: bool = False,
-) -> TSN:
+@preset(TSN, backbone="resnet18")
+def tsn_resnet18() -> None:
     """Late fusion: shared ResNet-18 per frame, average or attention consensus."""
-    return TSN("resnet18", num_classes, frames, consensus, dropout, checkpointing)
 
 
 @register_model("tsn_mobilenet_v3_small", layout="temporal", family="tsn")
-def tsn_mobilenet_v3_small(
-    num_classes: int,
-    frames: int,
-    consensus: str = "avg",
-    dropout: float = 0.0,
-    checkpointing: bool = False,
-) -> TSN:
+@preset(TSN, backbone="mobilenet_v3_small")
+def tsn_mobilenet_v3_small() -> None:
     """Late fusion: shared MobileNetV3-Small per frame, average or attention consensus."""
-    return TSN("mobilenet_v3_small", num_classes, frames, consensus, dropout, checkpointing)

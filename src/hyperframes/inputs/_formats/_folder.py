@@ -1,5 +1,5 @@
 """``folder``: a folder ``root/<label>/<video>``, a folder of frame folders, one frame folder,
-or one video file (the rules are in :mod:`hyperframes.inputs._sources`). Class ids: the label
+or one video file (the rules are in :mod:`hyperframes.inputs._folder_walk`). Class ids: the label
 folders' names, sorted."""
 
 from __future__ import annotations
@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..._core._errors import InputError
-from .._sources import ANNOTATION_EXTENSIONS, Inputs, class_names, scan_folder
+from .._folder_walk import scan_folder
+from .._sources import ANNOTATION_EXTENSIONS, Inputs, class_names
 from ._registry import GENERIC, Probe, register_input_format
 
 

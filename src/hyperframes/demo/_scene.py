@@ -1,0 +1,179 @@
+"""What both synthetic generators (:mod:`._synthetic`) are made of: the checks of their
+arguments (each a :class:`ConfigError` naming the value and a fix) and the drawing
+primitives: palettes, block textures, the smooth background, a textured disc placed on the
+torus with bilinear sampling. Pure numpy, no I/O."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+
+from hyperframes._core._errors import ConfigError
+
+_MAX_LENGTH_JITTER = 4  # dataset videos are frames ± up to this many frames long
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_int(name: str, value: object, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}; try {name}={minimum}")
+    return int(value)
+
+
+def _check_size(size: object) -> int:
+    size = _check_int("size", size, 16)
+    if size % 2:
+        raise ConfigError(
+            f"size must be even (H.264 yuv420p needs even dimensions), got {size}; "
+            f"try size={size + 1}"
+        )
+    return size
+
+
+def _check_fps(fps: object) -> Fraction:
+    try:
+        # any value on purpose: Fraction's TypeError/ValueError becomes the ConfigError below
+        rate = Fraction(fps).limit_denominator(1001)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise ConfigError(f"fps must be a positive number, got {fps!r}") from None
+    if rate <= 0:
+        raise ConfigError(f"fps must be a positive number, got {fps!r}")
+    return rate
+
+
+def _check_scale(motion: object) -> float:
+    if isinstance(motion, bool) or not isinstance(motion, (int, float)) or not motion >= 0:
+        raise ConfigError(f"motion must be a number >= 0 (1 = default speeds), got {motion!r}")
+    return float(motion)
+
+
+def _check_rng(rng: object) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise ConfigError(
+            f"rng must be a numpy.random.Generator, got {type(rng).__name__}; "
+            "try rng=numpy.random.default_rng(0)"
+        )
+    return rng
+
+
+def _check_progress(progress: object) -> None:
+    if progress is not None and not callable(progress):
+        raise ConfigError(f"progress must be None or a callable(done, total), got {progress!r}")
+
+
+def _jittered_length(frames: int, rng: np.random.Generator) -> int:
+    jitter = min(_MAX_LENGTH_JITTER, frames // 4)
+    return frames + int(rng.integers(-jitter, jitter + 1))
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def _palette(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Two random, clearly different RGB colours in [0, 1]."""
+    c0 = rng.uniform(0.05, 0.95, 3)
+    c1 = rng.uniform(0.05, 0.95, 3)
+    while np.abs(c1 - c0).sum() < 0.6:  # keep the texture visible
+        c1 = rng.uniform(0.05, 0.95, 3)
+    return c0, c1
+
+
+def _object_texture(
+    side: int, rng: np.random.Generator, palette: tuple[np.ndarray, np.ndarray] | None = None
+) -> np.ndarray:
+    """A (side, side, 3) float texture: random blocks of two colours plus fine noise.
+
+    The colours are drawn from ``rng`` unless a ``palette`` (two RGB colours) is given.
+    """
+    c0, c1 = _palette(rng) if palette is None else palette
+    cell = int(rng.integers(3, 6))
+    n = -(-side // cell)
+    blocks = np.kron(rng.random((n, n)), np.ones((cell, cell)))[:side, :side]
+    t = np.clip(blocks + rng.normal(0.0, 0.08, (side, side)), 0.0, 1.0)
+    return (c0 * (1.0 - t[..., None]) + c1 * t[..., None]).astype(np.float32)
+
+
+def _bright_texture(side: int, rng: np.random.Generator) -> np.ndarray:
+    """A (side, side, 3) float texture in [0.45, 1]: light blocks on a mid-tone, colours random.
+
+    Unlike :func:`_object_texture` its contrast has one sign (light on mid) whatever the
+    colours, and it is brighter than a :func:`_dark_background`: a frame difference then
+    shows a moving disc the same way in every video.
+    """
+    c0, c1 = _palette(rng)
+    cell = int(rng.integers(3, 6))
+    n = -(-side // cell)
+    blocks = np.kron(rng.random((n, n)), np.ones((cell, cell)))[:side, :side]
+    light = (blocks > 0.6)[..., None]
+    grain = rng.normal(0.0, 0.03, (side, side, 1))
+    rgb = np.where(light, 0.85 + 0.15 * c1, 0.45 + 0.15 * c0) + grain
+    return np.clip(rgb, 0.0, 1.0).astype(np.float32)
+
+
+def _dark_background(size: int, rng: np.random.Generator) -> np.ndarray:
+    """:func:`_background` dimmed to [0, 0.35]: always darker than a :func:`_bright_texture`."""
+    return _background(size, rng) * np.float32(0.35)
+
+
+def _background(size: int, rng: np.random.Generator) -> np.ndarray:
+    """A (size, size, 3) float background: smooth two-colour noise plus faint grain."""
+    c0, c1 = _palette(rng)
+    n = int(rng.integers(3, 7))
+    coarse = rng.random((n, n))
+    # bilinear upsampling of the coarse grid to size x size
+    pos = np.linspace(0.0, n - 1.0, size)
+    i0 = np.minimum(pos.astype(int), n - 2)
+    f = pos - i0
+    rows = coarse[i0] * (1.0 - f)[:, None] + coarse[i0 + 1] * f[:, None]
+    smooth = rows[:, i0] * (1.0 - f)[None, :] + rows[:, i0 + 1] * f[None, :]
+    t = np.clip(0.2 + 0.6 * smooth + rng.normal(0.0, 0.04, (size, size)), 0.0, 1.0)
+    return (c0 * (1.0 - t[..., None]) + c1 * t[..., None]).astype(np.float32)
+
+
+def _bilinear(tex: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Sample ``tex`` (h, w, 3) at float column ``u`` / row ``v`` (clamped at the border)."""
+    h, w = tex.shape[:2]
+    u = np.clip(u, 0.0, w - 1.0)
+    v = np.clip(v, 0.0, h - 1.0)
+    x0 = np.minimum(u.astype(np.intp), w - 2)
+    y0 = np.minimum(v.astype(np.intp), h - 2)
+    fx = (u - x0)[..., None]
+    fy = (v - y0)[..., None]
+    top = tex[y0, x0] * (1.0 - fx) + tex[y0, x0 + 1] * fx
+    bottom = tex[y0 + 1, x0] * (1.0 - fx) + tex[y0 + 1, x0 + 1] * fx
+    return top * (1.0 - fy) + bottom * fy
+
+
+def _disc(
+    size: int, tex: np.ndarray, radius: float, cx: float, cy: float, angle: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Render a textured disc centred at (cx, cy) rotated by ``angle`` (clockwise on screen).
+
+    Positions wrap around the frame edges (a disc leaving on the right re-enters on the
+    left). Returns (rgb (size, size, 3), alpha (size, size)) with an anti-aliased edge.
+    """
+    grid = np.arange(size, dtype=np.float32)
+    dx = (grid[None, :] - cx + size / 2.0) % size - size / 2.0
+    dy = (grid[:, None] - cy + size / 2.0) % size - size / 2.0
+    dx, dy = np.broadcast_arrays(dx, dy)
+    alpha = np.clip(radius + 0.5 - np.hypot(dx, dy), 0.0, 1.0)
+    # inverse rotation: which texture point lands on this pixel
+    cos, sin = math.cos(angle), math.sin(angle)
+    centre = (tex.shape[0] - 1) / 2.0
+    u = cos * dx + sin * dy + centre
+    v = -sin * dx + cos * dy + centre
+    return _bilinear(tex, u, v), alpha
+
+
+def _to_uint8(image: np.ndarray) -> np.ndarray:
+    return np.clip(np.rint(image * 255.0), 0, 255).astype(np.uint8)
+
+
+def _texture_side(radius: float) -> int:
+    return 2 * math.ceil(radius) + 3
