@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
@@ -278,6 +279,10 @@ def preset(
     those: ``num_classes``, ``frames``, then the options in the constructor's order."""
     own = dict(defaults or {})
     params = list(inspect.signature(cls.__init__).parameters.values())[1:]  # less self
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # an annotation that does not resolve: those options take any value
+        hints = {}
     kept = [p for p in params if p.name not in fixed and p.name not in set(omit)]
     kept = [p.replace(default=own[p.name]) if p.name in own else p for p in kept]
     first = [p for p in kept if p.name in ("num_classes", "frames")]
@@ -300,6 +305,8 @@ def preset(
 
         del build.__wrapped__  # the signature is the constructor's, not the stub's
         build.__signature__ = signature  # type: ignore[attr-defined]
+        # and so are the annotations (the registry checks option values against them)
+        build.__annotations__ = {p.name: hints[p.name] for p in kept if p.name in hints}
         return build
 
     return wrap
