@@ -53,13 +53,26 @@ This module imports no torch at import time (the store imports its ImageNet cons
 
 from __future__ import annotations
 
-import dataclasses
+import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from ._contract_checks import DOWNSCALE_FILTERS, check_contract, check_frame_size
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
+
+from ._contract_checks import (
+    DOWNSCALE_FILTERS,
+    Dtype,
+    Finite,
+    Layout,
+    Positive,
+    Register,
+    check_frame_size,
+    check_record,
+)
 from ._errors import ConfigError, DataError
+from ._limits import MAX_CLASSES, MAX_FPS, MAX_FRAMES, MAX_SIDE
 from ._sizes import DEFAULT_SIZE, parse_size, target_size
+from ._validate import Number, Options
 
 __all__ = [
     "DOWNSCALE_FILTERS",
@@ -106,8 +119,32 @@ _OPTIONAL = {
 }
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class InputContract:
+#: ``register`` (the registration a model's windows had) is a contract key checkpoints hold; it
+#: shares its name with ``BaseModel.register`` (abc's), which no contract calls
+warnings.filterwarnings("ignore", 'Field name "register" in "InputContract" shadows', UserWarning)
+
+
+def _as_tuple(value: Any) -> Any:
+    """A list (JSON, a config) taken as the tuple the field holds; anything else as it is."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _rgb(value: Any, info: ValidationInfo) -> Any:
+    """``mean``/``std``: three values, one per RGB channel (their type is the field's)."""
+    value = _as_tuple(value)
+    if not isinstance(value, tuple) or len(value) != 3:
+        raise ConfigError(
+            f"{info.field_name}: expected 3 numbers (one per RGB channel), got {value!r:.80}"
+        )
+    return value
+
+
+def _record(name: str):
+    """A before-validator: the record ``name`` checked by its model (:func:`check_record`)."""
+    return field_validator(name, mode="before")(lambda cls, v: check_record(name, v))
+
+
+class InputContract(Options):
     """How frames become model input (module doc): ``frames`` T, ``frame_stride`` (stored
     frames between consecutive frames of a window), ``fps`` (the store's rate, None: every
     decoded frame), ``size`` (the store's frame size, None: native), ``crop`` (side of the
@@ -116,31 +153,56 @@ class InputContract:
     normalised at build time), ``layout`` and ``classes``.
 
     ``source`` says where ``size``/``fps`` came from; it is not part of the contract (not
-    compared, not saved)."""
+    compared, not saved). A copy with some fields changed is :meth:`replace`."""
 
-    frames: int
-    layout: str
-    frame_stride: int = 1
-    fps: float | None = None
+    frames: int = Field(ge=1, le=MAX_FRAMES, description="T, frames a window holds")
+    layout: Layout
+    frame_stride: int = Field(1, ge=1, le=MAX_FRAMES, description="stored frames between two")
+    fps: Number | None = Field(
+        None, gt=0, le=MAX_FPS, allow_inf_nan=False, description="the store's rate"
+    )
     size: str | None = DEFAULT_SIZE
-    crop: int | None = None
-    mean: tuple[float, float, float] = IMAGENET_MEAN
-    std: tuple[float, float, float] = IMAGENET_STD
-    dtype: str = "uint8"
-    classes: tuple[str, ...] = ()
+    crop: int | None = Field(None, ge=1, le=MAX_SIDE, description="side of the model's square")
+    mean: Annotated[tuple[Finite, Finite, Finite], BeforeValidator(_rgb)] = IMAGENET_MEAN
+    std: Annotated[tuple[Positive, Positive, Positive], BeforeValidator(_rgb)] = IMAGENET_STD
+    dtype: Dtype = "uint8"
+    classes: Annotated[tuple[str, ...], BeforeValidator(_as_tuple)] = Field(
+        (), max_length=MAX_CLASSES, description="class names, in the model's output order"
+    )
     flow: bool = False
     audio: dict | None = None
-    register: str | None = None
+    register: Register | None = None
     #: the decoder that built the store, ``{"name", "version"}`` (None: not recorded)
     decoder: dict | None = None
-    #: set by ``hyperframes recalibrate``: ``{"frames", "trained_frames", "store", "clips"}``
+    #: set by ``hyperframes recalibrate``: ``{"clips", "frames", "store", "trained_frames"}``
     calibration: dict | None = None
     frame_task: dict | None = None
-    source: str = dataclasses.field(default="defaults", compare=False, repr=False)
+    source: str = Field("defaults", exclude=True, repr=False)
 
-    def __post_init__(self) -> None:
-        for name, value in check_contract(self).items():  # every field checked, in order
-            object.__setattr__(self, name, value)
+    _audio = _record("audio")
+    _decoder = _record("decoder")
+    _calibration = _record("calibration")
+    _frame_task = _record("frame_task")
+
+    @field_validator("size")
+    @classmethod
+    def _size(cls, value: str | None) -> str | None:
+        check_frame_size(value, "size")
+        return value
+
+    @model_validator(mode="after")
+    def _flow_needs_channels(self) -> InputContract:
+        if self.flow and self.layout != "channel":
+            raise ConfigError(
+                f"flow: the flow planes are appended in the channel layout; layout "
+                f"{self.layout!r} takes frames only (use a channel model, or flow: false)"
+            )
+        return self
+
+    def __eq__(self, other: object) -> bool:  # every field but ``source``
+        if not isinstance(other, InputContract):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in _FIELDS)
 
     @property
     def downscale(self) -> int:
@@ -196,8 +258,11 @@ class InputContract:
             kw["fps"] = None
         try:
             return cls(**kw, source=where)
-        except ConfigError as e:
-            raise ConfigError(f"{where}.{e}") from None
+        except ConfigError as e:  # the key, under where the contract came from
+            text = str(e)
+            if text.startswith("unknown key "):
+                raise ConfigError(f"unknown key {where}.{text[len('unknown key ') :]}") from None
+            raise ConfigError(f"{where}.{text}") from None
 
     # -- sizes -------------------------------------------------------------------------------
     def store_size(self, height: int, width: int) -> tuple[int, int]:

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 import torch
 
+from ._contract_checks import LAYOUTS
 from ._errors import ConfigError, DataError
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "to_layout",
 ]
 
-LAYOUTS = ("temporal", "channel", "conv3d", "keyframe")
 #: layouts whose models ignore the (B, T) mask of padded windows, and why ``short="pad"``
 #: leaks the repeated frames into them (seed 001 section 6.3): refused for them
 PAD_LEAKS = {

@@ -58,7 +58,6 @@ real build.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import pickle
@@ -373,7 +372,7 @@ def rebuild_model(
         raise ConfigError(f"checkpoint {path}: {e}") from None
     name, num_classes, options, classes = _model_entry(state, contract)
     built = built_frames(contract)
-    options = {**dataclasses.replace(contract, frames=built).model_options(), **options}
+    options = {**contract.replace(frames=built).model_options(), **options}
     weights = strip_wrappers(state["model"])
     unfit = _shape_mismatch(name, num_classes, built, options, weights, path)
     if unfit:
@@ -388,7 +387,7 @@ def rebuild_model(
     load_weights(model, {"model": weights, "path": path})
     model.eval().to(device)
     if tuple(classes) != contract.classes:
-        contract = dataclasses.replace(contract, classes=tuple(classes))
+        contract = contract.replace(classes=tuple(classes))
     return model, at_frames(model, contract, frames)
 
 

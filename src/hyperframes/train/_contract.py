@@ -9,7 +9,6 @@ A checkpoint is untrusted input: every value is bounded
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -68,7 +67,7 @@ def _override(base: InputContract, overrides: dict) -> InputContract:
         overrides["fps"] = _fps(overrides["fps"], "fps")
         sources.append("fps argument")
     kept = [s for s in base.source.split(", ") if s and not _names_field(s, overrides)]
-    return dataclasses.replace(base, **overrides, source=", ".join(sources + kept))
+    return base.replace(**overrides, source=", ".join(sources + kept))
 
 
 def _names_field(source: str, overrides: dict) -> bool:
@@ -232,7 +231,7 @@ def _make(
 def _from_checkpoint(state: Mapping) -> InputContract:
     if "contract" in state:
         c = InputContract.from_dict(state["contract"])
-        return dataclasses.replace(c, source="checkpoint contract")
+        return c.replace(source="checkpoint contract")
     return _from_old_checkpoint(state)
 
 

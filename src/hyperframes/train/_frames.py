@@ -135,7 +135,6 @@ def built_frames(contract: Any) -> int:
 def at_frames(model: Any, contract: Any, frames: int | None) -> Any:
     """``contract`` for windows of ``frames`` (None: as it is) on ``model``;
     :class:`ConfigError` with the reason when the model or the contract's tracks cannot."""
-    import dataclasses
 
     from ..models import other_frames_refusal
 
@@ -151,4 +150,4 @@ def at_frames(model: Any, contract: Any, frames: int | None) -> Any:
         )
     if why is not None:
         raise ConfigError(f"--frames {frames}: {why}")
-    return dataclasses.replace(contract, frames=frames)
+    return contract.replace(frames=frames)

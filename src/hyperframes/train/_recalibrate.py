@@ -132,7 +132,7 @@ def recalibrate(
         "store": str(cfg.data.store)[:200],
         "clips": clips,
     }
-    contract = dataclasses.replace(contract, calibration=cal)
+    contract = contract.replace(calibration=cal)
     state = {k: v for k, v in ck.items() if k not in (*_TRAINING_ONLY, "path")}
     state["model"] = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     state["contract"] = contract.to_dict()

@@ -18,7 +18,6 @@ prepared on a side stream while this one runs (:mod:`hyperframes.train._trainer`
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 
 import numpy as np
 import torch
@@ -103,7 +102,7 @@ class StepRunner:
         t, offset = draw_frames(choices, self.cfg.train.seed, self.epoch, i)
         if t == contract.frames:
             return batch, contract
-        return narrow_batch(batch, t, offset), dataclasses.replace(contract, frames=t)
+        return narrow_batch(batch, t, offset), contract.replace(frames=t)
 
     def wait_for_data(self) -> None:
         """Prefetching: wait for the batch prepared on the side stream (the data wait)."""
