@@ -294,3 +294,36 @@ def test_the_core_lists_its_modules():
     modules = sorted(p.stem for p in (PACKAGE / "_core").glob("_*.py") if p.stem != "__init__")
     missing = [m for m in modules if f"    {m} " not in (core.__doc__ or "")]
     assert not missing, f"hyperframes/_core/__init__.py does not describe {missing}"
+
+
+def _deferred_without_reason(path: Path) -> list[str]:
+    """Imports inside a function that say nowhere why they wait: no comment on their line or
+    the line above, and not inside a ``try`` that catches ImportError (that says it)."""
+    lines = path.read_text().splitlines()
+    tree = ast.parse("\n".join(lines), str(path))
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(
+            h.type is None or "Error" in ast.unparse(h.type) or "Exception" in ast.unparse(h.type)
+            for h in node.handlers
+        ):
+            guarded |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    bad = []
+    for func in ast.walk(tree):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(func):
+            if not isinstance(node, ast.Import | ast.ImportFrom) or id(node) in guarded:
+                continue
+            here, above = lines[node.lineno - 1], lines[node.lineno - 2].strip()
+            end = lines[(node.end_lineno or node.lineno) - 1]
+            if "#" not in here and "#" not in end and not above.startswith("#"):
+                bad.append(f"{_module_name(path)}:{node.lineno} {here.strip()}")
+    return sorted(set(bad))
+
+
+def test_every_deferred_import_says_why():
+    # an import inside a function waits for a reason (a heavy or optional dependency, the
+    # CLI's lazy commands, a circle inside one package); the reason stands beside it
+    bad = [b for p in sorted(PACKAGE.rglob("*.py")) for b in _deferred_without_reason(p)]
+    assert not bad, "say why these imports are deferred (a comment):\n" + "\n".join(bad)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -85,7 +86,6 @@ def keep_previous(path: str | os.PathLike, previous: str | os.PathLike) -> Path 
     copy of its bytes), atomically, before ``path`` is replaced: ``path`` never goes missing,
     and ``previous`` is the old content or the older one, never a partial file. Returns
     ``previous``, or None when there is no ``path`` to keep."""
-    import shutil
 
     path, previous = Path(path), Path(previous)
     if not path.is_file():
@@ -118,7 +118,7 @@ def write_json_atomic(path: str | os.PathLike, obj) -> Path:
 
 
 def save_npy_atomic(path: str | os.PathLike, array) -> Path:
-    import numpy as np
+    import numpy as np  # deferred: optional/heavy dependency
 
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)

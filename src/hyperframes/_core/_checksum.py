@@ -49,7 +49,7 @@ _noted: set[str] = set()
 
 
 def _feed(h, value: Any, depth: int = 0) -> None:
-    import torch
+    import torch  # deferred: optional/heavy dependency
 
     if depth > _MAX_DEPTH:
         raise TypeError(f"its entries are nested deeper than {_MAX_DEPTH} levels")

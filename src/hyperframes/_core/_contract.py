@@ -330,7 +330,7 @@ class InputContract(Options):
         (uint8 or float32 on the CPU: OpenCV's resize, the batch pipeline's, so eval and
         predict see the same pixels; elsewhere torchvision's antialiased bilinear). Frames
         already of the output size come back as they are."""
-        import torch
+        import torch  # deferred: optional/heavy dependency
 
         h, w = frames.shape[-2:]
         (top, left, bh, bw), size = self.crop_box(h, w, position)
@@ -339,12 +339,12 @@ class InputContract(Options):
         if (bh, bw) == size:
             return frames[..., top : top + bh, left : left + bw]
         if frames.device.type == "cpu" and frames.dtype in (torch.uint8, torch.float32):
-            from ._resize import resize_planes
+            from ._resize import resize_planes  # deferred: pulls numpy
 
             out = torch.empty((*frames.shape[:-2], *size), dtype=frames.dtype)
             resize_planes(frames.numpy(), (top, left, bh, bw), out.numpy())
             return out
-        import torchvision.transforms.v2.functional as F
+        import torchvision.transforms.v2.functional as F  # deferred: optional/heavy dependency
 
         return F.resized_crop(frames, top, left, bh, bw, list(size), antialias=True)
 
@@ -352,7 +352,7 @@ class InputContract(Options):
         """Step 4 on a (..., C, H, W) tensor (moved to ``device`` first): uint8 to float32,
         ``(x / 255 - mean) / std``; float frames are taken as [0, 1] (as ``to_float`` makes
         them), except that a ``float16`` contract's float frames are already normalised."""
-        import torch
+        import torch  # deferred: optional/heavy dependency
 
         from ._normalize import normalize  # (torch, imported on first use)
 
@@ -393,7 +393,7 @@ class InputContract(Options):
         return out
 
     def _check_flow(self, flow, t: int, size: tuple):
-        import torch
+        import torch  # deferred: optional/heavy dependency
 
         want = (t - 1, 2, *size)
         if not isinstance(flow, torch.Tensor) or tuple(flow.shape[-4:]) != want:
@@ -406,7 +406,7 @@ class InputContract(Options):
         return flow
 
     def _with_audio(self, video, audio, device):
-        import torch
+        import torch  # deferred: optional/heavy dependency
 
         from ._layouts import AudioVisual  # (torch, imported on first use)
 
@@ -427,7 +427,7 @@ class InputContract(Options):
 
 def _shape_or_type(x) -> tuple | str:
     """How a message shows a value that should have been a tensor: its shape, else its type."""
-    import torch
+    import torch  # deferred: optional/heavy dependency
 
     return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
 
@@ -443,9 +443,9 @@ def model_frames(frames, layout: str, dtype: str = "uint8", flow=None, *, alloc=
     batch buffers: a fresh 60 MB tensor per batch is fresh pages to fault in, which made
     ``torch.cat`` of the flow planes cost 4x its copy); frames are converted straight into
     it and the flow planes copied beside them."""
-    import torch
+    import torch  # deferred: optional/heavy dependency
 
-    from ._layouts import to_layout
+    from ._layouts import to_layout  # deferred: pulls torch
 
     new = alloc or (lambda shape, dt: torch.empty(shape, dtype=dt, device=frames.device))
     float_dt = torch.float32 if dtype == "uint8" else getattr(torch, dtype)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._errors import ConfigError
+from ._errors import ConfigError, DataError
 
 __all__ = ["batch_out", "resolve_device", "torch_dtype"]
 
@@ -23,7 +23,7 @@ _TORCH_DTYPES = {"uint8": "uint8", "float16": "float16", "float32": "float32"}
 def resolve_device(device: Any, *, where: str = "device"):
     """The ``torch.device`` ``device`` names (``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``,
     or a ``torch.device``); ``where`` is the parameter named by the error."""
-    import torch
+    import torch  # deferred: optional/heavy dependency
 
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -40,8 +40,8 @@ def resolve_device(device: Any, *, where: str = "device"):
 
 def torch_dtype(dtype: Any):
     """The torch dtype of a store's numpy pixel type (``uint8``, ``float16``, ``float32``)."""
-    import numpy as np
-    import torch
+    import numpy as np  # deferred: optional/heavy dependency
+    import torch  # deferred: optional/heavy dependency
 
     name = np.dtype(dtype).name
     if name not in _TORCH_DTYPES:
@@ -55,9 +55,7 @@ def batch_out(out, want: tuple[int, ...], dtype, device=None):
     """The tensor a batch is read into: ``out`` when it has shape ``want`` and the torch
     dtype of the pixel type ``dtype`` (a :class:`DataError` otherwise), or a new one (on
     ``device``)."""
-    import torch
-
-    from ._errors import DataError
+    import torch  # deferred: optional/heavy dependency
 
     want_dtype = torch_dtype(dtype)
     if out is None:

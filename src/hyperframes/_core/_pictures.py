@@ -129,7 +129,7 @@ def window_png(
 ) -> str:
     """Tile ``frames`` (T, C, H, W) uint8 into a grid PNG with a caption under each frame and
     the whole ``title`` above (wrapped to the picture's width)."""
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw  # deferred: optional/heavy dependency
 
     frames = np.asarray(frames)
     if frames.dtype != np.uint8:

@@ -15,8 +15,9 @@ __all__ = ["plot_bars", "plot_confusion", "plot_curves"]
 
 
 def _figure(width: float, height: float):
+    # deferred: optional/heavy dependency
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # deferred: optional/heavy dependency
 
     fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)
@@ -59,7 +60,7 @@ def plot_curves(
 
 
 def _curves_figure(history: list[dict], metrics: Sequence[tuple[str, str]], title: str):
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # deferred: optional/heavy dependency
 
     fig = _figure(10, 4)
     ax_loss, ax_acc = fig.subplots(1, 2)

@@ -14,7 +14,7 @@ class Progress:
         self._t0 = time.perf_counter()
         self._bar = None
         if enabled:
-            from tqdm import tqdm
+            from tqdm import tqdm  # deferred: optional/heavy dependency
 
             self._bar = tqdm(
                 total=total,

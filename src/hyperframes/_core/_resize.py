@@ -24,7 +24,7 @@ FILTERS = ("area", "linear")
 
 
 def _interp(bh: int, bw: int, oh: int, ow: int, filter: str) -> int:
-    import cv2
+    import cv2  # deferred: optional/heavy dependency
 
     if filter == "linear":
         return cv2.INTER_AREA if bh >= 2 * oh or bw >= 2 * ow else cv2.INTER_LINEAR
@@ -36,7 +36,7 @@ def resize_planes(
 ) -> None:
     """``src`` (..., H, W) cropped to ``box`` and resized into ``dst`` (..., h, w), plane by
     plane (uint8 or float32), mirrored left-right when ``flip``."""
-    import cv2
+    import cv2  # deferred: optional/heavy dependency
 
     y, x, bh, bw = box
     oh, ow = dst.shape[-2:]
@@ -60,7 +60,7 @@ def resize_planes(
 
 def flip_planes(a: np.ndarray) -> None:
     """Mirror, in place, every (h, w) plane of ``a`` (..., h, w) left-right."""
-    import cv2
+    import cv2  # deferred: optional/heavy dependency
 
     w = a.shape[-1]
     if a.flags.c_contiguous:  # one call for all planes: rows are independent

@@ -142,7 +142,7 @@ _BITS = (np.uint64(1) << np.arange(63, -1, -1, dtype=np.uint64)).reshape(_LOW, _
 def grey_base(frame: np.ndarray) -> np.ndarray:
     """(96, 96) float32 grey of one stored frame, ``(C, H, W)`` uint8 (C = 1 or 3), each pixel
     the mean of its box of the frame (PIL's box filter; smaller frames are enlarged)."""
-    from PIL import Image
+    from PIL import Image  # deferred: optional/heavy dependency
 
     frame = np.asarray(frame)
     if frame.ndim != 3 or frame.shape[0] not in (1, 3):
@@ -159,7 +159,7 @@ def grey_base(frame: np.ndarray) -> np.ndarray:
 
 def _thumbnail(base: np.ndarray, box=_FULL) -> np.ndarray:
     """(32, 32) of the part ``box`` (fractions x0, y0, x1, y1) of a base image."""
-    from PIL import Image
+    from PIL import Image  # deferred: optional/heavy dependency
 
     img = Image.fromarray(np.asarray(base, np.float32), mode="F")
     x0, y0, x1, y1 = (min(max(v, 0.0), 1.0) * _BASE for v in box)

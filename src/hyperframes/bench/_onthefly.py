@@ -31,7 +31,7 @@ def _register(name: str):
 def available_window_decoders() -> list[str]:
     """Names of the on-the-fly decoders whose library loads here (torchcodec imports without
     the system's FFmpeg libraries and fails only when it decodes: the decoder's own check)."""
-    from ..decode import create_decoder
+    from ..decode import create_decoder  # deferred: pulls PIL, av
 
     names = []
     for name in ("pyav", "torchcodec", "decord", "opencv"):
@@ -53,7 +53,7 @@ def cannot_decode(name: str, rec) -> str | None:
     Asks the decoder package to open the video's stream (which refuses a backend that would
     decode another stream than the store's) and decodes the video's first stored frame.
     """
-    from ..decode import create_decoder
+    from ..decode import create_decoder  # deferred: pulls PIL, av
 
     try:
         create_decoder(name).probe(rec.path, stream=rec.stream)
@@ -111,8 +111,8 @@ def _resize(frames: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
     """(T, C, H, W) uint8 resized to ``size`` with antialiasing (what a loader must do too)."""
     if size is None or tuple(frames.shape[2:]) == tuple(size):
         return frames
-    import torch
-    import torch.nn.functional as F
+    import torch  # deferred: optional/heavy dependency
+    import torch.nn.functional as F  # deferred: optional/heavy dependency
 
     x = F.interpolate(torch.from_numpy(frames).float(), size=size, mode="bilinear", antialias=True)
     return x.round_().clamp_(0, 255).to(torch.uint8).numpy()
@@ -128,7 +128,7 @@ def pyav_window(
     size: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """Frames at ``pts_seconds`` (sorted; nearest frame) via PyAV with a keyframe seek."""
-    import av
+    import av  # deferred: optional/heavy dependency
 
     # threads=1: PyAV's default multi-threaded swscale is ~2x slower on small frames
     kw: dict = {"threads": 1}
@@ -173,8 +173,8 @@ def torchcodec_window(path, pts_seconds, *, indices=None, stream=0, size=None) -
     By index, not time: torchcodec finds no frame "played at" the last frame's time when the
     header's duration ends there (or when FFmpeg gives that frame no time at all).
     """
-    import av
-    from torchcodec.decoders import VideoDecoder
+    import av  # deferred: optional/heavy dependency
+    from torchcodec.decoders import VideoDecoder  # deferred: optional/heavy dependency
 
     with av.open(path) as c:
         absolute = c.streams.video[stream].index
@@ -188,7 +188,7 @@ def torchcodec_window(path, pts_seconds, *, indices=None, stream=0, size=None) -
 
 @_register("decord")
 def decord_window(path, pts_seconds, *, indices=None, stream=0, size=None) -> np.ndarray:
-    import decord
+    import decord  # deferred: optional/heavy dependency
 
     reader = decord.VideoReader(path, ctx=decord.cpu(0))
     frames = reader.get_batch(list(map(int, indices))).asnumpy().transpose(0, 3, 1, 2)
@@ -197,7 +197,7 @@ def decord_window(path, pts_seconds, *, indices=None, stream=0, size=None) -> np
 
 @_register("opencv")
 def opencv_window(path, pts_seconds, *, indices=None, stream=0, size=None) -> np.ndarray:
-    import cv2
+    import cv2  # deferred: optional/heavy dependency
 
     idx = list(map(int, indices))
     cap = cv2.VideoCapture(path)

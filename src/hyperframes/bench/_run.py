@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .._core._errors import DataError
+from ..store import is_store, list_codecs, open_store
 from ._onthefly import StderrTap, available_window_decoders, cannot_decode, window_decoder
 
 
@@ -22,8 +24,6 @@ def plan_windows(
     nf = np.asarray(store.videos.num_frames)
     eligible = np.nonzero(nf >= frames)[0]
     if not len(eligible):
-        from .._core._errors import DataError
-
         raise DataError(f"no video in {store.path} has {frames} frames; ask for fewer frames")
     plan = []
     for _ in range(windows):
@@ -60,7 +60,7 @@ def time_store(store, plan, *, batch: int, repeats: int = 3, crop=None) -> float
     whose windows share one shape is read into a buffer allocated once per shape. With
     ``crop`` (h, w), the crop path: each window's centred box read into one (B, T, C, h, w)
     buffer (``read_batch(..., size=crop)``), whatever the stored shapes."""
-    import torch
+    import torch  # deferred: optional/heavy dependency
 
     batches = _batches(plan, batch)
     shapes = store.videos.shapes
@@ -190,8 +190,6 @@ def run_bench(
     keeps them, or else in a temporary folder removed at the end. On-the-fly decoders produce
     the same windows: decoded, converted to RGB and resized to the store's frame size.
     """
-    from ..store import is_store, list_codecs, open_store
-
     codecs = tuple(list_codecs()) if codecs is None else tuple(codecs)
     how = {
         "frames": frames,
@@ -213,8 +211,7 @@ def run_bench(
 
 
 def _build_and_measure(data, where: Path, codecs, size, progress, how: dict) -> dict:
-    from ..build import BuildOptions, build_store
-    from ..store import open_store
+    from ..build import BuildOptions, build_store  # deferred: pulls pydantic
 
     stores = {}
     try:

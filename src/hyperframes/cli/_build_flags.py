@@ -57,7 +57,7 @@ AS_TYPED: dict[str, dict] = {
 
 def add_build_options(b: argparse.ArgumentParser) -> None:
     """Every option of ``hyperframes build`` (imports the build package: BuildOptions)."""
-    from ..build import BuildOptions
+    from ..build import BuildOptions  # deferred: the CLI loads a command's code when it runs
 
     b.add_argument(
         "data", help="folder root/<label>/<video>, annotation file, frame folder or video"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from pathlib import Path
 
 from ._from_model import model_values
 
@@ -15,6 +16,7 @@ EXIT_OK, EXIT_FATAL, EXIT_FAILURES = 0, 1, 2
 
 
 def build(args) -> int:
+    # deferred: the CLI loads a command's code when it runs
     from ..build import BuildOptions, build_store, dry_run
 
     options = BuildOptions(**model_values(args, BuildOptions))
@@ -46,6 +48,7 @@ def build(args) -> int:
 
 
 def info(args) -> int:
+    # deferred: the CLI loads a command's code when it runs
     from ..store import describe_store, format_store_info, open_store
 
     data = describe_store(open_store(args.store))
@@ -54,7 +57,7 @@ def info(args) -> int:
 
 
 def verify(args) -> int:
-    from ..store import verify_store
+    from ..store import verify_store  # deferred: the CLI loads a command's code when it runs
 
     if args.resign:
         return _resign(args.store)
@@ -69,8 +72,8 @@ def verify(args) -> int:
 
 
 def gc(args) -> int:
-    from .._core._errors import ConfigError
-    from ..build import gc_store
+    from .._core._errors import ConfigError  # deferred: the CLI loads a command's code when it runs
+    from ..build import gc_store  # deferred: the CLI loads a command's code when it runs
 
     try:
         found = gc_store(args.store, delete=args.delete)
@@ -90,7 +93,7 @@ def gc(args) -> int:
 
 
 def _resign(store) -> int:
-    from ..store import resign_store
+    from ..store import resign_store  # deferred: the CLI loads a command's code when it runs
 
     signed, problems = resign_store(store)
     for p in problems:
@@ -107,8 +110,9 @@ def _resign(store) -> int:
 
 
 def show(args) -> int:
+    # deferred: the CLI loads a command's code when it runs
     from .._core._pictures import show_window
-    from ..store import open_store
+    from ..store import open_store  # deferred: the CLI loads a command's code when it runs
 
     shown = show_window(
         open_store(args.store, cache_dir=args.cache_dir, cache_limit=args.cache_limit),
@@ -123,13 +127,13 @@ def show(args) -> int:
 
 
 def report(args) -> int:
-    from ..store import open_store
-    from ..viz import write_report
+    from ..store import open_store  # deferred: the CLI loads a command's code when it runs
+    from ..viz import write_report  # deferred: the CLI loads a command's code when it runs
 
     store = open_store(args.store)
     dataset = note = None
     if args.config is not None:  # the config's training dataset in the sampler preview
-        from ..train import config_dataset
+        from ..train import config_dataset  # deferred: the CLI loads a command's code when it runs
 
         dataset, note = config_dataset(args.config, store)
     path = write_report(
@@ -147,6 +151,7 @@ def report(args) -> int:
 
 
 def convert(args) -> int:
+    # deferred: the CLI loads a command's code when it runs
     from ..build import conversion_summary, convert_to_hdf5
 
     out = convert_to_hdf5(
@@ -157,6 +162,7 @@ def convert(args) -> int:
 
 
 def bench(args) -> int:
+    # deferred: the CLI loads a command's code when it runs
     from ..bench import format_bench, run_bench
 
     result = run_bench(
@@ -177,7 +183,7 @@ def bench(args) -> int:
 
 
 def models(args) -> int:
-    from ..models import describe
+    from ..models import describe  # deferred: the CLI loads a command's code when it runs
 
     rows = describe()
     if args.json:
@@ -191,7 +197,7 @@ def models(args) -> int:
 
 
 def predict(args) -> int:
-    from ..infer import predict_video
+    from ..infer import predict_video  # deferred: the CLI loads a command's code when it runs
 
     report = predict_video(
         args.checkpoint,
@@ -214,14 +220,17 @@ def predict(args) -> int:
 
 
 def export(args) -> int:
-    from ..infer import export_onnx
+    from ..infer import export_onnx  # deferred: the CLI loads a command's code when it runs
 
     print(export_onnx(args.checkpoint, args.onnx).summary())
     return EXIT_OK
 
 
 def estimate(args) -> int:
+    # deferred: the CLI loads a command's code when it runs
     from ..train import estimate as estimate_config
+
+    # deferred: the CLI loads a command's code when it runs
     from ..train import format_estimate, load_config, precheck_config
 
     precheck_config(args.config, args.overrides)
@@ -237,9 +246,10 @@ def train(args) -> int:
     """Stopped by Ctrl-C or SIGTERM, training saves ``last.pt`` where it stands; this prints one
     line saying where and the command that resumes, and exits with 130 (SIGINT) or 143.
     The config is checked before torch is imported: a refused one fails in milliseconds."""
-    from ..train import precheck_config
+    from ..train import precheck_config  # deferred: the CLI loads a command's code when it runs
 
     precheck_config(args.config, args.overrides)
+    # deferred: the CLI loads a command's code when it runs
     from ..train import TrainingInterrupted, run_training
 
     try:
@@ -276,6 +286,7 @@ def _resume_command(args, run_dir) -> str:
 
 
 def evaluate(args) -> int:
+    # deferred: the CLI loads a command's code when it runs
     from ..train import evaluate as evaluate_checkpoint
 
     result = evaluate_checkpoint(
@@ -292,8 +303,7 @@ def evaluate(args) -> int:
         frames=args.frames,
     )
     if args.reconstructions:
-        from pathlib import Path
-
+        # deferred: the CLI loads a command's code when it runs
         from ..train import write_reconstructions
 
         folder = Path(result["metrics_json"]).parent / "reconstructions"
@@ -310,6 +320,7 @@ def evaluate(args) -> int:
 
 
 def recalibrate(args) -> int:
+    # deferred: the CLI loads a command's code when it runs
     from ..train import recalibrate as recalibrate_checkpoint
 
     report = recalibrate_checkpoint(
@@ -327,6 +338,6 @@ def recalibrate(args) -> int:
 
 
 def demo(args) -> int:
-    from ..demo import run_demo
+    from ..demo import run_demo  # deferred: the CLI loads a command's code when it runs
 
     return run_demo(args.out, quick=args.quick)

@@ -26,6 +26,7 @@ def add_model_options(
 ) -> None:
     """One option of ``parser`` per field of ``model``; ``overrides`` (field name → keywords of
     ``add_argument``) replaces what is derived, e.g. ``{"stream": {"type": video_stream}}``."""
+    # deferred: the CLI loads a command's code when it runs
     from .._core._validate import field_type
 
     for name, field in model.model_fields.items():

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from .._core._sizes import DEFAULT_SIZE
 from .._version import __version__
+from . import _commands as run
 from ._build_flags import add_build_options
 from ._frames import add_recalibrate, frames_option
 
@@ -225,8 +226,6 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     line about to be parsed; build's options, generated from ``BuildOptions`` (the build
     package, pydantic), are added only when it names ``build`` or is not given, so that
     ``hyperframes --help`` and ``hyperframes info`` import neither."""
-    from . import _commands as run
-
     p = argparse.ArgumentParser(
         prog="hyperframes",
         description="Decode video once; serve hyperframes at memory speed.",

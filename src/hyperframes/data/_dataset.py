@@ -13,8 +13,10 @@ import torch
 from .._core._contract import model_frames
 from .._core._errors import ConfigError, DataError
 from ..sampling import Plan, VideoTable
+from ..store import read_boxes
 from ._buffers import BatchBuffers
 from ._cache_plan import CachePlan, plan_cache
+from ._collate import collate_targets
 from ._dataset_setup import (
     check_choices,
     check_memory,
@@ -24,6 +26,8 @@ from ._dataset_setup import (
     video_table,
 )
 from ._flow_geometry import follow_geometry
+from ._gpu_jpeg import CudaJpegReader
+from ._memory import InMemoryStore, held_dtype
 from ._pipeline import (
     BatchPlan,
     Recipe,
@@ -152,8 +156,6 @@ class HyperframeDataset(torch.utils.data.Dataset):
         ``decode_device`` (JPEGs decoded on the GPU); the store itself on disk without."""
         check_memory(memory, budget)
         if memory != "disk":
-            from ._memory import InMemoryStore
-
             device = "cpu" if memory == "ram" else memory
             self.cache_plan = self._plan_cache(budget, priority)
             hold = None if budget is None else self.cache_plan.videos
@@ -164,14 +166,11 @@ class HyperframeDataset(torch.utils.data.Dataset):
                     f"decode_device={decode_device!r} decodes a jpeg store read from disk; "
                     f"memory={memory!r} holds decoded frames already: give one or the other"
                 )
-            from ._gpu_jpeg import CudaJpegReader
 
             self.reader = CudaJpegReader(self.store, device=decode_device)
 
     def _plan_cache(self, budget: int | None, priority: str) -> CachePlan:
         """Which of this dataset's videos a memory cache of ``budget`` bytes holds."""
-        from ._memory import held_dtype
-
         videos, ids = self.store.videos, self.video_ids
         shapes = np.asarray(videos.shapes).reshape(-1, 3)[ids]
         per_frame = shapes.prod(axis=1) * held_dtype(self.store.dtype).itemsize
@@ -272,7 +271,6 @@ class HyperframeDataset(torch.utils.data.Dataset):
         drawn = self.recipe.draw(self.seed, plan, shapes[:, 1:])
         if drawn is None:
             return None
-        from ..store import read_boxes
 
         shape = (len(plan), plan.index.shape[1], int(shapes[0, 0]), *drawn.size)
         frames = self._buffer(shape)
@@ -330,7 +328,6 @@ class HyperframeDataset(torch.utils.data.Dataset):
         targets = [
             self._targets.target(v, g, pts[k], plan.mask[k]) for k, (v, g) in enumerate(pairs)
         ]
-        from ._collate import collate_targets
 
         flow = tracks.get("flow")
         window = model_frames(frames, self.layout, self.dtype, flow, alloc=self._take_float)

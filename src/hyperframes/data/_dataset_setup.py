@@ -14,6 +14,7 @@ import numpy as np
 from .._core._errors import ConfigError, DataError
 from .._core._layouts import PAD_LEAKS, list_layouts
 from ..sampling import PerFrame, VideoTable, change_score, create_sampler
+from ..store import open_store
 from ._targets import TARGETS, store_segments
 
 __all__ = [
@@ -34,8 +35,6 @@ DTYPES = ("uint8", "float32", "float16")
 def open_dataset_store(store, cache_dir=None, cache_limit: int | None = None):
     """``store`` opened (a path or URL, with its node-local cache), or as given (opened)."""
     if isinstance(store, str | os.PathLike):
-        from ..store import open_store
-
         return open_store(store, cache_dir=cache_dir, cache_limit=cache_limit)
     if cache_dir is not None or cache_limit is not None:
         raise ConfigError(

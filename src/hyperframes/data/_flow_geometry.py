@@ -9,12 +9,15 @@ import torch
 from .._core._errors import ConfigError
 from .transforms import (
     CenterCrop,
+    ColorJitter,
     ContractCrop,
+    Normalize,
     RandomAffine,
     RandomCrop,
     RandomHorizontalFlip,
     RandomResizedCrop,
     Resize,
+    ToFloat,
     Window,
 )
 
@@ -92,6 +95,4 @@ def follow_geometry(transform, window: Window, flow: torch.Tensor, generator) ->
 
 
 def _photometric(step) -> bool:
-    from .transforms import ColorJitter, Normalize, ToFloat
-
     return isinstance(step, ColorJitter | Normalize | ToFloat)

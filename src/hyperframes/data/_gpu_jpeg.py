@@ -56,7 +56,7 @@ class CudaJpegReader:
         return self.store.flow_scores(video)
 
     def _decode(self, encoded: list[np.ndarray]) -> list[torch.Tensor]:
-        from torchvision.io import ImageReadMode, decode_jpeg
+        from torchvision.io import ImageReadMode, decode_jpeg  # deferred: optional/heavy dependency
 
         data = [torch.from_numpy(np.array(e, np.uint8)) for e in encoded]  # writable copies
         return decode_jpeg(data, mode=ImageReadMode.RGB, device=self.device)

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 import torch
 import torch.utils.data
 
+from .._core._errors import ConfigError
 from .._core._layouts import KeyframeWindow
 from ._collate import collate_targets, collate_track, collate_windows
 from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
@@ -115,7 +117,6 @@ class _Lookahead:
     declines one (its byte budget is full); the depth thus follows ``budget``."""
 
     def __init__(self, keys: Iterator, dataset, budget: int):
-        from collections import deque
 
         self.keys, self.dataset, self.budget = keys, dataset, budget
         self.store = _remote_store(dataset) if budget > 0 else None
@@ -280,7 +281,6 @@ class ThreadLoader(_Resumable):
         return self._counted(self._batches())
 
     def _batches(self) -> Iterator[HyperframeBatch]:
-        from collections import deque
 
         keys = _Lookahead(iter(self.batch_sampler), self.dataset, self.read_ahead)
         pending: deque = deque()
@@ -341,8 +341,6 @@ def loader(
     ``read_ahead`` (threads mode, a store at a URL): bytes of the next batches' ranges fetched
     in the background while the current ones are read and used (0: none); dropped at the
     epoch's end and on ``set_epoch`` (:mod:`hyperframes.remote._ahead`)."""
-    from .._core._errors import ConfigError
-
     if mode not in ("threads", "processes"):
         raise ConfigError(f"unknown loader mode {mode!r}; choose threads or processes")
     if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:

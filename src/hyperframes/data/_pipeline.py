@@ -79,7 +79,7 @@ def plan_batch(dataset, indices: Sequence) -> BatchPlan:
     """Plan every item of ``indices`` (ints or (epoch, item)) of ``dataset``: the sampler's
     :meth:`~hyperframes.sampling.Sampler.plan_columns`, all items at once (``dataset.plan``
     item by item where a subclass plans its own way)."""
-    from ._dataset import HyperframeDataset
+    from ._dataset import HyperframeDataset  # deferred: import cycle
 
     keys = [dataset._key(i) for i in indices]
     epochs = np.asarray([k[0] for k in keys], np.int64)
@@ -258,7 +258,7 @@ def jitter_batch(frames: np.ndarray, factors: np.ndarray) -> None:
     uint8 arithmetic with saturation (``convertScaleAbs`` for brightness, whose results are
     never negative, ``addWeighted`` for the rest: two to three times faster than a lookup
     table, which gathers byte by byte)."""
-    import cv2
+    import cv2  # deferred: optional/heavy dependency
 
     b, t, c, h, w = frames.shape
     hw = h * w

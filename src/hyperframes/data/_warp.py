@@ -67,7 +67,7 @@ def _sample_at(img: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     machine; other devices keep ``grid_sample``."""
     if img.device.type != "cpu" or flow.device.type != "cpu":
         return _grid_sample_at(img, flow)
-    import cv2
+    import cv2  # deferred: optional/heavy dependency
 
     n, _, h, w = flow.shape
     src = img.float().contiguous().numpy()
@@ -281,7 +281,7 @@ def crop_flow(
             out[k] = part.flip(-1) if fl[k] else part
         out[torch.from_numpy(np.flatnonzero(fl)), :, 0] *= -1.0  # the scale is 1 but for dx
         return out
-    import cv2
+    import cv2  # deferred: optional/heavy dependency
 
     m = box_to_frame(b, (oh, ow), fl)  # output pixel -> frame pixel
     # frame pixel x -> flow pixel (x + 0.5) w / W - 0.5 (pixel centres, any resolution)
@@ -340,7 +340,7 @@ def _warp_planes(
     ``key_to_frame[t] p`` (a homography), or at ``p + flow[t](p)``. Several times faster
     here than a float ``grid_sample`` with its conversions both ways, within a grey level
     or two of it."""
-    import cv2
+    import cv2  # deferred: optional/heavy dependency
 
     t, c, h, w = frames.shape
     if c > 4:  # OpenCV warps up to 4 interleaved channels at once

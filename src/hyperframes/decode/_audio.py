@@ -30,6 +30,7 @@ import numpy as np
 
 from .._core._errors import DecodeError, InputError
 from ._base import DecodeReport, check_path
+from ._pyav import decoded_frames
 
 __all__ = ["AUDIO_LAYOUTS", "AUDIO_MARGIN_SECONDS", "AudioStream", "DecodedAudio", "decode_audio"]
 
@@ -106,9 +107,7 @@ class AudioStream:
 
     def blocks(self) -> Iterator[np.ndarray]:
         """float32 ``(channels, n)`` blocks of the kept samples, in order."""
-        import av
-
-        from ._pyav import decoded_frames
+        import av  # deferred: optional/heavy dependency
 
         rate = self.sample_rate
         resampler = av.AudioResampler(format="fltp", layout=AUDIO_LAYOUTS[self.channels], rate=rate)
@@ -187,7 +186,7 @@ def stream_audio(
     ``(t0, t1)``: keep only the samples from ``t0`` to ``t1`` (the source's seconds), with
     :data:`AUDIO_MARGIN_SECONDS` either side. ``report``: count the decoder's error signals
     there and decode through them (else damage is a DecodeError)."""
-    import av
+    import av  # deferred: optional/heavy dependency
 
     if channels not in AUDIO_LAYOUTS:
         raise ValueError(f"channels must be 1 or 2, got {channels}")

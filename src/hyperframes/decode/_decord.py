@@ -35,7 +35,7 @@ class DecordDecoder(LibraryDecoder):
     name = "decord"
 
     def __init__(self):
-        import decord
+        import decord  # deferred: optional/heavy dependency
 
         self._decord = decord
 

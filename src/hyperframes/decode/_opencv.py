@@ -32,7 +32,7 @@ class OpenCVDecoder(LibraryDecoder):
     name = "opencv"
 
     def __init__(self):
-        import cv2
+        import cv2  # deferred: optional/heavy dependency
 
         self._cv2 = cv2
 

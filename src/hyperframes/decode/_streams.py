@@ -35,7 +35,7 @@ class VideoStreamHeader:
 
 def list_video_streams(container) -> list[VideoStreamHeader]:
     """The video streams of an open PyAV container, in file order."""
-    import av
+    import av  # deferred: optional/heavy dependency
 
     attached = int(av.stream.Disposition.attached_pic)
     out = []

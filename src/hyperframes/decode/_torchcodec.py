@@ -36,9 +36,9 @@ class TorchCodecDecoder(LibraryDecoder):
 
     def __init__(self):
         try:
-            import torchcodec
-            from torchcodec import _core
-            from torchcodec.decoders import VideoDecoder
+            import torchcodec  # deferred: optional/heavy dependency
+            from torchcodec import _core  # deferred: optional/heavy dependency
+            from torchcodec.decoders import VideoDecoder  # deferred: optional/heavy dependency
 
             # the import is lazy about the native library: ask for FFmpeg's versions so that
             # missing FFmpeg libraries show here, not at the first frame

@@ -26,6 +26,7 @@ from ..bench import plan_windows, time_onthefly, time_store
 from ..build import BuildOptions, build_store
 from ..store import describe_store, format_store_info, open_store
 from ._synthetic import make_motion_dataset
+from ._train_demo import run_training_demo
 
 
 def _say(msg: str) -> None:
@@ -104,7 +105,6 @@ def run_demo(out: str | os.PathLike = "demo_out", *, quick: bool = False) -> int
         "[6/6] training: hyperframes (T=8) vs single frames, keyframe+aggregator vs one frame, "
         "six classes with and without flow"
     )
-    from ._train_demo import run_training_demo
 
     training = run_training_demo(out / "training", quick=quick, progress=True)
     report = {**training, "store": result}

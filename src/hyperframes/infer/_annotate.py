@@ -113,7 +113,7 @@ class VideoAnnotator:
 
     # -- drawing ----------------------------------------------------------------------------
     def _open(self, height: int, width: int) -> None:
-        import av
+        import av  # deferred: optional/heavy dependency
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = self.path.with_name(f".{self.path.stem}.partial{self.path.suffix or '.mp4'}")
@@ -126,7 +126,7 @@ class VideoAnnotator:
         self._size = (height, width)
 
     def _write(self, rgb: np.ndarray, pred: Prediction | None) -> None:
-        import av
+        import av  # deferred: optional/heavy dependency
 
         h, w = rgb.shape[0] // 2 * 2, rgb.shape[1] // 2 * 2  # yuv420p: even sizes
         if h < 2 or w < 2:
@@ -136,7 +136,7 @@ class VideoAnnotator:
         # set by _open
         assert self._container is not None and self._stream is not None and self._size is not None
         if (h, w) != self._size:  # a size change mid-stream: fit to the first size
-            from ..decode import resize_rgb
+            from ..decode import resize_rgb  # deferred: pulls av
 
             rgb = resize_rgb(rgb, self._size)
         image = self._draw(np.ascontiguousarray(rgb[: self._size[0], : self._size[1]]), pred)
@@ -147,7 +147,7 @@ class VideoAnnotator:
         self.written += 1
 
     def _draw(self, rgb: np.ndarray, pred: Prediction | None) -> np.ndarray:
-        from PIL import Image, ImageDraw, ImageFont
+        from PIL import Image, ImageDraw, ImageFont  # deferred: optional/heavy dependency
 
         if pred is None:
             return rgb
@@ -175,7 +175,7 @@ class VideoAnnotator:
         return np.asarray(image)
 
     def _overlay(self, rgb: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        from PIL import Image
+        from PIL import Image  # deferred: optional/heavy dependency
 
         h, w = rgb.shape[:2]
         if mask.shape != (h, w):

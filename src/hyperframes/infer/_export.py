@@ -37,8 +37,10 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from .. import models
 from .._core._contract import InputContract
 from .._core._errors import ConfigError, HyperframesError
+from ..models import to_layout
 from ._load import InferenceModel, load_inference_model
 from ._recipe import preprocessing_recipe, write_sidecar
 
@@ -92,8 +94,6 @@ class ExportReport:
 
 def onnx_models(available_only: bool = True) -> list[str]:
     """Registered models whose registry entry says ONNX export reproduces them."""
-    from .. import models
-
     return [
         s.name
         for s in (models.get_spec(n) for n in models.list_models())
@@ -111,8 +111,6 @@ class _TwoInputGraph(nn.Module):
         self.model, self.pair = model, pair
 
     def forward(self, first: Tensor, second: Tensor) -> Tensor:
-        from .. import models
-
         return self.model(getattr(models, self.pair)(first, second))
 
 
@@ -130,8 +128,6 @@ def _inputs(
 ):
     """Example graph inputs: random uint8 frames prepared by ``contract``, or (a bare model)
     random normal values in ``layout``."""
-    from ..models import to_layout
-
     g = torch.Generator().manual_seed(seed)
     t = getattr(model, "frames", 8)
     c = getattr(model, "in_channels", 3)
@@ -290,8 +286,6 @@ def _weight_bytes(model: nn.Module) -> int:
 
 
 def _check_onnx_flag(name: str) -> None:
-    from .. import models
-
     try:
         spec = models.get_spec(name)
     except ConfigError:
@@ -326,7 +320,7 @@ def _export_size(size: Any, contract: InputContract | None) -> tuple[int, int]:
 def _check(
     graph, path, layout, model, batch, hw, seed, names, contract, output="logits"
 ) -> tuple[float, int]:
-    import onnxruntime as ort
+    import onnxruntime as ort  # deferred: optional/heavy dependency
 
     args, _ = _inputs(model, layout, batch, hw, seed, contract)
     opts = ort.SessionOptions()

@@ -32,6 +32,7 @@ import torch
 
 from .._core._atomic import write_atomic, write_json_atomic
 from .._core._errors import InputError
+from ..models import bicubic_upscale, neighbour_blend
 from ._load import InferenceModel
 from ._video import PredictReport
 
@@ -61,7 +62,7 @@ class _Windows:
 
     def make(self, held: list[torch.Tensor], first: int):
         """``(model window (T, 3, h, w) uint8, name, source frames, real frame or None)``."""
-        from ..train import downscale
+        from ..train import downscale  # deferred: import cycle
 
         k = self.t // 2
         if self.kind == "interpolation":
@@ -82,8 +83,6 @@ class _Windows:
 
 
 def _baseline(kind: str, window: torch.Tensor, factor: int) -> torch.Tensor:
-    from ..models import bicubic_upscale, neighbour_blend
-
     x = window.to(torch.float32) / 255
     if kind == "interpolation":
         return neighbour_blend(x)
@@ -134,7 +133,7 @@ class _FrameWriter:
 
 def _scores(kind: str, window: torch.Tensor, frame: torch.Tensor, real: torch.Tensor, factor: int):
     """PSNR and SSIM of the model's ``frame`` and of the baseline against the ``real`` one."""
-    from ..train import psnr, ssim
+    from ..train import psnr, ssim  # deferred: import cycle
 
     truth = real[None].to(torch.float32) / 255
     base = _baseline(kind, window[None], factor)
@@ -158,7 +157,7 @@ def predict_frames(
 ) -> PredictReport:
     """Run a frame-task model over ``video`` and write its frames as PNG into ``out`` (default
     ``<video stem>_predict``); see the module doc."""
-    from ..decode import create_decoder
+    from ..decode import create_decoder  # deferred: pulls av
 
     contract, video = loaded.contract, Path(video)
     ft = contract.frame_task

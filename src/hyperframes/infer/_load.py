@@ -34,6 +34,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .. import models
 from .._core._contract import InputContract
 from .._core._device import resolve_device
 from ..train import load_checkpoint, rebuild_model
@@ -86,8 +87,6 @@ def load_inference_model(
     whose layers are built for their T); errors are
     :class:`InputError` (not a checkpoint, weights that do not fit) or :class:`ConfigError`.
     """
-    from .. import models
-
     device = resolve_device(device)
     state = load_checkpoint(checkpoint)
     model, contract = rebuild_model(state, device=device, size=size, fps=fps, frames=frames)

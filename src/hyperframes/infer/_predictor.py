@@ -50,6 +50,7 @@ from torch import Tensor, nn
 
 from .._core._contract import InputContract
 from .._core._errors import ConfigError, InputError
+from ..models import other_frames_refusal
 from ._load import InferenceModel, load_inference_model
 from ._prediction import Prediction
 from ._reuse import FrameSplit, split_model
@@ -111,7 +112,6 @@ def _check_predictor_options(
             "Build a store of the videos (hyperframes build --audio/--flow) and evaluate "
             "there (hyperframes eval)"
         )
-    from ..models import other_frames_refusal
 
     why = other_frames_refusal(model, contract.frames)
     if why is not None:
@@ -235,7 +235,7 @@ class Predictor:
     # -- state ------------------------------------------------------------------------------
     def reset(self) -> None:
         """Forget the stream: the next frame pushed starts a new one."""
-        from ..decode import FpsResampler
+        from ..decode import FpsResampler  # deferred: pulls av
 
         fps = self.contract.fps
         self._resampler = FpsResampler(fps) if fps else None
@@ -336,7 +336,7 @@ class Predictor:
         if isinstance(frame, np.ndarray):
             h, w = self.frame_size(*frame.shape[:2])
             if frame.shape[:2] != (h, w):
-                from ..decode import resize_rgb
+                from ..decode import resize_rgb  # deferred: pulls av
 
                 frame = resize_rgb(frame, (h, w))
             rgb = frame

@@ -201,7 +201,7 @@ def _onnx_metadata(loaded: InferenceModel, recipe: dict) -> dict[str, str]:
 def _record_metadata(path: Path, loaded: InferenceModel, recipe: dict) -> None:
     """Write :func:`_onnx_metadata` into the ONNX file's ``metadata_props`` (replacing entries of
     the same keys); external weights stay where the exporter put them."""
-    import onnx
+    import onnx  # deferred: optional/heavy dependency
 
     proto = onnx.load(str(path), load_external_data=False)
     values = _onnx_metadata(loaded, recipe)

@@ -31,6 +31,8 @@ import torch
 
 from .._core._atomic import write_bytes_atomic, write_json_atomic
 from .._core._errors import ConfigError, InputError
+from ..train import masked_patch_errors, picture_png, reconstruction_rows
+from ..train import masked_psnr as psnr
 from ._load import InferenceModel
 from ._video import PredictReport, choose_decoder
 
@@ -43,7 +45,7 @@ DEFAULT_WINDOWS = 16
 def _grid(loaded: InferenceModel, video: Path, decoder: str, counter: list[int]):
     """Yield ``(source frame, (3, H, W) uint8 model-size frame)`` of the model's frame grid;
     ``counter[0]`` counts the frames decoded."""
-    from ..decode import FpsResampler, create_decoder
+    from ..decode import FpsResampler, create_decoder  # deferred: pulls av
 
     contract = loaded.contract
     resampler = FpsResampler(contract.fps) if contract.fps else None
@@ -87,9 +89,6 @@ def _windows(loaded: InferenceModel, video: Path, decoder: str, stride: int, cou
 def _write(loaded: InferenceModel, pending: list, out: Path) -> list[dict]:
     """Run the ``pending`` windows ``(source frames, uint8 window)`` one a call (each gets the
     model's seeded mask), write their pictures into ``out``; their rows; ``pending`` emptied."""
-    from ..train import masked_patch_errors, picture_png, reconstruction_rows
-    from ..train import masked_psnr as psnr
-
     model, contract = loaded.model.eval(), loaded.contract
     frames = torch.stack([w for _, w in pending])
     with torch.inference_mode():
@@ -129,7 +128,7 @@ def predict_reconstructions(
     (default ``<video stem>_predict``): at most ``windows`` (None: :data:`DEFAULT_WINDOWS`),
     decoded by ``decoder`` (None: the contract's, see :func:`choose_decoder`); see the module
     doc."""
-    from ..decode import create_decoder
+    from ..decode import create_decoder  # deferred: pulls av
 
     if loaded.task != "masked_video":
         raise InputError(f"{loaded.path}: a {loaded.task} model, not a masked_video one")

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from ..models import CNNLSTM, TSM, TSN, consensus
+
 __all__ = ["FrameSplit", "split_model"]
 
 
@@ -55,8 +57,6 @@ class FrameSplit:
 
 
 def _tsn(model) -> FrameSplit:
-    from ..models import consensus
-
     def head(f: Tensor) -> Tensor:
         scores = model.head(model.dropout(f))
         att = model.attention(f).squeeze(-1) if model.attention is not None else None
@@ -91,8 +91,6 @@ def _tsm(model) -> FrameSplit:
 
 
 def _known() -> list[tuple[type[nn.Module], Callable[[nn.Module], FrameSplit]]]:
-    from ..models import CNNLSTM, TSM, TSN
-
     return [(TSN, _tsn), (CNNLSTM, _lstm), (TSM, _tsm)]
 
 

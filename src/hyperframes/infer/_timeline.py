@@ -95,8 +95,9 @@ def plot_timeline(
 ) -> Path:
     """A PNG of ``values`` (N, K) over ``times`` (N,), one line per class (the ``max_classes``
     with the highest peaks). Uses matplotlib's Agg canvas; the global backend is untouched."""
+    # deferred: optional/heavy dependency
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # deferred: optional/heavy dependency
 
     path = Path(path)
     fig = Figure(figsize=(10, 4), dpi=100)

@@ -7,6 +7,7 @@ is :func:`predict_video`; :func:`iter_predictions` is the same loop as a generat
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,9 +16,12 @@ from typing import Any
 
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, InputError
+from ..train import hidden_picture, takes_recipe
+from ._annotate import VideoAnnotator
 from ._load import load_inference_model
 from ._prediction import Prediction
 from ._predictor import Predictor, check_options
+from ._timeline import TimelineWriter
 
 __all__ = ["PredictReport", "iter_predictions", "predict_video"]
 
@@ -33,7 +37,7 @@ def iter_predictions(
 
     ``on_frame(decoded_frame)`` is called for every decoded frame before it is pushed.
     """
-    from ..decode import create_decoder
+    from ..decode import create_decoder  # deferred: pulls av
 
     dec = create_decoder(decoder)
     predictor.reset()
@@ -117,7 +121,7 @@ def predict_video(
     """
     check_options(stride, ema, batch_size)
     device = resolve_device(device)
-    from ..decode import create_decoder
+    from ..decode import create_decoder  # deferred: pulls av
 
     video = Path(video)
     loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device, frames=frames)
@@ -142,8 +146,6 @@ def predict_video(
     predictor.notes += said
     info = create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
     out = Path(out) if out is not None else Path(f"{video.stem}_predict")
-    from ._annotate import VideoAnnotator
-    from ._timeline import TimelineWriter
 
     meta = _timeline_meta(predictor, video, decoder, info, stride=stride, ema=ema)
     writer = TimelineWriter(out, predictor.classes, task=predictor.task, meta=meta, top_k=top_k)
@@ -158,13 +160,13 @@ def _predict_pictures(
     """What :func:`predict_video` writes for a model that predicts no classes: a masked_video
     model's reconstructions, an interpolation or super-resolution model's frames, as PNG."""
     if loaded.task == "masked_video":
-        from ._reconstruct import predict_reconstructions
+        from ._reconstruct import predict_reconstructions  # deferred: import cycle
 
         return predict_reconstructions(
             loaded, video, out=out, stride=stride, decoder=decoder, windows=reconstructions
         )
-    from ..decode import create_decoder
-    from ._frames import predict_frames
+    from ..decode import create_decoder  # deferred: pulls av
+    from ._frames import predict_frames  # deferred: import cycle
 
     decoder, _ = choose_decoder(loaded.contract.decoder, decoder)
     create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early
@@ -206,9 +208,7 @@ class _FrameCounter:
     def __init__(self, annotator, total: int | None) -> None:
         self.decoded, self.annotator, self.bar = 0, annotator, None
         if total is not None:
-            import sys
-
-            from tqdm import tqdm
+            from tqdm import tqdm  # deferred: optional/heavy dependency
 
             self.bar = tqdm(total=total, unit="frame", desc="predict", file=sys.stderr)
 
@@ -279,9 +279,8 @@ def choose_decoder(recorded: dict | None, asked: str | None) -> tuple[str, list[
     """(the decoder predict uses, notes): ``asked`` if given (a warning on stderr when it is
     not the ``recorded`` one, the decoder that built the model's store), else the recorded
     one, else pyav. A version other than the recorded one is said too."""
-    import sys
 
-    from ..decode import create_decoder
+    from ..decode import create_decoder  # deferred: pulls av
 
     notes: list[str] = []
     name = asked or (recorded["name"] if recorded else "pyav")
@@ -315,8 +314,6 @@ def choose_decoder(recorded: dict | None, asked: str | None) -> tuple[str, list[
 def _hidden_picture(predictor, out: Path) -> Path | None:
     """For a keyframe model: ``out/hidden.png``, the first window's K_t beside the PCA
     picture of its H_t (what G makes of the context; see ``train._keyframe_recipe``)."""
-    from ..train import hidden_picture, takes_recipe
-
     window = getattr(predictor, "first_window", None)
     if window is None or not takes_recipe(predictor.model):
         return None

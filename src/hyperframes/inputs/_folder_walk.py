@@ -88,7 +88,7 @@ def _is_frame_dir(path: str | os.PathLike[str]) -> bool:
 def _why_not_a_video(path: str | os.PathLike) -> str | None:
     """``None`` when FFmpeg finds a video stream in the file's content, else why it is not a
     video (the reason a build's ``skipped`` row gives)."""
-    import av
+    import av  # deferred: optional/heavy dependency
 
     try:
         with open(path, "rb") as f:

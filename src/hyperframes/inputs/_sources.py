@@ -142,7 +142,7 @@ def scan_inputs(
     shapes; an ambiguous ``data`` asks for one). ``root``: the folder an annotation's paths are
     relative to (default: the annotation file's folder). The formats and how each assigns
     class ids: :func:`hyperframes.inputs._formats.list_input_formats`."""
-    from ._formats import read_inputs
+    from ._formats import read_inputs  # deferred: import cycle
 
     return read_inputs(data, input_format=input_format, root=root)
 

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .._core._errors import ConfigError, DataError
+from ..store import open_store
 
 try:  # an optional dependency: imported by this module, which only an mmaction2 user imports
     from mmaction.registry import TRANSFORMS
@@ -59,8 +60,6 @@ def _store(path: str):
     key = f"{os.getpid()}:{path}"
     with _LOCK:
         if key not in _STORES:
-            from ..store import open_store
-
             _STORES[key] = open_store(path)
         return _STORES[key]
 
@@ -127,7 +126,7 @@ class HyperframeSampleFrames(BaseTransform):
     def _dataset(self, path: str):
         """The dataset planning the windows, and each video's items (made once per store)."""
         if self._planned is None or self._planned[0] != path:
-            from ..data import HyperframeDataset
+            from ..data import HyperframeDataset  # deferred: pulls pydantic, torchvision
 
             ds = HyperframeDataset(
                 path, self.sampler, self.frames, self.seed, sampler_options=self.options

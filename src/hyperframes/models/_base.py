@@ -29,6 +29,7 @@ from torch.utils.checkpoint import checkpoint
 from .._core._errors import ConfigError, DataError
 from .._core._layouts import LAYOUTS, KeyframeWindow
 from .._core._layouts import to_layout as _to_layout
+from ._weights import adapt_state_dict
 
 __all__ = [
     "LAYOUTS",
@@ -213,8 +214,6 @@ class VideoModel(nn.Module):
     # -- pretrained weights -----------------------------------------------------------------
     def map_pretrained(self, state_dict: Mapping[str, Tensor]) -> dict[str, Tensor]:
         """Rename / inflate a foreign state dict into this model's keys (see class doc)."""
-        from ._weights import adapt_state_dict
-
         return adapt_state_dict(
             state_dict,
             self.state_dict(),

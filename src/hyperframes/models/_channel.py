@@ -108,7 +108,7 @@ class ChannelFusion(VideoModel):
         self.backbone_name = backbone
         self.is_timm = timm
         if timm:
-            import timm as timm_lib
+            import timm as timm_lib  # deferred: optional/heavy dependency
 
             try:
                 net = timm_lib.create_model(

@@ -139,7 +139,7 @@ class VideoTransformer(VideoModel):
         what was done is kept in ``pretrained_notes``); any other: the default mapping."""
         if not any(k.startswith("encoder.") for k in state_dict):
             return super().map_pretrained(state_dict)
-        from ._mae import encoder_weights
+        from ._mae import encoder_weights  # deferred: import cycle
 
         out, self.pretrained_notes = encoder_weights(dict(state_dict), self.state_dict())
         return out

@@ -62,7 +62,7 @@ def filesystem(url: str):
             fs = _fs_cache.get(key)
             if fs is None:
                 try:
-                    import fsspec
+                    import fsspec  # deferred: optional/heavy dependency
                 except ImportError:
                     raise ConfigError(
                         f"{url}: reading a store from object storage needs the s3 extra; "

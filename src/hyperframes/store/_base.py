@@ -128,7 +128,7 @@ class StoreBase(TrackMethods):
 
     def read(self, video, frame_indices):
         """Frames of ``video`` as a torch tensor ``(len(frame_indices), C, H, W)``."""
-        import torch
+        import torch  # deferred: optional/heavy dependency
 
         return torch.from_numpy(self.read_numpy(video, frame_indices))
 

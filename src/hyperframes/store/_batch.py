@@ -45,7 +45,7 @@ class BatchReads(StoreBase):
         pixels; default: the centred box of ``size``) and resized to ``size`` into one
         (B, T, C, h, w) tensor, whatever the stored shapes (:mod:`hyperframes.store._crop`).
         """
-        import torch
+        import torch  # deferred: optional/heavy dependency
 
         reqs = [(self._video_id(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
         for v, ix in reqs:
@@ -112,7 +112,7 @@ class BatchReads(StoreBase):
 
     def _read_boxes(self, reqs, size, boxes, out):
         """``read_batch`` with ``size`` / ``boxes``."""
-        import torch
+        import torch  # deferred: optional/heavy dependency
 
         if size is None:
             raise DataError("read_batch: boxes= needs size= (h, w), the size they resize to")

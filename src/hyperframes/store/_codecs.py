@@ -14,6 +14,8 @@ array and transposes once); one whose chunks are short to decode (lz4: ~20 µs) 
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import dataclasses
 import threading
 from collections.abc import Callable
@@ -85,10 +87,8 @@ def _lz4_decompress_into() -> Callable | None:
     (which releases the GIL): a chunk decompresses straight into the caller's array, where
     ``lz4.block.decompress`` returns a new bytes object per chunk to be copied again (measured:
     1.45x the windows/s of that). None when neither is found: then ``lz4.block.decompress``."""
-    import ctypes
-    import ctypes.util
 
-    import lz4.block
+    import lz4.block  # deferred: optional/heavy dependency
 
     for lib in (getattr(lz4.block._block, "__file__", None), ctypes.util.find_library("lz4")):
         if not lib:
@@ -105,7 +105,7 @@ def _lz4_decompress_into() -> Callable | None:
 
 @register_codec("lz4")
 def _lz4(chunk_frames: int = 4, **_: object) -> Codec:
-    import lz4.block
+    import lz4.block  # deferred: optional/heavy dependency
 
     into = _lz4_decompress_into()
 
@@ -143,7 +143,7 @@ def _lz4(chunk_frames: int = 4, **_: object) -> Codec:
 
 @register_codec("zstd")
 def _zstd(chunk_frames: int = 4, level: int = 3, **_: object) -> Codec:
-    import zstandard
+    import zstandard  # deferred: optional/heavy dependency
 
     local = threading.local()
 
@@ -169,7 +169,7 @@ def _zstd(chunk_frames: int = 4, level: int = 3, **_: object) -> Codec:
 
 @register_codec("jpeg")
 def _jpeg(quality: int = 90, subsampling: str = "420", **_: object) -> Codec:
-    import simplejpeg
+    import simplejpeg  # deferred: optional/heavy dependency
 
     if not 1 <= int(quality) <= 100:
         raise ConfigError(f"jpeg quality must be within 1..100, got {quality}")

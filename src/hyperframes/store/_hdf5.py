@@ -184,7 +184,7 @@ class H5Index(IndexSource):
         )
 
     def check_datasets(self, n_videos: int) -> None:
-        import h5py
+        import h5py  # deferred: optional/heavy dependency
 
         group = self.h5.get("videos")
         if not isinstance(group, h5py.Group) or len(group) != n_videos:
@@ -210,7 +210,7 @@ class H5Store(StoreBase):
     path: Path
 
     def __init__(self, path: str | os.PathLike, *, check: Check = None):
-        import h5py
+        import h5py  # deferred: optional/heavy dependency
 
         check_option(check)
         self.path = Path(path)
@@ -421,7 +421,7 @@ class H5Store(StoreBase):
 
     def read_batch(self, requests: Sequence[tuple], *, out=None):
         """As :meth:`hyperframes.store.Store.read_batch`."""
-        import torch
+        import torch  # deferred: optional/heavy dependency
 
         reqs = [(self._video_id(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
         reqs = [(i, self._check_indices(i, ix)) for i, ix in reqs]

@@ -71,6 +71,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .. import models
 from .._core._atomic import keep_previous, write_atomic
 from .._core._checksum import (
     CHECKPOINT_FORMAT,
@@ -88,6 +89,7 @@ from ._config import (
     check_field,
 )
 from ._contract import check_frame_size, resolve_contract
+from ._frames import at_frames, built_frames
 
 __all__ = [
     "FORMAT",
@@ -319,8 +321,6 @@ def load_weights(model: nn.Module, state: Mapping) -> None:
 
 def _model_entry(state: Mapping, contract: InputContract) -> tuple[str, int, dict, list[str]]:
     """(name, num_classes, options, classes) of a checkpoint's model."""
-    from .. import models
-
     path = state.get("path", "")
     mcfg = state["config"].get("model") or {}
     if not isinstance(mcfg, Mapping):
@@ -359,9 +359,6 @@ def rebuild_model(
     ``device``) and its :class:`InputContract` (``overrides``: see
     :func:`~hyperframes._core._contract.resolve_contract`; the contract's classes are the model's).
     :class:`InputError` when the config does not build a model the weights fit."""
-    from .. import models
-    from ._frames import at_frames, built_frames
-
     path = state.get("path", "")
     frames = overrides.pop("frames", None)  # windows of another T (models that take any)
     try:
@@ -398,8 +395,6 @@ def _shape_mismatch(
     weights differ from it, or None: ``model.options`` such as ``hidden_size: 10**9`` are
     refused here instead of allocated (every registered family builds on ``meta``; a test
     says so)."""
-    from .. import models
-
     try:
         with torch.device("meta"):
             ghost = models.create(name, num_classes=num_classes, frames=frames, **options)

@@ -40,6 +40,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel
 
+from .._core._atomic import write_text_atomic
 from .._core._errors import ConfigError
 from .._core._validate import did_you_mean, show, validate, validate_field
 from ._config_checks import check_clips, cross_checks, resolve_paths
@@ -322,7 +323,5 @@ def precheck_config(source: str | os.PathLike | dict, overrides: list[str] | Non
 
 def save_config(cfg: Config, path: str | os.PathLike) -> Path:
     """Write the resolved config (every key, defaults included) as YAML, atomically."""
-    from .._core._atomic import write_text_atomic
-
     text = yaml.safe_dump(cfg.to_dict(), sort_keys=False, default_flow_style=None)
     return write_text_atomic(Path(path), text)

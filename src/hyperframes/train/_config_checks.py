@@ -34,7 +34,7 @@ def check_clips(key: str, options: Mapping) -> None:
 
 def _check_tracks(cfg: Config, spec) -> None:
     """data.audio / data.flow / data.register against the model."""
-    from ._contract import model_takes_audio
+    from ._contract import model_takes_audio  # deferred: pulls torchvision
 
     d, name = cfg.data, cfg.model.name
     options = spec.options()
@@ -71,7 +71,7 @@ def _check_tracks(cfg: Config, spec) -> None:
                     "is used)"
                 )
     if d.audio is not None:
-        from ..data import resolve_audio
+        from ..data import resolve_audio  # deferred: pulls torchvision
 
         try:
             resolve_audio(dict(d.audio_options))
@@ -91,7 +91,7 @@ def _check_norm(cfg: Config, spec) -> None:
 
 def cross_checks(cfg: Config) -> None:
     """What the sections cannot check alone (module doc); ConfigError naming the keys."""
-    from ..models import get_spec
+    from ..models import get_spec  # deferred: pulls torchvision
 
     try:
         spec = get_spec(cfg.model.name)
@@ -126,7 +126,7 @@ def cross_checks(cfg: Config) -> None:
 def _check_samplers(cfg: Config) -> None:
     """``data.sampler`` / ``data.val_sampler`` build with their options, and the training
     sampler draws ``data.repeats`` / ``data.clips_per_video`` windows of a video."""
-    from ..sampling import create_sampler
+    from ..sampling import create_sampler  # deferred: pulls numpy
 
     for key, name, opts in (
         ("data.sampler", cfg.data.sampler, cfg.data.sampler_options),
@@ -245,7 +245,7 @@ def _check_seg_augmentation(cfg: Config) -> None:
 
 def _check_augmentation(cfg: Config) -> None:
     """The augmentation builds: its ranges are ranges, RandomAffine accepts ``affine``."""
-    from ._data import train_transform
+    from ._data import train_transform  # deferred: pulls torchvision
 
     aug = cfg.data.augmentation
     if aug.scale[0] > aug.scale[1] or aug.scale[1] <= 0:
@@ -271,7 +271,7 @@ def _check_augmentation(cfg: Config) -> None:
 def _check_task(cfg: Config, spec) -> None:
     """``train.task``: a registered task that the model's outputs fit (a classification
     model's logits serve ``multilabel`` too), with only the options it honours."""
-    from ._tasks import get_task, list_tasks
+    from ._tasks import get_task, list_tasks  # deferred: pulls torchvision
 
     name = cfg.train.task
     if name not in list_tasks():

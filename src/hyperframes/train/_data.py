@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from .._core._contract import InputContract
 from .._core._errors import ConfigError
-from ..data import HyperframeDataset
+from ..data import HyperframeDataset, RepeatedWindows, resolve_audio
 from ..data.transforms import (
     ColorJitter,
     Compose,
@@ -32,9 +33,12 @@ from ..data.transforms import (
     Transform,
     contract_transform,
 )
+from ..models import get_spec
 from ..store import open_store
 from ._contract import resolve_contract
 from ._frame_config import FRAME_TASKS
+from ._frame_data import FrameTaskDataset
+from ._segmentation import SegmentationDataset
 from ._splits import resolve_split
 from ._tasks import get_task
 
@@ -95,15 +99,11 @@ def eval_transform(aug) -> ContractCrop | None:
 
 
 def model_layout(cfg) -> str:
-    from ..models import get_spec
-
     return get_spec(cfg.model.name).layout if cfg.data.layout == "auto" else cfg.data.layout
 
 
 def model_task(cfg) -> str:
     """The run's task: ``train.task``, else the model's."""
-    from ..models import get_spec
-
     return cfg.train.task or get_spec(cfg.model.name).task
 
 
@@ -112,8 +112,6 @@ def track_options(cfg) -> dict:
     d = cfg.data
     out: dict[str, Any] = {}
     if d.audio is not None:
-        from ..data import resolve_audio
-
         try:
             resolve_audio(dict(d.audio_options))
         except ConfigError as e:
@@ -159,16 +157,12 @@ def make_dataset(
     kwargs.update(memory_options(cfg, train=train, budget=memory_budget))
     kwargs.update(track_options(cfg))
     if task in FRAME_TASKS:  # input, target and baseline made at load
-        from ._frame_data import FrameTaskDataset
-
         down = d.downscale
         hflip = d.augmentation.hflip if train else 0.0
         kwargs.update(store=store, video_ids=video_ids, kind=task, hflip=hflip)
         kwargs.update(factor=down.factor, filter=down.filter)
         make: Callable[..., HyperframeDataset] = FrameTaskDataset
     elif task == "segmentation":
-        from ._segmentation import SegmentationDataset
-
         hflip = d.augmentation.hflip if train else 0.0
         kwargs.update(store=store, video_ids=video_ids, hflip=hflip)
         make = SegmentationDataset
@@ -195,7 +189,6 @@ def _repeated(make, kwargs: dict, clips: int, repeats: int):
     ds = make(**kwargs, clips_per_video=clips * repeats)
     if repeats == 1:
         return ds
-    from ..data import RepeatedWindows
 
     return RepeatedWindows(ds, repeats)
 
@@ -208,7 +201,7 @@ def memory_options(cfg, *, train: bool, budget: int | None = None) -> dict:
     d = cfg.data
     out: dict[str, Any] = {}
     if d.memory == "cuda":
-        import torch
+        import torch  # deferred: optional/heavy dependency
 
         if not torch.cuda.is_available():
             raise ConfigError(
@@ -231,7 +224,7 @@ def auto_clips_per_video(cfg, items: int) -> int:
     :data:`~hyperframes.train._config.MAX_CLIPS`. It depends on the config and the store
     only, not on the number of processes, so a run resumed on another number keeps its epochs
     (N processes share those steps: AUTO_STEPS / N each)."""
-    from ._config import AUTO_STEPS, MAX_CLIPS
+    from ._config import AUTO_STEPS, MAX_CLIPS  # deferred: pulls yaml
 
     need = AUTO_STEPS * cfg.data.batch_size * cfg.train.accumulate
     return max(1, min(MAX_CLIPS, math.ceil(need / max(items, 1))))
@@ -279,10 +272,8 @@ def config_dataset(config, store) -> tuple:
     """``(dataset, what)``: the training dataset of ``config`` (a YAML path, a mapping or a
     :class:`Config`) over ``store`` (epoch 0: its sampler and training augmentation), and a
     line saying what it is (the store report's sampler preview shows its windows)."""
-    import os
 
-    from ._config import Config, load_config
-    from ._splits import resolve_split
+    from ._config import Config, load_config  # deferred: pulls yaml
 
     cfg = config if isinstance(config, Config) else load_config(config)
     if isinstance(store, (str, os.PathLike)):

@@ -32,6 +32,7 @@ from typing import Any
 import torch
 
 from .._core._errors import ConfigError
+from ..store import open_store
 
 __all__ = ["Estimate", "estimate", "format_estimate", "measure_step_peak"]
 
@@ -109,10 +110,10 @@ class _Saved:
 def _probe_batch(cfg, store):
     """The model as training builds it (no checkpointing), its input for two real clips, their
     mask, targets and task."""
-    from ..data import loader
-    from ._data import build_data
-    from ._setup import build_model
-    from ._tasks import create_task
+    from ..data import loader  # deferred: pulls pydantic, torchvision
+    from ._data import build_data  # deferred: pulls pydantic, torchvision
+    from ._setup import build_model  # deferred: pulls pydantic, yaml
+    from ._tasks import create_task  # deferred: pulls pydantic, torchvision
 
     bundle = build_data(cfg, store)
     saved = cfg.train.checkpointing
@@ -154,10 +155,9 @@ def _loss(model, x, batch, task) -> torch.Tensor:
 
 def estimate(cfg, store=None) -> Estimate:
     """The :class:`Estimate` of ``cfg`` (a loaded :class:`~hyperframes.train.Config`)."""
-    from torch.utils.flop_counter import FlopCounterMode
+    from torch.utils.flop_counter import FlopCounterMode  # deferred: optional/heavy dependency
 
-    from ..models import STAGE_PROBE
-    from ..store import open_store
+    from ..models import STAGE_PROBE  # deferred: pulls pydantic, torchvision
 
     own = store is None
     if own:
@@ -218,7 +218,7 @@ def _checkpointed(total: float, stages: list[Stage], chosen: list[Stage]) -> flo
 def _chosen(stages: list[Stage], setting) -> list[Stage]:
     """The stages ``train.checkpointing`` selects (all of them when it is false, to show
     what checkpointing would save)."""
-    from ..models import stage_match
+    from ..models import stage_match  # deferred: pulls pydantic, torchvision
 
     if setting is True or setting is False or not setting:
         return list(stages)
@@ -301,6 +301,7 @@ def _mallinfo() -> Callable[[], int] | None:
 def measure_step_peak(step: Callable[[], Any], *, warmup: int = 1) -> int:
     """The peak bytes a CPU ``step`` allocates beyond what was allocated before it (see the
     module doc); ``warmup`` steps run first, unmeasured. :class:`ConfigError` without glibc."""
+    # deferred: optional/heavy dependency
     from torch.utils._python_dispatch import TorchDispatchMode
 
     used = _mallinfo()

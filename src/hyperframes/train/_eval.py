@@ -62,9 +62,12 @@ from typing import Any
 import numpy as np
 
 from .._core._contract import InputContract
+from .._core._contract_extra import decoder_of
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, DataError
+from ..data import loader
 from ..data.transforms import contract_transform
+from ..store import open_store
 from ._checkpoint import load_checkpoint, rebuild_model
 from ._config import config_from_dict
 from ._data import make_dataset
@@ -280,8 +283,6 @@ def evaluate(
     are matched by name (``classes_by_index``: by number; module doc); ``frames``: windows of
     that T instead of the model's (models that take any T; others refuse it). Returns the metrics
     dict (``predictions_only``: the videos have no labels, so no metrics)."""
-    from ..store import open_store
-
     if clips < 1:
         raise ConfigError(f"clips must be >= 1, got {clips}")
     if crops not in POSITIONS:
@@ -333,8 +334,6 @@ def evaluate(
 
 def _views(cfg, st, ids, model, kind, contract, dev, passes, crops: int, batch: int, workers):
     """The predictions of every view: each of the ``crops`` positions on each pass."""
-    from ..data import loader
-
     views = []
     for position in POSITIONS[crops]:
         for sampler, options, epoch in passes:
@@ -422,8 +421,6 @@ def _store_notes(st, ids, cfg, contract: InputContract, notes: list[str]):
     """``(store decoder, resample)``: the decoder that built the store, and whether windows
     are planned at the model's rate (module doc: Frame rate); what differs from the model's
     store added to ``notes``, and every note said on stderr."""
-    from .._core._contract_extra import decoder_of
-
     store_decoder = decoder_of(getattr(st, "manifest", {}) or {})
     if contract.decoder and store_decoder and store_decoder != contract.decoder:
         notes.append(

@@ -33,7 +33,7 @@ def format_metrics(r: dict) -> str:
             ]
         )
     if r.get("task") == "masked_video":
-        from ._masked import format_masked
+        from ._masked import format_masked  # deferred: pulls pydantic, torchvision
 
         return "\n".join(lines + format_masked(r) + [f"  metrics: {r.get('metrics_json', '')}"])
     if "psnr" in r:  # the frame tasks: the model and the baseline

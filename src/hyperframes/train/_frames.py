@@ -20,6 +20,7 @@ there is no place the mask could act without changing the network, so for them t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -72,9 +73,9 @@ def check_frame_choices(cfg: Any, spec: Any) -> None:
             f"data.frames: several T {choices} with {what}: the tracks and per-frame targets "
             "are made for one T; allowed: one integer"
         )
-    import torch
+    import torch  # deferred: optional/heavy dependency
 
-    from ..models import create, other_frames_refusal
+    from ..models import create, other_frames_refusal  # deferred: pulls pydantic, torchvision
 
     options = {k: v for k, v in cfg.model.options.items() if k != "checkpointing"}
     with torch.device("meta"):  # shapes only: the model's own word on other T
@@ -105,7 +106,7 @@ def pad_refusal(cfg: Any, spec: Any) -> None:
 def draw_frames(choices: list[int], seed: int, epoch: int, batch: int) -> tuple[int, float]:
     """(T, offset fraction in [0, 1)) of training batch ``batch`` of ``epoch``: a function of
     where training stands only (not of workers, processes or resuming)."""
-    import numpy as np
+    import numpy as np  # deferred: optional/heavy dependency
 
     seq = np.random.SeedSequence([seed, epoch, batch], spawn_key=(11,))
     rng = np.random.default_rng(seq)
@@ -115,7 +116,6 @@ def draw_frames(choices: list[int], seed: int, epoch: int, batch: int) -> tuple[
 def narrow_batch(batch: Any, frames: int, offset: float) -> Any:
     """``batch`` (a :class:`~hyperframes.data.HyperframeBatch`, frames (B, T, C, H, W)) with
     ``frames`` consecutive frames of each window, starting at ``offset`` of the room left."""
-    import dataclasses
 
     t = int(batch.frames.shape[1])
     if frames >= t:
@@ -136,7 +136,7 @@ def at_frames(model: Any, contract: Any, frames: int | None) -> Any:
     """``contract`` for windows of ``frames`` (None: as it is) on ``model``;
     :class:`ConfigError` with the reason when the model or the contract's tracks cannot."""
 
-    from ..models import other_frames_refusal
+    from ..models import other_frames_refusal  # deferred: pulls pydantic, torchvision
 
     if frames is None or frames == contract.frames:
         return contract

@@ -36,6 +36,7 @@ import torch
 from .._core._plots import plot_curves
 from ._checkpoint import PREVIOUS, get_rng_state, save_checkpoint
 from ._data import loader_workers
+from ._eval import evaluate
 from ._keyframe_recipe import save_epoch_picture
 from ._logging import EpochProgress, format_duration
 from ._predict import predict
@@ -201,7 +202,7 @@ class SignalHook:
         collective, so every rank calls it at the same points (each step, each epoch start)."""
         signum = loop.ctx.stops.signum
         if loop.ctx.d.active:
-            import torch.distributed as dist
+            import torch.distributed as dist  # deferred: optional/heavy dependency
 
             nccl = dist.get_backend() == "nccl"
             on = torch.device("cuda", torch.cuda.current_device()) if nccl else "cpu"
@@ -290,8 +291,6 @@ class EvaluationHook:
 
     def video_level(self, loop: EpochLoop) -> dict:
         """:func:`~hyperframes.train._eval.evaluate` of ``best.pt`` on the validation split."""
-        from ._eval import evaluate
-
         cfg, run_dir = loop.ctx.cfg, loop.ctx.run_dir
         return evaluate(
             run_dir / "best.pt",

@@ -26,6 +26,7 @@ from PIL import Image
 from torch import nn
 
 from .._core._errors import ConfigError
+from ..viz import pca_image
 
 __all__ = ["hidden_picture", "pretrain_on_flow", "takes_recipe"]
 
@@ -56,8 +57,8 @@ def drop_g_grads(model, cfg, epoch: int) -> None:
 def pretrain_on_flow(cfg, model, bundle, store, device, say=None) -> list[float]:
     """``train.flow_pretrain_epochs`` epochs of G on the store's key-frame flow; the mean loss
     of each epoch."""
-    from ..data import loader
-    from ._data import make_dataset
+    from ..data import loader  # deferred: pulls pydantic, torchvision
+    from ._data import make_dataset  # deferred: pulls pydantic, torchvision
 
     epochs = cfg.train.flow_pretrain_epochs
     if not getattr(store, "has_flow", False):
@@ -107,8 +108,7 @@ def _key_rgb(key: torch.Tensor, mean, std) -> np.ndarray:
 def hidden_picture(model, x, mask, path, *, mean, std, scale: int = 2) -> Path:
     """Write K_t beside PCA(H_t) of the first window of ``x`` (the model's keyframe input) as
     one PNG at ``path``; returns it."""
-    from ..models import as_keyframes
-    from ..viz import pca_image
+    from ..models import as_keyframes  # deferred: pulls pydantic, torchvision
 
     was = model.training
     model.eval()

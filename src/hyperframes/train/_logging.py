@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 from .._core._atomic import write_text_atomic
+from ._mlflow import MlflowLogger
 
 __all__ = ["EpochProgress", "RunLogger", "format_duration"]
 
@@ -44,7 +45,7 @@ def _tensorboard_writer(path: Path):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            from torch.utils.tensorboard import SummaryWriter
+            from torch.utils.tensorboard import SummaryWriter  # deferred: optional/heavy dependency
     except ImportError:  # the tensorboard package is not installed (pip install tensorboard)
         return None
     with warnings.catch_warnings():
@@ -83,8 +84,6 @@ class RunLogger:
         if tensorboard:
             self.tb = _tensorboard_writer(self.run_dir / "tb")
         if mlflow is not None:
-            from ._mlflow import MlflowLogger
-
             self.mlflow = MlflowLogger(self.run_dir, resume=resume_step is not None, **mlflow)
 
     def _truncate(self, step: int, records: int | None) -> None:
@@ -159,7 +158,7 @@ class EpochProgress:
     def __init__(self, enabled: bool, total: int, desc: str) -> None:
         self.bar = None
         if enabled:
-            from tqdm import tqdm
+            from tqdm import tqdm  # deferred: optional/heavy dependency
 
             self.bar = tqdm(
                 total=total,

@@ -14,6 +14,7 @@ what the encoder saw, the reconstruction.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,8 +22,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .._core._atomic import write_bytes_atomic
+from .._core._device import resolve_device
 from .._core._errors import ConfigError, DataError
+from ..data import loader
 from ..data.transforms import contract_transform
+from ..models import patchify, unpatchify
+from ..store import open_store
+from ._splits import resolve_split
 from ._tasks import Task, register_task
 
 __all__ = ["MaskedVideoTask", "masked_patch_errors", "write_reconstructions"]
@@ -32,8 +39,6 @@ EPS = 1e-6
 
 def _split(out: torch.Tensor, frames: torch.Tensor):
     """``(pred, target patches in [0, 1], masked)`` of a model output and its uint8 frames."""
-    from ..models import patchify
-
     if out.dim() != 3 or frames.dim() != 5:
         raise DataError(
             f"the masked_video task takes the output (B, T*N, P+1) of a video_mae model and "
@@ -186,8 +191,6 @@ def _reconstructed(model, contract, batch, device) -> list[np.ndarray]:
 def reconstruction_rows(out: torch.Tensor, frames: torch.Tensor) -> list[np.ndarray]:
     """The rows of :func:`_picture` of a model output and its uint8 frames (B, T, C, H, W),
     the window the model saw: the frames, the visible patches, the reconstruction."""
-    from ..models import unpatchify
-
     pred, target, masked = _split(out, frames)
     mean = target.mean(-1, keepdim=True)
     std = (target.var(-1, keepdim=True, unbiased=False) + EPS).sqrt()
@@ -212,14 +215,9 @@ def write_reconstructions(
     ``split`` of ``store`` (default: the run's; ``None``/``"all"``: every video), one centred
     window per video, ``recon_<k>.png`` in ``out``: rows of the window's frames, the visible
     patches, the reconstruction. Returns the paths."""
-    from .._core._atomic import write_bytes_atomic
-    from .._core._device import resolve_device
-    from ..data import loader
-    from ..store import open_store
-    from ._checkpoint import load_checkpoint, rebuild_model
-    from ._config import config_from_dict
-    from ._data import make_dataset
-    from ._splits import resolve_split
+    from ._checkpoint import load_checkpoint, rebuild_model  # deferred: pulls yaml
+    from ._config import config_from_dict  # deferred: pulls yaml
+    from ._data import make_dataset  # deferred: import cycle
 
     ck = load_checkpoint(checkpoint)
     if ck.get("task") != "masked_video":
@@ -254,7 +252,6 @@ def write_reconstructions(
 
 def picture_png(rows: Sequence[np.ndarray], b: int) -> bytes:
     """Window ``b`` of :func:`reconstruction_rows`'s rows as the PNG bytes of :func:`_picture`."""
-    import io
 
     from PIL import Image  # matplotlib's dependency, installed with hyperframes
 

@@ -79,8 +79,8 @@ def _quiet(method):
 def _import_mlflow():
     try:
         import mlflow  # noqa: F401  (an optional extra: imported when a run asks for it)
-        from mlflow.entities import Metric, Param
-        from mlflow.tracking import MlflowClient
+        from mlflow.entities import Metric, Param  # deferred: optional/heavy dependency
+        from mlflow.tracking import MlflowClient  # deferred: optional/heavy dependency
     except ImportError as e:
         raise ConfigError(
             f"train.loggers: mlflow needs the mlflow package, which is not importable here "

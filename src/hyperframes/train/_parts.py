@@ -28,6 +28,8 @@ import torch
 from torch import nn
 
 from .._core._errors import DataError
+from ..data import loader
+from ..store import open_store
 from ._config import AUTO_STEPS, Config
 from ._data import build_data, loader_workers
 from ._ddp import Dist
@@ -96,8 +98,6 @@ class RunParts:
 def assemble(ctx: RunContext) -> RunParts:
     """Open the store, build the data (writing ``split.json``), the task, the model, the
     optimizer and the loaders; the training loader stands at epoch 0."""
-    from ..store import open_store
-
     cfg, d = ctx.cfg, ctx.d
     random.seed(cfg.train.seed)
     np.random.seed(cfg.train.seed)
@@ -195,8 +195,6 @@ def _sizes(cfg: Config, micro: int, global_batch: int, peak_lr: float, items: in
 
 
 def _loader(cfg: Config, d: Dist, dataset, *, train: bool):
-    from ..data import loader
-
     # data.repeats: an item is that many windows, data.batch_size counts windows
     per_item = getattr(dataset, "repeats", 1)
     return loader(

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .._core._contract import InputContract
+from ..data import PrefetchLoader
 from ._ddp import Dist, all_gather_objects
 from ._tasks import Task, create_task
 
@@ -33,7 +34,6 @@ def autocast(device: torch.device, enabled: bool, dtype: torch.dtype | None):
 def _prepared(loader, contract: InputContract, task: Task, device: torch.device):
     """``(batch, x, target)`` of each of ``loader``'s batches: the CPU batch, the model's input
     and the task's targets (computed on the CPU batch) on ``device`` (module doc)."""
-    from ..data import PrefetchLoader
 
     def prepare(batch):
         x = contract.prepare(

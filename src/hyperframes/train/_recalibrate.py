@@ -29,7 +29,9 @@ from torch import nn
 
 from .._core._device import resolve_device
 from .._core._errors import ConfigError
+from ..data import loader
 from ..data.transforms import contract_transform
+from ..store import open_store
 from ._checkpoint import load_checkpoint, rebuild_model, save_checkpoint
 from ._config import config_from_dict
 from ._data import make_dataset
@@ -82,9 +84,6 @@ def recalibrate(
     """Re-estimate ``checkpoint``'s BatchNorm statistics at ``frames`` (module doc) on
     ``store`` (default: the run's), split ``split`` (default: the run's training split);
     write the checkpoint to ``out`` (default ``RUN_DIR/recalibrated_T<frames>.pt``)."""
-    from ..data import loader
-    from ..store import open_store
-
     if isinstance(batches, bool) or not isinstance(batches, int) or batches < 1:
         raise ConfigError(f"batches {batches!r}: allowed: an integer >= 1")
     t0 = time.perf_counter()

@@ -81,7 +81,7 @@ def resolve_amp(cfg: Config, device: torch.device) -> tuple[bool, torch.dtype | 
 def build_model(cfg: Config, num_classes: int, contract=None) -> nn.Module:
     """The registered model of ``cfg.model``, initialised from ``train.seed``; with the run's
     input ``contract``, the options its tracks imply (flow planes, log-mel size)."""
-    from ..models import create
+    from ..models import create  # deferred: pulls torchvision
 
     torch.manual_seed(cfg.train.seed)
     implied = contract.model_options() if contract is not None else {}

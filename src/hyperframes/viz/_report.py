@@ -23,6 +23,8 @@ import numpy as np
 
 from .._core._atomic import write_text_atomic
 from .._core._errors import ConfigError
+from ..sampling import MIN_CHANGE, MIN_FLOW, pick_changes, salience
+from ..store import describe_store, open_store
 
 __all__ = ["write_report"]
 
@@ -62,7 +64,7 @@ def _esc(x) -> str:
 
 def _png_uri(img: np.ndarray) -> str:
     """``img`` (H, W, 3) uint8 as a ``data:image/png`` URI."""
-    from PIL import Image
+    from PIL import Image  # deferred: optional/heavy dependency
 
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(img)).save(buf, format="PNG")
@@ -83,7 +85,7 @@ def _to_uint8(frames: np.ndarray) -> np.ndarray:
 
 def _strip(frames: np.ndarray, height: int = _THUMB_H) -> np.ndarray:
     """Frames (T, H, W, 3) side by side, each scaled to ``height``, 2 white pixels apart."""
-    from PIL import Image
+    from PIL import Image  # deferred: optional/heavy dependency
 
     tiles = []
     for f in frames:
@@ -145,8 +147,6 @@ def _score(store, video: int) -> tuple[np.ndarray | None, str]:
 
 def _keyframes(score: np.ndarray | None, kind: str, n: int) -> np.ndarray:
     """The content changes the ``keyframes`` sampler would take first (up to 8)."""
-    from ..sampling import MIN_CHANGE, MIN_FLOW, pick_changes, salience
-
     if score is None or n < 2:
         return np.zeros(0, np.int64)
     floor = MIN_FLOW if kind == "flow" else MIN_CHANGE
@@ -218,7 +218,7 @@ def _rows_table(title: str, rows: list[dict], key: str, anchor: str) -> str:
 
 def _preview_dataset(store, sampler, sampler_options, frames, seed):
     """The dataset whose windows the preview shows, and what it is (a line for the page)."""
-    from ..data import HyperframeDataset
+    from ..data import HyperframeDataset  # deferred: pulls pydantic, torchvision
 
     ds = HyperframeDataset(
         store, sampler=sampler, frames=frames, seed=seed, sampler_options=sampler_options
@@ -277,8 +277,6 @@ def write_report(
     the sampler to show, drawn by ``sampler`` (``sampler_options``, ``frames``, ``seed``; no
     transform), or from ``dataset`` when given (``dataset_note`` says what it is; a training
     config's dataset: :func:`hyperframes.train.config_dataset`)."""
-    from ..store import describe_store, open_store
-
     if isinstance(store, (str, os.PathLike)):
         store = open_store(store)
     if videos < 0 or preview < 0:
