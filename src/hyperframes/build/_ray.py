@@ -76,7 +76,7 @@ from ._options import BuildOptions
 from ._ray_cluster import connect, import_ray
 from ._ray_publish import PublishActor, published
 from ._shard import Orphaned, ShardBusy, finalize
-from ._workers import Worker, error_text, shard_prefix
+from ._workers import Worker, actor_fatal, actor_progress, shard_prefix
 
 __all__ = ["RETRIES", "run_on_ray"]
 
@@ -133,15 +133,9 @@ class DecodeActor:
         except Orphaned:
             self.worker.abandon()
             return [("fatal", f"the build of {self.store} lost its lock file; stopped")]
-        except StoreError as e:
-            self.worker.abandon()
-            return [("fatal", str(e))]
-        except Exception as e:  # a bug, not the input: stop the build, as a local worker does
-            self.worker.abandon()
-            return [("fatal", error_text(e))]
-        frames = sum(m[1] for m in self.messages if m[0] == "frames")
-        rest = [m for m in self.messages if m[0] in ("done", "failed")]
-        return [("frames", frames), *rest]
+        except Exception as e:  # a store error, or a bug: the build stops
+            return actor_fatal(self.worker, e)
+        return actor_progress(self.messages, ("done", "failed"))
 
     def close(self) -> list[tuple]:
         try:

@@ -29,7 +29,7 @@ from ..store.format import RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
 from ._journal import JournalRecord
 from ._publish import publish_file, staging_dir
 from ._shard import read_journal
-from ._workers import Worker, error_text, shard_prefix
+from ._workers import Worker, actor_fatal, actor_progress, shard_prefix
 
 __all__ = ["PublishActor", "actor_stage", "published", "read_if_there"]
 
@@ -84,15 +84,9 @@ class PublishActor:
             released = self._publish()
         except _UploadError as e:
             return [("fatal", str(e))]
-        except StoreError as e:
-            self.worker.abandon()
-            return [("fatal", str(e))]
-        except Exception as e:  # a bug, not the input: stop the build, as a local worker does
-            self.worker.abandon()
-            return [("fatal", error_text(e))]
-        frames = sum(m[1] for m in self.messages if m[0] == "frames")
-        failed = [m for m in self.messages if m[0] == "failed"]
-        return [("frames", frames), *failed, *released]
+        except Exception as e:  # a store error, or a bug: the build stops
+            return actor_fatal(self.worker, e)
+        return [*actor_progress(self.messages, ("failed",)), *released]
 
     def close(self) -> list[tuple]:
         try:

@@ -27,8 +27,11 @@ from ._shard import Orphaned, OutputError, ShardWriter, output_error
 
 __all__ = [
     "Worker",
+    "actor_fatal",
+    "actor_progress",
     "decoder_for",
     "error_text",
+    "fatal_text",
     "make_codec",
     "run_parallel",
     "shard_prefix",
@@ -124,6 +127,26 @@ def error_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
+def fatal_text(e: BaseException) -> str:
+    """Why a build stops: a store error in its own words, anything else (a bug, not the
+    input) with its type."""
+    return str(e) if isinstance(e, StoreError) else error_text(e)
+
+
+def actor_fatal(worker: Worker, e: BaseException) -> list[tuple]:
+    """A Ray actor's answer when a video raised: its partial shard given up, one ``fatal``
+    message, so the build stops as it does for a local worker."""
+    worker.abandon()
+    return [("fatal", fatal_text(e))]
+
+
+def actor_progress(messages: list[tuple], kinds: tuple[str, ...]) -> list[tuple]:
+    """A Ray actor's answer for a video: the frames it decoded, then its messages of
+    ``kinds``."""
+    frames = sum(m[1] for m in messages if m[0] == "frames")
+    return [("frames", frames), *(m for m in messages if m[0] in kinds)]
+
+
 def worker_main(store, options, run, worker, sources, tasks, results, parent) -> None:
     """A build worker process. It never outlives the build: the kernel kills it when its
     parent dies (Linux), and it checks that its parent is alive before each video and commit
@@ -150,7 +173,7 @@ def worker_main(store, options, run, worker, sources, tasks, results, parent) ->
         w.abandon()  # the journal keeps what is finished; the parent recovers it
     except BaseException as e:
         w.abandon()
-        results.put(("fatal", worker, str(e) if isinstance(e, StoreError) else error_text(e)))
+        results.put(("fatal", worker, fatal_text(e)))
 
 
 def _exit_text(code: int | None) -> str:

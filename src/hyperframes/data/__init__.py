@@ -17,7 +17,7 @@ from ._memory import InMemoryStore
 from ._prefetch import PrefetchLoader
 from ._record import BatchMeta, Hyperframe, HyperframeBatch
 from ._repeats import RepeatedWindows
-from ._torch_samplers import BalancedSampler, EpochSampler
+from ._torch_samplers import BalancedSampler, EpochSampler, item_sampler
 from ._warp import (
     compose_flow,
     compose_flows,
@@ -48,6 +48,7 @@ __all__ = [
     "compose_homography",
     "expand_channel_stats",
     "from_layout",
+    "item_sampler",
     "list_layouts",
     "loader",
     "logmel_columns",

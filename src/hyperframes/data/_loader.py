@@ -34,7 +34,7 @@ from .._core._errors import ConfigError
 from .._core._layouts import KeyframeWindow
 from ._collate import collate_targets, collate_track, collate_windows
 from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
-from ._torch_samplers import BalancedSampler, EpochSampler
+from ._torch_samplers import item_sampler
 
 
 def _dense(t: torch.Tensor) -> bool:
@@ -346,19 +346,15 @@ def loader(
     if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:
         raise ConfigError(f"read_ahead={read_ahead!r}: allowed: bytes, an integer >= 0 (0: none)")
     seed = dataset.seed if seed is None else seed
-    inner: BalancedSampler | EpochSampler
-    if balanced:
-        inner = BalancedSampler(dataset.labels, seed=seed, rank=rank, world_size=world_size)
-    else:
-        inner = EpochSampler(
-            len(dataset),
-            seed=seed,
-            shuffle=shuffle,
-            rank=rank,
-            world_size=world_size,
-            drop_last=drop_last,
-        )
-    inner.set_epoch(dataset.epoch)
+    inner = item_sampler(
+        dataset,
+        seed=seed,
+        shuffle=shuffle,
+        balanced=balanced,
+        rank=rank,
+        world_size=world_size,
+        drop_last=drop_last,
+    )
     workers = default_workers() if workers is None else workers
     on_device = torch.device(getattr(dataset, "device", "cpu")).type != "cpu"
     if on_device:

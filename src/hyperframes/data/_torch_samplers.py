@@ -18,7 +18,7 @@ from .._core._errors import ConfigError
 from ..sampling import balanced_order, epoch_order, partition
 from ._loader_state import continue_at, make_state, position, read_state
 
-__all__ = ["BalancedSampler", "EpochSampler"]
+__all__ = ["BalancedSampler", "EpochSampler", "item_sampler"]
 
 
 class _EpochBase(torch.utils.data.Sampler[int]):
@@ -154,3 +154,32 @@ class BalancedSampler(_EpochBase):
 
     def _global(self) -> np.ndarray:
         return balanced_order(self.labels, self.seed, self.epoch, num_samples=self.num_samples)
+
+
+def item_sampler(
+    dataset,
+    *,
+    seed: int,
+    shuffle: bool = True,
+    balanced: bool = False,
+    rank: int = 0,
+    world_size: int = 1,
+    drop_last: bool = False,
+) -> EpochSampler | BalancedSampler:
+    """The order a loader reads ``dataset``'s items in: class-balanced draws from its labels
+    (``balanced``), else every item once an epoch, shuffled by ``seed`` when ``shuffle``;
+    this rank's share of it. Set to the dataset's epoch."""
+    inner: EpochSampler | BalancedSampler
+    if balanced:
+        inner = BalancedSampler(dataset.labels, seed=seed, rank=rank, world_size=world_size)
+    else:
+        inner = EpochSampler(
+            len(dataset),
+            seed=seed,
+            shuffle=shuffle,
+            rank=rank,
+            world_size=world_size,
+            drop_last=drop_last,
+        )
+    inner.set_epoch(getattr(dataset, "epoch", 0))
+    return inner

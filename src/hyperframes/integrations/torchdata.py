@@ -30,11 +30,7 @@ from typing import Any
 
 import torch.utils.data
 
-from ..data import (
-    BalancedSampler,
-    EpochSampler,
-    collate_hyperframes,
-)
+from ..data import BalancedSampler, EpochSampler, collate_hyperframes, item_sampler
 from ._optional import require
 
 __all__ = ["EpochKeys", "stateful_loader"]
@@ -110,19 +106,15 @@ def stateful_loader(
     # torchdata is an optional extra: imported here, where a loader is asked for
     sdl = require("torchdata.stateful_dataloader", "torchdata", "stateful_loader")
     seed = dataset.seed if seed is None else int(seed)
-    inner: EpochSampler | BalancedSampler
-    if balanced:
-        inner = BalancedSampler(dataset.labels, seed=seed, rank=rank, world_size=world_size)
-    else:
-        inner = EpochSampler(
-            len(dataset),
-            seed=seed,
-            shuffle=shuffle,
-            rank=rank,
-            world_size=world_size,
-            drop_last=drop_last,
-        )
-    inner.set_epoch(getattr(dataset, "epoch", 0))
+    inner = item_sampler(
+        dataset,
+        seed=seed,
+        shuffle=shuffle,
+        balanced=balanced,
+        rank=rank,
+        world_size=world_size,
+        drop_last=drop_last,
+    )
     kwargs.setdefault("collate_fn", collate_hyperframes)
     keys = EpochKeys(inner)
     loader = sdl.StatefulDataLoader(
