@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import make_sources, write_result
 from hyperframes._core._sizes import target_size
 from hyperframes.build import BuildOptions, build_store
-from hyperframes.inputs._sources import discover
+from hyperframes.inputs._scan import discover
 
 
 def _decode_only(args) -> int:

@@ -19,7 +19,7 @@ from hyperframes.build._shard import ShardWriter
 from hyperframes.build._workers import decoder_for as _decoder_for
 from hyperframes.build._workers import make_codec as _make_codec
 from hyperframes.cli._main import main
-from hyperframes.inputs._sources import scan_inputs
+from hyperframes.inputs._scan import scan_inputs
 from hyperframes.store import open_store, verify_store
 
 BEEPS = ((0.50, 0.60), (1.30, 1.40))

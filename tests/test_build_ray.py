@@ -267,7 +267,7 @@ def test_a_video_its_dead_actor_had_committed_is_not_decoded_again(ray_address, 
 
     from hyperframes.build._lock import StoreLock
     from hyperframes.build._ray import DecodeActor, _Pool
-    from hyperframes.inputs._sources import scan_inputs
+    from hyperframes.inputs._scan import scan_inputs
 
     sources = [s for s in scan_inputs(data).sources if "broken" not in s.path]
     store = tmp_path / "store"
@@ -360,7 +360,7 @@ def test_an_actor_that_does_not_see_the_build_stops_it(ray_address, data, tmp_pa
 
     from hyperframes._core._errors import StoreError
     from hyperframes.build._ray import _Pool
-    from hyperframes.inputs._sources import scan_inputs
+    from hyperframes.inputs._scan import scan_inputs
 
     sources = scan_inputs(data).sources
     store = tmp_path / "store"
@@ -406,7 +406,7 @@ def test_a_video_whose_actor_keeps_dying_is_failed_with_the_reason(ray_address, 
 
     from hyperframes.build._lock import StoreLock
     from hyperframes.build._ray import RETRIES, _Pool
-    from hyperframes.inputs._sources import scan_inputs
+    from hyperframes.inputs._scan import scan_inputs
 
     sources = scan_inputs(data).sources
     store = tmp_path / "store"
@@ -647,7 +647,7 @@ def test_a_publishing_actor_that_dies_idle_gives_its_unpublished_videos_back(
 
     from hyperframes.build._ray import _Pool
     from hyperframes.build._ray_publish import published
-    from hyperframes.inputs._sources import scan_inputs
+    from hyperframes.inputs._scan import scan_inputs
 
     sources = [s for s in scan_inputs(data).sources if "broken" not in s.path]
     seen: list[tuple] = []

@@ -13,7 +13,7 @@ from _media import write_video
 from hyperframes import InputError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.inputs._formats import detect_input_format
-from hyperframes.inputs._sources import scan_inputs
+from hyperframes.inputs._scan import scan_inputs
 from hyperframes.store import open_store
 
 

@@ -16,7 +16,8 @@ from hyperframes.inputs._formats import (
     detect_input_format,
     list_input_formats,
 )
-from hyperframes.inputs._sources import Segment, Source, class_names, scan, scan_inputs
+from hyperframes.inputs._scan import scan, scan_inputs
+from hyperframes.inputs._sources import Segment, Source, class_names
 from hyperframes.store import open_store
 
 

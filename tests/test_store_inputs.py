@@ -17,7 +17,7 @@ from PIL import Image
 from _media import write_audio_only, write_video
 from hyperframes import InputError
 from hyperframes.build import BuildOptions, build_store
-from hyperframes.inputs._sources import scan
+from hyperframes.inputs._scan import scan
 from hyperframes.store import open_store
 
 CLI = [sys.executable, "-m", "hyperframes"]

@@ -264,7 +264,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         if not self._pipeline_takes() or not len(indices):
             return None
         assert self.recipe is not None
-        plan = plan_batch(self, indices)
+        plan = plan_batch(self, indices, own_plan=type(self).plan is not HyperframeDataset.plan)
         shapes = np.asarray(self.store.videos.shapes)[plan.videos]
         if len(set(shapes[:, 0].tolist())) != 1:
             return None

@@ -75,16 +75,14 @@ class BatchPlan:
         return len(self.items)
 
 
-def plan_batch(dataset, indices: Sequence) -> BatchPlan:
+def plan_batch(dataset, indices: Sequence, *, own_plan: bool = False) -> BatchPlan:
     """Plan every item of ``indices`` (ints or (epoch, item)) of ``dataset``: the sampler's
-    :meth:`~hyperframes.sampling.Sampler.plan_columns`, all items at once (``dataset.plan``
-    item by item where a subclass plans its own way)."""
-    from ._dataset import HyperframeDataset  # deferred: import cycle
-
+    :meth:`~hyperframes.sampling.Sampler.plan_columns`, all items at once, or with
+    ``own_plan`` (a subclass that plans its own way) ``dataset.plan`` item by item."""
     keys = [dataset._key(i) for i in indices]
     epochs = np.asarray([k[0] for k in keys], np.int64)
     items = np.asarray([k[1] for k in keys], np.int64)
-    if type(dataset).plan is HyperframeDataset.plan:
+    if not own_plan:
         video, index, mask, clip, segment = dataset.sampler.plan_columns(
             dataset.table, items, epochs, seed=dataset.seed
         )

@@ -28,9 +28,10 @@ from ._export import ExportError, ExportReport, export_onnx, onnx_models
 from ._load import InferenceModel, Preprocess, load_inference_model, read_checkpoint
 from ._prediction import Prediction
 from ._predictor import Predictor
+from ._report import PredictReport
 from ._reuse import FrameSplit, split_model
 from ._timeline import TimelineWriter, plot_timeline
-from ._video import PredictReport, iter_predictions, predict_video
+from ._video import iter_predictions, predict_video
 
 __all__ = [
     "ExportError",

@@ -33,8 +33,9 @@ import torch
 from .._core._atomic import write_atomic, write_json_atomic
 from .._core._errors import InputError
 from ..models import bicubic_upscale, neighbour_blend
+from ..train import downscale, psnr, ssim
 from ._load import InferenceModel
-from ._video import PredictReport
+from ._report import PredictReport
 
 __all__ = ["predict_frames"]
 
@@ -62,8 +63,6 @@ class _Windows:
 
     def make(self, held: list[torch.Tensor], first: int):
         """``(model window (T, 3, h, w) uint8, name, source frames, real frame or None)``."""
-        from ..train import downscale  # deferred: import cycle
-
         k = self.t // 2
         if self.kind == "interpolation":
             if self.reconstruct:
@@ -133,8 +132,6 @@ class _FrameWriter:
 
 def _scores(kind: str, window: torch.Tensor, frame: torch.Tensor, real: torch.Tensor, factor: int):
     """PSNR and SSIM of the model's ``frame`` and of the baseline against the ``real`` one."""
-    from ..train import psnr, ssim  # deferred: import cycle
-
     truth = real[None].to(torch.float32) / 255
     base = _baseline(kind, window[None], factor)
     return {

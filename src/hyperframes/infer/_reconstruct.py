@@ -34,7 +34,7 @@ from .._core._errors import ConfigError, InputError
 from ..train import masked_patch_errors, picture_png, reconstruction_rows
 from ..train import masked_psnr as psnr
 from ._load import InferenceModel
-from ._video import PredictReport, choose_decoder
+from ._report import PredictReport, choose_decoder
 
 __all__ = ["DEFAULT_WINDOWS", "predict_reconstructions"]
 

@@ -7,6 +7,7 @@ Hugging Face dataset on disk, a video folder).
 Imports nothing of hyperframes above ``_core``; ``hyperframes.build`` is its user."""
 
 from ._formats import list_input_formats
-from ._sources import Source, scan_inputs, source_stat
+from ._scan import scan_inputs
+from ._sources import Source, source_stat
 
 __all__ = ["Source", "list_input_formats", "scan_inputs", "source_stat"]

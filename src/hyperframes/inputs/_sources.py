@@ -133,32 +133,6 @@ def file_extension(name: str) -> str:
     return os.path.splitext(name)[1].lower()
 
 
-def scan_inputs(
-    data: str | os.PathLike,
-    input_format: str | None = None,
-    root: str | os.PathLike | None = None,
-) -> Inputs:
-    """Read ``data`` as ``input_format`` (``None``: detected from names, headers and JSON
-    shapes; an ambiguous ``data`` asks for one). ``root``: the folder an annotation's paths are
-    relative to (default: the annotation file's folder). The formats and how each assigns
-    class ids: :func:`hyperframes.inputs._formats.list_input_formats`."""
-    from ._formats import read_inputs  # deferred: import cycle
-
-    return read_inputs(data, input_format=input_format, root=root)
-
-
-def scan(data: str | os.PathLike) -> tuple[list[Source], list[dict]]:
-    """``(sources, skipped)`` of ``data`` in its detected format (see :func:`scan_inputs`,
-    which also returns the class names and the rows that failed)."""
-    inputs = scan_inputs(data)
-    return inputs.sources, inputs.skipped
-
-
-def discover(data: str | os.PathLike) -> list[Source]:
-    """Every source under ``data``, in a stable order (see :func:`scan`)."""
-    return scan(data)[0]
-
-
 def listed_kind(path: Path) -> str:
     """The kind of a path an annotation row names: a folder is a frame folder, unless it is
     named like a video (then it is an error the build reports: a directory where a video file

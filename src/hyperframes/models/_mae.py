@@ -31,13 +31,12 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .._core._errors import ConfigError, DataError
 from ._base import VideoModel, check_mask, preset
 from ._registry import create, get_spec, register_model
-from ._transformer import VideoTransformer, _Block
+from ._transformer import VideoTransformer, _Block, resize_grid
 
 __all__ = ["MaskedVideoAutoencoder", "patchify", "tube_mask", "unpatchify"]
 
@@ -81,16 +80,6 @@ def unpatchify(tokens: Tensor, frames: int, size: tuple[int, int], channels: int
     gh, gw = h // patch, w // patch
     x = tokens.reshape(b, frames, gh, gw, patch, patch, channels).permute(0, 1, 6, 2, 4, 3, 5)
     return x.reshape(b, frames, channels, h, w)
-
-
-def _resize_grid(pos: Tensor, grid: int, gh: int, gw: int) -> Tensor:
-    """(1, 1, grid*grid, D) position embeddings resized (bilinear) to a gh x gw grid."""
-    if (gh, gw) == (grid, grid):
-        return pos
-    d = pos.shape[-1]
-    g = pos.reshape(1, grid, grid, d).permute(0, 3, 1, 2)
-    g = F.interpolate(g, size=(gh, gw), mode="bilinear", align_corners=False)
-    return g.permute(0, 2, 3, 1).reshape(1, 1, gh * gw, d)
 
 
 class _EncoderGraph(nn.Module):
@@ -204,7 +193,7 @@ class MaskedVideoAutoencoder(VideoModel):
         full.scatter_(2, keep[:, None, :, None].expand_as(y), y.to(full.dtype))
         p = self.encoder.patch_size
         grid = self.encoder.grid
-        full = full + _resize_grid(self.decoder_pos_space, grid, h // p, w // p)
+        full = full + resize_grid(self.decoder_pos_space, grid, h // p, w // p)
         full = full + self.decoder_pos_time[:, :t]
         for block in self.decoder_blocks:
             full = block(full, mask)
@@ -221,34 +210,3 @@ class MaskedVideoAutoencoder(VideoModel):
 @preset(MaskedVideoAutoencoder)
 def video_mae() -> None:
     """Masked video autoencoder (tube masking, VideoMAE-style) around a video transformer."""
-
-
-def encoder_weights(
-    state_dict: dict[str, Tensor], own: dict[str, Tensor]
-) -> tuple[dict[str, Tensor], list[str]]:
-    """The encoder of a ``video_mae`` state dict as a video transformer's weights (keys
-    without ``encoder.``), and notes on what was done: the decoder left out, the position
-    embeddings interpolated to ``own``'s frames (linear) and patch grid (bilinear)."""
-    out = {k[len("encoder.") :]: v for k, v in state_dict.items() if k.startswith("encoder.")}
-    dropped = len(state_dict) - len(out)
-    notes = [f"{len(out)} encoder tensors mapped, {dropped} decoder tensors left out"]
-    src, mine = out.get("pos_time"), own.get("pos_time")
-    if (
-        src is not None
-        and mine is not None
-        and src.shape != mine.shape
-        and src.shape[-1] == mine.shape[-1]
-        and src.dim() == mine.dim() == 4
-    ):
-        line = src[:, :, 0].transpose(1, 2)  # (1, D, T)
-        t = mine.shape[1]
-        line = F.interpolate(line, size=t, mode="linear", align_corners=False)
-        out["pos_time"] = line.transpose(1, 2)[:, :, None].contiguous()
-        notes.append(f"pos_time interpolated from {src.shape[1]} to {t} frames")
-    src, mine = out.get("pos_space"), own.get("pos_space")
-    if src is not None and mine is not None and src.shape != mine.shape:
-        g0, g1 = math.isqrt(src.shape[2]), math.isqrt(mine.shape[2])
-        if src.shape[-1] == mine.shape[-1] and g0 * g0 == src.shape[2] and g1 * g1 == mine.shape[2]:
-            out["pos_space"] = _resize_grid(src, g0, g1, g1).contiguous()
-            notes.append(f"pos_space interpolated from a {g0}x{g0} to a {g1}x{g1} patch grid")
-    return out, notes

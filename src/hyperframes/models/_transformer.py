@@ -11,6 +11,8 @@ cannot change the output (every clip needs at least one valid frame).
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -135,12 +137,10 @@ class VideoTransformer(VideoModel):
 
     def map_pretrained(self, state_dict):
         """A ``video_mae`` checkpoint (keys under ``encoder.``): its encoder, position
-        embeddings interpolated to this model (:func:`~hyperframes.models._mae.encoder_weights`;
+        embeddings interpolated to this model (:func:`encoder_weights`;
         what was done is kept in ``pretrained_notes``); any other: the default mapping."""
         if not any(k.startswith("encoder.") for k in state_dict):
             return super().map_pretrained(state_dict)
-        from ._mae import encoder_weights  # deferred: import cycle
-
         out, self.pretrained_notes = encoder_weights(dict(state_dict), self.state_dict())
         return out
 
@@ -191,3 +191,44 @@ def video_vit_tiny() -> None:
 @preset(VideoTransformer, divided=True)
 def timesformer_tiny() -> None:
     """Video transformer, divided attention: time, then space (TimeSformer), tiny."""
+
+
+def resize_grid(pos: Tensor, grid: int, gh: int, gw: int) -> Tensor:
+    """(1, 1, grid*grid, D) position embeddings resized (bilinear) to a gh x gw grid."""
+    if (gh, gw) == (grid, grid):
+        return pos
+    d = pos.shape[-1]
+    g = pos.reshape(1, grid, grid, d).permute(0, 3, 1, 2)
+    g = F.interpolate(g, size=(gh, gw), mode="bilinear", align_corners=False)
+    return g.permute(0, 2, 3, 1).reshape(1, 1, gh * gw, d)
+
+
+def encoder_weights(
+    state_dict: dict[str, Tensor], own: dict[str, Tensor]
+) -> tuple[dict[str, Tensor], list[str]]:
+    """The encoder of a ``video_mae`` state dict as a video transformer's weights (keys
+    without ``encoder.``), and notes on what was done: the decoder left out, the position
+    embeddings interpolated to ``own``'s frames (linear) and patch grid (bilinear)."""
+    out = {k[len("encoder.") :]: v for k, v in state_dict.items() if k.startswith("encoder.")}
+    dropped = len(state_dict) - len(out)
+    notes = [f"{len(out)} encoder tensors mapped, {dropped} decoder tensors left out"]
+    src, mine = out.get("pos_time"), own.get("pos_time")
+    if (
+        src is not None
+        and mine is not None
+        and src.shape != mine.shape
+        and src.shape[-1] == mine.shape[-1]
+        and src.dim() == mine.dim() == 4
+    ):
+        line = src[:, :, 0].transpose(1, 2)  # (1, D, T)
+        t = mine.shape[1]
+        line = F.interpolate(line, size=t, mode="linear", align_corners=False)
+        out["pos_time"] = line.transpose(1, 2)[:, :, None].contiguous()
+        notes.append(f"pos_time interpolated from {src.shape[1]} to {t} frames")
+    src, mine = out.get("pos_space"), own.get("pos_space")
+    if src is not None and mine is not None and src.shape != mine.shape:
+        g0, g1 = math.isqrt(src.shape[2]), math.isqrt(mine.shape[2])
+        if src.shape[-1] == mine.shape[-1] and g0 * g0 == src.shape[2] and g1 * g1 == mine.shape[2]:
+            out["pos_space"] = resize_grid(src, g0, g1, g1).contiguous()
+            notes.append(f"pos_space interpolated from a {g0}x{g0} to a {g1}x{g1} patch grid")
+    return out, notes

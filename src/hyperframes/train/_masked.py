@@ -29,6 +29,7 @@ from ..data import loader
 from ..data.transforms import contract_transform
 from ..models import patchify, unpatchify
 from ..store import open_store
+from ._data import make_dataset
 from ._splits import resolve_split
 from ._tasks import Task, register_task
 
@@ -217,7 +218,6 @@ def write_reconstructions(
     patches, the reconstruction. Returns the paths."""
     from ._checkpoint import load_checkpoint, rebuild_model  # deferred: pulls yaml
     from ._config import config_from_dict  # deferred: pulls yaml
-    from ._data import make_dataset  # deferred: import cycle
 
     ck = load_checkpoint(checkpoint)
     if ck.get("task") != "masked_video":

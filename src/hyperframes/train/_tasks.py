@@ -224,13 +224,23 @@ def register_task(cls: type[Task]) -> type[Task]:
     return cls
 
 
+def _builtin_tasks() -> None:
+    """Register the built-in tasks that live in modules of their own: "masked_video"
+    (masked-patch loss, PSNR), "multilabel" (BCE, mAP), "interpolation" and
+    "super_resolution" (PSNR / SSIM against their baselines)."""
+    # deferred: those modules import this one to register (a registry loads its entries)
+    from . import _frame_tasks, _masked, _multilabel  # noqa: F401
+
+
 def list_tasks() -> list[str]:
     """The registered task names."""
+    _builtin_tasks()
     return sorted(_TASKS)
 
 
 def get_task(name: str) -> type[Task]:
     """The task class registered as ``name``."""
+    _builtin_tasks()
     try:
         return _TASKS[name]
     except KeyError:
@@ -457,9 +467,3 @@ class SegmentationTask(Task):
             "windows": sum(len(v["items"]) for v in views),
             **segmentation_metrics(conf, self.classes),
         }
-
-
-# registered at import: "masked_video" (masked-patch loss, PSNR), "multilabel" (BCE, mAP),
-# "interpolation" and "super_resolution" (PSNR / SSIM against their baselines)
-from . import _masked, _multilabel  # noqa: E402, F401
-from ._frame_tasks import InterpolationTask, SuperResolutionTask  # noqa: E402, F401
