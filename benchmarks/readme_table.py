@@ -70,8 +70,11 @@ flat copy of the same bytes, numpy and torch alike); uniform windows are flat co
 store's memory map (first touches of its pages fault in, where the memcpy anchor copies from an
 array it holds) plus per-batch planning and labels in Python. Flow planes write 6x the frames'
 bytes as float32; registration by flow chains T-1 flow samplings and warps the frames. The GPU
-jitter run and the demo's flow-run wait were not measured again (no GPU here; the demo table is
-the last full run's).
+jitter run was not measured (no GPU here). `make demo`'s six-class run with flow planes waits for
+data 0.5% of its training time (0.9% frames only; 8% before the batch pipeline), in one full
+`hyperframes demo` (target < 2%). The last run was on another 2-core machine, whose memcpy
+anchor is faster than the one before it (18,632 uniform windows/s against 12,669): uniform windows
+rose from 10,762 to 11,830 windows/s there, but their ratio fell from 0.89x to 0.57x.
 `hyperframes bench` on four of those clips (three frame shapes, read through the crop path,
 `--codecs raw`) measured raw reads at 0.61x a memcpy of the crop's bytes in the same session
 (target ≥ 0.5x; 0.17x before, when mixed shapes were read as a list of tensors).
