@@ -16,8 +16,10 @@ import pytest
 
 from _media import write_video
 from _stores import store_content
+from hyperframes._core._errors import StoreError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.build._shard import ShardBusy, ShardWriter, recover_all
+from hyperframes.build._workers import run_parallel
 from hyperframes.store import open_store, verify_store
 
 pytestmark = pytest.mark.slow  # kill -9, full disks and interrupted builds: subprocess builds
@@ -139,6 +141,48 @@ def test_kill_9_of_one_worker_fails_only_its_video_then_rerun(videos, reference,
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert verify_store(out) == []
     assert store_content(out) == reference
+
+
+def test_kill_9_of_workers_again_and_again_never_hangs(videos, reference, tmp_path):
+    """Workers killed at any moment (between two videos, as one is handed over, mid-message):
+    the build still ends, failing only videos that were being decoded, each named."""
+    out = tmp_path / "store"
+    proc = _start_build(videos, out)
+    _wait_for(proc, out, 1)
+    rng = np.random.default_rng(0)
+    kills, deadline = 0, time.time() + 60
+    while kills < 8 and proc.poll() is None and time.time() < deadline:
+        time.sleep(float(rng.uniform(0.0, 0.3)))
+        found = _workers_of(proc.pid)
+        if found:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(found[int(rng.integers(len(found)))], signal.SIGKILL)
+                kills += 1
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode in (0, 2), stderr
+    assert "Traceback" not in stderr
+    failed = stdout.count("the build worker decoding it died")
+    assert failed <= kills
+    assert verify_store(out) == []
+    rerun = _rerun(videos, out)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert store_content(out) == reference
+
+
+class _DiesOnArrival:
+    """Sources that kill the worker process that unpickles them (exit status 3)."""
+
+    def __reduce__(self):
+        return (os._exit, (3,))
+
+
+def test_workers_that_die_before_starting_stop_the_build_with_the_reason(tmp_path):
+    """A worker that cannot start (here its arguments kill it) is not replaced forever."""
+    (tmp_path / "shards").mkdir()
+    seen = []
+    with pytest.raises(StoreError, match=r"die before they start a video \(exit status 3, 3 in"):
+        run_parallel(tmp_path, BuildOptions(), 0, 2, [_DiesOnArrival()] * 4, range(4), seen.append)
+    assert seen == []  # no video was failed for it: none was begun
 
 
 def test_sigterm_stops_a_build_like_ctrl_c_and_keeps_what_is_finished(videos, reference, tmp_path):

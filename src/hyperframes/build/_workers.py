@@ -9,10 +9,11 @@ numbered across engines and no two writers ever share a file.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
-import queue
 import signal
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from .._core._errors import HyperframesError, StoreError
@@ -147,10 +148,13 @@ def actor_progress(messages: list[tuple], kinds: tuple[str, ...]) -> list[tuple]
     return [("frames", frames), *(m for m in messages if m[0] in kinds)]
 
 
-def worker_main(store, options, run, worker, sources, tasks, results, parent) -> None:
-    """A build worker process. It never outlives the build: the kernel kills it when its
-    parent dies (Linux), and it checks that its parent is alive before each video and commit
-    (elsewhere), so a worker of a killed build stops without touching shared state."""
+def worker_main(store, options, run, worker, sources, conn, parent) -> None:
+    """A build worker process: it decodes the items its parent sends on ``conn``, one at a
+    time, and reports on the same pipe, which it shares with no other worker (a worker killed
+    mid-message takes only its own pipe with it). It never outlives the build: the kernel
+    kills it when its parent dies (Linux), and it checks that its parent is alive before each
+    video and commit (elsewhere), so a worker of a killed build stops without touching shared
+    state."""
     set_parent_death_signal()
     if os.getppid() != parent:
         return  # the build died before we started
@@ -158,22 +162,23 @@ def worker_main(store, options, run, worker, sources, tasks, results, parent) ->
     def alive() -> bool:
         return os.getppid() == parent
 
-    w = Worker(Path(store), options, run, worker, results.put, alive)
+    w = Worker(Path(store), options, run, worker, conn.send, alive)
     try:
         while True:
-            item = tasks.get()
+            item = conn.recv()
             if item is None:
                 break
             w.process(item, sources[item])
         w.close()
-        results.put(("exit", worker))
-    except Orphaned:
-        w.abandon()
+        conn.send(("exit", worker))
+    except (Orphaned, EOFError, BrokenPipeError, ConnectionResetError):
+        w.abandon()  # the build is gone (its pipe closed): nothing to report to
     except KeyboardInterrupt:
         w.abandon()  # the journal keeps what is finished; the parent recovers it
     except BaseException as e:
         w.abandon()
-        results.put(("fatal", worker, fatal_text(e)))
+        with contextlib.suppress(OSError):
+            conn.send(("fatal", worker, fatal_text(e)))
 
 
 def _exit_text(code: int | None) -> str:
@@ -185,78 +190,124 @@ def _exit_text(code: int | None) -> str:
     return f"exit status {code}"
 
 
-def run_parallel(store, options, run, workers, sources, todo, handle) -> None:
-    """Run ``workers`` worker processes over ``todo``. A worker that dies (a decoder crash,
-    the OOM killer, kill -9) fails the video it was decoding, naming why, and is replaced."""
-    ctx = mp.get_context("spawn")
-    tasks, results = ctx.Queue(), ctx.Queue()
-    for i in todo:
-        tasks.put(i)
-    for _ in range(workers):
-        tasks.put(None)
-    procs: dict[int, mp.process.BaseProcess] = {}
-    inflight: dict[int, int] = {}
-    exited: set[int] = set()
-    remaining = set(todo)
+class _Pool:
+    """The parent's side of a local parallel build: one pipe per worker, one item handed to
+    each idle worker at a time, so the parent always knows which item each worker holds."""
 
-    def start(w: int) -> None:
-        p = ctx.Process(
+    def __init__(self, store, options, run, sources, todo, handle) -> None:
+        self.ctx = mp.get_context("spawn")
+        self.args = (str(store), options, run)
+        self.sources, self.handle = sources, handle
+        self.pending = list(todo)
+        self.pending.reverse()  # pop() from the end hands items out in order
+        self.remaining = set(todo)
+        self.procs: dict[int, tuple[mp.process.BaseProcess, Connection]] = {}
+        self.inflight: dict[int, int] = {}  # worker -> the item it holds
+        self.started: set[int] = set()  # workers that said "start" for the item they hold
+        self.stillborn: list[int] = []  # exit codes of workers in a row that died unstarted
+        self.next_id = 0
+
+    def start(self) -> None:
+        w, self.next_id = self.next_id, self.next_id + 1
+        mine, theirs = self.ctx.Pipe()
+        p = self.ctx.Process(
             target=worker_main,
-            args=(str(store), options, run, w, sources, tasks, results, os.getpid()),
+            args=(*self.args, w, self.sources, theirs, os.getpid()),
             daemon=True,
         )
         p.start()
-        procs[w] = p
+        theirs.close()  # the worker's end lives in the worker: its death closes the pipe
+        self.procs[w] = (p, mine)
+        self.feed(w)
 
-    for w in range(workers):
-        start(w)
-    next_id = workers
-    try:
-        while remaining or len(exited) < len(procs):
-            try:
-                msg = results.get(timeout=0.5)
-            except queue.Empty:
-                msg = None
-            if msg is not None:
-                kind = msg[0]
-                if kind == "start":
-                    inflight[msg[1]] = msg[2]
-                elif kind in ("done", "failed"):
-                    inflight.pop(msg[1], None)
-                    remaining.discard(msg[2])
-                    handle(msg)
-                elif kind == "exit":
-                    exited.add(msg[1])
-                elif kind == "fatal":
-                    raise StoreError(msg[2])
-                else:
-                    handle(msg)
-                continue
-            for w, p in list(procs.items()):
-                if w in exited or p.exitcode is None:
-                    continue
-                exited.add(w)
-                i = inflight.pop(w, None)
-                if i is not None and i in remaining:
-                    remaining.discard(i)
-                    handle(
-                        (
-                            "failed",
-                            w,
-                            i,
-                            f"the build worker decoding it died ({_exit_text(p.exitcode)}); "
-                            "rerun to retry it",
-                        )
-                    )
-                if remaining:
-                    start(next_id)
-                    next_id += 1
-    finally:
-        for p in procs.values():
+    def feed(self, w: int) -> None:
+        """Hand worker ``w`` its next item, or tell it to finish."""
+        item = self.pending.pop() if self.pending else None
+        self.started.discard(w)
+        if item is not None:
+            self.inflight[w] = item
+        with contextlib.suppress(OSError):  # it died: its sentinel says so next
+            self.procs[w][1].send(item)
+
+    def receive(self, w: int) -> bool:
+        """Handle what worker ``w`` sent; False once its pipe is closed."""
+        conn = self.procs[w][1]
+        try:
+            while conn.poll():
+                self.message(w, conn.recv())
+        except (EOFError, OSError):
+            return False
+        return True
+
+    def message(self, w: int, msg: tuple) -> None:
+        kind = msg[0]
+        if kind in ("done", "failed"):
+            self.inflight.pop(w, None)
+            self.remaining.discard(msg[2])
+            self.handle(msg)
+            self.feed(w)
+        elif kind == "exit":
+            self.inflight.pop(w, None)
+        elif kind == "fatal":
+            raise StoreError(msg[2])
+        elif kind == "start":
+            self.started.add(w)
+            self.stillborn.clear()
+        else:
+            self.handle(msg)
+
+    def bury(self, w: int) -> None:
+        """Worker ``w`` has exited: fail the item it held, naming why, and replace it."""
+        p, conn = self.procs.pop(w)
+        conn.close()
+        i = self.inflight.pop(w, None)
+        if i is not None and w not in self.started:
+            self.pending.append(i)  # handed over but never begun: the next worker takes it
+            self.stillborn.append(p.exitcode or 0)
+            exits = sum(code > 0 for code in self.stillborn)
+            if exits >= 3 or len(self.stillborn) >= 10:
+                raise StoreError(
+                    f"build workers die before they start a video ({_exit_text(p.exitcode)}, "
+                    f"{len(self.stillborn)} in a row); run with --workers 1 to see why"
+                )
+        elif i is not None and i in self.remaining:
+            self.remaining.discard(i)
+            why = f"the build worker decoding it died ({_exit_text(p.exitcode)}); rerun to retry it"
+            self.handle(("failed", w, i, why))
+        if self.pending:
+            self.start()
+
+    def run(self, workers: int) -> None:
+        for _ in range(workers):
+            self.start()
+        while self.procs:
+            live = self.procs.values()
+            ready = set(wait([c for _, c in live] + [p.sentinel for p, _ in live], timeout=1.0))
+            for w, (p, conn) in list(self.procs.items()):
+                if conn in ready:
+                    self.receive(w)
+                if p.sentinel in ready or p.exitcode is not None:
+                    p.join()
+                    self.receive(w)
+                    self.bury(w)
+
+    def stop(self) -> None:
+        for p, _ in self.procs.values():
             if p.exitcode is None:
                 p.terminate()
-        for p in procs.values():
+        for p, conn in self.procs.values():
             p.join(timeout=10)
             if p.exitcode is None:
                 p.kill()
                 p.join()
+            conn.close()
+
+
+def run_parallel(store, options, run, workers, sources, todo, handle) -> None:
+    """Run ``workers`` worker processes over ``todo``. A worker that dies (a decoder crash,
+    the OOM killer, kill -9) fails the video it was decoding, naming why, and is replaced."""
+    pool = _Pool(store, options, run, sources, todo, handle)
+    try:
+        pool.run(workers)
+    finally:
+        pool.stop()
