@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import shutil
 import struct
+import subprocess
+import sys
 
 import av
 import numpy as np
@@ -165,6 +167,35 @@ def test_pyav_logging_is_restored_after_the_tap(damaged):
     second.close()  # abandoned half-way: the tap still ends
     assert av.logging.get_level() == before and av.logging.get_skip_repeated() is True
     assert one.total > 0 and two.total > 0
+
+
+ABANDON = """
+import sys
+from hyperframes.decode import DecodeReport, create_decoder
+decoder = create_decoder("pyav")
+for _ in range(150):
+    frames = iter(decoder.frames(sys.argv[1], report=DecodeReport()))
+    for _ in range(30):
+        next(frames)
+    frames.close()
+"""
+
+
+def test_abandoning_a_tapped_decode_of_a_damaged_video_never_deadlocks(tmp_path, shared_videos):
+    """Decodes given up half-way while FFmpeg's frame threads still log concealment: PyAV
+    frees the decoder holding the GIL, which a logging thread waits for (before the fix, a
+    hang within about 20 decodes)."""
+    heavy = tmp_path / "heavy.mp4"
+    flip_bits(shared_videos / "test.mp4", heavy, bits=3000)
+    script = tmp_path / "abandon.py"
+    script.write_text(ABANDON)
+    try:
+        done = subprocess.run(
+            [sys.executable, str(script), str(heavy)], capture_output=True, text=True, timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("abandoned decodes of a damaged video deadlocked")
+    assert done.returncode == 0, done.stderr
 
 
 def test_pyav_logging_someone_switched_on_is_kept(damaged, caplog):

@@ -145,6 +145,16 @@ def decoded_frames(container, s, report: DecodeReport | None = None) -> Generato
         raise first_failure
 
 
+def quiesce(s) -> None:
+    """Let stream ``s``'s decoder threads finish their packets (with the GIL released).
+
+    PyAV frees a codec context holding the GIL, and FFmpeg waits for the frame threads there;
+    a frame thread that logs meanwhile (a damaged packet, while a log tap or PyAV's logging is
+    on) waits for the GIL forever. An abandoned decode flushes first, so its threads are idle."""
+    if s.codec_context is not None:
+        s.codec_context.flush_buffers()
+
+
 def _start_seconds(first, frames: Iterator, time_base) -> float | None:
     """The first frame's best-effort time. When its pts and dts disagree, the choice depends on
     the next frames (see ``Timeline``), so they are decoded too."""
@@ -306,6 +316,7 @@ class PyAVDecoder:
                 f"(truncated or corrupt?): {e}"
             ) from e
         finally:
+            quiesce(s)
             frames.close()  # ends the log tap
             container.close()
         timeline.check_complete(info, "pyav", report)
