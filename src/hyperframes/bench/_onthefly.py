@@ -130,8 +130,6 @@ def pyav_window(
     """Frames at ``pts_seconds`` (sorted; nearest frame) via PyAV with a keyframe seek."""
     import av  # deferred: optional/heavy dependency
 
-    from ..decode._pyav import quiesce  # deferred: imports av
-
     # threads=1: PyAV's default multi-threaded swscale is ~2x slower on small frames
     kw: dict = {"threads": 1}
     if size is not None:
@@ -165,7 +163,9 @@ def pyav_window(
                 prev = frame.to_ndarray(format="rgb24", **kw).transpose(2, 0, 1)
         while len(out) < len(want):  # past the last frame: hold it
             out.append(prev if prev is not None else out[-1])
-        quiesce(st)  # the decode stops mid-stream: idle its frame threads before freeing them
+        # the decode stops mid-stream: idle its frame threads before PyAV frees them holding
+        # the GIL (see hyperframes.decode._pyav.quiesce)
+        st.codec_context.flush_buffers()
     return np.stack(out)
 
 
