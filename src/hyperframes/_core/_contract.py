@@ -72,7 +72,7 @@ from ._contract_checks import (
 from ._errors import ConfigError, DataError
 from ._limits import MAX_CLASSES, MAX_FPS, MAX_FRAMES, MAX_SIDE
 from ._sizes import DEFAULT_SIZE, parse_size, target_size
-from ._validate import Number, Options
+from ._validate import Number, Options, as_tuple
 
 __all__ = [
     "DOWNSCALE_FILTERS",
@@ -124,14 +124,9 @@ _OPTIONAL = {
 warnings.filterwarnings("ignore", 'Field name "register" in "InputContract" shadows', UserWarning)
 
 
-def _as_tuple(value: Any) -> Any:
-    """A list (JSON, a config) taken as the tuple the field holds; anything else as it is."""
-    return tuple(value) if isinstance(value, list) else value
-
-
 def _rgb(value: Any, info: ValidationInfo) -> Any:
     """``mean``/``std``: three values, one per RGB channel (their type is the field's)."""
-    value = _as_tuple(value)
+    value = as_tuple(value)
     if not isinstance(value, tuple) or len(value) != 3:
         raise ConfigError(
             f"{info.field_name}: expected 3 numbers (one per RGB channel), got {value!r:.80}"
@@ -166,7 +161,7 @@ class InputContract(Options):
     mean: Annotated[tuple[Finite, Finite, Finite], BeforeValidator(_rgb)] = IMAGENET_MEAN
     std: Annotated[tuple[Positive, Positive, Positive], BeforeValidator(_rgb)] = IMAGENET_STD
     dtype: Dtype = "uint8"
-    classes: Annotated[tuple[str, ...], BeforeValidator(_as_tuple)] = Field(
+    classes: Annotated[tuple[str, ...], BeforeValidator(as_tuple)] = Field(
         (), max_length=MAX_CLASSES, description="class names, in the model's output order"
     )
     flow: bool = False

@@ -35,10 +35,10 @@ __all__ = [
     "Options",
     "Strict",
     "allowed_text",
+    "as_tuple",
     "did_you_mean",
     "error_text",
     "field_type",
-    "options_text",
     "show",
     "validate",
     "validate_field",
@@ -334,8 +334,16 @@ def _as_declared(value, field: FieldInfo | None, index: bool):
 
 
 def error_text(exc: ValidationError, model: type[BaseModel], where: str = "") -> str:
-    """pydantic's first error as one line in the house's words (see the module docstring)."""
+    """pydantic's first error as one line in the house's words (see the module docstring).
+
+    Two kinds of error speak for themselves: a library error (:class:`HyperframesError`) a
+    validator raised is said as it is (it names its key), and a field whose
+    ``json_schema_extra`` holds ``{"error": "{key} must be ..., got {value}"}`` says that, with
+    the key and the value (as :func:`show` writes it) filled in."""
     err = _first(exc.errors(include_url=False))
+    raised = err.get("ctx", {}).get("error")
+    if isinstance(raised, HyperframesError):
+        return str(raised)
     loc = _plain_loc(err["loc"])
     kind = err["type"]
     if kind == "extra_forbidden":
@@ -349,6 +357,10 @@ def error_text(exc: ValidationError, model: type[BaseModel], where: str = "") ->
         )
     field, _, rest = _walk(model, loc)
     key = _key(where, loc)
+    extra = field.json_schema_extra if field is not None else None
+    template = extra.get("error") if isinstance(extra, dict) else None
+    if isinstance(template, str):
+        return template.format(key=key, value=show(err.get("input")))
     index = bool(rest) and isinstance(rest[0], int)
     allowed = allowed_text(field, index) if field is not None else ""
     help_text = f" ({field.description})" if field is not None and field.description else ""
@@ -411,6 +423,12 @@ def _keep_int(value, handler):
     return value if type(value) is int else checked
 
 
+def as_tuple(value: Any) -> Any:
+    """A list (JSON, YAML) taken as the tuple a field holds; anything else as it is (a
+    ``BeforeValidator`` for tuple fields: strict mode takes only tuples)."""
+    return tuple(value) if isinstance(value, list) else value
+
+
 #: a number: an int given stays that int (``fps=2`` is recorded as 2, as it was given), where a
 #: plain ``float`` field would make it 2.0; true and false are refused
 Number = Annotated[float, WrapValidator(_keep_int)]
@@ -423,27 +441,9 @@ def field_type(field: FieldInfo) -> tuple[object, bool]:
     return base, nullable
 
 
-def options_text(exc: ValidationError, model: type[BaseModel], where: str = "") -> str:
-    """:func:`error_text`, except where the options speak for themselves: a library error a
-    validator raised is said as it is (it names its key), and a field whose
-    ``json_schema_extra`` holds ``{"error": "{key} must be ..., got {value}"}`` says that, with
-    the key and the value (as :func:`show` writes it) filled in."""
-    err = _first(exc.errors(include_url=False))
-    raised = err.get("ctx", {}).get("error")
-    if isinstance(raised, HyperframesError):
-        return str(raised)
-    loc = tuple(p for p in err["loc"] if not _is_tag(p))
-    field, _, _ = _walk(model, loc)
-    extra = field.json_schema_extra if field is not None else None
-    template = extra.get("error") if isinstance(extra, dict) else None
-    if isinstance(template, str) and err["type"] != "extra_forbidden":
-        return template.format(key=_key(where, loc), value=show(err.get("input")))
-    return error_text(exc, model, where)
-
-
 class Options(Strict):
     """Settings made by keyword (``BuildOptions(fps=2)``): frozen, and any problem is a
-    :class:`ConfigError` in the words of :func:`options_text`, never pydantic's
+    :class:`ConfigError` in the words of :func:`error_text`, never pydantic's
     ``ValidationError``. A copy with some fields changed is :meth:`replace`."""
 
     model_config = ConfigDict(frozen=True)
@@ -452,7 +452,7 @@ class Options(Strict):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise ConfigError(options_text(exc, type(self))) from None
+            raise ConfigError(error_text(exc, type(self))) from None
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes``, checked as a new one is (``dataclasses.replace``'s role)."""

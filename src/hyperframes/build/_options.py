@@ -25,7 +25,7 @@ from .._core._sizes import (
     DEFAULT_SIZE,
     parse_size,
 )
-from .._core._validate import Number, Options
+from .._core._validate import Number, Options, as_tuple
 from ..store import list_codecs
 
 __all__ = ["DEFAULT_MAX_PIXELS", "BuildOptions"]
@@ -45,9 +45,7 @@ LIBRARY_ONLY: JsonDict = {"cli": False}
 #: a rate or a length of time: a finite number > 0 (an int stays an int: ``_validate.Number``)
 Positive = Annotated[Number, Field(gt=0, allow_inf_nan=False)]
 #: mean and std: three numbers, given as a tuple or a list
-Triple = Annotated[
-    tuple[float, float, float], BeforeValidator(lambda v: tuple(v) if isinstance(v, list) else v)
-]
+Triple = Annotated[tuple[float, float, float], BeforeValidator(as_tuple)]
 
 
 def _not_bool(value):

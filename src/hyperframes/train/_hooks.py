@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import signal
 import time
-import types
 from typing import TYPE_CHECKING
 
 import torch
@@ -257,17 +256,9 @@ class EvaluationHook:
             return {}
         metrics = self.validate(loop)
         record.update(loop.parts.task.epoch_record(metrics))
-        # keyframe models: K_t beside PCA(H_t)
         parts, ctx = loop.parts, loop.ctx
-        seen = types.SimpleNamespace(
-            model=parts.model,
-            bundle=parts.bundle,
-            d=ctx.d,
-            device=ctx.device,
-            run_dir=ctx.run_dir,
-            epoch=st.epoch,
-        )
-        save_epoch_picture(seen)
+        if ctx.d.main:  # keyframe models: K_t beside PCA(H_t)
+            save_epoch_picture(parts.model, parts.bundle, ctx.device, ctx.run_dir, st.epoch)
         return metrics
 
     def validate(self, loop: EpochLoop) -> dict:

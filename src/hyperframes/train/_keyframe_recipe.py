@@ -126,14 +126,14 @@ def hidden_picture(model, x, mask, path, *, mean, std, scale: int = 2) -> Path:
     return path
 
 
-def save_epoch_picture(trainer) -> Path | None:
-    """The trainer's ``hidden/epoch_NNN.png`` from its first validation window (main process,
-    keyframe models only)."""
-    model, b = trainer.model, trainer.bundle
-    if not (takes_recipe(model) and trainer.d.main and len(b.val)):
+def save_epoch_picture(model, bundle, device, run_dir: Path, epoch: int) -> Path | None:
+    """``run_dir/hidden/epoch_NNN.png`` (``epoch`` counted from 0) from the first validation
+    window of ``bundle`` (keyframe models only; the caller is the main process)."""
+    b = bundle
+    if not (takes_recipe(model) and len(b.val)):
         return None
     sample = b.val[0]
-    x = b.contract.prepare(sample.frames[None], device=trainer.device)
-    mask = sample.mask[None].to(trainer.device)
-    path = trainer.run_dir / "hidden" / f"epoch_{trainer.epoch + 1:03d}.png"
+    x = b.contract.prepare(sample.frames[None], device=device)
+    mask = sample.mask[None].to(device)
+    path = Path(run_dir) / "hidden" / f"epoch_{epoch + 1:03d}.png"
     return hidden_picture(model, x, mask, path, mean=b.contract.mean, std=b.contract.std)
