@@ -314,12 +314,15 @@ class BlockCache:
         return True
 
     def used_bytes(self) -> int:
-        """Bytes of entries and temp files now (what the limit bounds)."""
+        """Bytes of entries and temp files now (what the limit bounds), counted under the
+        writers' lock: unlocked, a scan could see an entry an insert then evicts and the temp
+        file it writes next, one entry more than was ever on disk at once."""
         total = 0
-        for folder in (self.blocks, self.tmp):
-            for e in os.scandir(folder):
-                with contextlib.suppress(OSError):
-                    total += e.stat().st_size
+        with self._locked():
+            for folder in (self.blocks, self.tmp):
+                for e in os.scandir(folder):
+                    with contextlib.suppress(OSError):
+                        total += e.stat().st_size
         return total
 
     # -- failures -------------------------------------------------------------------------
