@@ -200,7 +200,6 @@ class _Pool:
         self.sources, self.handle = sources, handle
         self.pending = list(todo)
         self.pending.reverse()  # pop() from the end hands items out in order
-        self.remaining = set(todo)
         self.procs: dict[int, tuple[mp.process.BaseProcess, Connection]] = {}
         self.inflight: dict[int, int] = {}  # worker -> the item it holds
         self.started: set[int] = set()  # workers that said "start" for the item they hold
@@ -229,21 +228,17 @@ class _Pool:
         with contextlib.suppress(OSError):  # it died: its sentinel says so next
             self.procs[w][1].send(item)
 
-    def receive(self, w: int) -> bool:
-        """Handle what worker ``w`` sent; False once its pipe is closed."""
+    def receive(self, w: int) -> None:
+        """Handle what worker ``w`` sent (up to a message cut short by its death)."""
         conn = self.procs[w][1]
-        try:
+        with contextlib.suppress(EOFError, OSError):
             while conn.poll():
                 self.message(w, conn.recv())
-        except (EOFError, OSError):
-            return False
-        return True
 
     def message(self, w: int, msg: tuple) -> None:
         kind = msg[0]
         if kind in ("done", "failed"):
             self.inflight.pop(w, None)
-            self.remaining.discard(msg[2])
             self.handle(msg)
             self.feed(w)
         elif kind == "exit":
@@ -270,8 +265,7 @@ class _Pool:
                     f"build workers die before they start a video ({_exit_text(p.exitcode)}, "
                     f"{len(self.stillborn)} in a row); run with --workers 1 to see why"
                 )
-        elif i is not None and i in self.remaining:
-            self.remaining.discard(i)
+        elif i is not None:
             why = f"the build worker decoding it died ({_exit_text(p.exitcode)}); rerun to retry it"
             self.handle(("failed", w, i, why))
         if self.pending:

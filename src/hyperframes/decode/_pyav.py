@@ -92,10 +92,10 @@ def open_video(path: str, stream: int | None):
 def inspect(path: str, stream: int | None = None) -> Inspection:
     """Probe with PyAV: the header, plus the first frame for rotation and start time."""
     container, s, chosen, headers = open_video(path, stream)
+    frames = decoded_frames(container, s)
     try:
         first, start, error = None, None, None
         try:
-            frames = decoded_frames(container, s)
             first = next(frames, None)
             if first is not None:
                 start = _start_seconds(first, frames, s.time_base)
@@ -105,6 +105,7 @@ def inspect(path: str, stream: int | None = None) -> Inspection:
             error = str(e)
         info = _info(container, s, chosen, first, start)
     finally:
+        frames.close()  # the decoder idle before the container goes
         container.close()
     return Inspection(info, chosen, headers, error)
 
@@ -123,24 +124,27 @@ def decoded_frames(container, s, report: DecodeReport | None = None) -> Generato
         LogTap(report, decoder=codec, demuxer=container.format.name) if report is not None else None
     )
     with tap or contextlib.nullcontext():
-        for packet in container.demux(s):
-            if report is not None and packet.is_corrupt:
-                report.add("corrupt_packets", message=f"packet at dts {packet.dts} is corrupt")
-            try:
-                frames = packet.decode()
-            except av.error.InvalidDataError as e:
-                first_failure = first_failure or e
-                if report is not None:
-                    why = f"{codec}: packet at dts {packet.dts} failed to decode: {e.strerror}"
-                    report.add("failed_packets", message=why)
-                continue
-            if tap is not None:
-                tap.drain()
-                for frame in frames:
-                    if frame.is_corrupt:
-                        tap.report.add("corrupt_frames")
-            decoded = decoded or bool(frames)
-            yield from frames
+        try:
+            for packet in container.demux(s):
+                if report is not None and packet.is_corrupt:
+                    report.add("corrupt_packets", message=f"packet at dts {packet.dts} is corrupt")
+                try:
+                    frames = packet.decode()
+                except av.error.InvalidDataError as e:
+                    first_failure = first_failure or e
+                    if report is not None:
+                        why = f"{codec}: packet at dts {packet.dts} failed to decode: {e.strerror}"
+                        report.add("failed_packets", message=why)
+                    continue
+                if tap is not None:
+                    tap.drain()
+                    for frame in frames:
+                        if frame.is_corrupt:
+                            tap.report.add("corrupt_frames")
+                decoded = decoded or bool(frames)
+                yield from frames
+        finally:
+            quiesce(s)  # ended or given up: idle threads before PyAV frees them
     if first_failure is not None and not decoded:
         raise first_failure
 
@@ -150,7 +154,8 @@ def quiesce(s) -> None:
 
     PyAV frees a codec context holding the GIL, and FFmpeg waits for the frame threads there;
     a frame thread that logs meanwhile (a damaged packet, while a log tap or PyAV's logging is
-    on) waits for the GIL forever. An abandoned decode flushes first, so its threads are idle."""
+    on) waits for the GIL forever. Every decode (``decoded_frames``) flushes as it ends, given
+    up half-way or not, so its threads are idle by then."""
     if s.codec_context is not None:
         s.codec_context.flush_buffers()
 
@@ -316,7 +321,6 @@ class PyAVDecoder:
                 f"(truncated or corrupt?): {e}"
             ) from e
         finally:
-            quiesce(s)
-            frames.close()  # ends the log tap
+            frames.close()  # idles the decoder's threads and ends the log tap
             container.close()
         timeline.check_complete(info, "pyav", report)
