@@ -72,9 +72,10 @@ array it holds) plus per-batch planning and labels in Python. Flow planes write 
 bytes as float32; registration by flow chains T-1 flow samplings and warps the frames. The GPU
 jitter run was not measured (no GPU here). `make demo`'s six-class run with flow planes waits for
 data 0.5% of its training time (0.9% frames only; 8% before the batch pipeline), in one full
-`hyperframes demo` (target < 2%). The last run was on another 2-core machine, whose memcpy
-anchor is faster than the one before it (18,632 uniform windows/s against 12,669): uniform windows
-rose from 10,762 to 11,830 windows/s there, but their ratio fell from 0.89x to 0.57x.
+`hyperframes demo` (target < 2%). The uniform ratio moves most with the machine: on another
+2-core machine, uniform windows rose from 10,762 to 11,830 windows/s while its faster memcpy
+anchor (18,632 windows/s against 12,669) took the ratio from 0.89x to 0.57x; the latest run here
+measured PIPE_UNIFORM_RATE against PIPE_UNIFORM_MEMCPY.
 `hyperframes bench` on four of those clips (three frame shapes, read through the crop path,
 `--codecs raw`) measured raw reads at 0.61x a memcpy of the crop's bytes in the same session
 (target ≥ 0.5x; 0.17x before, when mixed shapes were read as a list of tensors).
@@ -251,6 +252,8 @@ def main() -> None:
         ),
         "PIPE_LOAD": f"{max(pipe['load_average_1min']):.0f}",
         "PIPE_MEMCPY": f"{pipe['windows_per_s']['mixed/memcpy']:,.0f}",
+        "PIPE_UNIFORM_RATE": f"{pipe['windows_per_s']['uniform/none']:,.0f}",
+        "PIPE_UNIFORM_MEMCPY": f"{pipe['windows_per_s']['uniform/memcpy']:,.0f}",
         "BATCHED_TRACKS": _batched_tracks_cell(tracks),
         "STORE_ROWS": ", ".join(
             f"{k.split(':')[1]} {v['windows_per_s']:.0f}"
