@@ -48,7 +48,10 @@ def install(seen):
         optimizer_step(self)
         pause = os.environ.get("HF_TEST_PAUSE_STEP")
         if pause and self.step == int(pause) and self.d.rank == 0:
-            Path(os.environ["HF_TEST_PAUSED"]).write_text(str(os.getpid()))
+            paused = Path(os.environ["HF_TEST_PAUSED"])  # whole, then renamed (read at once)
+            part = paused.with_name(paused.name + ".part")
+            part.write_text(str(os.getpid()))
+            os.replace(part, paused)
             deadline = time.monotonic() + 60
             while not self.stops.signum and time.monotonic() < deadline:
                 time.sleep(0.01)

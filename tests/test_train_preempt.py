@@ -50,7 +50,10 @@ optimizer_step = _step.StepRunner._optimizer_step
 def step_then_wait(self):
     optimizer_step(self)
     if self.step == pause_step and pause_rank in (None, str(self.d.rank)):
-        paused.write_text(str(os.getpid()))
+        # written whole, then renamed: the test waits for the file and reads it at once
+        part = paused.with_name(paused.name + ".part")
+        part.write_text(str(os.getpid()))
+        os.replace(part, paused)
         deadline = time.monotonic() + 120
         while not self.stops.signum and time.monotonic() < deadline:
             time.sleep(0.01)
