@@ -70,6 +70,38 @@ def _bilinear(f: np.ndarray, x: float, y: float) -> np.ndarray:
     return out
 
 
+@pytest.mark.parametrize("channels", [1, 3, 5])
+def test_uint8_homography_warps_are_opencvs_interleaved_warp_and_copy_the_key(channels):
+    """The uint8 warp runs plane by plane: the pixels of OpenCV's interleaved warp (per 4
+    channels at most), and the key frame (an identity map) comes back unchanged."""
+    import cv2
+
+    rng = np.random.default_rng(3)
+    frames = torch.from_numpy(rng.integers(0, 256, (4, channels, 30, 40), dtype=np.uint8))
+    to_key = np.stack(
+        [np.eye(3)]
+        + [np.array([[1.02, 0.03, 1.5 * k], [-0.02, 0.98, -1.0], [2e-4, 0.0, 1.0]]) for k in (1, 2)]
+        + [np.eye(3)]  # a repeated (padded) key frame
+    )
+    got = warp_by_homography(frames, to_key).numpy()
+    inv = np.linalg.inv(to_key)
+    flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
+    for k in range(4):
+        want = np.concatenate(
+            [
+                np.atleast_3d(
+                    cv2.warpPerspective(
+                        cv2.merge(list(part)), inv[k], (40, 30), flags=flags, borderValue=0
+                    )
+                ).transpose(2, 0, 1)
+                for part in np.array_split(frames[k].numpy(), range(4, channels, 4))
+            ]
+        )
+        np.testing.assert_array_equal(got[k], want)
+    np.testing.assert_array_equal(got[[0, 3]], frames.numpy()[[0, 3]])
+    assert (got[1] != frames.numpy()[1]).mean() > 0.5
+
+
 def test_one_sweep_composes_flows_along_each_pixels_trajectory():
     """compose_flows (one sweep each way, linear in the span): forwards, each key pixel's
     displacement is its trajectory through the pair flows (x_(j+1) = x_j + F_j(x_j), followed

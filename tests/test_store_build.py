@@ -52,6 +52,46 @@ def test_read_arbitrary_indices_and_batch(raw_store):
     assert view.shape[0] == s.videos[1].num_frames and not view.flags.writeable
 
 
+def test_read_windows_is_read_batch_of_columns(raw_store, class_folder, tmp_path):
+    """The loader's uniform path: windows as (B,) videos and (B, T) indices, in strided runs,
+    reversed and repeated, equal to read_batch's; bad columns are refused by name."""
+    from hyperframes import DataError, StoreError
+
+    videos = np.array([3, 0, 5, 3, 1])
+    index = np.array([[0, 1, 2, 3], [1, 3, 5, 7], [9, 8, 7, 6], [2, 2, 2, 2], [4, 5, 7, 8]])
+    got = raw_store.read_windows(videos, index)
+    want = raw_store.read_batch(list(zip(videos, index)))
+    assert tuple(got.shape) == (5, 4, 3, 48, 64)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert [identify(f, 20) for f in got[2].numpy()] == [9, 8, 7, 6]
+    out = raw_store.read_windows(videos[:2], index[:2], out=got[:2])  # into a given buffer
+    assert out.data_ptr() == got.data_ptr()
+    n = raw_store.videos[5].num_frames
+    with pytest.raises(DataError, match=f"frame index {n} is out of range for video 5"):
+        raw_store.read_windows([0, 5], [[0, 1], [0, n]])
+    with pytest.raises(DataError, match="video 99 is out of range"):
+        raw_store.read_windows([0, 99], [[0, 1], [0, 1]])
+    with pytest.raises(DataError, match=r"index must be \(B, T\) for 2 videos"):
+        raw_store.read_windows([0, 1], [0, 1])
+    # a codec store takes read_batch's way, with the same frames
+    _build(class_folder, tmp_path / "lz4", size="none", codec="lz4", chunk_frames=3)
+    with open_store(tmp_path / "lz4") as lz4:
+        np.testing.assert_array_equal(lz4.read_windows(videos, index).numpy(), want.numpy())
+    # check="video" verifies each window's video before its bytes are served
+    copy = tmp_path / "damaged"
+    _build(class_folder, copy, size="none", codec="raw")
+    with open_store(copy) as s:
+        shard, offset = int(s._videos["shard"][3]), int(s._videos["offset"][3])
+        name = s.shard_names[shard]
+    data = bytearray((copy / "shards" / name).read_bytes())
+    data[offset + 10] ^= 0xFF
+    (copy / "shards" / name).write_bytes(bytes(data))
+    with open_store(copy, check="video") as s:
+        s.read_windows([0], [[0, 1]])
+        with pytest.raises(StoreError, match=r"video 3 .* the shard is damaged"):
+            s.read_windows([0, 3], [[0, 1], [0, 1]])
+
+
 def test_out_of_range_read_names_video(raw_store):
     from hyperframes import DataError
 

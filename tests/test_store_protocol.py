@@ -77,6 +77,9 @@ def test_every_form_is_a_store_reader_and_reads_the_same_windows(stores):
         assert torch.equal(r.read_batch(same).cpu(), batch), name
         out = torch.empty_like(batch)
         assert r.read_batch(same, out=out) is out and torch.equal(out, batch), name
+        columns = ([v for v, _ in same], np.stack([ix for _, ix in same]))
+        assert torch.equal(r.read_windows(*columns).cpu(), batch), name  # the pipeline's call
+        assert r.read_windows(*columns, out=out) is out and torch.equal(out, batch), name
         with pytest.raises(DataError, match="out has shape"):  # a buffer of the wrong size
             r.read_batch(same, out=out[:1])
         mixed = r.read_batch(WINDOWS)  # different lengths: a list

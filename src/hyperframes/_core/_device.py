@@ -4,7 +4,8 @@
 ``"cuda:N"`` or a ``torch.device`` are taken as given, and asking for CUDA where there is none
 is a :class:`ConfigError` naming the parameter (``where``), not an error deep inside torch.
 :func:`torch_dtype` maps the pixel types a store holds (numpy) to torch's; :func:`batch_out` is
-the one check of a caller's batch buffer (``read_batch(..., out=)``) for every store reader.
+the one check of a caller's batch buffer (``read_batch(..., out=)``) for every store reader,
+:func:`window_requests` the one check of ``read_windows``' columns.
 torch is imported when these are called.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from ._errors import ConfigError, DataError
 
-__all__ = ["batch_out", "resolve_device", "torch_dtype"]
+__all__ = ["batch_out", "resolve_device", "torch_dtype", "window_requests"]
 
 #: pixel types a store holds (numpy names) and the torch dtypes they read into
 _TORCH_DTYPES = {"uint8": "uint8", "float16": "float16", "float32": "float32"}
@@ -63,3 +64,17 @@ def batch_out(out, want: tuple[int, ...], dtype, device=None):
     if tuple(out.shape) != tuple(want) or out.dtype != want_dtype:
         raise DataError(f"out has shape {tuple(out.shape)} {out.dtype}; needs {want} {want_dtype}")
     return out
+
+
+def window_requests(videos, index) -> list:
+    """``read_windows``' columns, ``videos`` (B,) and ``index`` (B, T), as ``read_batch``'s
+    ``(video, frame_indices)`` requests; columns of other shapes are a :class:`DataError`."""
+    import numpy as np  # deferred, as torch is
+
+    videos = np.asarray(videos, np.int64).reshape(-1)
+    index = np.asarray(index, np.int64)
+    if index.ndim != 2 or len(index) != len(videos):
+        raise DataError(
+            f"read_windows: index must be (B, T) for {len(videos)} videos, got {index.shape}"
+        )
+    return list(zip(videos.tolist(), index))

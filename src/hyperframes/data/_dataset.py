@@ -278,7 +278,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         whole = (drawn.boxes[:, :2] == 0).all() and (drawn.boxes[:, 2:] == drawn.size).all()
         # every flip step at once (they commute with jitter), in the read's pass
         if whole and (shapes[:, 1:] == drawn.size).all():  # no crop: the reader's batch read
-            self.reader.read_batch(requests, out=frames)
+            self.reader.read_windows(plan.videos, plan.index, out=frames)  # the plan's columns
             flip_batch(frames, drawn.flips)
         else:
             read_boxes(

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .._core._device import batch_out
+from .._core._device import batch_out, window_requests
 from .._core._errors import ConfigError
 from ._memory import numpy_out
 
@@ -81,6 +81,9 @@ class CudaJpegReader:
         if out is not None:
             return batch_out(out, tuple(batch.shape), self.dtype).copy_(batch)
         return batch
+
+    def read_windows(self, videos, index, *, out=None):
+        return self.read_batch(window_requests(videos, index), out=out)
 
     def close(self) -> None:
         self.store.close()

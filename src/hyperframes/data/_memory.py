@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .._core._device import batch_out
+from .._core._device import batch_out, window_requests
 from .._core._errors import ConfigError, DataError
 
 
@@ -104,6 +104,9 @@ class InMemoryStore:
 
     def read_numpy(self, video, frame_indices, *, out: np.ndarray | None = None) -> np.ndarray:
         return numpy_out(self.read(video, frame_indices), out)
+
+    def read_windows(self, videos, index, *, out=None):
+        return self.read_batch(window_requests(videos, index), out=out)
 
     def read_batch(self, requests: Sequence[tuple], *, out=None):
         reqs = [(self._video(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._core._device import window_requests
 from .._core._errors import DataError, StoreError
 from ._open import Check, IndexSource, open_index
 from ._records import StoreIndex, VideoList, VideoRecord
@@ -131,6 +132,10 @@ class StoreBase(TrackMethods):
         import torch  # deferred: optional/heavy dependency
 
         return torch.from_numpy(self.read_numpy(video, frame_indices))
+
+    def read_windows(self, videos, index, *, out=None):
+        """``read_batch`` of windows given as columns: ``videos`` (B,) and ``index`` (B, T)."""
+        return self.read_batch(window_requests(videos, index), out=out)
 
     def __enter__(self):
         return self

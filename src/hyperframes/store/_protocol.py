@@ -64,6 +64,12 @@ class StoreReader(Protocol):
         of tensors."""
         ...
 
+    def read_windows(self, videos, index, *, out=None) -> Any:
+        """``read_batch`` of windows given as columns, ``videos`` (B,) and ``index`` (B, T)
+        (what the batch pipeline plans): one ``(B, T, C, H, W)`` tensor when every window has
+        the same shape, else a list of tensors."""
+        ...
+
     def change_scores(self, video) -> np.ndarray | None:
         """The video's per-frame change scores recorded at build (float32), or None."""
         ...
