@@ -50,7 +50,10 @@ The batch pipeline rows come from one run (load average PIPE_LOAD on 2 cores whi
 memcpy of the batches managed PIPE_MEMCPY windows/s through the loader), so their ratios,
 measured in interleaved rounds, are what counts; ratios close to their target move across it
 from run to run (CenterCrop vs memcpy measured 0.46-0.52x, uniform windows 0.67-0.89x, log-mel
-through RandomResizedCrop + flip 0.68-0.76x over the last runs). The batch pipeline's random
+through RandomResizedCrop + flip 0.68-0.76x over the earlier runs). Since this run each variant
+is measured over 80 batches (several epochs of the store) in 5 rounds: one epoch of ~20 batches,
+as before, lasted ~40 ms for the memcpy anchor and moved it 1.5x from round to round, which had
+put CenterCrop at 0.55x (met) in the run before against 0.44x here. The batch pipeline's random
 resized crops resize with `INTER_LINEAR` below a 2x shrink (OpenCV's non-integer `INTER_AREA`
 took 3.7 ms per 16-frame 112x112 window, `INTER_LINEAR` 0.65 ms), flips are mirrored in the
 read's pass (torch's gather/flip/scatter cost ~1 ms a window), colour jitter is OpenCV's
@@ -65,10 +68,14 @@ planes (OpenCV bilinear on uint8, plane by plane into the batch buffer; faster t
 of a crop that only copies (and every gain in the copy path moves the anchor too); colour
 jitter adds brightness (one pass), contrast (a pass per frame around its own mean) and
 saturation (five `addWeighted` passes for the grey and the blend), ~0.45 ms a window at best.
-A CenterCrop of mixed shapes copies 112-byte rows out of longer frame rows (2.5x the time of a
-flat copy of the same bytes, numpy and torch alike); uniform windows are flat copies out of the
-store's memory map (first touches of its pages fault in, where the memcpy anchor copies from an
-array it holds) plus per-batch planning and labels in Python. Flow planes write 6x the frames'
+A CenterCrop of mixed shapes copies 112-byte rows out of 170-228-byte frame rows: numpy's own
+strided copy of the same centred boxes takes 3.3-3.9 ms a batch of 32 in one thread out of the
+store's map (3.0 out of an array in RAM, torch alike) against 1.37 ms for the flat copy, 0.35-0.46x
+before any pipeline work (the pipeline's CenterCrop: 4.3 ms). Uniform windows are read from the
+plan's columns (`Store.read_windows`: ~2 µs of Python a window, where the per-request checks
+spent ~15; 0.61x before it), one flat copy each out of the store's map: in one thread 1.75 ms a
+batch against the anchor's 1.37, of which the copies take 1.46 (1.41 out of an array the process
+holds: the map's 4 KiB pages) and planning, meta and labels ~0.25. Flow planes write 6x the frames'
 bytes as float32; registration by flow chains T-1 flow samplings and warps the frames. The GPU
 jitter run was not measured (no GPU here). `make demo`'s six-class run with flow planes waits for
 data 0.5% of its training time (0.9% frames only; 8% before the batch pipeline), in one full
