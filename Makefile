@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_OUT ?= demo_out
 
 # The coverage floor of the full suite (92% measured, minus a margin; raise it as tests grow).
-# `make test COVERAGE=1` (what CI runs) measures it; tracing costs ~40% more test time, so the
+# `make test COVERAGE=1` (what CI runs) measures it; tracing costs ~25% more test time, so the
 # developer's `make test` leaves it out.
 COV_FLOOR ?= 85
 COVERAGE ?= 0
