@@ -185,6 +185,32 @@ def test_workers_that_die_before_starting_stop_the_build_with_the_reason(tmp_pat
     assert seen == []  # no video was failed for it: none was begun
 
 
+def test_a_script_that_builds_unguarded_is_told_of_the_main_guard(videos, tmp_path):
+    """The workers start by spawn, which imports the calling script again: a build at its top
+    level runs again in each worker, which Python stops (status 1). The build stops with the
+    reason and names the script and the guard it needs, instead of replacing workers forever."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys\n"
+        "from hyperframes.build import BuildOptions, build_store\n"
+        "build_store(sys.argv[1], sys.argv[2], BuildOptions(size='none', workers=2), "
+        "progress=False)\n"
+    )
+    out = tmp_path / "store"
+    got = subprocess.run(
+        [sys.executable, str(script), str(videos), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert got.returncode != 0
+    last = got.stderr.strip().splitlines()[-1]
+    assert "die before they start a video (exit status 1, 3 in a row)" in last, got.stderr
+    assert f"{script} builds with workers" in last and 'if __name__ == "__main__":' in last
+    with pytest.raises(StoreError, match="incomplete"):  # nothing that looks complete
+        open_store(out)
+
+
 def test_sigterm_stops_a_build_like_ctrl_c_and_keeps_what_is_finished(videos, reference, tmp_path):
     out = tmp_path / "store"
     proc = _start_build(videos, out)

@@ -264,6 +264,7 @@ class _Pool:
                 raise StoreError(
                     f"build workers die before they start a video ({_exit_text(p.exitcode)}, "
                     f"{len(self.stillborn)} in a row); run with --workers 1 to see why"
+                    + _script_hint()
                 )
         elif i is not None:
             why = f"the build worker decoding it died ({_exit_text(p.exitcode)}); rerun to retry it"
@@ -295,6 +296,23 @@ class _Pool:
                 p.kill()
                 p.join()
             conn.close()
+
+
+def _script_hint() -> str:
+    """What to check when the build runs from a Python script: workers start by spawn, which
+    imports the script again, so a build at its top level, unguarded, runs again in every
+    worker (and cannot start workers there: Python exits it with status 1)."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec = getattr(getattr(main, "__spec__", None), "name", "") or ""
+    if not path or spec.startswith("hyperframes") or Path(path).name == "hyperframes":
+        return ""  # the command line, or an interactive session
+    return (
+        f"; {path} builds with workers, which start by spawn and import it again: put its "
+        'build under `if __name__ == "__main__":` (or build with workers=1)'
+    )
 
 
 def run_parallel(store, options, run, workers, sources, todo, handle) -> None:
