@@ -551,7 +551,9 @@ def test_loader_reads_ahead_within_its_budget(built):
     assert 0 < ahead.peak <= budget
     _settled(ahead)
     assert ahead.held == 0 and not ahead._jobs
-    ld = loader(remote, 4, workers=1, prefetch_factor=1, seed=3, read_ahead=budget)
+    # batches of 1: six in the epoch, so batches remain to be read ahead after the first
+    # (with two batches of 4, the second could be read, its job taken, before the check)
+    ld = loader(remote, 1, workers=1, prefetch_factor=1, seed=3, read_ahead=budget)
     for _ in ld:  # left after one batch: the batches read ahead are dropped
         break
     _settled(ahead)

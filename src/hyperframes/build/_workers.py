@@ -13,6 +13,7 @@ import contextlib
 import multiprocessing as mp
 import os
 import signal
+import sys
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
@@ -302,8 +303,6 @@ def _script_hint() -> str:
     """What to check when the build runs from a Python script: workers start by spawn, which
     imports the script again, so a build at its top level, unguarded, runs again in every
     worker (and cannot start workers there: Python exits it with status 1)."""
-    import sys
-
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     spec = getattr(getattr(main, "__spec__", None), "name", "") or ""
