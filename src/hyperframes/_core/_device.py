@@ -5,7 +5,7 @@
 is a :class:`ConfigError` naming the parameter (``where``), not an error deep inside torch.
 :func:`torch_dtype` maps the pixel types a store holds (numpy) to torch's; :func:`batch_out` is
 the one check of a caller's batch buffer (``read_batch(..., out=)``) for every store reader,
-:func:`window_requests` the one check of ``read_windows``' columns.
+:func:`window_columns` the one check of ``read_windows``' columns.
 torch is imported when these are called.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from ._errors import ConfigError, DataError
 
-__all__ = ["batch_out", "resolve_device", "torch_dtype", "window_requests"]
+__all__ = ["batch_out", "resolve_device", "torch_dtype", "window_columns", "window_requests"]
 
 #: pixel types a store holds (numpy names) and the torch dtypes they read into
 _TORCH_DTYPES = {"uint8": "uint8", "float16": "float16", "float32": "float32"}
@@ -66,9 +66,9 @@ def batch_out(out, want: tuple[int, ...], dtype, device=None):
     return out
 
 
-def window_requests(videos, index) -> list:
-    """``read_windows``' columns, ``videos`` (B,) and ``index`` (B, T), as ``read_batch``'s
-    ``(video, frame_indices)`` requests; columns of other shapes are a :class:`DataError`."""
+def window_columns(videos, index):
+    """``read_windows``' columns as int64 arrays, ``videos`` (B,) and ``index`` (B, T); columns
+    of other shapes are a :class:`DataError`."""
     import numpy as np  # deferred, as torch is
 
     videos = np.asarray(videos, np.int64).reshape(-1)
@@ -77,4 +77,11 @@ def window_requests(videos, index) -> list:
         raise DataError(
             f"read_windows: index must be (B, T) for {len(videos)} videos, got {index.shape}"
         )
+    return videos, index
+
+
+def window_requests(videos, index) -> list:
+    """``read_windows``' columns (checked by :func:`window_columns`) as ``read_batch``'s
+    ``(video, frame_indices)`` requests."""
+    videos, index = window_columns(videos, index)
     return list(zip(videos.tolist(), index))

@@ -274,7 +274,6 @@ class HyperframeDataset(torch.utils.data.Dataset):
 
         shape = (len(plan), plan.index.shape[1], int(shapes[0, 0]), *drawn.size)
         frames = self._buffer(shape)
-        requests = list(zip(plan.videos, plan.index))
         whole = (drawn.boxes[:, :2] == 0).all() and (drawn.boxes[:, 2:] == drawn.size).all()
         # every flip step at once (they commute with jitter), in the read's pass
         if whole and (shapes[:, 1:] == drawn.size).all():  # no crop: the reader's batch read
@@ -283,7 +282,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         else:
             read_boxes(
                 self.reader,
-                requests,
+                list(zip(plan.videos, plan.index)),
                 drawn.boxes,
                 frames.numpy(),
                 flips=drawn.flips,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core._device import batch_out, window_requests
+from .._core._device import batch_out, window_columns, window_requests
 from .._core._errors import DataError, StoreError
 from ._base import StoreBase
 from ._crop import centre_boxes, read_boxes
@@ -81,31 +81,29 @@ class BatchReads(StoreBase):
         and copies each window from its memory map in one slice (about 2 µs of Python a window,
         where ``read_batch``'s per-request checks and plan spent ~15); other stores read it as
         ``read_batch`` does."""
-        requests = window_requests(videos, index)  # checks the columns' shapes
-        videos = np.asarray(videos, np.int64).reshape(-1)
-        index = np.asarray(index, np.int64)
-        if self._codec is not None or not self._source.is_local or not len(videos):
-            return self.read_batch(requests, out=out)
+        videos, index = window_columns(videos, index)
+        b, t = index.shape
+        if self._codec is not None or not self._source.is_local or not b or not t:
+            return self.read_batch(window_requests(videos, index), out=out)
         n = len(self._videos)
-        if ((videos < 0) | (videos >= n)).any():
-            self._video_id(int(videos[(videos < 0) | (videos >= n)][0]))  # raises, naming it
+        bad_video = (videos < 0) | (videos >= n)
+        if bad_video.any():
+            self._video_id(int(videos[bad_video][0]))  # raises, naming it
         rows = self._videos[videos]
-        if index.size and ((index < 0) | (index >= rows["num_frames"][:, None])).any():
-            bad = ((index < 0) | (index >= rows["num_frames"][:, None])).any(1)
-            b = int(np.flatnonzero(bad)[0])
-            self._check_indices(int(videos[b]), index[b])  # raises, naming the frame
+        bad = ((index < 0) | (index >= rows["num_frames"][:, None])).any(1)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            self._check_indices(int(videos[k]), index[k])  # raises, naming the frame
         shapes = np.stack([rows[k] for k in ("channels", "height", "width")], 1)
         if (shapes != shapes[0]).any():
-            return self.read_batch(requests, out=out)
-        b, t = index.shape
-        shape = (b, t, *shapes[0].tolist())
-        out = batch_out(out, shape, self.dtype)
+            return self.read_batch(window_requests(videos, index), out=out)
+        out = batch_out(out, (b, t, *shapes[0].tolist()), self.dtype)
         arr = out.numpy()
         steps = np.diff(index, axis=1)
         step = steps[:, 0] if t > 1 else np.ones(b, np.int64)
         runs = (step > 0) & (steps == step[:, None]).all(1)
-        order = np.lexsort((index[:, 0] if t else videos, rows["offset"], rows["shard"]))
-        first, last = index[:, 0].tolist() if t else [0] * b, index[:, -1].tolist() if t else []
+        order = np.lexsort((index[:, 0], rows["offset"], rows["shard"]))
+        first, last = index[:, 0].tolist(), index[:, -1].tolist()
         views = self._views
         for k, v, run, s in zip(
             order.tolist(), videos[order].tolist(), runs[order].tolist(), step[order].tolist()
@@ -115,7 +113,7 @@ class BatchReads(StoreBase):
                 view = self.frames_view(v)
             if run:
                 np.copyto(arr[k], view[first[k] : last[k] + 1 : s])
-            elif t:
+            else:
                 np.take(view, index[k], axis=0, out=arr[k])
         return out
 
