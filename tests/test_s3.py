@@ -583,3 +583,92 @@ def test_a_large_file_is_published_in_parts_and_not_sent_again(s3_url, tmp_path,
     info = filesystem(url).info(url[5:])
     assert str(info["ETag"]).strip('"').endswith("-3") and info["size"] == 11 << 20
     assert _publish.publish_file(local, url) is False
+
+
+# -- a store rebuilt under its readers (issue 40): reads pinned to what they opened ----------
+
+
+def _windows(store) -> list[tuple[int, list[int]]]:
+    """Every 4-frame window of every video of ``store`` (stride 3)."""
+    out = []
+    for v in range(len(store)):
+        n = int(store.videos[v].num_frames)
+        out += [(v, list(range(s, s + 4))) for s in range(0, n - 3, 3)]
+    return out
+
+
+def _read_all(reader, local) -> tuple[int, int, list[str]]:
+    """``(right, wrong, errors)`` over every window of the local store ``local``, read by
+    ``reader`` one window at a time; a StoreError is kept, anything else raised."""
+    right = wrong = 0
+    errors = []
+    want = open_store(local)
+    for v, ix in _windows(want):
+        try:
+            got = reader.read_numpy(v, ix)
+        except StoreError as e:
+            errors.append(str(e))
+            continue
+        if np.array_equal(got, want.read_numpy(v, ix)):
+            right += 1
+        else:
+            wrong += 1
+    return right, wrong, errors
+
+
+@pytest.fixture(scope="module")
+def fewer_videos(class_folder, tmp_path_factory):
+    """The class folder less its first class: a store of it lays every video out elsewhere."""
+    other = tmp_path_factory.mktemp("fewer") / "data"
+    shutil.copytree(class_folder, other)
+    shutil.rmtree(other / sorted(p.name for p in other.iterdir())[0])
+    return other
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_reader_open_across_a_rebuild_never_reads_other_videos(
+    built, fewer_videos, s3_url, tmp_path, cached
+):
+    """A reader opened before ``build --out URL`` is run again with other inputs, with and
+    without the node cache: each window is the one it opened or a StoreError saying the
+    store changed, never another video's pixels."""
+    _, local = built["raw"]
+    publish_store(local, s3_url)
+    kw = {"cache_dir": tmp_path / "cache", "cache_limit": 10**8, "cache_block_bytes": 8192}
+    reader = open_remote(s3_url, **(kw if cached else {}))
+    v, ix = _windows(reader)[0]  # a first read (fills the cache's first blocks)
+    assert np.array_equal(reader.read_numpy(v, ix), open_store(local).read_numpy(v, ix))
+    report = build_store(fewer_videos, s3_url, BuildOptions(codec="raw", size="32"), progress=False)
+    assert report.videos == 4
+    right, wrong, errors = _read_all(reader, local)
+    assert wrong == 0, f"{wrong} windows of other videos' pixels"
+    assert right + len(errors) == len(_windows(open_store(local)))
+    assert all("the store changed since it was opened" in e and s3_url in e for e in errors)
+    fresh = open_remote(s3_url)  # opened again: the new build
+    assert len(fresh) == 4
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_shard_replaced_in_place_is_a_store_changed_error(built, s3_url, tmp_path, cached):
+    """A shard object overwritten at its own name (by hand, or by an older hyperframes) under
+    an open reader: every read of it that is not already in the reader's cache is refused
+    with a StoreError naming the store (``If-Match`` on the open-time ETag); the cache never
+    stores the new bytes under the old version's key."""
+    _, local = built["raw"]
+    publish_store(local, s3_url)
+    kw = {"cache_dir": tmp_path / "cache", "cache_limit": 10**8, "cache_block_bytes": 4096}
+    reader = open_remote(s3_url, **(kw if cached else {}))
+    fs = filesystem(s3_url)
+    for rel in map(reader._source._rel, range(len(reader._source.names))):
+        key = f"{s3_url}/{rel}"[5:]
+        data = bytearray(fs.cat_file(key))
+        data[::2] = bytes(len(data[::2]))  # other bytes, same size
+        fs.pipe_file(key, bytes(data))
+    right, wrong, errors = _read_all(reader, local)
+    assert wrong == 0 and right == 0 and errors
+    assert "the store changed since it was opened" in errors[0] and s3_url in errors[0]
+    assert "open the store again" in errors[0]
+    with pytest.raises(StoreError, match="the store changed"):
+        reader.read_batch(WINDOWS)
+    if cached:
+        assert not list((tmp_path / "cache" / "blocks").iterdir())

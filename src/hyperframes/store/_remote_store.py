@@ -115,16 +115,26 @@ class RemoteFolder:
         return join_url(self.path, *parts)
 
     def manifest(self) -> dict:
-        listing = self.files.listing()
-        if MANIFEST not in listing:
-            if listing:
-                raise StoreError(
-                    f"{self.path}: the store is incomplete ({MANIFEST} is missing: an upload was "
-                    "interrupted or is running); rerun the same `hyperframes build` (or "
-                    "`convert`) command to finish it"
-                )
-            raise StoreError(f"{self.path}: no store here (no object under this URL)")
-        m = parse_json(self.files.read(MANIFEST), self.where(MANIFEST))
+        """The manifest, read as listed: a manifest replaced between the listing and its read
+        (a build publishing meanwhile) is listed and read again, so the objects this store
+        reads are those of one build."""
+        for attempt in range(3):
+            listing = self.files.listing(refresh=attempt > 0)
+            if MANIFEST not in listing:
+                if listing:
+                    raise StoreError(
+                        f"{self.path}: the store is incomplete ({MANIFEST} is missing: an upload "
+                        "was interrupted or is running); rerun the same `hyperframes build` (or "
+                        "`convert`) command to finish it"
+                    )
+                raise StoreError(f"{self.path}: no store here (no object under this URL)")
+            try:
+                data = self.files.read(MANIFEST, etag=listing[MANIFEST]["etag"] or None)
+                break
+            except StoreError:
+                if attempt == 2:
+                    raise
+        m = parse_json(data, self.where(MANIFEST))
         self._manifest = m if isinstance(m, dict) else {}
         return m
 
@@ -143,7 +153,8 @@ class RemoteFolder:
     def check_index(self, name, listed: int, checksum: str, listed_in) -> None:
         """The index object, fetched once, against its size and the manifest's checksum."""
         self.check_size(INDEX_DIR, name, listed, listed_in)
-        data = self.files.read(f"{INDEX_DIR}/{name}")
+        rel = f"{INDEX_DIR}/{name}"
+        data = self.files.read(rel, etag=self.files.listing()[rel]["etag"] or None)
         got = xxhash.xxh3_128_hexdigest(data)
         if len(data) != listed or got != checksum:
             raise checksum_mismatch(self.where(INDEX_DIR, name), got, checksum, len(data))
