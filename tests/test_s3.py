@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import xxhash
 
 from _stores import store_content
 from hyperframes._core._errors import ConfigError, StoreError
@@ -203,8 +204,8 @@ def test_cli_info_verify_show_convert_on_urls(built, s3_url, tmp_path):
     # damage one shard object: verify names it
     shard = json.loads((local / "manifest.json").read_text())["shards"][0]["name"]
     bad = f"{s3_url}/bad"
-    publish_store(local, bad)
-    key = f"{bad}/shards/{shard}".partition("://")[2]
+    gen = publish_store(local, bad)["generation"]
+    key = f"{bad}/generations/{gen}/shards/{shard}".partition("://")[2]
     data = bytearray(fs.cat_file(key))
     data[len(data) // 2] ^= 0xFF
     fs.pipe_file(key, bytes(data))
@@ -215,10 +216,12 @@ def test_cli_info_verify_show_convert_on_urls(built, s3_url, tmp_path):
 def test_manifest_last_interrupted_upload_then_rerun(built, s3_url):
     _, local = built["raw"]
     m = json.loads((local / "manifest.json").read_text())
+    gen = xxhash.xxh3_64_hexdigest((local / "manifest.json").read_bytes())
     fs = filesystem(s3_url)
     # an upload killed after the shards: no manifest, so the URL is incomplete
     for row in m["shards"]:
-        fs.put_file(str(local / "shards" / row["name"]), f"{s3_url}/shards/{row['name']}"[5:])
+        key = f"{s3_url}/generations/{gen}/shards/{row['name']}"[5:]
+        fs.put_file(str(local / "shards" / row["name"]), key)
     with pytest.raises(StoreError, match="incomplete"):
         open_store(s3_url)
     done = publish_store(local, s3_url)  # the rerun sends only what is missing
@@ -232,9 +235,9 @@ def test_manifest_last_interrupted_upload_then_rerun(built, s3_url):
 
 def test_damaged_index_object_refused(built, s3_url):
     _, local = built["raw"]
-    publish_store(local, s3_url)
+    gen = publish_store(local, s3_url)["generation"]
     fs = filesystem(s3_url)
-    key = f"{s3_url}/index/frames.npy"[5:]
+    key = f"{s3_url}/generations/{gen}/index/frames.npy"[5:]
     data = bytearray(fs.cat_file(key))
     data[-1] ^= 0xFF
     fs.pipe_file(key, bytes(data))
@@ -642,10 +645,46 @@ def test_reader_open_across_a_rebuild_never_reads_other_videos(
     assert report.videos == 4
     right, wrong, errors = _read_all(reader, local)
     assert wrong == 0, f"{wrong} windows of other videos' pixels"
-    assert right + len(errors) == len(_windows(open_store(local)))
-    assert all("the store changed since it was opened" in e and s3_url in e for e in errors)
+    # the rebuild wrote a new generation: the one the reader opened is read whole, as it was
+    assert not errors and right == len(_windows(open_store(local)))
     fresh = open_remote(s3_url)  # opened again: the new build
     assert len(fresh) == 4
+
+
+def test_rerun_of_a_complete_url_build_decodes_nothing_and_gc_deletes_old_generations(
+    built, fewer_videos, s3_url, capsys
+):
+    """``build --out URL`` run again with the same inputs and options keeps the store there
+    (no video decoded, no object written); ``hyperframes gc URL`` lists the generation of
+    the build before, which a reader opened on it reads until ``gc --delete`` deletes it."""
+    from hyperframes.build._publish import leftovers
+    from hyperframes.cli import main
+
+    _, local = built["raw"]
+    old = publish_store(local, s3_url)["generation"]
+    reader = open_remote(s3_url)
+    opts = BuildOptions(codec="raw", size="32")
+    first = build_store(fewer_videos, s3_url, opts, progress=False)
+    assert first.reused == 0 and first.videos == 4
+    fs = filesystem(s3_url)
+    before = {
+        k: (i["ETag"], i["LastModified"]) for k, i in fs.find(s3_url[5:], detail=True).items()
+    }
+    again = build_store(fewer_videos, s3_url, opts, progress=False)
+    assert (again.reused, again.videos, again.frames) == (4, 4, first.frames)
+    assert not staging_dir(s3_url).exists()  # nothing staged, nothing decoded
+    fs.invalidate_cache()
+    after = {k: (i["ETag"], i["LastModified"]) for k, i in fs.find(s3_url[5:], detail=True).items()}
+    assert after == before  # not one object written again
+    stale = leftovers(s3_url)
+    assert stale and all(rel.startswith(f"generations/{old}/") for rel, _ in stale)
+    assert _read_all(reader, local)[1:] == (0, [])  # the old generation, still read whole
+    assert main(["gc", s3_url, "--delete"]) == 0
+    assert f"{len(stale)} object(s) deleted" in capsys.readouterr().out
+    assert leftovers(s3_url) == []
+    right, wrong, errors = _read_all(reader, local)
+    assert (right, wrong) == (0, 0) and "the store changed since it was opened" in errors[0]
+    assert len(open_remote(s3_url)) == 4
 
 
 @pytest.mark.parametrize("cached", [False, True])
