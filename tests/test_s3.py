@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -711,3 +712,78 @@ def test_shard_replaced_in_place_is_a_store_changed_error(built, s3_url, tmp_pat
         reader.read_batch(WINDOWS)
     if cached:
         assert not list((tmp_path / "cache" / "blocks").iterdir())
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from hyperframes.build._url_lock import UrlLock
+    with UrlLock(sys.argv[1]):
+        print("held", flush=True)
+        time.sleep(120)
+    """
+)
+
+
+def test_a_second_build_of_a_url_is_refused_naming_the_first(fewer_videos, s3_url):
+    """Two builds of one URL: while one holds the URL's lock object (a real process, killed
+    -9 later), a second ``build --out URL`` is refused with a StoreError naming the holder,
+    writes nothing, and so is ``gc``; once the holder is dead (this machine: its process is
+    gone; another machine: its lease ran out), the next build takes the lock over, and lets
+    it go when done."""
+    from hyperframes.build import gc_store
+    from hyperframes.build._url_lock import LEASE_SECONDS, UrlLock
+
+    opts = BuildOptions(codec="raw", size="32")
+    p = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, s3_url],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "held"
+        with pytest.raises(StoreError, match=rf"another build of this URL is running.*pid {p.pid}"):
+            build_store(fewer_videos, s3_url, opts, progress=False)
+        with pytest.raises(StoreError, match=rf"a build of this URL is running.*pid {p.pid}"):
+            gc_store(s3_url, delete=True)
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+    fs = filesystem(s3_url)
+    assert sorted(fs.find(s3_url[5:])) == [f"{s3_url[5:]}/.lock"]  # nothing built
+    report = build_store(fewer_videos, s3_url, opts, progress=False)  # its holder is dead
+    assert report.videos == 4 and not fs.exists(f"{s3_url[5:]}/.lock")  # taken, let go
+    # a lock of a build on another machine: refused while its lease holds, taken once past
+    other = {"holder": "hyperframes build on gpu-node-7 (boot 1234abcd), pid 4242"}
+    lock = f"{s3_url[5:]}/.lock"
+    live = {**other, "host": "gpu-node-7", "pid": 4242, "lease_until": time.time() + 600}
+    fs.pipe_file(lock, json.dumps(live).encode())
+    with pytest.raises(StoreError, match=r"another build.*gpu-node-7.*pid 4242.*lease ends in"):
+        build_store(fewer_videos, s3_url, opts, progress=False)
+    fs.pipe_file(lock, json.dumps({**other, "lease_until": 1.0}).encode())
+    with UrlLock(s3_url) as held:
+        assert f"pid {os.getpid()}" in json.loads(fs.cat_file(lock))["holder"]
+        assert held.lost is None
+    assert not fs.exists(lock) and LEASE_SECONDS >= 60
+
+
+def test_a_build_that_lost_its_lock_publishes_no_manifest(s3_url, monkeypatch):
+    """A holder whose renewal finds the lock object rewritten by another build (its own lease
+    ran out while it was stopped) says so before publishing, and never deletes the other's
+    lock."""
+    from hyperframes.build import _url_lock
+
+    monkeypatch.setattr(_url_lock, "RENEW_SECONDS", 0.05)
+    fs = filesystem(s3_url)
+    lock = f"{s3_url[5:]}/.lock"
+    theirs = {"holder": "hyperframes build on gpu-node-9, pid 77", "lease_until": time.time() + 600}
+    with _url_lock.UrlLock(s3_url) as held:
+        fs.pipe_file(lock, json.dumps(theirs).encode())  # taken over meanwhile
+        deadline = time.monotonic() + 20
+        while held.lost is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(StoreError, match=r"lost its lock .*gpu-node-9, pid 77.*no manifest"):
+            held.check()
+    assert json.loads(fs.cat_file(lock)) == theirs  # theirs, untouched

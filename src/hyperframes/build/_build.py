@@ -33,6 +33,7 @@ from ._publish import check_write_access, publish_file, publish_store, staging_d
 from ._ray import run_on_ray
 from ._ray_url import build_ray_to_url
 from ._report import BuildReport, as_given
+from ._url_lock import UrlLock
 from ._workers import decoder_for, error_text
 
 __all__ = ["ENGINES", "BuildReport", "build_store", "dry_run"]
@@ -101,6 +102,7 @@ def _dispatcher(engine: str, ray_address: str | None, options: BuildOptions):
 def _build_to_url(data, url: str, options, **build_kwargs) -> BuildReport:
     """``build_store(data, url)``: build in the URL's staging folder (``_publish.staging_dir``),
     upload, remove the staging; with ``engine="ray"`` the actors publish their own shards.
+    Under the URL's build lock (``_url_lock``): a second build of the URL is refused.
     A store at the URL built from the same inputs (paths, sizes, mtimes, rows) with the same
     options is kept as it is: nothing decoded, nothing uploaded (:func:`_kept`)."""
     hdf5 = options is not None and options.format == "hdf5"
@@ -115,16 +117,17 @@ def _build_to_url(data, url: str, options, **build_kwargs) -> BuildReport:
         report = build_store(data, local, options, **build_kwargs)
         publish_file(local, url)
     else:
-        t0 = time.perf_counter()
-        inputs = scan_inputs(
-            data, input_format=build_kwargs.get("input_format"), root=build_kwargs.get("root")
-        )
-        fingerprint = _inputs_fingerprint(inputs, options)
-        kept = _kept(url, fingerprint, t0)
-        if kept is not None:
-            return kept
-        report = build_store(data, staging, options, **build_kwargs)
-        publish_store(staging, url, extra={BUILT_FROM: fingerprint})
+        with UrlLock(url) as lock:  # one build per URL, across machines (``_url_lock``)
+            t0 = time.perf_counter()
+            inputs = scan_inputs(
+                data, input_format=build_kwargs.get("input_format"), root=build_kwargs.get("root")
+            )
+            fingerprint = _inputs_fingerprint(inputs, options)
+            kept = _kept(url, fingerprint, t0)
+            if kept is not None:
+                return kept
+            report = build_store(data, staging, options, **build_kwargs)
+            publish_store(staging, url, extra={BUILT_FROM: fingerprint}, before_manifest=lock.check)
     shutil.rmtree(staging, ignore_errors=True)
     report.store = url
     return report

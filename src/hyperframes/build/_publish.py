@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import xxhash
@@ -40,6 +41,7 @@ from ..store.format import (
     SHARD_SUFFIX,
     SHARDS_DIR,
 )
+from ._url_lock import lock_holder
 
 __all__ = [
     "check_write_access",
@@ -136,10 +138,18 @@ def check_write_access(url: str, *, folder: bool) -> None:
         fs.rm_file(bare_url(probe))
 
 
-def publish_store(folder: str | os.PathLike, url: str, *, extra: dict | None = None) -> dict:
+def publish_store(
+    folder: str | os.PathLike,
+    url: str,
+    *,
+    extra: dict | None = None,
+    before_manifest: Callable[[], None] | None = None,
+) -> dict:
     """Upload the finished store ``folder`` to ``url``: its shards and index files under a
     generation of their own, the manifest last (see the module). ``extra``: keys added to the
-    uploaded manifest (the build's inputs, ``_build``). Returns ``{"uploaded": n, "skipped":
+    uploaded manifest (the build's inputs, ``_build``); ``before_manifest``: called before
+    the manifest goes up (the build lock's check: a build that lost it publishes nothing).
+    Returns ``{"uploaded": n, "skipped":
     n, "bytes": n, "generation": G}`` (bytes sent)."""
     folder = Path(folder)
     manifest = folder / MANIFEST
@@ -158,6 +168,8 @@ def publish_store(folder: str | os.PathLike, url: str, *, extra: dict | None = N
         else:
             done["skipped"] += 1
     published = json.dumps({**m, **(extra or {}), "generation": generation}, indent=1).encode()
+    if before_manifest is not None:
+        before_manifest()
     if publish_bytes(published, join_url(url, MANIFEST)):
         done["uploaded"] += 1
         done["bytes"] += len(published)
@@ -231,6 +243,13 @@ def gc_store(url: str, *, delete: bool = False) -> list[tuple[str, int]]:
     deleted when ``delete``. A path that is not a store URL is a ConfigError."""
     if not is_url(url):
         raise ConfigError(f"{url}: gc is for store URLs (s3://bucket/prefix)")
+    holder = lock_holder(url)
+    if holder is not None:
+        raise StoreError(
+            f"{url}: a build of this URL is running ({holder}); gc deletes what the manifest "
+            "does not list, which includes what that build is uploading. Nothing was deleted: "
+            "run gc after the build has ended"
+        )
     found = leftovers(url)
     if delete:
         delete_objects(url, [rel for rel, _ in found])

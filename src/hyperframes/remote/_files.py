@@ -242,7 +242,7 @@ class RemoteFiles:
 
         got = sync(fs.loop, all_of)
         for (rel, _, _), g in zip(ranges, got):
-            if isinstance(g, _Changed) or (isinstance(g, Exception) and _precondition(g)):
+            if isinstance(g, _Changed) or (isinstance(g, Exception) and is_precondition_failed(g)):
                 raise self.changed(rel)
         for (rel, _, _), g in zip(ranges, got):
             if isinstance(g, FileNotFoundError):
@@ -258,7 +258,7 @@ class _Changed(Exception):
     """A pinned read got another version of its object."""
 
 
-def _precondition(e: BaseException) -> bool:
+def is_precondition_failed(e: BaseException) -> bool:
     """``e`` (or its cause) is S3's 412 PreconditionFailed: the If-Match did not hold."""
     while e is not None:
         response = getattr(e, "response", None)
