@@ -26,6 +26,7 @@ import socket
 import threading
 import time
 
+from .._core._atomic import pid_alive
 from .._core._errors import StoreError
 from ..remote import bare_url, client_reason, filesystem, is_precondition_failed, join_url
 from ..store.format import LOCK
@@ -48,16 +49,6 @@ def _host() -> str:
     return f"{socket.gethostname()} (boot {boot})"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _alive(held: dict) -> bool:
     """The build that wrote ``held`` may still run: its lease holds and, when it ran on this
     machine, its process lives."""
@@ -66,7 +57,7 @@ def _alive(held: dict) -> bool:
         return False
     pid = held.get("pid")
     if held.get("host") == _host() and isinstance(pid, int):
-        return _pid_alive(pid)
+        return pid_alive(pid)
     return True
 
 
