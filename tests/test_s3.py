@@ -11,11 +11,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+import xxhash
 
 from _stores import store_content
 from hyperframes._core._errors import ConfigError, StoreError
@@ -203,8 +205,8 @@ def test_cli_info_verify_show_convert_on_urls(built, s3_url, tmp_path):
     # damage one shard object: verify names it
     shard = json.loads((local / "manifest.json").read_text())["shards"][0]["name"]
     bad = f"{s3_url}/bad"
-    publish_store(local, bad)
-    key = f"{bad}/shards/{shard}".partition("://")[2]
+    gen = publish_store(local, bad)["generation"]
+    key = f"{bad}/generations/{gen}/shards/{shard}".partition("://")[2]
     data = bytearray(fs.cat_file(key))
     data[len(data) // 2] ^= 0xFF
     fs.pipe_file(key, bytes(data))
@@ -215,10 +217,12 @@ def test_cli_info_verify_show_convert_on_urls(built, s3_url, tmp_path):
 def test_manifest_last_interrupted_upload_then_rerun(built, s3_url):
     _, local = built["raw"]
     m = json.loads((local / "manifest.json").read_text())
+    gen = xxhash.xxh3_64_hexdigest((local / "manifest.json").read_bytes())
     fs = filesystem(s3_url)
     # an upload killed after the shards: no manifest, so the URL is incomplete
     for row in m["shards"]:
-        fs.put_file(str(local / "shards" / row["name"]), f"{s3_url}/shards/{row['name']}"[5:])
+        key = f"{s3_url}/generations/{gen}/shards/{row['name']}"[5:]
+        fs.put_file(str(local / "shards" / row["name"]), key)
     with pytest.raises(StoreError, match="incomplete"):
         open_store(s3_url)
     done = publish_store(local, s3_url)  # the rerun sends only what is missing
@@ -232,9 +236,9 @@ def test_manifest_last_interrupted_upload_then_rerun(built, s3_url):
 
 def test_damaged_index_object_refused(built, s3_url):
     _, local = built["raw"]
-    publish_store(local, s3_url)
+    gen = publish_store(local, s3_url)["generation"]
     fs = filesystem(s3_url)
-    key = f"{s3_url}/index/frames.npy"[5:]
+    key = f"{s3_url}/generations/{gen}/index/frames.npy"[5:]
     data = bytearray(fs.cat_file(key))
     data[-1] ^= 0xFF
     fs.pipe_file(key, bytes(data))
@@ -583,3 +587,204 @@ def test_a_large_file_is_published_in_parts_and_not_sent_again(s3_url, tmp_path,
     info = filesystem(url).info(url[5:])
     assert str(info["ETag"]).strip('"').endswith("-3") and info["size"] == 11 << 20
     assert _publish.publish_file(local, url) is False
+
+
+# -- a store rebuilt under its readers (issue 40): reads pinned to what they opened ----------
+
+
+def _windows(store) -> list[tuple[int, list[int]]]:
+    """Every 4-frame window of every video of ``store`` (stride 3)."""
+    out = []
+    for v in range(len(store)):
+        n = int(store.videos[v].num_frames)
+        out += [(v, list(range(s, s + 4))) for s in range(0, n - 3, 3)]
+    return out
+
+
+def _read_all(reader, local) -> tuple[int, int, list[str]]:
+    """``(right, wrong, errors)`` over every window of the local store ``local``, read by
+    ``reader`` one window at a time; a StoreError is kept, anything else raised."""
+    right = wrong = 0
+    errors = []
+    want = open_store(local)
+    for v, ix in _windows(want):
+        try:
+            got = reader.read_numpy(v, ix)
+        except StoreError as e:
+            errors.append(str(e))
+            continue
+        if np.array_equal(got, want.read_numpy(v, ix)):
+            right += 1
+        else:
+            wrong += 1
+    return right, wrong, errors
+
+
+@pytest.fixture(scope="module")
+def fewer_videos(class_folder, tmp_path_factory):
+    """The class folder's last class only: a store of it lays every video out elsewhere."""
+    other = tmp_path_factory.mktemp("fewer") / "data"
+    shutil.copytree(class_folder, other)
+    for name in sorted(p.name for p in other.iterdir())[:-1]:
+        shutil.rmtree(other / name)
+    return other
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_reader_open_across_a_rebuild_never_reads_other_videos(
+    built, fewer_videos, s3_url, tmp_path, cached
+):
+    """A reader opened before ``build --out URL`` is run again with other inputs, with and
+    without the node cache: each window is the one it opened or a StoreError saying the
+    store changed, never another video's pixels."""
+    _, local = built["raw"]
+    publish_store(local, s3_url)
+    kw = {"cache_dir": tmp_path / "cache", "cache_limit": 10**8, "cache_block_bytes": 8192}
+    reader = open_remote(s3_url, **(kw if cached else {}))
+    v, ix = _windows(reader)[0]  # a first read (fills the cache's first blocks)
+    assert np.array_equal(reader.read_numpy(v, ix), open_store(local).read_numpy(v, ix))
+    report = build_store(fewer_videos, s3_url, BuildOptions(codec="raw", size="32"), progress=False)
+    assert report.videos == 2
+    right, wrong, errors = _read_all(reader, local)
+    assert wrong == 0, f"{wrong} windows of other videos' pixels"
+    # the rebuild wrote a new generation: the one the reader opened is read whole, as it was
+    assert not errors and right == len(_windows(open_store(local)))
+    fresh = open_remote(s3_url)  # opened again: the new build
+    assert len(fresh) == 2
+
+
+def test_rerun_of_a_complete_url_build_decodes_nothing_and_gc_deletes_old_generations(
+    built, fewer_videos, s3_url, capsys
+):
+    """``build --out URL`` run again with the same inputs and options keeps the store there
+    (no video decoded, no object written); ``hyperframes gc URL`` lists the generation of
+    the build before, which a reader opened on it reads until ``gc --delete`` deletes it."""
+    from hyperframes.build._publish import leftovers
+    from hyperframes.cli import main
+
+    _, local = built["raw"]
+    old = publish_store(local, s3_url)["generation"]
+    reader = open_remote(s3_url)
+    opts = BuildOptions(codec="raw", size="32")
+    first = build_store(fewer_videos, s3_url, opts, progress=False)
+    assert first.reused == 0 and first.videos == 2
+    fs = filesystem(s3_url)
+    before = {
+        k: (i["ETag"], i["LastModified"]) for k, i in fs.find(s3_url[5:], detail=True).items()
+    }
+    again = build_store(fewer_videos, s3_url, opts, progress=False)
+    assert (again.reused, again.videos, again.frames) == (2, 2, first.frames)
+    assert not staging_dir(s3_url).exists()  # nothing staged, nothing decoded
+    fs.invalidate_cache()
+    after = {k: (i["ETag"], i["LastModified"]) for k, i in fs.find(s3_url[5:], detail=True).items()}
+    assert after == before  # not one object written again
+    stale = leftovers(s3_url)
+    assert stale and all(rel.startswith(f"generations/{old}/") for rel, _ in stale)
+    assert _read_all(reader, local)[1:] == (0, [])  # the old generation, still read whole
+    assert main(["gc", s3_url, "--delete"]) == 0
+    assert f"{len(stale)} object(s) deleted" in capsys.readouterr().out
+    assert leftovers(s3_url) == []
+    right, wrong, errors = _read_all(reader, local)
+    assert (right, wrong) == (0, 0) and "the store changed since it was opened" in errors[0]
+    assert len(open_remote(s3_url)) == 2
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_shard_replaced_in_place_is_a_store_changed_error(built, s3_url, tmp_path, cached):
+    """A shard object overwritten at its own name (by hand, or by an older hyperframes) under
+    an open reader: every read of it that is not already in the reader's cache is refused
+    with a StoreError naming the store (``If-Match`` on the open-time ETag); the cache never
+    stores the new bytes under the old version's key."""
+    _, local = built["raw"]
+    publish_store(local, s3_url)
+    kw = {"cache_dir": tmp_path / "cache", "cache_limit": 10**8, "cache_block_bytes": 4096}
+    reader = open_remote(s3_url, **(kw if cached else {}))
+    fs = filesystem(s3_url)
+    for rel in map(reader._source._rel, range(len(reader._source.names))):
+        key = f"{s3_url}/{rel}"[5:]
+        data = bytearray(fs.cat_file(key))
+        data[::2] = bytes(len(data[::2]))  # other bytes, same size
+        fs.pipe_file(key, bytes(data))
+    right, wrong, errors = _read_all(reader, local)
+    assert wrong == 0 and right == 0 and errors
+    assert "the store changed since it was opened" in errors[0] and s3_url in errors[0]
+    assert "open the store again" in errors[0]
+    with pytest.raises(StoreError, match="the store changed"):
+        reader.read_batch(WINDOWS)
+    if cached:
+        assert not list((tmp_path / "cache" / "blocks").iterdir())
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from hyperframes.build._url_lock import UrlLock
+    with UrlLock(sys.argv[1]):
+        print("held", flush=True)
+        time.sleep(120)
+    """
+)
+
+
+def test_a_second_build_of_a_url_is_refused_naming_the_first(fewer_videos, s3_url):
+    """Two builds of one URL: while one holds the URL's lock object (a real process, killed
+    -9 later), a second ``build --out URL`` is refused with a StoreError naming the holder,
+    writes nothing, and so is ``gc``; once the holder is dead (this machine: its process is
+    gone; another machine: its lease ran out), the next build takes the lock over, and lets
+    it go when done."""
+    from hyperframes.build import gc_store
+    from hyperframes.build._url_lock import LEASE_SECONDS, UrlLock
+
+    opts = BuildOptions(codec="raw", size="32")
+    p = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, s3_url],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "held"
+        with pytest.raises(StoreError, match=rf"another build of this URL is running.*pid {p.pid}"):
+            build_store(fewer_videos, s3_url, opts, progress=False)
+        with pytest.raises(StoreError, match=rf"a build of this URL is running.*pid {p.pid}"):
+            gc_store(s3_url, delete=True)
+    finally:
+        p.kill()
+        p.wait()
+        p.stdout.close()
+    fs = filesystem(s3_url)
+    assert sorted(fs.find(s3_url[5:])) == [f"{s3_url[5:]}/.lock"]  # nothing built
+    report = build_store(fewer_videos, s3_url, opts, progress=False)  # its holder is dead
+    assert report.videos == 2 and not fs.exists(f"{s3_url[5:]}/.lock")  # taken, let go
+    # a lock of a build on another machine: refused while its lease holds, taken once past
+    other = {"holder": "hyperframes build on gpu-node-7 (boot 1234abcd), pid 4242"}
+    lock = f"{s3_url[5:]}/.lock"
+    live = {**other, "host": "gpu-node-7", "pid": 4242, "lease_until": time.time() + 600}
+    fs.pipe_file(lock, json.dumps(live).encode())
+    with pytest.raises(StoreError, match=r"another build.*gpu-node-7.*pid 4242.*lease ends in"):
+        build_store(fewer_videos, s3_url, opts, progress=False)
+    fs.pipe_file(lock, json.dumps({**other, "lease_until": 1.0}).encode())
+    with UrlLock(s3_url) as held:
+        assert f"pid {os.getpid()}" in json.loads(fs.cat_file(lock))["holder"]
+        assert held.lost is None
+    assert not fs.exists(lock) and LEASE_SECONDS >= 60
+
+
+def test_a_build_that_lost_its_lock_publishes_no_manifest(s3_url, monkeypatch):
+    """A holder whose renewal finds the lock object rewritten by another build (its own lease
+    ran out while it was stopped) says so before publishing, and never deletes the other's
+    lock."""
+    from hyperframes.build import _url_lock
+
+    monkeypatch.setattr(_url_lock, "RENEW_SECONDS", 0.05)
+    fs = filesystem(s3_url)
+    lock = f"{s3_url[5:]}/.lock"
+    theirs = {"holder": "hyperframes build on gpu-node-9, pid 77", "lease_until": time.time() + 600}
+    with _url_lock.UrlLock(s3_url) as held:
+        fs.pipe_file(lock, json.dumps(theirs).encode())  # taken over meanwhile
+        deadline = time.monotonic() + 20
+        while held.lost is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(StoreError, match=r"lost its lock .*gpu-node-9, pid 77.*no manifest"):
+            held.check()
+    assert json.loads(fs.cat_file(lock)) == theirs  # theirs, untouched

@@ -108,9 +108,9 @@ def test_every_index_file_is_checked_at_open(store):
 
 
 def test_url_index_object_edited_is_refused(tracked, s3_url, tmp_path):
-    publish_store(tracked, s3_url)
+    gen = publish_store(tracked, s3_url)["generation"]
     fs = filesystem(s3_url)
-    key = f"{s3_url}/index/audio.npy"[5:]
+    key = f"{s3_url}/generations/{gen}/index/audio.npy"[5:]
     arr = np.load(io.BytesIO(fs.cat_file(key)))
     arr[0]["start_seconds"] += 0.5
     np.save(tmp_path / "audio.npy", arr)

@@ -33,7 +33,8 @@ def temp_path(path: str | os.PathLike) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Process ``pid`` runs on this machine (another user's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -58,7 +59,7 @@ def remove_stale_temps(folder: str | os.PathLike, name: str | None = None) -> li
         if not (stem.startswith(prefix) and stem.endswith(".tmp")):
             continue
         pid = stem[: -len(".tmp")].rsplit(".", 1)[-1]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             p.unlink(missing_ok=True)
             removed.append(p)
     return removed

@@ -10,16 +10,22 @@ file, to a URL; on this machine or on Ray), and :func:`dry_run`, its estimate fr
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import os
 import shutil
+import time
 from pathlib import Path
+
+import xxhash
 
 from .._core._errors import ConfigError, HyperframesError
 from .._core._sizes import target_size
 from .._core._urls import is_url
 from ..inputs import scan_inputs, source_stat
-from ..remote import bare_url
+from ..remote import RemoteFiles, bare_url
+from ..store.format import MANIFEST
 from ._folder import build_folder
 from ._hdf5 import convert_to_hdf5
 from ._options import BuildOptions
@@ -27,6 +33,7 @@ from ._publish import check_write_access, publish_file, publish_store, staging_d
 from ._ray import run_on_ray
 from ._ray_url import build_ray_to_url
 from ._report import BuildReport, as_given
+from ._url_lock import UrlLock
 from ._workers import decoder_for, error_text
 
 __all__ = ["ENGINES", "BuildReport", "build_store", "dry_run"]
@@ -94,7 +101,10 @@ def _dispatcher(engine: str, ray_address: str | None, options: BuildOptions):
 
 def _build_to_url(data, url: str, options, **build_kwargs) -> BuildReport:
     """``build_store(data, url)``: build in the URL's staging folder (``_publish.staging_dir``),
-    upload, remove the staging; with ``engine="ray"`` the actors publish their own shards."""
+    upload, remove the staging; with ``engine="ray"`` the actors publish their own shards.
+    Under the URL's build lock (``_url_lock``): a second build of the URL is refused.
+    A store at the URL built from the same inputs (paths, sizes, mtimes, rows) with the same
+    options is kept as it is: nothing decoded, nothing uploaded (:func:`_kept`)."""
     hdf5 = options is not None and options.format == "hdf5"
     if build_kwargs.get("engine") == "ray" and not hdf5:
         kw = {k: build_kwargs.get(k) for k in ("input_format", "root", "ray_address")}
@@ -107,11 +117,73 @@ def _build_to_url(data, url: str, options, **build_kwargs) -> BuildReport:
         report = build_store(data, local, options, **build_kwargs)
         publish_file(local, url)
     else:
-        report = build_store(data, staging, options, **build_kwargs)
-        publish_store(staging, url)
+        with UrlLock(url) as lock:  # one build per URL, across machines (``_url_lock``)
+            t0 = time.perf_counter()
+            inputs = scan_inputs(
+                data, input_format=build_kwargs.get("input_format"), root=build_kwargs.get("root")
+            )
+            fingerprint = _inputs_fingerprint(inputs, options)
+            kept = _kept(url, fingerprint, t0)
+            if kept is not None:
+                return kept
+            report = build_store(data, staging, options, **build_kwargs)
+            publish_store(staging, url, extra={BUILT_FROM: fingerprint}, before_manifest=lock.check)
     shutil.rmtree(staging, ignore_errors=True)
     report.store = url
     return report
+
+
+#: the manifest key, at a URL, of the fingerprint of the inputs and options it was built from
+BUILT_FROM = "built_from"
+
+
+def _inputs_fingerprint(inputs, options: BuildOptions) -> str:
+    """A hash of what a build stores: its options' content and every input row with its
+    source's size and mtime (what a folder build's resume compares)."""
+    rows = []
+    for s in inputs.sources:
+        try:
+            stat = list(source_stat(s))
+        except OSError:
+            stat = None
+        rows.append([dataclasses.astuple(s), stat])
+    what = {
+        "options": options.content(),
+        "sources": rows,
+        "classes": inputs.classes,
+        "skipped": inputs.skipped,
+        "failed_rows": inputs.failed_rows,
+        "input_format": inputs.input_format,
+    }
+    return xxhash.xxh3_128_hexdigest(json.dumps(what, sort_keys=True, default=repr).encode())
+
+
+def _kept(url: str, fingerprint: str, t0: float) -> BuildReport | None:
+    """The report of the store at ``url`` when it was built from ``fingerprint`` (a rerun of
+    a complete build: every video kept, nothing decoded), else None."""
+    files = RemoteFiles(url)
+    if MANIFEST not in files.listing():
+        return None
+    try:
+        m = json.loads(files.read(MANIFEST))
+    except (HyperframesError, ValueError):
+        return None
+    if not isinstance(m, dict) or m.get(BUILT_FROM) != fingerprint:
+        return None
+    return BuildReport(
+        store=url,
+        videos=m["num_videos"],
+        frames=m["num_frames"],
+        store_bytes=m["store_bytes"],
+        source_bytes=m["source_bytes"],
+        failed=m.get("failed") or [],
+        reused=m["num_videos"],
+        seconds=time.perf_counter() - t0,
+        damaged=m.get("damaged") or [],
+        skipped=m.get("skipped") or [],
+        notes=m.get("notes") or [],
+        gaps=m.get("gaps") or [],
+    )
 
 
 def _build_hdf5(data, out, options, *, progress=True) -> BuildReport:

@@ -1,12 +1,15 @@
 """Stores on object storage: the staging folder a store for a URL is built in, uploading a
 finished store or file to a URL, and what killed builds left there (:func:`gc_store`).
 
-Order of upload: the shards, then the index files, then ``manifest.json`` last, so a URL
-without a manifest is incomplete (as a folder without one is) and a reader never sees a
-manifest whose files are not all there. An object already at the URL with the same size and
+Order of upload: the shards, then the index files, then ``manifest.json`` last, so a reader
+never sees a manifest whose files are not all there. Shards and index files go under
+``generations/G/`` (``format.GENERATIONS_DIR``; G hashes the finished store's own manifest, so
+the same store is the same names and another build is other names), and the manifest uploaded
+names G: a rebuild never writes over an object of the store that is there, and publishes by
+replacing the manifest (one PUT). A reader opened before keeps reading the old generation
+until :func:`gc_store` deletes it. An object already at the URL with the same size and
 content (its ETag against the local file's MD5, or the multipart form of it) is not sent
-again, so rerunning an interrupted upload sends only what is missing. When a different
-manifest is at the URL, it is deleted first: the URL reads as incomplete while it changes.
+again, so rerunning an interrupted upload sends only what is missing.
 
 The staging folder is deterministic per URL (``$HYPERFRAMES_CACHE/staging/<hash>``, default
 ``~/.cache/hyperframes``), so an interrupted build resumes there; it is removed once the
@@ -21,13 +24,24 @@ import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import xxhash
 
 from .._core._errors import ConfigError, StoreError
 from ..remote import RemoteFiles, bare_url, client_reason, filesystem, is_url, join_url
-from ..store.format import BUILD_PARAMS, MANIFEST, RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
+from ..store import generation_prefix
+from ..store.format import (
+    BUILD_PARAMS,
+    GENERATIONS_DIR,
+    LOCK,
+    MANIFEST,
+    RECORDS_SUFFIX,
+    SHARD_SUFFIX,
+    SHARDS_DIR,
+)
+from ._url_lock import lock_holder
 
 __all__ = [
     "check_write_access",
@@ -124,34 +138,62 @@ def check_write_access(url: str, *, folder: bool) -> None:
         fs.rm_file(bare_url(probe))
 
 
-def publish_store(folder: str | os.PathLike, url: str) -> dict:
-    """Upload the finished store ``folder`` to ``url``: shards, index files, manifest last.
-    Returns ``{"uploaded": n, "skipped": n, "bytes": n}`` (bytes sent)."""
+def publish_store(
+    folder: str | os.PathLike,
+    url: str,
+    *,
+    extra: dict | None = None,
+    before_manifest: Callable[[], None] | None = None,
+) -> dict:
+    """Upload the finished store ``folder`` to ``url``: its shards and index files under a
+    generation of their own, the manifest last (see the module). ``extra``: keys added to the
+    uploaded manifest (the build's inputs, ``_build``); ``before_manifest``: called before
+    the manifest goes up (the build lock's check: a build that lost it publishes nothing).
+    Returns ``{"uploaded": n, "skipped":
+    n, "bytes": n, "generation": G}`` (bytes sent)."""
     folder = Path(folder)
     manifest = folder / MANIFEST
     if not manifest.is_file():
         raise StoreError(f"{folder}: is not a finished store ({MANIFEST} is missing); not uploaded")
-    m = json.loads(manifest.read_text())
-    fs = filesystem(url)
-    remote_manifest = join_url(url, MANIFEST)
-    try:
-        old = fs.cat_file(bare_url(remote_manifest))
-        if old is not None and old != manifest.read_bytes():
-            fs.rm_file(bare_url(remote_manifest))  # the URL is incomplete until the new one is in
-    except FileNotFoundError:
-        pass
-    except Exception as e:
-        raise StoreError(f"{remote_manifest}: cannot be replaced ({client_reason(e)})") from None
-    done = {"uploaded": 0, "skipped": 0, "bytes": 0}
+    raw = manifest.read_bytes()
+    m = json.loads(raw)
+    generation = xxhash.xxh3_64_hexdigest(raw)
+    done: dict = {"uploaded": 0, "skipped": 0, "bytes": 0, "generation": generation}
     names = [f"shards/{r['name']}" for r in m["shards"]] + [r["name"] for r in m["index"]]
-    for rel in [*names, MANIFEST]:
+    for rel in names:
         local = folder / rel
-        if publish_file(local, join_url(url, rel)):
+        if publish_file(local, join_url(url, GENERATIONS_DIR, generation, rel)):
             done["uploaded"] += 1
             done["bytes"] += local.stat().st_size
         else:
             done["skipped"] += 1
+    published = json.dumps({**m, **(extra or {}), "generation": generation}, indent=1).encode()
+    if before_manifest is not None:
+        before_manifest()
+    if publish_bytes(published, join_url(url, MANIFEST)):
+        done["uploaded"] += 1
+        done["bytes"] += len(published)
+    else:
+        done["skipped"] += 1
     return done
+
+
+def publish_bytes(data: bytes, url: str) -> bool:
+    """Upload ``data`` as the object ``url`` in one PUT (False: those bytes are there)."""
+    fs = filesystem(url)
+    key = bare_url(url)
+    try:
+        if fs.cat_file(key) == data:
+            return False
+    except FileNotFoundError:
+        pass
+    except Exception as e:
+        raise StoreError(f"{url}: cannot be checked before upload ({client_reason(e)})") from None
+    try:
+        fs.pipe_file(key, data)
+    except Exception as e:
+        raise StoreError(f"cannot upload {url}: {client_reason(e)}") from None
+    return True
 
 
 def delete_objects(url: str, names: list[str]) -> None:
@@ -171,9 +213,10 @@ def delete_objects(url: str, names: list[str]) -> None:
 
 def leftovers(url: str) -> list[tuple[str, int]]:
     """``(name, bytes)`` of every object under the store URL that its manifest does not list
-    (nor a listed shard's journal, nor the build parameters): what killed builds left.
-    StoreError when there is no manifest (an unfinished store: its build, rerun, keeps what it
-    can and deletes the rest)."""
+    (nor a listed shard's journal, nor the build parameters, nor a build's lock): what killed
+    builds left, and the generations of earlier builds (see the module). StoreError when
+    there is no manifest (an unfinished store: its build, rerun, keeps what it can and
+    deletes the rest)."""
     remote = RemoteFiles(url)
     try:
         manifest = json.loads(remote.read(MANIFEST))
@@ -182,11 +225,15 @@ def leftovers(url: str) -> list[tuple[str, int]]:
             f"{url}: has no {MANIFEST} (an unfinished store, or no store at all): rerun its "
             "build, which deletes what it does not keep, or delete the whole prefix"
         ) from None
-    keep = {MANIFEST, BUILD_PARAMS}
+    prefix = generation_prefix(manifest, join_url(url, MANIFEST))
+    keep = {MANIFEST, BUILD_PARAMS, LOCK}
     for row in manifest["shards"]:  # each with its journal (what a rerun resumes from)
         name = row["name"][: -len(SHARD_SUFFIX)]
-        keep |= {f"{SHARDS_DIR}/{name}{SHARD_SUFFIX}", f"{SHARDS_DIR}/{name}{RECORDS_SUFFIX}"}
-    keep |= {r["name"] for r in manifest["index"]}
+        keep |= {
+            f"{prefix}{SHARDS_DIR}/{name}{SHARD_SUFFIX}",
+            f"{prefix}{SHARDS_DIR}/{name}{RECORDS_SUFFIX}",
+        }
+    keep |= {prefix + r["name"] for r in manifest["index"]}
     listing = remote.listing(refresh=True)
     return sorted((rel, info["size"]) for rel, info in listing.items() if rel not in keep)
 
@@ -196,6 +243,13 @@ def gc_store(url: str, *, delete: bool = False) -> list[tuple[str, int]]:
     deleted when ``delete``. A path that is not a store URL is a ConfigError."""
     if not is_url(url):
         raise ConfigError(f"{url}: gc is for store URLs (s3://bucket/prefix)")
+    holder = lock_holder(url)
+    if holder is not None:
+        raise StoreError(
+            f"{url}: a build of this URL is running ({holder}); gc deletes what the manifest "
+            "does not list, which includes what that build is uploading. Nothing was deleted: "
+            "run gc after the build has ended"
+        )
     found = leftovers(url)
     if delete:
         delete_objects(url, [rel for rel, _ in found])

@@ -13,8 +13,9 @@ without its payload; rerunning the command keeps every published video, decodes 
 new shard names (runs are numbered from the URL's listing, so nothing is overwritten) and
 deletes the leftovers. ``hyperframes gc URL`` lists what a run killed for good left behind.
 
-One build per URL at a time: object storage has no locks, and the driver's lock is on its
-own machine (a second build of the same URL from another machine is not stopped).
+One build per URL at a time: the driver holds the URL's lock object (``_url_lock``: a
+conditional PUT with a lease), so a second build of the URL, from this machine or another, is
+refused naming the first.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ._ray import run_on_ray
 from ._ray_publish import actor_stage, read_if_there
 from ._resume import check_params, live_records
 from ._shard import load_shard
+from ._url_lock import UrlLock
 
 __all__ = ["build_ray_to_url"]
 
@@ -109,7 +111,7 @@ def build_ray_to_url(data, url: str, options, *, progress, input_format, root, r
     folder = staging_dir(url)
     (folder / SHARDS_DIR).mkdir(parents=True, exist_ok=True)
     try:
-        with StoreLock(folder / LOCK), interrupt_on_terminate():
+        with UrlLock(url), StoreLock(folder / LOCK), interrupt_on_terminate():
             report = _build_locked(folder, url, options, inputs, t0, progress, ray_address)
     except Interrupted as e:  # said of the URL, not of the driver's mirror folder
         how = "SIGTERM" if "SIGTERM" in str(e) else "Ctrl-C"

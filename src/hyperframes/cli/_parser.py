@@ -276,8 +276,9 @@ def _store_commands(sub, run) -> None:
         "gc",
         "list the objects under a store URL that its manifest does not list",
         "List the objects under a store URL that its manifest does not list (what killed "
-        "builds left: shards never finished, files of an older index); --delete deletes them. "
-        "Run it while no build of the URL runs.",
+        "builds left: shards never finished, files of an older index; the generations of "
+        "earlier builds, which readers opened before the last build still read); --delete "
+        "deletes them. Run it while no build of the URL runs.",
     )
     g.add_argument("store", help="a store URL (s3://bucket/prefix)")
     g.add_argument("--delete", action="store_true", help="delete them (default: list only)")

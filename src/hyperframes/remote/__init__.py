@@ -12,7 +12,14 @@ from .._core._urls import is_url
 from ._ahead import ReadAhead, plan_key
 from ._bytes import LocalShards, RemoteShards, coalesce
 from ._cache import BLOCK_BYTES, PIECE_BYTES, BlockCache, CacheWarning, entry_bytes
-from ._files import RemoteFiles, bare_url, client_reason, filesystem, join_url
+from ._files import (
+    RemoteFiles,
+    bare_url,
+    client_reason,
+    filesystem,
+    is_precondition_failed,
+    join_url,
+)
 from ._ranges import frame_runs, read_ranges
 
 __all__ = [
@@ -30,6 +37,7 @@ __all__ = [
     "entry_bytes",
     "filesystem",
     "frame_runs",
+    "is_precondition_failed",
     "is_url",
     "join_url",
     "plan_key",

@@ -91,34 +91,51 @@ class RemoteShards:
     """Shard objects under a store URL, read by byte ranges (optionally through a node cache).
 
     ``files`` is a :class:`~hyperframes.remote._files.RemoteFiles`; ``sizes`` and ``etags``
-    come from its listing at open (the cache keys its blocks by URL, size and ETag, so a
-    shard replaced at the same URL is never served from old blocks)."""
+    come from its listing at open. Every read is pinned to those ETags (``If-Match``, see
+    ``RemoteFiles.read_many``): a shard replaced at its URL since is a StoreError saying the
+    store changed, never its new bytes; the cache keys its blocks by URL, size and ETag, and
+    fills them through the same pinned reads, so a block of one version never holds another's
+    bytes. ``folder``: where the shards lie under the store URL (``shards``, or the
+    generation's ``generations/G/shards``)."""
 
     is_local = False
 
-    def __init__(self, files, names: list[str], sizes: list[int], etags: list[str], cache=None):
+    def __init__(
+        self,
+        files,
+        names: list[str],
+        sizes: list[int],
+        etags: list[str],
+        cache=None,
+        *,
+        folder: str = "shards",
+    ):
         self.files = files
         self.names = names
         self.sizes = sizes
         self.etags = etags
+        self.folder = folder
+        self._pinned = {self._rel(k): etags[k] for k in range(len(names))}
         self.cache = cache
         self._local = threading.local()
         self._ahead: ReadAhead | None = None
         self._ahead_lock = threading.Lock()
 
     def _rel(self, k: int) -> str:
-        return f"shards/{self.names[k]}"
+        return f"{self.folder}/{self.names[k]}"
 
     def fetch(self, k: int, starts: np.ndarray, ends: np.ndarray) -> list[bytes | memoryview]:
-        """Bytes ``starts[j]:ends[j]`` of shard ``k`` (ranges already coalesced)."""
+        """Bytes ``starts[j]:ends[j]`` of shard ``k`` (ranges already coalesced), of the
+        version listed at open only."""
+        rel, etag = self._rel(k), self.etags[k]
         if self.cache is None:
-            return self.files.read_ranges(self._rel(k), starts.tolist(), ends.tolist())
+            return self.files.read_ranges(rel, starts.tolist(), ends.tolist(), etag=etag)
         return self.cache.read_ranges(
-            key=self.cache.key(self.files.url_of(self._rel(k)), self.sizes[k], self.etags[k]),
+            key=self.cache.key(self.files.url_of(rel), self.sizes[k], etag),
             size=self.sizes[k],
             starts=starts.tolist(),
             ends=ends.tolist(),
-            fetch=lambda s, e: self.files.read_ranges(self._rel(k), s, e),
+            fetch=lambda s, e: self.files.read_ranges(rel, s, e, etag=etag),
         )
 
     def _merge(self, plan) -> dict:
@@ -167,7 +184,8 @@ class RemoteShards:
             return {k: self.fetch(k, ms, me) for k, (ms, me) in merged.items()}
         keys = [(k, j) for k, (ms, _) in merged.items() for j in range(len(ms))]
         flat = self.files.read_many(
-            [(self._rel(k), int(merged[k][0][j]), int(merged[k][1][j])) for k, j in keys]
+            [(self._rel(k), int(merged[k][0][j]), int(merged[k][1][j])) for k, j in keys],
+            pinned=self._pinned,
         )
         got: dict[int, list] = {k: [] for k in merged}
         for (k, _), data in zip(keys, flat):

@@ -30,7 +30,9 @@ write while a read is decoding the bytes it was just handed is the one thing not
 
 KEY hashes the shard's URL, size, ETag, the block size and the entry layout's version, so a
 shard replaced at its URL never meets old blocks, and no name holds anything but a hash and
-a number.
+a number. The ETag is the one listed when the store was opened, and a missing block is
+fetched with ``If-Match`` on it (``RemoteShards.fetch``): bytes of a newer object at the
+same URL are refused, never stored under the old version's key.
 
 Guarantees (tested in ``tests/test_s3.py``):
 

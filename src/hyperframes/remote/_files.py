@@ -25,6 +25,7 @@ is kept and shown as given (``s3://bucket/prefix``, which holds no secret).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 from collections.abc import Sequence
@@ -140,7 +141,15 @@ class RemoteFiles:
             }
         return self._listing
 
-    def read(self, rel: str) -> bytes:
+    def read(self, rel: str, *, etag: str | None = None) -> bytes:
+        """The whole object; with ``etag``, only the object listed with it (see
+        :meth:`read_many`)."""
+        if etag is not None:
+            size = (self._listing or {}).get(rel, {}).get("size")
+            if size == 0:
+                return b""
+            if size is not None:
+                return self.read_many([(rel, 0, size)], pinned={rel: etag})[0]
         try:
             data = self.fs.cat_file(bare_url(self.url_of(rel)))
         except FileNotFoundError:
@@ -150,26 +159,31 @@ class RemoteFiles:
         self.traffic.add(1, len(data))
         return data
 
-    def read_ranges(self, rel: str, starts: Sequence[int], ends: Sequence[int]) -> list[bytes]:
-        """Bytes ``starts[j]:ends[j]`` of the object, all requested at once (concurrently)."""
-        return self.read_many([(rel, int(s), int(e)) for s, e in zip(starts, ends)])
+    def read_ranges(
+        self, rel: str, starts: Sequence[int], ends: Sequence[int], *, etag: str | None = None
+    ) -> list[bytes]:
+        """Bytes ``starts[j]:ends[j]`` of the object, all requested at once (concurrently);
+        with ``etag``, of that version of it only (see :meth:`read_many`)."""
+        pinned = None if etag is None else {rel: etag}
+        return self.read_many([(rel, int(s), int(e)) for s, e in zip(starts, ends)], pinned=pinned)
 
-    def read_many(self, ranges: Sequence[tuple[str, int, int]]) -> list[bytes]:
+    def read_many(
+        self, ranges: Sequence[tuple[str, int, int]], *, pinned: dict[str, str] | None = None
+    ) -> list[bytes]:
         """Bytes ``start:end`` of several objects (``(rel, start, end)``), requested together
-        (one range: one plain ranged GET)."""
+        (one range: one plain ranged GET).
+
+        ``pinned`` (``{rel: ETag}``, from the listing a store was opened with): each GET of
+        an object named there carries ``If-Match`` with its ETag (s3://), and the ETag that
+        comes back is compared too, so bytes of an object replaced since (a store rebuilt or
+        uploaded again at the same URL) are never returned: a StoreError says the store
+        changed."""
         if not ranges:
             return []
-        paths = [bare_url(self.url_of(rel)) for rel, _, _ in ranges]
-        try:
-            if len(ranges) == 1:
-                got = [self.fs.cat_file(paths[0], start=ranges[0][1], end=ranges[0][2])]
-            else:
-                got = self.fs.cat_ranges(
-                    paths, [s for _, s, _ in ranges], [e for _, _, e in ranges], on_error="raise"
-                )
-        except Exception as e:
-            where = self.url_of(ranges[0][0]) if len(set(paths)) == 1 else self.url
-            raise StoreError(f"{where}: cannot be read ({client_reason(e)})") from None
+        if pinned and self.url.lower().startswith("s3://"):
+            got = self._read_pinned(ranges, pinned)
+        else:
+            got = self._read_plain(ranges)
         for b, (rel, lo, hi) in zip(got, ranges):
             if len(b) != hi - lo:
                 raise StoreError(
@@ -178,6 +192,86 @@ class RemoteFiles:
                 )
         self.traffic.add(len(got), sum(len(b) for b in got))
         return got
+
+    def _read_plain(self, ranges: Sequence[tuple[str, int, int]]) -> list[bytes]:
+        paths = [bare_url(self.url_of(rel)) for rel, _, _ in ranges]
+        try:
+            if len(ranges) == 1:
+                return [self.fs.cat_file(paths[0], start=ranges[0][1], end=ranges[0][2])]
+            return self.fs.cat_ranges(
+                paths, [s for _, s, _ in ranges], [e for _, _, e in ranges], on_error="raise"
+            )
+        except Exception as e:
+            where = self.url_of(ranges[0][0]) if len(set(paths)) == 1 else self.url
+            raise StoreError(f"{where}: cannot be read ({client_reason(e)})") from None
+
+    def changed(self, rel: str) -> StoreError:
+        """The error of a read that found ``rel`` replaced since the store was opened."""
+        return StoreError(
+            f"{self.url}: the store changed since it was opened ({rel} is no longer the object "
+            "it was: the store was rebuilt or uploaded again at this URL); open the store "
+            "again to read the new build"
+        )
+
+    def _read_pinned(self, ranges: Sequence[tuple[str, int, int]], pinned: dict[str, str]):
+        """Ranged GETs (s3fs's client, concurrently on its event loop), each carrying the
+        ETag its object had when listed."""
+        from fsspec.asyn import sync  # deferred: optional/heavy dependency (the s3 extra)
+
+        fs = self.fs
+
+        async def one(rel: str, lo: int, hi: int):
+            if hi <= lo:
+                return b""
+            bucket, _, key = bare_url(self.url_of(rel)).partition("/")
+            kw = {"Range": f"bytes={lo}-{hi - 1}"}
+            etag = pinned.get(rel)
+            if etag:
+                kw["IfMatch"] = etag
+            resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, **kw)
+            try:
+                data = await resp["Body"].read()
+            finally:
+                resp["Body"].close()
+            if etag and str(resp.get("ETag", "")).strip('"') != etag.strip('"'):
+                raise _Changed(rel)
+            return data
+
+        async def all_of():
+            return await asyncio.gather(*(one(*r) for r in ranges), return_exceptions=True)
+
+        got = sync(fs.loop, all_of)
+        for (rel, _, _), g in zip(ranges, got):
+            if isinstance(g, _Changed) or (isinstance(g, Exception) and is_precondition_failed(g)):
+                raise self.changed(rel)
+        for (rel, _, _), g in zip(ranges, got):
+            if isinstance(g, FileNotFoundError):
+                raise self.changed(rel)  # (deleted since it was listed)
+            if isinstance(g, BaseException):
+                raise StoreError(
+                    f"{self.url_of(rel)}: cannot be read ({client_reason(g)})"  # type: ignore[arg-type]
+                ) from None
+        return got
+
+
+class _Changed(Exception):
+    """A pinned read got another version of its object."""
+
+
+def is_precondition_failed(e: BaseException) -> bool:
+    """``e`` (or its cause) is S3's 412 PreconditionFailed: the If-Match did not hold."""
+    while e is not None:
+        response = getattr(e, "response", None)
+        if isinstance(response, dict):
+            err = response.get("Error") or {}
+            if err.get("Code") in ("PreconditionFailed", "412"):
+                return True
+            if (response.get("ResponseMetadata") or {}).get("HTTPStatusCode") == 412:
+                return True
+        if "PreconditionFailed" in str(e):
+            return True
+        e = e.__cause__  # type: ignore[assignment]
+    return False
 
 
 def client_reason(e: Exception) -> str:

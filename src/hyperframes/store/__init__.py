@@ -16,6 +16,7 @@ from ._codecs import Codec, create_codec, list_codecs
 from ._crop import centre_boxes, read_boxes
 from ._describe import describe_store, format_store_info, gap_text
 from ._dispatch import is_store, open_store
+from ._folder import generation_prefix
 from ._hdf5 import H5_FORMAT, H5_VERSION, H5Store
 from ._protocol import StoreReader
 from ._rates import repeated_frames, upsampled_line, upsampled_rows
@@ -43,6 +44,7 @@ __all__ = [
     "describe_store",
     "format_store_info",
     "gap_text",
+    "generation_prefix",
     "is_store",
     "list_codecs",
     "open_store",

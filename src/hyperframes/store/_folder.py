@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from .format import (
     CHECKSUM_ALGORITHM,
     CHUNKS_FILE,
     FRAMES_FILE,
+    GENERATIONS_DIR,
     INDEX_DIR,
     MANIFEST,
     SHARDS_DIR,
@@ -323,3 +325,16 @@ class FolderIndex(IndexSource):
             shard_bytes=self.shard_bytes,
             files=files,
         )
+
+
+def generation_prefix(manifest: dict, where) -> str:
+    """``generations/G/`` for a manifest naming its ``generation`` G, else ""."""
+    g = manifest.get("generation")
+    if g is None:
+        return ""
+    if not isinstance(g, str) or not re.fullmatch(r"[0-9a-f]{16}", g):
+        raise StoreError(
+            f"{where}: 'generation' is {g!r}, expected 16 hex digits (the build's own name "
+            f"for its objects): {ALTERED}"
+        )
+    return f"{GENERATIONS_DIR}/{g}/"

@@ -6,7 +6,10 @@ before it is used, then the reader makes the same checks as for a folder (``_ope
 Payload bytes are read later, by ranges (``_source.RemoteShards``).
 
 A URL without ``manifest.json`` is not a store: an incomplete one when other objects lie under
-it (the manifest is uploaded last, see ``_publish``).
+it (the manifest is uploaded last, see ``_publish``). A manifest naming a ``generation`` has its
+shards and index files under ``generations/G/`` (``format.GENERATIONS_DIR``): a rebuild writes
+a new generation and then replaces the manifest, so a store opened before reads the objects it
+opened, untouched, until ``hyperframes gc`` deletes them.
 """
 
 from __future__ import annotations
@@ -20,11 +23,11 @@ import xxhash
 
 from .._core._errors import ConfigError, StoreError
 from ..remote import BLOCK_BYTES, BlockCache, RemoteFiles, RemoteShards, is_url, join_url
-from ._folder import checksum_mismatch, parse_json
+from ._folder import checksum_mismatch, generation_prefix, parse_json
 from ._open import check_manifest
 from ._reader import Store
 from ._table_checks import ALTERED
-from .format import INDEX_DIR, MANIFEST
+from .format import INDEX_DIR, MANIFEST, SHARDS_DIR
 
 __all__ = ["RemoteFolder", "open_remote", "remote_is_store"]
 
@@ -106,30 +109,49 @@ class RemoteFolder:
         self.cache = cache
         self._manifest: dict = {}
         self._index: dict[str, bytes] = {}
+        #: where shards/ and index/ lie under the URL ("" or "generations/G/")
+        self.prefix = ""
 
     @property
     def traffic(self):
         return self.files.traffic
 
+    def rel(self, folder: str, name: str) -> str:
+        """The object name of ``folder/name`` (shards, index) under the URL."""
+        return f"{self.prefix}{folder}/{name}"
+
     def where(self, *parts: str) -> str:
+        if len(parts) > 1 and parts[0] in (SHARDS_DIR, INDEX_DIR):
+            return join_url(self.path, self.rel(parts[0], "/".join(parts[1:])))
         return join_url(self.path, *parts)
 
     def manifest(self) -> dict:
-        listing = self.files.listing()
-        if MANIFEST not in listing:
-            if listing:
-                raise StoreError(
-                    f"{self.path}: the store is incomplete ({MANIFEST} is missing: an upload was "
-                    "interrupted or is running); rerun the same `hyperframes build` (or "
-                    "`convert`) command to finish it"
-                )
-            raise StoreError(f"{self.path}: no store here (no object under this URL)")
-        m = parse_json(self.files.read(MANIFEST), self.where(MANIFEST))
+        """The manifest, read as listed: a manifest replaced between the listing and its read
+        (a build publishing meanwhile) is listed and read again, so the objects this store
+        reads are those of one build."""
+        for attempt in range(3):
+            listing = self.files.listing(refresh=attempt > 0)
+            if MANIFEST not in listing:
+                if listing:
+                    raise StoreError(
+                        f"{self.path}: the store is incomplete ({MANIFEST} is missing: an upload "
+                        "was interrupted or is running); rerun the same `hyperframes build` (or "
+                        "`convert`) command to finish it"
+                    )
+                raise StoreError(f"{self.path}: no store here (no object under this URL)")
+            try:
+                data = self.files.read(MANIFEST, etag=listing[MANIFEST]["etag"] or None)
+                break
+            except StoreError:
+                if attempt == 2:
+                    raise
+        m = parse_json(data, self.where(MANIFEST))
         self._manifest = m if isinstance(m, dict) else {}
+        self.prefix = generation_prefix(self._manifest, self.where(MANIFEST))
         return m
 
     def check_size(self, folder: str, name, listed: int, listed_in) -> int:
-        rel = f"{folder}/{_plain(name, listed_in)}"
+        rel = self.rel(folder, _plain(name, listed_in))
         info = self.files.listing().get(rel)
         if info is None:
             raise StoreError(f"{self.where(rel)}: missing; the store is incomplete or damaged")
@@ -143,7 +165,8 @@ class RemoteFolder:
     def check_index(self, name, listed: int, checksum: str, listed_in) -> None:
         """The index object, fetched once, against its size and the manifest's checksum."""
         self.check_size(INDEX_DIR, name, listed, listed_in)
-        data = self.files.read(f"{INDEX_DIR}/{name}")
+        rel = self.rel(INDEX_DIR, name)
+        data = self.files.read(rel, etag=self.files.listing()[rel]["etag"] or None)
         got = xxhash.xxh3_128_hexdigest(data)
         if len(data) != listed or got != checksum:
             raise checksum_mismatch(self.where(INDEX_DIR, name), got, checksum, len(data))
@@ -168,8 +191,9 @@ class RemoteFolder:
             self.files,
             names,
             [int(s) for s in sizes],
-            [listing[f"shards/{n}"]["etag"] for n in names],
+            [listing[self.rel(SHARDS_DIR, n)]["etag"] for n in names],
             cache=self.cache,
+            folder=self.rel(SHARDS_DIR, "").rstrip("/"),
         )
 
 
@@ -184,17 +208,18 @@ def verify_remote(url: str) -> list[str]:
         return [str(e)]
     listing = folder.files.listing()
     problems: list[str] = []
-    rows = [r["name"] for r in m["index"]] + [f"shards/{r['name']}" for r in m["shards"]]
-    sums = {r["name"]: r.get("checksum") for r in m["index"]}
-    sums.update({f"shards/{r['name']}": r.get("checksum") for r in m["shards"]})
-    sizes = {r["name"]: r["bytes"] for r in m["index"]}
-    sizes.update({f"shards/{r['name']}": r["bytes"] for r in m["shards"]})
+    p = folder.prefix
+    rows = [p + r["name"] for r in m["index"]] + [p + f"shards/{r['name']}" for r in m["shards"]]
+    sums = {p + r["name"]: r.get("checksum") for r in m["index"]}
+    sums.update({p + f"shards/{r['name']}": r.get("checksum") for r in m["shards"]})
+    sizes = {p + r["name"]: r["bytes"] for r in m["index"]}
+    sizes.update({p + f"shards/{r['name']}": r["bytes"] for r in m["shards"]})
     unreadable = False
     fs = folder.files.fs
     for rel in rows:
         info = listing.get(rel)
         if info is None:
-            problems.append(f"{folder.where(rel)}: missing")
+            problems.append(f"{folder.files.url_of(rel)}: missing")
             unreadable = True
             continue
         if info["size"] != sizes[rel]:

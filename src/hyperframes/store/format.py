@@ -129,6 +129,11 @@ BUILD_PARAMS = "build.json"
 LOCK = ".lock"
 SHARDS_DIR = "shards"
 INDEX_DIR = "index"
+#: at a URL: ``generations/G/shards/...`` and ``generations/G/index/...``, G the manifest's
+#: ``generation`` (16 hex digits, a hash of the build's own manifest), so a rebuild writes new
+#: object names and replaces only ``manifest.json``; a manifest without ``generation`` (a URL
+#: published before, or by a Ray build) has ``shards/`` and ``index/`` at the top
+GENERATIONS_DIR = "generations"
 VIDEOS_FILE = "videos.npy"
 FRAMES_FILE = "frames.npy"
 CHUNKS_FILE = "chunks.npy"
