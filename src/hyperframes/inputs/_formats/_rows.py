@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -250,6 +251,38 @@ class Rows:
             f"{msg}; pass root DIR, the folder the listed paths are relative to (or the "
             "videos are under)"
         )
+
+
+def inside_root(inputs: Inputs, root: Path, data: Path) -> Inputs:
+    """``inputs`` with every source whose file is not inside ``root`` (a ``../`` or absolute
+    path, or a link whose target is elsewhere: links are followed) moved to the failed rows,
+    each naming its row; nothing of it is opened. When no source is left it is an error
+    listing every refused row."""
+    base = os.path.realpath(root)
+    keep: list[Source] = []
+    refused: list[dict] = []
+    for s in inputs.sources:
+        real = os.path.realpath(s.path)
+        if os.path.commonpath([base, real]) == base:
+            keep.append(s)
+            continue
+        link = "" if real == s.path else f" (a link to {real})"
+        refused.append(
+            {
+                "path": s.path,
+                "error": f"InputError: {s.path}{link} is outside root {root} (at {s.row}); pass "
+                "a root that holds it, or allow_outside_root (build --allow-outside-root)",
+            }
+        )
+    if not refused:
+        return inputs
+    if not keep:
+        listed = "\n".join(f"  {r['error'].removeprefix('InputError: ')}" for r in refused)
+        raise InputError(
+            f"{data}: every listed file is outside root {root}; none is read ({len(refused)} "
+            f"refused):\n{listed}"
+        )
+    return dataclasses.replace(inputs, sources=keep, failed_rows=[*inputs.failed_rows, *refused])
 
 
 def _merge(old: Source, new: Source) -> Source:
