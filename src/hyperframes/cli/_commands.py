@@ -10,6 +10,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from .._core._text import printable
 from ._from_model import model_values
 
 EXIT_OK, EXIT_FATAL, EXIT_FAILURES = 0, 1, 2
@@ -31,7 +32,7 @@ def build(args) -> int:
                 f"({est['source_bytes'] / 1e6:.1f} MB of source); {est['note']}"
             )
             for u in est["unreadable"]:
-                print(f"  unreadable: {u['path']}: {u['error']}")
+                print(printable(f"  unreadable: {u['path']}: {u['error']}", keep=""))
         return EXIT_OK
     report = build_store(
         args.data,
@@ -63,7 +64,7 @@ def verify(args) -> int:
         return _resign(args.store)
     problems = verify_store(args.store)
     for p in problems:
-        print(f"BAD  {p}")
+        print(printable(f"BAD  {p}", keep=""))
     if problems:
         print(f"{len(problems)} problem(s) in {args.store}")
         return EXIT_FATAL
@@ -97,7 +98,7 @@ def _resign(store) -> int:
 
     signed, problems = resign_store(store)
     for p in problems:
-        print(f"BAD  {p}")
+        print(printable(f"BAD  {p}", keep=""))
     if problems:
         print(f"{len(problems)} problem(s) in {store}: nothing re-signed")
         return EXIT_FATAL

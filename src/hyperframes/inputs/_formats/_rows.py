@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..._core._errors import InputError
+from ..._core._json import TOO_DEEP, loads_json
 from .._sources import (
     IMAGE_EXTENSIONS,
     VIDEO_EXTENSIONS,
@@ -25,6 +26,9 @@ from .._sources import (
     class_names,
     listed_kind,
 )
+
+#: what to do about an annotation that nests too deep
+DEEP_HINT = "an annotation nests a few levels: the file is damaged or not an annotation"
 
 
 class RowError(ValueError):
@@ -90,6 +94,8 @@ def json_list(path: Path) -> Iterator[tuple[int, object]]:
             item, i = decoder.raw_decode(text, i)
         except json.JSONDecodeError as e:
             raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        except RecursionError:
+            raise InputError(f"{path}:{line}: {TOO_DEEP}; {DEEP_HINT}") from None
         yield line, item
         i = _skip_ws(text, i)
         if text[i : i + 1] == "]":
@@ -112,7 +118,9 @@ def json_file(path: Path) -> object:
         return out
 
     try:
-        return json.loads(read_text(path), object_pairs_hook=pairs)
+        return loads_json(
+            read_text(path), path, InputError, hint=DEEP_HINT, object_pairs_hook=pairs
+        )
     except json.JSONDecodeError as e:
         raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
 
