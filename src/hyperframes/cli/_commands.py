@@ -82,7 +82,9 @@ def gc(args) -> int:
         print(e, file=sys.stderr)
         return EXIT_FATAL
     for rel, size in found:
-        print(f"{'deleted' if args.delete else 'unlisted'}  {rel}  {size} bytes")
+        print(
+            printable(f"{'deleted' if args.delete else 'unlisted'}  {rel}  {size} bytes", keep="")
+        )
     total = sum(size for _, size in found)
     if args.delete:
         print(f"{args.store}: {len(found)} object(s) deleted, {total} bytes")
@@ -123,7 +125,7 @@ def show(args) -> int:
         frames=args.frames,
         stride=args.stride,
     )
-    print(shown.summary())
+    print(printable(shown.summary()))
     return EXIT_OK
 
 
@@ -216,7 +218,7 @@ def predict(args) -> int:
         reconstruct=args.reconstruct,
         reconstructions=args.reconstructions,
     )
-    print(report.summary())
+    print(printable(report.summary()))  # (ESC in a video name: written as an escape)
     return EXIT_OK
 
 
@@ -334,7 +336,7 @@ def recalibrate(args) -> int:
         device=args.device,
         out=args.out,
     )
-    print(report.summary())
+    print(printable(report.summary()))  # (ESC in a video name: written as an escape)
     return EXIT_OK
 
 
