@@ -179,6 +179,7 @@ FLAGS = [
     "--on-damaged",
     "--max-pixels",
     "--max-frames",
+    "--allow-outside-root",
     "--max-gap",
     "--audio",
     "--audio-rate",

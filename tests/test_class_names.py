@@ -212,6 +212,7 @@ def test_eval_scores_the_labelled_videos_of_a_partly_labelled_store(run, tmp_pat
     (tmp_path / "ann.csv").write_text("path,label\n" + "\n".join(rows) + "\n")
     store = tmp_path / "store"
     build = ["build", str(tmp_path / "ann.csv"), "--out", str(store), "--size", "none"]
+    build += ["--root", str(videos)]  # the listed files are under the run's videos
     assert main([*build, "--quiet"]) == 0
     assert main(_eval(run, str(store), "--out", str(tmp_path / "m.json"))) == 0
     text = capsys.readouterr()

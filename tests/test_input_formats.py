@@ -200,7 +200,7 @@ def hf_disk(tmp: Path) -> Path:
     feats = datasets.Features(
         {"video": datasets.Value("string"), "label": datasets.ClassLabel(names=["x"])}
     )
-    datasets.Dataset.from_dict({"video": ["../v.mp4"], "label": [0]}, features=feats).save_to_disk(
+    datasets.Dataset.from_dict({"video": ["v.mp4"], "label": [0]}, features=feats).save_to_disk(
         str(tmp / "saved")
     )
     return tmp / "saved"
@@ -219,7 +219,7 @@ LAYOUTS = {
     "charades": (charades, "Charades_v1_480", 2),
     "activitynet": (activitynet, None, 3),
     "videofolder": (videofolder, None, 1),
-    "hf_disk": (hf_disk, None, 1),
+    "hf_disk": (hf_disk, ".", 1),  # its path is relative to the tmp folder, the saved one's parent
 }
 
 

@@ -275,7 +275,12 @@ def test_duplicate_across_splits_is_leakage(motion_data, tmp_path):
     rows.append(f"{copy},left,val")
     (tmp_path / "ann.csv").write_text("\n".join(rows) + "\n")
     store = tmp_path / "store"
-    build_store(tmp_path / "ann.csv", store, BuildOptions(size="none"), progress=False)
+    build_store(
+        tmp_path / "ann.csv",
+        store,
+        BuildOptions(size="none", allow_outside_root=True),
+        progress=False,
+    )
     cfg = _config(store, epochs=1)
     with pytest.raises(DataError, match=r"1 source video\(s\) appear in more than one split"):
         run_training(cfg, tmp_path / "run", progress=False)

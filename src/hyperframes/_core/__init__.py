@@ -24,6 +24,7 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
     _urls       whether a store path is an object-storage URL (``s3://bucket/prefix``)
     _resize     crop + resize of frame planes with OpenCV (the batch pipeline, box reads, eval crop)
     _text       file names and labels made printable (control bytes escaped)
+    _json       JSON from files: a document nesting too deep is our error naming the file
 
 Importing a core module imports nothing from the packages above it; the few functions that
 need them (the contract asks the store and the model registry) import their public

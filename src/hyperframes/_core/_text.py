@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["printable"]
+from collections.abc import Iterable
+
+__all__ = ["printable", "printable_lines"]
 
 
 def printable(text: str, *, keep: str = "\n") -> str:
@@ -22,3 +24,10 @@ def printable(text: str, *, keep: str = "\n") -> str:
         else:
             out.append(c.encode("unicode_escape").decode("ascii"))
     return "".join(out)
+
+
+def printable_lines(lines: Iterable[str]) -> str:
+    """``lines`` joined by newlines, each made :func:`printable` whole: a newline (or an ESC)
+    inside a line, from a file name or a label, is written as an escape, so a name can neither
+    drive the terminal nor forge a line of a report."""
+    return "\n".join(printable(line, keep="") for line in lines)

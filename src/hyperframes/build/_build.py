@@ -208,7 +208,12 @@ def dry_run(
 ) -> dict:
     """Estimate a store's size from the sources' headers, decoding nothing."""
     options = options or BuildOptions()
-    sources = scan_inputs(data, input_format=input_format, root=root).sources
+    sources = scan_inputs(
+        data,
+        input_format=input_format,
+        root=root,
+        allow_outside_root=options.allow_outside_root,
+    ).sources
     est_frames, est_bytes, src_bytes, unreadable = 0, 0, 0, []
     ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08}[options.codec]
     itemsize = 2 if options.dtype == "float16" else 1

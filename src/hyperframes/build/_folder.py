@@ -43,7 +43,12 @@ def build_folder(
     if options.flow:
         require_opencv()  # before any video is decoded
     store = Path(out)
-    inputs = scan_inputs(data, input_format=input_format, root=root)
+    inputs = scan_inputs(
+        data,
+        input_format=input_format,
+        root=root,
+        allow_outside_root=options.allow_outside_root,
+    )
     sources, skipped, classes = inputs.sources, inputs.skipped, inputs.classes
     inside = str(store.absolute()) + os.sep  # a store built inside its data is not an input
     skipped = [r for r in skipped if not str(Path(r["path"]).absolute()).startswith(inside)]

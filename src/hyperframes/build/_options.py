@@ -170,6 +170,11 @@ class BuildOptions(Options):
     shard_bytes: int = Field(
         1 << 30, ge=1, json_schema_extra=LIBRARY_ONLY, description="bytes per shard file"
     )
+    allow_outside_root: bool = Field(
+        False,
+        description="store files an annotation lists outside --root (a '../' or absolute path, "
+        "or a link leading out); without it such rows fail, each listed",
+    )
 
     #: options that do not change what the store holds (may differ between resumed runs)
     RUNTIME: ClassVar[tuple[str, ...]] = (
@@ -179,6 +184,7 @@ class BuildOptions(Options):
         "hdf5_compression",
         "max_pixels",
         "max_frames",
+        "allow_outside_root",
     )
 
     @field_validator("size")

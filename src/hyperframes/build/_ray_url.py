@@ -107,7 +107,12 @@ def build_ray_to_url(data, url: str, options, *, progress, input_format, root, r
     check_write_access(url, folder=True)
     if options.flow:
         require_opencv()  # before any video is decoded
-    inputs = scan_inputs(data, input_format=input_format, root=root)
+    inputs = scan_inputs(
+        data,
+        input_format=input_format,
+        root=root,
+        allow_outside_root=options.allow_outside_root,
+    )
     folder = staging_dir(url)
     (folder / SHARDS_DIR).mkdir(parents=True, exist_ok=True)
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .._core._text import printable_lines
 from ..decode import DecodeReport
 from ..inputs import Source
 from ..store import gap_text, upsampled_line
@@ -76,7 +77,7 @@ class BuildReport:
         if self.notes:
             lines.append(f"segments adjusted: {len(self.notes)}")
             lines += [f"  {n['path']} (listed at {n['row']}): {n['note']}" for n in self.notes]
-        return "\n".join(lines)
+        return printable_lines(lines)  # (names from files may hold newlines and ESC)
 
 
 def _named(row: dict) -> str:

@@ -10,6 +10,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from .._core._text import printable
 from ._from_model import model_values
 
 EXIT_OK, EXIT_FATAL, EXIT_FAILURES = 0, 1, 2
@@ -31,7 +32,7 @@ def build(args) -> int:
                 f"({est['source_bytes'] / 1e6:.1f} MB of source); {est['note']}"
             )
             for u in est["unreadable"]:
-                print(f"  unreadable: {u['path']}: {u['error']}")
+                print(printable(f"  unreadable: {u['path']}: {u['error']}", keep=""))
         return EXIT_OK
     report = build_store(
         args.data,
@@ -63,7 +64,7 @@ def verify(args) -> int:
         return _resign(args.store)
     problems = verify_store(args.store)
     for p in problems:
-        print(f"BAD  {p}")
+        print(printable(f"BAD  {p}", keep=""))
     if problems:
         print(f"{len(problems)} problem(s) in {args.store}")
         return EXIT_FATAL
@@ -81,7 +82,9 @@ def gc(args) -> int:
         print(e, file=sys.stderr)
         return EXIT_FATAL
     for rel, size in found:
-        print(f"{'deleted' if args.delete else 'unlisted'}  {rel}  {size} bytes")
+        print(
+            printable(f"{'deleted' if args.delete else 'unlisted'}  {rel}  {size} bytes", keep="")
+        )
     total = sum(size for _, size in found)
     if args.delete:
         print(f"{args.store}: {len(found)} object(s) deleted, {total} bytes")
@@ -97,7 +100,7 @@ def _resign(store) -> int:
 
     signed, problems = resign_store(store)
     for p in problems:
-        print(f"BAD  {p}")
+        print(printable(f"BAD  {p}", keep=""))
     if problems:
         print(f"{len(problems)} problem(s) in {store}: nothing re-signed")
         return EXIT_FATAL
@@ -122,7 +125,7 @@ def show(args) -> int:
         frames=args.frames,
         stride=args.stride,
     )
-    print(shown.summary())
+    print(printable(shown.summary()))
     return EXIT_OK
 
 
@@ -215,7 +218,7 @@ def predict(args) -> int:
         reconstruct=args.reconstruct,
         reconstructions=args.reconstructions,
     )
-    print(report.summary())
+    print(printable(report.summary()))  # (ESC in a video name: written as an escape)
     return EXIT_OK
 
 
@@ -333,7 +336,7 @@ def recalibrate(args) -> int:
         device=args.device,
         out=args.out,
     )
-    print(report.summary())
+    print(printable(report.summary()))  # (ESC in a video name: written as an escape)
     return EXIT_OK
 
 

@@ -16,6 +16,7 @@ import sys
 from .._core._errors import HyperframesError, Interrupted
 from .._core._signals import exit_status_for_interrupt
 from .._core._sizes import DEFAULT_MAX_PIXELS
+from .._core._text import printable
 from ._commands import EXIT_FAILURES, EXIT_FATAL, EXIT_OK
 from ._flags import as_option
 from ._parser import build_parser
@@ -50,7 +51,8 @@ def _run(argv: list[str]) -> int:
         return exit_status_for_interrupt()
     except HyperframesError as e:
         said = as_option(str(e), parser, args.command, argv)
-        print(f"hyperframes {args.command}: error: {said}", file=sys.stderr)
+        # a name in the message may hold an ESC: written as an escape (its lines kept)
+        print(f"hyperframes {args.command}: error: {printable(said)}", file=sys.stderr)
         return EXIT_FATAL
     except KeyboardInterrupt:
         print(f"hyperframes {args.command}: interrupted", file=sys.stderr)

@@ -186,13 +186,16 @@ def check_path(path: str | os.PathLike, *, folder: bool = False) -> str:
     return path
 
 
-_NOPTS_LIMIT = 1e9  # seconds; FFmpeg's AV_NOPTS_VALUE shows up as about -3.7e17 s
+#: seconds; FFmpeg's AV_NOPTS_VALUE (INT64_MIN ticks) shows up at or below minus this in any
+#: time base (about -3.7e17 s in 1/25; -9.2e9 s even in 1/1e9); a time of +1e9 s is a time
+_NOPTS_LIMIT = 1e9
 _TICK = 1e-6  # seconds; a time no later than the previous one + this does not increase
 
 
 def _stamp(seconds: float | None) -> float | None:
-    """``seconds`` as a float, or None when it is missing (None, NaN, FFmpeg's "no pts")."""
-    if seconds is None or not math.isfinite(seconds) or abs(seconds) >= _NOPTS_LIMIT:
+    """``seconds`` as a float, or None when it is missing (None, NaN, FFmpeg's "no pts", which
+    is hugely negative; a late time, however large, is kept)."""
+    if seconds is None or not math.isfinite(seconds) or seconds <= -_NOPTS_LIMIT:
         return None
     return float(seconds)
 
@@ -327,6 +330,9 @@ class Timeline:
         Cut short: the decoded span falls clearly short (by over 0.5 s and 10 %) of the header's
         duration, and the decoded count of the header's frame count when it has one (so a
         still frame ending a variable-rate video, or dropped AVI frames, are not "truncated").
+        A header's duration may count from time 0 (Matroska's), so the last frame's end time
+        counts as the decoded span too. A header claiming more frames than the file has bytes
+        (an AVI whose count says 2e9) is not believed: the frames decoded are the video's.
         The message quotes ``report`` when the decoder reported errors.
         """
         path = info.path
@@ -339,13 +345,32 @@ class Timeline:
             )
         expected, got = expected_seconds(info), self.decoded_seconds()
         header = info.num_frames_from_header
-        short = expected is not None and expected - got > max(0.5, 0.1 * expected)
+        reached = got  # or the end time, for a header's duration counted from 0
+        if self.last is not None:
+            ends = self.last + (self.last_duration or self.step or self._frame_period())
+            reached = max(got, ends)
+        if _beyond_the_file(info, expected):
+            return
+        short = expected is not None and expected - reached > max(0.5, 0.1 * expected)
         if short and (not header or self.count < header - max(2, 0.1 * header)):
             raise DecodeError(
                 f"{path}: truncated: decoded {self.count} frames ({got:.2f} s) of "
                 f"~{expected:.2f} s that the header announces ({backend}); "
                 f"the file is cut short or damaged{said}"
             )
+
+
+def _beyond_the_file(info: VideoInfo, expected: float | None) -> bool:
+    """Whether the header claims more frames than the file has bytes (every frame takes at
+    least one): a header no truncation can be judged by."""
+    try:
+        size = os.path.getsize(info.path) if os.path.isfile(info.path) else None
+    except OSError:
+        size = None
+    if size is None:
+        return False
+    claimed = max(info.num_frames_from_header or 0, (expected or 0) * (info.fps or 0))
+    return claimed > size
 
 
 def expected_seconds(info: VideoInfo) -> float | None:

@@ -15,7 +15,7 @@ of a frame folder that is a source, or a skipped row ``{"path", "reason"}``. The
 
 - a name in :data:`~._sources.VIDEO_EXTENSIONS` is a video source without looking inside (a broken one is
   reported later by the build as failed); any other extension is decided by FFmpeg probing the
-  content: a video stream makes it a source (``.nut``, ``.y4m``, ...), otherwise it is skipped as
+  content: a video stream makes it a source (``.nut``, ``.mxf``, ...), otherwise it is skipped as
   ``"no video stream (audio only)"``, ``"an image outside a frame folder"``, ``"not a media
   file"``, ...;
 - hidden names (``.name``) are skipped and hidden folders are not entered;

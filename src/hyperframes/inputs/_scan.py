@@ -16,12 +16,17 @@ def scan_inputs(
     data: str | os.PathLike,
     input_format: str | None = None,
     root: str | os.PathLike | None = None,
+    *,
+    allow_outside_root: bool = False,
 ) -> Inputs:
     """Read ``data`` as ``input_format`` (``None``: detected from names, headers and JSON
     shapes; an ambiguous ``data`` asks for one). ``root``: the folder an annotation's paths are
-    relative to (default: the annotation file's folder). The formats and how each assigns
+    relative to (default: the annotation file's folder); a listed file outside it (links followed)
+    is a failed row unless ``allow_outside_root``. The formats and how each assigns
     class ids: :func:`hyperframes.inputs._formats.list_input_formats`."""
-    return read_inputs(data, input_format=input_format, root=root)
+    return read_inputs(
+        data, input_format=input_format, root=root, allow_outside_root=allow_outside_root
+    )
 
 
 def scan(data: str | os.PathLike) -> tuple[list[Source], list[dict]]:

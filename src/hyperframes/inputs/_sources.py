@@ -34,6 +34,12 @@ VIDEO_EXTENSIONS = frozenset(
         ".mts",
         ".ogv",
         ".gif",
+        # formats of video only: a damaged one fails, as a damaged .webm does (another
+        # extension, .nut included, is probed by content and skipped when no video is found)
+        ".y4m",
+        ".ivf",
+        ".m2ts",
+        ".vob",
     ]
 )
 IMAGE_EXTENSIONS = frozenset([".jpg", ".jpeg", ".png", ".bmp"])

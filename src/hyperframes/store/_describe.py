@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core._text import printable
+from .._core._text import printable_lines
 from ._hdf5 import H5Store
 from ._rates import repeated_frames, upsampled_line, upsampled_rows
 
@@ -238,7 +238,7 @@ def format_store_info(d: dict) -> str:
             + (f", DAMAGED: {r['decode_errors']} decoder errors" if r["decode_errors"] else "")
             + f") [{r['label']}] {r['path']}"
         )
-    return printable("\n".join(lines))  # (names from files may hold control characters)
+    return printable_lines(lines)  # (names from files may hold newlines and ESC)
 
 
 def _track_lines(t: dict) -> list[str]:

@@ -11,7 +11,6 @@ shards' sizes, the codec, and where each payload lies in the shards.
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 import re
@@ -22,6 +21,7 @@ import numpy as np
 import xxhash
 
 from .._core._errors import ConfigError, StoreError
+from .._core._json import loads_json
 from ..remote import LocalShards
 from ._codecs import Codec, create_codec
 from ._open import IndexSource
@@ -45,13 +45,10 @@ def parse_json(raw: bytes | str, where):
     """JSON of a store's file (``where`` names it): a StoreError when it is not JSON, or
     nests deeper than the parser's stack (a crafted file), never a RecursionError."""
     try:
-        return json.loads(raw)
-    except RecursionError:
-        raise StoreError(
-            f"{where}: nests deeper than a JSON reader follows (a crafted or corrupt file); "
-            "a store's JSON nests a few levels: the store is corrupt"
-        ) from None
-    except ValueError as e:
+        return loads_json(
+            raw, where, StoreError, hint="a store's JSON nests a few levels: the store is corrupt"
+        )
+    except ValueError as e:  # StoreError is not one: a too-deep file is said as such
         raise StoreError(f"{where}: cannot be read as JSON ({e}); the store is corrupt") from None
 
 

@@ -60,17 +60,18 @@ the video; fletcher32 would only fail a read with HDF5's "filter returned failur
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 import xxhash
 
 from .._core._device import batch_out
-from .._core._errors import DataError, StoreError
+from .._core._errors import DataError, HyperframesError, StoreError
 from ._base import StoreBase, take
 from ._open import Check, IndexSource, check_option
 from ._table_checks import IndexFiles
@@ -79,6 +80,26 @@ H5_FORMAT = "hyperframes-hdf5"
 H5_VERSION = 1
 #: frames hashed per read when a video is verified (bounded memory for long videos)
 _HASH_FRAMES = 64
+
+
+#: what h5py raises on a file whose metadata is damaged (libhdf5's errors)
+_H5PY_ERRORS = (OSError, RuntimeError, KeyError)
+
+
+@contextlib.contextmanager
+def h5_errors(where: object) -> Iterator[None]:
+    """What h5py raises inside the block on a damaged file (``RuntimeError: wrong B-tree
+    signature``, ``OSError``, a missing object's ``KeyError``) as a :class:`StoreError` naming
+    ``where``; our own errors pass through."""
+    try:
+        yield
+    except HyperframesError:
+        raise
+    except _H5PY_ERRORS as e:
+        raise StoreError(
+            f"{where}: HDF5 cannot read its metadata ({type(e).__name__}: {e}); the file is "
+            "damaged or altered: restore it, or convert the store to HDF5 again"
+        ) from None
 
 
 def _file_manifest(stored: dict, file_bytes: int, where: str) -> dict:
@@ -220,7 +241,8 @@ class H5Store(StoreBase):
             raise StoreError(f"{self.path}: cannot be opened as HDF5 ({e})") from None
         self._map: np.ndarray | None = None
         try:
-            self._open(check)
+            with h5_errors(self.path):
+                self._open(check)
         except BaseException:
             self._h5.close()
             raise
@@ -358,6 +380,10 @@ class H5Store(StoreBase):
         used (0: one contiguous block); ``frames_stored_bytes`` (the video datasets' bytes in
         the file) and ``frames_decoded_bytes`` (as read); ``checksums``: what ``verify``
         checks (None for a file without them)."""
+        with h5_errors(self.path):
+            return self._storage()
+
+    def _storage(self) -> dict:
         compression: dict[str, int] = {}
         chunk_frames: set[int] = set()
         stored = decoded = 0

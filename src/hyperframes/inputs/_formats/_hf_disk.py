@@ -13,13 +13,15 @@ manifest's ``fields``).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 from ..._core._errors import InputError
+from ..._core._json import TOO_DEEP, loads_json
 from .._sources import VIDEO_EXTENSIONS, Inputs
 from ._registry import SPECIFIC, Probe, register_input_format
-from ._rows import Rows
+from ._rows import DEEP_HINT, Rows
 
 _SINGLE = {"dataset_info.json", "state.json"}
 
@@ -42,9 +44,22 @@ def _load(data: Path):
         loaded = datasets.load_from_disk(os.fspath(data))
     except (OSError, ValueError) as e:
         raise InputError(f"{data}: not a readable save_to_disk dataset ({e})") from None
+    except RecursionError:  # a JSON file of the folder nests too deep: name it
+        _name_the_deep_file(data)
+        raise InputError(f"{data}: {TOO_DEEP}; {DEEP_HINT}") from None
     if isinstance(loaded, datasets.DatasetDict):
         return datasets, dict(loaded)
     return datasets, {None: loaded}
+
+
+def _name_the_deep_file(data: Path) -> None:
+    """Raise the InputError naming the JSON file of a saved dataset (its own, or a split
+    folder's) that nests too deep."""
+    for path in sorted([*data.glob("*.json"), *data.glob("*/*.json")]):
+        try:
+            loads_json(path.read_bytes(), path, InputError, hint=DEEP_HINT)
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            continue  # (not the deep one: the InputError that names it is a ValueError)
 
 
 def _columns(datasets, data: Path, ds) -> tuple[str, str | None]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..._core._errors import ConfigError, InputError
 from .._sources import Inputs
+from ._rows import inside_root
 
 GENERIC, SPECIFIC = 1, 2
 _HEAD_BYTES = 64 * 1024
@@ -147,9 +148,12 @@ def read_inputs(
     *,
     input_format: str | None = None,
     root: str | os.PathLike | None = None,
+    allow_outside_root: bool = False,
 ) -> Inputs:
     """Every source of ``data`` read as ``input_format`` (default: detected), paths relative
-    to ``root`` (default: the annotation file's folder)."""
+    to ``root`` (default: the annotation file's folder, a folder DATA itself). An annotation's
+    file that is not inside ``root`` once links are followed is a failed row (see
+    :func:`~hyperframes.inputs._formats._rows.inside_root`) unless ``allow_outside_root``."""
     path = Path(data)
     fmt = get_input_format(input_format) if input_format else None
     if not path.exists():
@@ -158,4 +162,13 @@ def read_inputs(
         raise InputError(f"root {root}: no such folder (the folder the listed paths are in)")
     fmt = fmt or _FORMATS[detect_input_format(path)]
     inputs = fmt.read(path, None if root is None else Path(os.path.abspath(root)))
-    return dataclasses.replace(inputs, input_format=fmt.name)
+    inputs = dataclasses.replace(inputs, input_format=fmt.name)
+    if allow_outside_root or fmt.name == "folder":  # a folder's walk lists only what is in it
+        return inputs
+    return inside_root(inputs, Path(root) if root is not None else _default_root(path), path)
+
+
+def _default_root(data: Path) -> Path:
+    """The folder an annotation's paths are confined to without ``root``: a folder DATA (a
+    videofolder, a saved dataset) itself, else the annotation file's folder."""
+    return data if data.is_dir() else data.parent

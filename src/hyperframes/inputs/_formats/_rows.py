@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..._core._errors import InputError
+from ..._core._json import TOO_DEEP, loads_json
 from .._sources import (
     IMAGE_EXTENSIONS,
     VIDEO_EXTENSIONS,
@@ -24,6 +26,9 @@ from .._sources import (
     class_names,
     listed_kind,
 )
+
+#: what to do about an annotation that nests too deep
+DEEP_HINT = "an annotation nests a few levels: the file is damaged or not an annotation"
 
 
 class RowError(ValueError):
@@ -89,6 +94,8 @@ def json_list(path: Path) -> Iterator[tuple[int, object]]:
             item, i = decoder.raw_decode(text, i)
         except json.JSONDecodeError as e:
             raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+        except RecursionError:
+            raise InputError(f"{path}:{line}: {TOO_DEEP}; {DEEP_HINT}") from None
         yield line, item
         i = _skip_ws(text, i)
         if text[i : i + 1] == "]":
@@ -111,7 +118,9 @@ def json_file(path: Path) -> object:
         return out
 
     try:
-        return json.loads(read_text(path), object_pairs_hook=pairs)
+        return loads_json(
+            read_text(path), path, InputError, hint=DEEP_HINT, object_pairs_hook=pairs
+        )
     except json.JSONDecodeError as e:
         raise InputError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
 
@@ -250,6 +259,38 @@ class Rows:
             f"{msg}; pass root DIR, the folder the listed paths are relative to (or the "
             "videos are under)"
         )
+
+
+def inside_root(inputs: Inputs, root: Path, data: Path) -> Inputs:
+    """``inputs`` with every source whose file is not inside ``root`` (a ``../`` or absolute
+    path, or a link whose target is elsewhere: links are followed) moved to the failed rows,
+    each naming its row; nothing of it is opened. When no source is left it is an error
+    listing every refused row."""
+    base = os.path.realpath(root)
+    keep: list[Source] = []
+    refused: list[dict] = []
+    for s in inputs.sources:
+        real = os.path.realpath(s.path)
+        if os.path.commonpath([base, real]) == base:
+            keep.append(s)
+            continue
+        link = "" if real == s.path else f" (a link to {real})"
+        refused.append(
+            {
+                "path": s.path,
+                "error": f"InputError: {s.path}{link} is outside root {root} (at {s.row}); pass "
+                "a root that holds it, or allow_outside_root (build --allow-outside-root)",
+            }
+        )
+    if not refused:
+        return inputs
+    if not keep:
+        listed = "\n".join(f"  {r['error'].removeprefix('InputError: ')}" for r in refused)
+        raise InputError(
+            f"{data}: every listed file is outside root {root}; none is read ({len(refused)} "
+            f"refused):\n{listed}"
+        )
+    return dataclasses.replace(inputs, sources=keep, failed_rows=[*inputs.failed_rows, *refused])
 
 
 def _merge(old: Source, new: Source) -> Source:

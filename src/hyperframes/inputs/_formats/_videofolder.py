@@ -20,9 +20,10 @@ import os
 from pathlib import Path
 
 from ..._core._errors import InputError
+from ..._core._json import loads_json
 from .._sources import SPLIT_NAMES, Inputs
 from ._registry import SPECIFIC, Probe, register_input_format
-from ._rows import RowError, Rows, csv_rows, read_text
+from ._rows import DEEP_HINT, RowError, Rows, csv_rows, read_text
 
 METADATA = ("metadata.csv", "metadata.jsonl")
 _KNOWN = ("file_name", "label", "split")  # the columns that are not fields
@@ -69,7 +70,7 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = loads_json(line, f"{path}:{lineno}", InputError, hint=DEEP_HINT)
         except json.JSONDecodeError as e:
             raise InputError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
         if not isinstance(row, dict) or "file_name" not in row:
