@@ -16,7 +16,7 @@ from ._codecs import Codec, create_codec, list_codecs
 from ._crop import centre_boxes, read_boxes
 from ._describe import describe_store, format_store_info, gap_text
 from ._dispatch import is_store, open_store
-from ._hdf5 import H5_FORMAT, H5_VERSION, H5Store
+from ._hdf5 import H5_FORMAT, H5_INDEX_SUM_ATTR, H5_VERSION, H5Store, h5_index_checksum
 from ._protocol import StoreReader
 from ._rates import repeated_frames, upsampled_line, upsampled_rows
 from ._reader import Store
@@ -29,6 +29,7 @@ __all__ = [
     "ANNOTATION_TOLERANCE",
     "FLOW_DTYPES",
     "H5_FORMAT",
+    "H5_INDEX_SUM_ATTR",
     "H5_VERSION",
     "Annotations",
     "Codec",
@@ -43,6 +44,7 @@ __all__ = [
     "describe_store",
     "format_store_info",
     "gap_text",
+    "h5_index_checksum",
     "is_store",
     "list_codecs",
     "open_store",
