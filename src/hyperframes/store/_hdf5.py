@@ -132,7 +132,8 @@ def h5_index_checksum(h5) -> str:
         else:
             arr = np.ascontiguousarray(data)
             h.update(f"{name}:{arr.shape}\0".encode())
-            h.update(memoryview(arr).cast("B"))
+            # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
+            h.update(memoryview(arr).cast("B"))  # type: ignore[arg-type]
     return h.hexdigest()
 
 
