@@ -21,6 +21,30 @@ def reseal(store: Path) -> None:
     (store / "manifest.json").write_text(json.dumps(m))
 
 
+def reseal_h5(h5: Path) -> None:
+    """``reseal`` for an HDF5 store: its index checksum recomputed over the index as it is
+    now (a crafted file whose index is consistent with itself)."""
+    import h5py
+
+    from hyperframes.store import H5_INDEX_SUM_ATTR, h5_index_checksum
+
+    with h5py.File(h5, "r+") as f:
+        f.attrs[H5_INDEX_SUM_ATTR] = h5_index_checksum(f)
+
+
+def unsign_h5(h5: Path, *, frames: bool = False) -> None:
+    """What a file written by an older hyperframes lacks: the index checksum (and, with
+    ``frames``, the frames' checksums, older still)."""
+    import h5py
+
+    from hyperframes.store import H5_INDEX_SUM_ATTR
+
+    with h5py.File(h5, "r+") as f:
+        del f.attrs[H5_INDEX_SUM_ATTR]
+        if frames:
+            del f["index/frames_xxh3_64"]
+
+
 def store_content(store) -> dict:
     """{source path: (label, pts list, every frame's bytes)} of a store: equal for two stores
     that hold the same videos, whatever their shards, codecs' chunking or build history."""

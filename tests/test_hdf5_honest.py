@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _stores import store_content
+from _stores import reseal_h5, store_content, unsign_h5
 from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.build._hdf5 import COMPRESSIONS
 from hyperframes.store import H5Store, open_store, verify_store
@@ -127,6 +127,7 @@ def test_a_file_written_before_converted_from_existed_is_described_as_the_file(s
         want = s.read_numpy(1, [0, 3])
     with h5py.File(h5, "r+") as f:
         f.attrs["manifest"] = json.dumps(old)
+    unsign_h5(h5)  # written before the index checksum too
     size = h5.stat().st_size
     d = json.loads(_cli("info", h5, "--json").stdout)
     assert d["store_bytes"] == size != old["store_bytes"]
@@ -147,5 +148,6 @@ def test_an_altered_converted_from_is_refused_at_open(stores, tmp_path):
     with h5py.File(h5, "r+") as f:
         m = json.loads(f.attrs["manifest"])
         f.attrs["manifest"] = json.dumps(dict(m, converted_from="jpeg"))
+    reseal_h5(h5)
     with pytest.raises(StoreError, match=r"'converted_from' is 'jpeg', expected an object"):
         open_store(h5)

@@ -20,7 +20,15 @@ from .._core._progress import Progress
 from .._core._text import printable
 from .._core._urls import is_url
 from ..remote import bare_url, filesystem
-from ..store import H5_FORMAT, H5_VERSION, H5Store, Store, open_store
+from ..store import (
+    H5_FORMAT,
+    H5_INDEX_SUM_ATTR,
+    H5_VERSION,
+    H5Store,
+    Store,
+    h5_index_checksum,
+    open_store,
+)
 from ._publish import check_write_access, publish_file, staging_dir
 
 COMPRESSIONS = ("lzf", "blosc", "gzip", "none")
@@ -124,13 +132,14 @@ def convert_to_hdf5(
         layout["chunk_frames"] = chunk_frames
     bar = Progress(total=len(src), unit="videos", enabled=progress, desc="convert")
     try:
-        with h5py.File(tmp, "w") as h5:
+        with h5py.File(tmp, "w", libver=("v110", "latest")) as h5:
             h5.attrs["format"] = H5_FORMAT
             h5.attrs["format_version"] = H5_VERSION
             _write_index(h5.create_group("index"), src)
             frames_bytes = _write_videos(h5, src, out, filt, chunk_frames, bar)
             _write_tracks(h5, src, out)
             h5.attrs["manifest"] = json.dumps(_converted_manifest(src, layout, frames_bytes))
+            h5.attrs[H5_INDEX_SUM_ATTR] = h5_index_checksum(h5)  # last: what a reader will see
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, out)

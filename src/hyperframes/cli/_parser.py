@@ -267,7 +267,8 @@ def _store_commands(sub, run) -> None:
         "--resign",
         action="store_true",
         help="record the checksums a store folder's manifest lacks (an edited manifest), "
-        "once every file checks and the store opens; a checksum it has is never replaced",
+        "once every file checks and the store opens; a checksum it has is never replaced (an "
+        "HDF5 file: the checksums one written by an older hyperframes lacks)",
     )
     v.set_defaults(func=run.verify)
 

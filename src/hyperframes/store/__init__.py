@@ -17,7 +17,7 @@ from ._crop import centre_boxes, read_boxes
 from ._describe import describe_store, format_store_info, gap_text
 from ._dispatch import is_store, open_store
 from ._folder import generation_prefix
-from ._hdf5 import H5_FORMAT, H5_VERSION, H5Store
+from ._hdf5 import H5_FORMAT, H5_INDEX_SUM_ATTR, H5_VERSION, H5Store, h5_index_checksum
 from ._protocol import StoreReader
 from ._rates import repeated_frames, upsampled_line, upsampled_rows
 from ._reader import Store
@@ -30,6 +30,7 @@ __all__ = [
     "ANNOTATION_TOLERANCE",
     "FLOW_DTYPES",
     "H5_FORMAT",
+    "H5_INDEX_SUM_ATTR",
     "H5_VERSION",
     "Annotations",
     "Codec",
@@ -45,6 +46,7 @@ __all__ = [
     "format_store_info",
     "gap_text",
     "generation_prefix",
+    "h5_index_checksum",
     "is_store",
     "list_codecs",
     "open_store",

@@ -2,7 +2,8 @@
 
 Layout of ``OUT.h5``::
 
-    /                      attrs: format="hyperframes-hdf5", format_version, manifest (JSON)
+    /                      attrs: format="hyperframes-hdf5", format_version, manifest (JSON),
+                           index_xxh3_64 (the index's checksum; below)
     /index/videos          the store's per-video table (same columns as index/videos.npy)
     /index/frames          per stored frame: pts_seconds, source_index
     /index/change_score    per stored frame: the keyframes sampler's change score (optional)
@@ -52,6 +53,15 @@ and its frames copied from where HDF5 placed them (``get_offset``), with no HDF5
 lock per read (h5py serialises its calls behind one lock); the offsets are checked against
 the file's size at open. Compressed videos are read through h5py, one call per window.
 
+The index is signed too: the root attribute ``index_xxh3_64`` is the xxh3-64 of the root's
+``format``, ``format_version`` and ``manifest`` attributes and of every dataset under /index/
+(names, shapes and bytes, :func:`h5_index_checksum`), the frames' checksums among them; every open
+recomputes it, so a changed bit in the index or manifest is refused before anything is served.
+A file written before it (or before the frames' checksums) opens with a one-line note, and
+``hyperframes verify --resign FILE`` records what it lacks (``_hdf5_sign``). Whatever HDF5
+itself raises on a damaged file (``OSError``, ``RuntimeError``, ...) reaches callers as a
+:class:`StoreError` naming the file (:func:`h5_errors`).
+
 Why a checksum of the frames rather than HDF5's own ``fletcher32`` filter: it is the same
 algorithm as the folder store's, 64 bits instead of 32, end to end (it covers decompression
 and which dataset holds which video, not only the stored chunk bytes), and a mismatch names
@@ -64,6 +74,7 @@ import contextlib
 import json
 import mmap
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -80,26 +91,74 @@ H5_FORMAT = "hyperframes-hdf5"
 H5_VERSION = 1
 #: frames hashed per read when a video is verified (bounded memory for long videos)
 _HASH_FRAMES = 64
-
-
-#: what h5py raises on a file whose metadata is damaged (libhdf5's errors)
-_H5PY_ERRORS = (OSError, RuntimeError, KeyError)
+#: the root attribute holding the index's checksum (module doc)
+H5_INDEX_SUM_ATTR = "index_xxh3_64"
+#: the root attributes the index's checksum covers, with the datasets under /index/
+_SIGNED_ATTRS = ("format", "format_version", "manifest")
+#: what h5py raises on a damaged file, by the call that met the damage
+_H5PY_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, IndexError)
+_noted: set[str] = set()
 
 
 @contextlib.contextmanager
 def h5_errors(where: object) -> Iterator[None]:
-    """What h5py raises inside the block on a damaged file (``RuntimeError: wrong B-tree
-    signature``, ``OSError``, a missing object's ``KeyError``) as a :class:`StoreError` naming
-    ``where``; our own errors pass through."""
+    """Turn what h5py raises inside the block into a :class:`StoreError` naming ``where``
+    (our own errors pass through)."""
     try:
         yield
     except HyperframesError:
         raise
     except _H5PY_ERRORS as e:
         raise StoreError(
-            f"{where}: HDF5 cannot read its metadata ({type(e).__name__}: {e}); the file is "
-            "damaged or altered: restore it, or convert the store to HDF5 again"
+            f"{where}: HDF5 cannot read it ({type(e).__name__}: {e}); the file is damaged or "
+            "altered: restore it, or convert the store to HDF5 again"
         ) from None
+
+
+def h5_index_checksum(h5) -> str:
+    """The xxh3-64 (hex) of the open file ``h5``'s index: its signed root attributes and every
+    dataset under /index/ (name, shape and bytes as read), in name order."""
+    h = xxhash.xxh3_64()
+    for name in _SIGNED_ATTRS:
+        h.update(f"{name}={h5.attrs.get(name)}\0".encode())
+    index = h5["index"]
+    for name in sorted(index):
+        data = index[name][()]
+        if isinstance(data, str):
+            data = data.encode()
+        if isinstance(data, bytes):
+            h.update(f"{name}:bytes\0".encode())
+            h.update(data)
+        else:
+            arr = np.ascontiguousarray(data)
+            h.update(f"{name}:{arr.shape}\0".encode())
+            # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
+            h.update(memoryview(arr).cast("B"))  # type: ignore[arg-type]
+    return h.hexdigest()
+
+
+def frames_digest(ds) -> int:
+    """The xxh3-64 of dataset ``ds``'s frames as stored (C-order bytes), read in blocks."""
+    h = xxhash.xxh3_64()
+    for a in range(0, ds.shape[0], _HASH_FRAMES):
+        block = np.ascontiguousarray(ds[a : a + _HASH_FRAMES])
+        # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
+        h.update(memoryview(block))  # type: ignore[arg-type]
+    return h.intdigest()
+
+
+def _note_unsigned(path: Path, what: str) -> None:
+    """Say once per file (stderr) that a file written before these checksums opens unchecked."""
+    if str(path) in _noted:
+        return
+    _noted.add(str(path))
+    print(
+        f"hyperframes: note: {path} records no checksum of its {what} (written by an older "
+        "hyperframes), so damage to it cannot be detected; `hyperframes verify --resign "
+        f"{path}` records them",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _file_manifest(stored: dict, file_bytes: int, where: str) -> dict:
@@ -155,6 +214,8 @@ class H5Index(IndexSource):
             strings=f"{self.at}:/index/strings",
         )
         self.sums: np.ndarray | None = None
+        #: what the file records no checksum of (a file written before them), or None
+        self.unsigned: str | None = None
 
     def read_manifest(self):
         h5, where = self.h5, self.at
@@ -167,10 +228,26 @@ class H5Index(IndexSource):
                 f"{where}: HDF5 store version {version} is "
                 f"not readable; this hyperframes reads version {H5_VERSION}"
             )
+        self._check_index_sum()
         try:
             return json.loads(h5.attrs["manifest"])
         except (KeyError, TypeError, ValueError, RecursionError) as e:
             raise StoreError(f"{where}: its manifest attribute cannot be read ({e})") from None
+
+    def _check_index_sum(self) -> None:
+        """Refuse an index whose bytes differ from the checksum the file records (module
+        doc); a file without one is noted as unsigned."""
+        want = self.h5.attrs.get(H5_INDEX_SUM_ATTR)
+        if want is None:
+            self.unsigned = "index"
+            return
+        got = h5_index_checksum(self.h5)
+        if want != got:
+            raise StoreError(
+                f"{self.at}: its index (the datasets under /index/ and the manifest) has "
+                f"xxh3-64 {got}, the file recorded {want!r} (attribute {H5_INDEX_SUM_ATTR}): the "
+                "file is damaged or altered; restore it, or convert the store to HDF5 again"
+            )
 
     def check_files(self, m: dict) -> dict:
         return _file_manifest(m, self.path.stat().st_size, self.at)
@@ -222,6 +299,8 @@ class H5Index(IndexSource):
                     f"{self.at}:/index/frames_xxh3_64: holds {sums.dtype} of shape "
                     f"{sums.shape}, expected uint64, one per video ({n_videos})"
                 )
+        else:
+            self.unsigned = "index or frames"
 
 
 class H5Store(StoreBase):
@@ -229,6 +308,8 @@ class H5Store(StoreBase):
     :class:`~hyperframes.store.StoreReader`, with the same track reads."""
 
     path: Path
+    #: what the file records no checksum of ("index", "index or frames"), or None
+    unsigned: str | None
 
     def __init__(self, path: str | os.PathLike, *, check: Check = None):
         import h5py  # deferred: optional/heavy dependency
@@ -237,20 +318,24 @@ class H5Store(StoreBase):
         self.path = Path(path)
         try:
             self._h5 = h5py.File(self.path, "r")
-        except OSError as e:
+        except _H5PY_ERRORS as e:
             raise StoreError(f"{self.path}: cannot be opened as HDF5 ({e})") from None
         self._map: np.ndarray | None = None
         try:
             with h5_errors(self.path):
                 self._open(check)
         except BaseException:
-            self._h5.close()
+            with contextlib.suppress(*_H5PY_ERRORS):
+                self._h5.close()
             raise
 
     def _open(self, check: Check) -> None:
         src = H5Index(self._h5, self.path)
         self._open_index(src, check)
         self._sums: np.ndarray | None = src.sums
+        self.unsigned = src.unsigned
+        if src.unsigned is not None:
+            _note_unsigned(self.path, src.unsigned)
         self.codec_name = "hdf5"
         self._datasets: dict[int, object] = {}
         self._views: dict[int, np.ndarray | None] = {}
@@ -258,8 +343,8 @@ class H5Store(StoreBase):
             if self._sums is None:
                 raise StoreError(
                     f"{self.path}: check='video' needs per-video checksums (/index/frames_xxh3_64),"
-                    " which this file, written by an older hyperframes, lacks; convert the "
-                    "store to HDF5 again"
+                    " which this file, written by an older hyperframes, lacks; `hyperframes "
+                    f"verify --resign {self.path}` records them"
                 )
             self._verified = set()
 
@@ -274,6 +359,10 @@ class H5Store(StoreBase):
 
     def _track_payload(self, kind: str, i: int) -> np.ndarray:
         name = f"{kind}/{i:08d}"
+        with h5_errors(f"{self.path}:/{name}"):
+            return self._track_dataset_bytes(kind, i, name)
+
+    def _track_dataset_bytes(self, kind: str, i: int, name: str) -> np.ndarray:
         ds = self._h5.get(name)
         shape, dtype = self._tracks.spec(kind, i)
         got_shape, got_dtype = getattr(ds, "shape", None), getattr(ds, "dtype", None)
@@ -350,20 +439,16 @@ class H5Store(StoreBase):
         """What is wrong with the video's frames against the checksum written by
         ``convert_to_hdf5``, or None when they match. Reads the video in blocks."""
         i = self._video_id(video)
-        ds = self._video_dataset(i)
-        h = xxhash.xxh3_64()
+        where = f"{self.path}:/videos/{i:08d}: video {i} ({self.videos.paths[i]!r})"
+        with h5_errors(where):
+            ds = self._video_dataset(i)
         try:
-            for a in range(0, ds.shape[0], _HASH_FRAMES):
-                block = np.ascontiguousarray(ds[a : a + _HASH_FRAMES])
-                # numpy's stubs give ndarray __buffer__ only for Python >= 3.12
-                h.update(memoryview(block))  # type: ignore[arg-type]
-        except OSError as e:
-            return (
-                f"{self.path}:/videos/{i:08d}: video {i} ({self.videos.paths[i]!r}): cannot be "
-                f"read ({e}); the file is damaged"
-            )
+            with h5_errors(where):
+                got = frames_digest(ds)
+        except StoreError as e:
+            return str(e)
         assert self._sums is not None  # callers check has_checksums (or check="video" did)
-        got, want = h.intdigest(), int(self._sums[i])
+        want = int(self._sums[i])
         if got == want:
             return None
         return (
@@ -428,6 +513,10 @@ class H5Store(StoreBase):
         return int(r["channels"]), int(r["height"]), int(r["width"])
 
     def _read_into(self, i: int, idx: np.ndarray, out: np.ndarray) -> None:
+        with h5_errors(f"{self.path}:/videos/{i:08d}"):
+            self._read_frames_into(i, idx, out)
+
+    def _read_frames_into(self, i: int, idx: np.ndarray, out: np.ndarray) -> None:
         if self._verified is not None and i not in self._verified:
             problem = self.frames_problem(i)
             if problem is not None:
@@ -464,4 +553,5 @@ class H5Store(StoreBase):
         self._views.clear()
         self._datasets.clear()
         self._map = None
-        self._h5.close()
+        with contextlib.suppress(*_H5PY_ERRORS):
+            self._h5.close()

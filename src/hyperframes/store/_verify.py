@@ -4,7 +4,9 @@ A folder store: every file the manifest lists against its size and xxh3-128, the
 checks of opening the store; a damaged shard of a version-2 store also names the videos whose
 payload (frames, audio, flow, homographies) no longer matches its xxh3-64. An HDF5 store (``.h5``): the index checks of opening
 it, then every video's frames against the xxh3-64 ``convert`` recorded, and its tracks
-against theirs.
+against theirs, the index against the checksum the file records (``index_xxh3_64``); and
+``--resign`` of an HDF5 file records the checksums one written by an older hyperframes lacks
+(``_hdf5_sign``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from .._core._atomic import write_json_atomic
 from .._core._errors import StoreError
 from .._core._urls import is_url
 from ._folder import LocalFolder, _load_json, is_checksum, own_file
-from ._hdf5 import H5Store
+from ._hdf5 import H5_INDEX_SUM_ATTR, H5Store
+from ._hdf5_sign import resign_hdf5
 from ._open import check_manifest
 from ._reader import Store
 from ._remote_store import verify_remote
@@ -141,9 +144,11 @@ def resign_store(path: str | os.PathLike) -> tuple[list[str], list[str]]:
     damaged file, reported and never replaced), and the store opens with the new
     checksums; otherwise nothing is written and the problems say why."""
     store = Path(path)
+    if not is_url(path) and store.is_file() and store.suffix.lower() in (".h5", ".hdf5"):
+        return resign_hdf5(store)
     if is_url(path) or store.is_file():
         raise StoreError(
-            f"{path}: --resign re-signs a store folder; a store at a URL or in HDF5 is "
+            f"{path}: --resign re-signs a store folder or an HDF5 file; a store at a URL is "
             "re-signed by copying it to a folder first (or rebuilt)"
         )
     m, problem = _folder_manifest(store)
@@ -210,10 +215,16 @@ def _verify_hdf5(path: Path) -> list[str]:
         if not store.has_checksums:
             return [
                 f"{path}: has no per-video checksums (/index/frames_xxh3_64: written by an "
-                "older hyperframes), so its frames cannot be verified; convert the store to "
-                "HDF5 again"
+                "older hyperframes), so its frames cannot be verified; if the file is as "
+                f"written, `hyperframes verify --resign {path}` records them"
             ]
         problems = []
+        if store.unsigned is not None:
+            problems.append(
+                f"{path}: records no checksum of its index (attribute {H5_INDEX_SUM_ATTR}: "
+                "written by an older hyperframes), so its index cannot be verified; if the "
+                f"file is as written, `hyperframes verify --resign {path}` records it"
+            )
         for i in range(len(store)):
             try:
                 problem = store.frames_problem(i)

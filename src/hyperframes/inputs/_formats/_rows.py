@@ -42,19 +42,43 @@ def read_text(path: Path) -> str:
         raise InputError(f"{path}: cannot be read ({e.strerror})") from None
 
 
+def _open_text(path: Path) -> io.TextIOWrapper:
+    """``path`` open for reading as ``read_text`` reads it (a BOM dropped, undecodable bytes
+    replaced, universal newlines), a line at a time: a list of ten million rows is never
+    held whole as text."""
+    try:
+        return open(path, encoding="utf-8-sig", errors="replace")
+    except OSError as e:
+        raise InputError(f"{path}: cannot be read ({e.strerror})") from None
+
+
+def _streamed(path: Path, f: io.TextIOWrapper) -> Iterator[str]:
+    """The lines of the open file ``f`` (closed at the end), a read error an InputError."""
+    with f:
+        try:
+            yield from f
+        except OSError as e:
+            raise InputError(f"{path}: cannot be read ({e.strerror})") from None
+
+
 def text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """``(line number, stripped line)`` of a text list, blank lines and ``#`` comments left
-    out (they are not rows)."""
-    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
-        line = line.strip()
-        if line and not line.startswith("#"):
-            yield lineno, line
+    out (they are not rows). Read a line at a time; lines are numbered as ``str.splitlines``
+    splits the whole text."""
+    lineno = 0
+    for chunk in _streamed(path, _open_text(path)):
+        for line in chunk.splitlines():
+            lineno += 1
+            line = line.strip()
+            if line and not line.startswith("#"):
+                yield lineno, line
 
 
 def csv_rows(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
     """The lower-cased header of a CSV and its rows as ``(line number, {column: value})``;
-    blank lines are not rows."""
-    reader = csv.reader(io.StringIO(read_text(path)))
+    blank lines are not rows. The rows are read as they are asked for (a line at a time)."""
+    lines = _streamed(path, _open_text(path))
+    reader = csv.reader(lines)
     header = [h.strip().lower() for h in next(reader, [])]
 
     def rows():
