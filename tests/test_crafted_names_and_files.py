@@ -55,11 +55,13 @@ def h5_file(class_folder, tmp_path_factory):
 
 
 def test_damaged_hdf5_metadata_is_a_store_error_naming_the_file(h5_file, tmp_path, capsys):
-    """Each B-tree and heap of the file damaged in turn (its signature overwritten): open,
-    verify and info end in a StoreError (or a problem) naming the file, never h5py's own
+    """Each metadata structure of the file damaged in turn (its signature overwritten: B-trees,
+    heaps and object headers, in the checksummed v110 layout the writer uses and the old one):
+    open, verify and info end in a StoreError (or a problem) naming the file, never h5py's own
     RuntimeError / OSError."""
     raw = h5_file.read_bytes()
-    spots = [m.start() for sig in (b"TREE", b"HEAP") for m in re.finditer(sig, raw)]
+    signatures = (b"TREE", b"HEAP", b"OHDR", b"BTHD", b"BTLF", b"FRHP", b"FHDB", b"SNOD")
+    spots = [m.start() for sig in signatures for m in re.finditer(sig, raw)]
     assert len(spots) >= 4
     bad = tmp_path / "bad.h5"
     refused = 0
