@@ -1,6 +1,6 @@
 """A default install (no extras) trains, evaluates and predicts; a missing extra is named.
 
-How the default install is made, offline and in well under a minute: the project's wheel is
+How the default install is made, offline, in about half a minute of CPU: the project's wheel is
 built (``pip wheel --no-deps``) and its ``Requires-Dist`` without extras is the whole contract
 with a user's ``pip install``. A fresh virtualenv (no system site-packages, no pip) gets exactly
 the closure of those requirements, followed through each installed distribution's own
@@ -10,7 +10,8 @@ the wheel into it, with dependency resolution on, so pip itself checks that ever
 requirement is present there. Nothing outside the closure is importable in that virtualenv: a
 module the default paths import without declaring it (OpenCV was in an extra) fails there as
 it fails for a user. The README's "Serving hyperframes" example, ``train``, ``eval`` and
-``predict`` then run in it.
+``predict`` then run in it, and ``export``, whose packages are an extra, says in one line which
+extra to install.
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ for argv in (
     ["predict", "run/best.pt", video, "--out", "pred"],
 ):
     assert main(argv) == 0, argv
+assert main(["export", "run/best.pt", "--onnx", "m.onnx"]) == 1  # no [export] extra here
 print("ok", hyperframes.__file__)
 """
 
@@ -150,14 +152,17 @@ def test_a_default_install_trains_evaluates_and_predicts(tiny_motion_store, tmp_
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(config))
     video = sorted((tiny_motion_store.parent / "videos").rglob("*.mp4"))[0]
 
-    def run(*cmd: str) -> str:
+    def run(*cmd: str) -> subprocess.CompletedProcess:
         done = subprocess.run(
             cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
         )
         assert done.returncode == 0, f"{cmd}: {done.stderr[-3000:]}"
-        return done.stdout
+        return done
 
-    assert run(str(bin_ / "hyperframes"), "--version").startswith("hyperframes ")
-    out = run(str(bin_ / "python"), "-c", IN_THE_INSTALL, str(tiny_motion_store), str(video))
-    assert str(tmp_path / "venv") in out.splitlines()[-1]  # the installed copy ran
+    assert run(str(bin_ / "hyperframes"), "--version").stdout.startswith("hyperframes ")
+    done = run(str(bin_ / "python"), "-c", IN_THE_INSTALL, str(tiny_motion_store), str(video))
+    assert str(tmp_path / "venv") in done.stdout.splitlines()[-1]  # the installed copy ran
+    (said,) = [line for line in done.stderr.splitlines() if "hyperframes export" in line]
+    assert "not installed here: onnx, onnxscript, onnxruntime." in said
+    assert said.endswith("pip install 'hyperframes[export]'")
     assert (tmp_path / "pred").is_dir() and (tmp_path / "run" / "eval").is_dir()
