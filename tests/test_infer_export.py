@@ -133,3 +133,22 @@ def test_bad_export_options(tmp_path):
         export_onnx(_model("r2plus1d_tiny"), tmp_path / "m.onnx", size="big")
     with pytest.raises(ConfigError, match=r"batch 0: allowed: an integer >= 1"):
         export_onnx(_model("r2plus1d_tiny"), tmp_path / "m.onnx", batch=0)
+
+
+def test_missing_export_packages_are_named_at_once_with_the_extra(tmp_path, monkeypatch):
+    """Without onnx and onnxruntime (``None`` in ``sys.modules``: Python's own way of making a
+    module unimportable), one error names both and the ``export`` extra, before any work."""
+    import sys
+
+    for module in ("onnx", "onnxruntime"):
+        monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ConfigError) as e:
+        export_onnx(_model("r2plus1d_tiny"), tmp_path / "m.onnx", size=32)
+    said = str(e.value)
+    assert "not installed here: onnx, onnxruntime." in said and "\n" not in said
+    assert "pip install 'hyperframes[export]'" in said
+    assert not any(tmp_path.iterdir())
+    with pytest.raises(
+        ConfigError, match=r"\(check=False\) needs onnx, onnxscript; not installed here: onnx\."
+    ):
+        export_onnx(_model("r2plus1d_tiny"), tmp_path / "m.onnx", check=False)

@@ -93,3 +93,20 @@ def test_a_plain_stateful_dataloader_resumes_too_and_bad_states_are_refused(data
     bad.load_state_dict(state)
     with pytest.raises(ConfigError, match="StatefulDataLoader sampler state: saved for another"):
         next(iter(bad))
+
+
+def test_a_state_restored_into_another_worker_count_is_refused_naming_both(dataset):
+    one = stateful_loader(dataset, batch_size=4)
+    it = iter(one)
+    next(it)
+    state = one.state_dict()  # saved without worker processes
+    two = stateful_loader(dataset, batch_size=4, num_workers=2)
+    with pytest.raises(
+        ConfigError,
+        match=r"saved with num_workers=0 cannot be restored into this loader's num_workers=2 .*"
+        r"make the loader with num_workers=0",
+    ):
+        two.load_state_dict(state)
+    again = stateful_loader(dataset, batch_size=4)  # the same count: restored
+    again.load_state_dict(state)
+    assert len(_samples(again)) == 27 - 4

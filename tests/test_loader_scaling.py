@@ -5,7 +5,11 @@ How reads scale with threads is measured by benchmarks/bench_read.py, not here.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +19,7 @@ from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset, loader
 from hyperframes.data._buffers import BatchBuffers
 
+SRC = str(Path(__file__).resolve().parents[1] / "src")
 CODECS = ("raw", "lz4", "zstd", "jpeg")
 
 
@@ -89,3 +94,23 @@ def test_leaving_a_loop_early_cancels_the_reads_not_started(stores):
         break
     time.sleep(0.3)
     assert len(calls) <= 3  # the first, at most one running, not the 4 queued behind it
+
+
+def test_a_script_that_leaves_a_loader_half_way_exits_without_a_traceback(stores):
+    """A loop left after one batch, then the interpreter exits: the thread pool is shut down
+    while the modules it uses still exist (a ``__del__`` run at teardown printed
+    ``'NoneType' object has no attribute 'Empty'`` on every exit)."""
+    script = (
+        "import sys, hyperframes\n"
+        "ds = hyperframes.HyperframeDataset(sys.argv[1], sampler='random', frames=4, seed=0)\n"
+        "it = iter(hyperframes.loader(ds, batch_size=1, workers=2))\n"
+        "batch = next(it)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(stores["raw"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
+    assert run.returncode == 0 and run.stderr == "", run.stderr

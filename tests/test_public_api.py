@@ -37,3 +37,15 @@ def test_import_is_light():
     code = "import sys, hyperframes; print('torch' in sys.modules, 'av' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_sub_packages_load_on_first_use_after_import_hyperframes_alone():
+    code = (
+        "import sys, hyperframes\n"
+        "assert 'hyperframes.models' not in sys.modules\n"
+        "model = hyperframes.models.create('r2plus1d_tiny', num_classes=3, frames=4)\n"
+        "print(type(model).__name__, hyperframes.infer.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[1] == "hyperframes.infer"

@@ -136,6 +136,21 @@ def test_a_second_run_in_the_same_folder_needs_resume(motion_store, tmp_path):
         run_training(changed, tmp_path / "run", resume=True, progress=False)
 
 
+def test_a_run_that_fails_before_training_leaves_no_folder(motion_store, tmp_path):
+    """Windows longer than the videos: refused at setup, after the folder was made. The
+    folder this call made goes; a folder that was there before stays, with what it held."""
+    cfg = _config(motion_store, epochs=1)
+    cfg["data"]["frames"] = 16  # 31 frames at stride 2; the videos have 12
+    with pytest.raises(DataError, match=r"has 12 frames but the random sampler needs 31"):
+        run_training(cfg, tmp_path / "runs" / "r", progress=False)
+    assert not (tmp_path / "runs" / "r").exists()
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("kept")
+    with pytest.raises(DataError):
+        run_training(cfg, tmp_path / "mine", progress=False)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "kept"
+
+
 @pytest.mark.parametrize("stop", [3, 4], ids=["epoch-boundary", "mid-epoch"])
 def test_resume_continues_as_if_never_stopped(motion_store, tmp_path, stop):
     # 6 train videos, batch 2 -> 3 steps per epoch; stop after step 3 (end of epoch 1) or 4

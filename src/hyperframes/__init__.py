@@ -9,7 +9,8 @@
     for batch in hyperframes.loader(ds, batch_size=32):
         ...
 
-Heavy modules (torch, the decoders) load on first use, so ``import hyperframes`` is cheap.
+Heavy modules (torch, the decoders) load on first use, so ``import hyperframes`` is cheap; the
+sub-packages too (``hyperframes.models.create(...)`` works after ``import hyperframes`` alone).
 """
 
 from __future__ import annotations
@@ -36,6 +37,26 @@ _LAZY = {
     "HyperframeBatch": "hyperframes.data",
     "loader": "hyperframes.data",
 }
+#: the sub-packages, each imported on first attribute access (``hyperframes.models``)
+_SUBPACKAGES = frozenset(
+    {
+        "bench",
+        "build",
+        "cli",
+        "data",
+        "decode",
+        "demo",
+        "infer",
+        "inputs",
+        "integrations",
+        "models",
+        "remote",
+        "sampling",
+        "store",
+        "train",
+        "viz",
+    }
+)
 
 __all__ = [
     "BuildOptions",
@@ -61,6 +82,8 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")  # (sets the attribute itself)
     raise AttributeError(f"module 'hyperframes' has no attribute {name!r}")
 
 

@@ -13,6 +13,9 @@ Every error says what was wrong (the value, the file), what is allowed, and what
 
 from __future__ import annotations
 
+import importlib.util
+from collections.abc import Sequence
+
 __all__ = [
     "ConfigError",
     "DataError",
@@ -21,6 +24,7 @@ __all__ = [
     "InputError",
     "Interrupted",
     "StoreError",
+    "require_extra",
 ]
 
 
@@ -51,3 +55,14 @@ class DataError(HyperframesError, ValueError):
 class Interrupted(HyperframesError):
     """Ctrl-C or SIGTERM stopped a build or a training run; what was finished is kept and the
     message says how to resume."""
+
+
+def require_extra(modules: Sequence[str], extra: str, what: str) -> None:
+    """:class:`ConfigError` naming, in one line, every one of ``modules`` not importable here
+    and the pip extra that installs them all; nothing when they all are."""
+    missing = [m for m in modules if importlib.util.find_spec(m.split(".")[0]) is None]
+    if missing:
+        raise ConfigError(
+            f"{what} needs {', '.join(modules)}; not installed here: {', '.join(missing)}. "
+            f"Install them with: pip install 'hyperframes[{extra}]'"
+        )

@@ -52,7 +52,7 @@ FLOW_METHODS = ("dis", "farneback")
 def require_opencv():
     """``cv2``, or a ConfigError saying how to install it."""
     try:
-        import cv2  # optional (hyperframes[opencv]): only a build with flow needs it
+        import cv2  # deferred: heavy dependency, only a build with flow needs it
     except ImportError:
         raise ConfigError(
             "flow needs OpenCV, which is not installed: pip install opencv-python-headless "
@@ -123,7 +123,7 @@ def flow_homography(flow: np.ndarray, frame_size: tuple[int, int]) -> np.ndarray
     """The homography (3x3 float32) mapping frame k+1 to frame k in the coordinates of frames of
     ``frame_size`` (H, W), fitted to ``flow`` ``(2, h, w)`` (frame k -> k+1, flow pixels); the
     identity when the fit fails (module doc)."""
-    import cv2  # optional (hyperframes[opencv]): only a build with flow gets here
+    import cv2  # deferred: heavy dependency, only a build with flow gets here
 
     _, h, w = flow.shape
     eye = np.eye(3, dtype=np.float32)

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import os
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -291,6 +292,10 @@ class ThreadLoader(_Resumable):
                 return
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="hyperframes")
+                # shut down when the loader is collected, or at exit while the modules it
+                # uses still exist (a __del__ run at interpreter teardown found
+                # concurrent.futures' globals already cleared: a traceback on every exit)
+                weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
             pool = self._pool
             while len(pending) < self.prefetch * self.workers and (k := keys.next()) is not None:
                 pending.append(pool.submit(self._load, k))
@@ -304,10 +309,6 @@ class ThreadLoader(_Resumable):
             for f in pending:
                 f.cancel()
             keys.cancel()
-
-    def __del__(self):
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 def default_workers() -> int:

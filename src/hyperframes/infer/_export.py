@@ -25,7 +25,6 @@ metadata, with the preprocessing recipe (:mod:`._recipe`).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
 import warnings
@@ -39,7 +38,7 @@ from torch import Tensor, nn
 
 from .. import models
 from .._core._contract import InputContract
-from .._core._errors import ConfigError, HyperframesError
+from .._core._errors import ConfigError, HyperframesError, require_extra
 from ..models import to_layout
 from ._load import InferenceModel, load_inference_model
 from ._recipe import preprocessing_recipe, write_sidecar
@@ -159,11 +158,6 @@ def _inputs(
     return (x,), ["input"]
 
 
-def _require(module: str, what: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        raise ConfigError(f"ONNX export needs {module} ({what}): pip install {module}")
-
-
 def export_onnx(
     source: str | os.PathLike | nn.Module | InferenceModel,
     path: str | os.PathLike,
@@ -181,8 +175,9 @@ def export_onnx(
     checkpoint's input size; 64 for a bare model). ``batch``: the example batch used to
     trace; the check runs at ``batch + 1`` to exercise the dynamic axis.
     """
-    _require("onnx", "the ONNX format")
-    _require("onnxscript", "torch's ONNX exporter")
+    # torch's exporter needs onnx and onnxscript; the check of the graph, onnxruntime
+    needed = ("onnx", "onnxscript", "onnxruntime") if check else ("onnx", "onnxscript")
+    require_extra(needed, "export", "ONNX export" + ("" if check else " (check=False)"))
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ConfigError(f"batch {batch!r}: allowed: an integer >= 1")
     model, loaded = _source_model(source)
@@ -215,9 +210,7 @@ def export_onnx(
         external_data=path.with_name(path.name + ".data") if external else None,
         output_name=output,
     )
-    if check and importlib.util.find_spec("onnxruntime") is None:
-        report.notes.append("onnxruntime is not installed: the graph was not checked")
-    elif check:
+    if check:
         diff, b = _check(
             graph, path, layout, model, batch + 1, hw, seed + 1, names, contract, output
         )

@@ -5,8 +5,9 @@ dataset, with the epoch order of :func:`hyperframes.loader` (a function of ``(se
 shared by ranks) and its resumable state: the sampler's iterator is what torchdata saves, and its
 state is the loader state of :mod:`hyperframes.data._loader_state` (the epoch and the position
 reached in the epoch's *global* order). So ``state_dict()`` taken mid-epoch and given to
-``load_state_dict()`` of a new loader (with the same ``num_workers``: torchdata's own state
-differs with and without worker processes; any world size) yields exactly the remaining
+``load_state_dict()`` of a new loader (with the same ``num_workers``: torchdata keeps a state
+per worker process, and another count is a :class:`~hyperframes.ConfigError` naming both; any
+world size) yields exactly the remaining
 samples, the same for any ``num_workers``; the keys carry the epoch (``(epoch, item)``), so
 persistent workers need no restart between epochs::
 
@@ -30,6 +31,7 @@ from typing import Any
 
 import torch.utils.data
 
+from .._core._errors import ConfigError
 from ..data import BalancedSampler, EpochSampler, collate_hyperframes, item_sampler
 from ._optional import require
 
@@ -126,4 +128,30 @@ def stateful_loader(
         **kwargs,
     )
     loader.set_epoch = keys.set_epoch
+    restore = loader.load_state_dict
+
+    def load_state_dict(state: dict) -> None:
+        saved = _workers_of(state)
+        if saved is not None and saved != num_workers:
+            raise ConfigError(
+                f"a StatefulDataLoader state saved with num_workers={saved} cannot be restored "
+                f"into this loader's num_workers={num_workers} (torchdata keeps a state per "
+                f"worker process); make the loader with num_workers={saved} to continue"
+            )
+        restore(state)
+
+    loader.load_state_dict = load_state_dict
     return loader
+
+
+def _workers_of(state) -> int | None:
+    """The ``num_workers`` of the loader a torchdata state was saved from (None: not known)."""
+    if not isinstance(state, dict):
+        return None
+    if "_snapshot" not in state:
+        return 0 if "_num_yielded" in state else None
+    main = (
+        state["_snapshot"].get("_main_snapshot", {}) if isinstance(state["_snapshot"], dict) else {}
+    )
+    workers = main.get("_num_workers") if isinstance(main, dict) else None
+    return workers if isinstance(workers, int) else None

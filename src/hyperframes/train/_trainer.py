@@ -79,6 +79,7 @@ summary; the rest is one module per part:
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import sys
 import time
@@ -92,7 +93,7 @@ from ._checkpoint import load_for_resume
 from ._config import Config, load_config, save_config
 from ._ddp import Dist, barrier, broadcast_object, setup, teardown
 from ._keyframe_recipe import pretrain_on_flow
-from ._logging import RunLogger, _clean
+from ._logging import JSONL, RunLogger, _clean
 from ._loop import EpochLoop
 from ._masked import pretrained_record
 from ._parts import RunContext, RunParts, assemble, wrap_network
@@ -131,13 +132,29 @@ def run_training(
         show = progress and d.main
         run_dir = Path(out) if out is not None else _default_out(cfg)
         run_dir = Path(broadcast_object(str(run_dir.absolute()), d))
-        ck, complete = _open_run_dir(cfg, run_dir, resume, d, show)
-        if complete:
-            return _already_complete(ck, cfg, run_dir, d)
-        ctx = RunContext(cfg, device, d, run_dir, show, _StopRequests(), stop_after_steps)
-        return _train(ctx, ck)
+        created = d.main and not run_dir.exists()
+        try:
+            ck, complete = _open_run_dir(cfg, run_dir, resume, d, show)
+            if complete:
+                return _already_complete(ck, cfg, run_dir, d)
+            ctx = RunContext(cfg, device, d, run_dir, show, _StopRequests(), stop_after_steps)
+            return _train(ctx, ck)
+        except BaseException:
+            if created:
+                _remove_if_nothing_trained(run_dir)
+            raise
     finally:
         teardown(d)
+
+
+def _remove_if_nothing_trained(run_dir: Path) -> None:
+    """A run that failed before its first logged step or checkpoint (a store its sampler
+    refuses, a model that does not fit) leaves no folder behind: only the one this call made,
+    and only when it holds no checkpoint and no logged record."""
+    log = run_dir / JSONL
+    if any(run_dir.glob("*.pt")) or (log.exists() and log.stat().st_size > 0):
+        return
+    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _default_out(cfg: Config) -> Path:
