@@ -140,6 +140,55 @@ def check_table(
     rows.require(
         np.isfinite(fps) & (fps >= 0), files.videos, lambda i: f"fps {fps[i]} is not a rate"
     )
+    _check_frames(rows, frames, start, n, files.frames)
+
+
+def _check_frames(rows: _Rows, frames: np.ndarray, start, n, file: str) -> None:
+    """Each video's rows of ``frames`` as a build writes them: pts finite and never going
+    back, source indices >= 0 and never going back (a frame ``--fps`` repeats keeps its
+    source frame's index and pts). Call once the videos' rows tile ``frames``."""
+    pts, source = frames["pts_seconds"], frames["source_index"]
+    first = np.zeros(len(frames), bool)
+    first[start[n > 0]] = True
+    frame_rows = _FrameRows(rows, start, file)
+    frame_rows.require(
+        np.isfinite(pts),
+        lambda j: f"pts_seconds {pts[j]} is not a finite time (a stored frame's time in seconds)",
+    )
+    frame_rows.require(
+        first | (pts >= np.roll(pts, 1)),
+        lambda j: (
+            f"pts_seconds {pts[j]} is before the previous frame's {pts[j - 1]} (a video's "
+            "frames are stored in time order)"
+        ),
+    )
+    frame_rows.require(
+        (source >= 0) & (first | (source >= np.roll(source, 1))),
+        lambda j: (
+            f"source_index {source[j]} is negative or below the previous frame's "
+            f"{source[j - 1] if j else '-'} (a video's frames are stored in decoding order)"
+        ),
+    )
+
+
+class _FrameRows:
+    """Raises the first violation of a per-frame condition, naming the file, the frame and
+    its video (``start``: each video's first row; rows already checked to tile the table)."""
+
+    def __init__(self, rows: _Rows, start: np.ndarray, file: str):
+        self.rows, self.start, self.file = rows, start, file
+
+    def require(self, ok: np.ndarray, what: Callable[[int], str]) -> None:
+        if ok.all():
+            return
+        j = int(np.argmin(ok))
+        # the last video starting at or before row j: the one holding it (empty videos
+        # share their start with the next, which is the later one)
+        i = int(np.searchsorted(self.start, j, side="right")) - 1
+        raise StoreError(
+            f"{self.file}: frame {j - int(self.start[i])} of {self.rows.who(i)}: {what(j)}; "
+            f"{ALTERED}"
+        )
 
 
 def check_payload(
@@ -153,17 +202,31 @@ def check_payload(
     chunk_frames: int,
     itemsize: int,
     files: IndexFiles,
+    channels: tuple[int, ...] | None = None,
+    max_chunk_bytes: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> None:
     """Where each video's payload lies in a folder store, against the shard files' sizes and
     each other: inside its shard, no two videos sharing bytes, raw sizes equal to the frame
-    count times the frame size, chunk rows tiling the video's bytes and frames in order.
-    Call after :func:`check_table`. Vectorised; the first violation is a StoreError."""
+    count times the frame size, chunk rows tiling the video's bytes and frames in order. The
+    codec's own rules: the frame ``channels`` it stores (None: any), and no chunk longer
+    than ``max_chunk_bytes`` of its frames' raw bytes (the compressor's bound; None: no
+    bound). Call after :func:`check_table`. Vectorised; the first violation is a StoreError."""
     if chunks.ndim != 1 or chunks.dtype != CHUNK_DTYPE:
         raise StoreError(
             f"{files.chunks}: holds {_columns(chunks.dtype)} in {chunks.ndim} dimension(s); "
             f"expected one row per chunk with {_columns(CHUNK_DTYPE)}; {ALTERED}"
         )
     rows = _Rows(paths)
+    if channels is not None:
+        c = videos["channels"]
+        rows.require(
+            np.isin(c, channels),
+            files.videos,
+            lambda i: (
+                f"{c[i]} channels: codec {codec!r} stores frames of "
+                f"{' or '.join(map(str, channels))} channels"
+            ),
+        )
     n_shards = len(shard_files)
     shard = videos["shard"]
     rows.require(
@@ -184,12 +247,7 @@ def check_payload(
     _no_overlap(rows, shard, off, nb, shard_files, files.videos)
     if codec == "raw":
         n, count = videos["num_frames"], videos["num_chunks"]
-        fb = (
-            videos["channels"].astype(np.int64)
-            * videos["height"]
-            * videos["width"]
-            * np.int64(itemsize)
-        )
+        fb = _frame_bytes(videos, itemsize)
         q, r = np.divmod(nb, fb)
         rows.require(
             (r == 0) & (q == n),
@@ -204,6 +262,28 @@ def check_payload(
         )
         return
     _check_chunks(rows, videos, chunks, chunk_frames, files)
+    if max_chunk_bytes is not None and len(chunks):
+        owner = np.repeat(np.arange(len(videos)), videos["num_chunks"])
+        raw = chunks["num_frames"] * _frame_bytes(videos, itemsize)[owner]
+        most, c_nb = max_chunk_bytes(raw), chunks["nbytes"]
+        _ChunkRows(rows, owner, files.chunks).require(
+            c_nb <= most,
+            lambda j: (
+                f"{c_nb[j]} bytes for {chunks['num_frames'][j]} frames of the video's shape "
+                f"({raw[j]} bytes); codec {codec!r} stores that in at most {most[j]} bytes "
+                "(its compressor's bound)"
+            ),
+        )
+
+
+def _frame_bytes(videos: np.ndarray, itemsize: int) -> np.ndarray:
+    """Bytes of one frame per video (shapes checked first: no overflow)."""
+    return (
+        videos["channels"].astype(np.int64)
+        * videos["height"]
+        * videos["width"]
+        * np.int64(itemsize)
+    )
 
 
 def _check_chunks(
