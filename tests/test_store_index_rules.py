@@ -18,7 +18,7 @@ from _stores import reseal
 from hyperframes import StoreError
 from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.remote._files import filesystem
-from hyperframes.store import list_codecs, open_store, verify_store
+from hyperframes.store import _table_checks, list_codecs, open_store, verify_store
 
 
 @pytest.fixture(scope="module")
@@ -174,21 +174,42 @@ def _source_back(f):
     f["source_index"][13] = 2
 
 
+def _source_negative(f):
+    f["source_index"][9] = -1
+
+
 RULES = {
     "nan": (_nan_pts, r"frame 2 of video 1 .*pts_seconds nan is not a finite time"),
     "back": (_pts_back, r"frame 3 of video 1 .*is before the previous frame's"),
-    "source": (_source_back, r"frame 4 of video 1 .*source_index 2 is negative or below"),
+    "negative": (_source_negative, r"frame 0 of video 1 .*source_index -1 is negative"),
+    "source": (_source_back, r"frame 4 of video 1 .*source_index 2 is below the previous"),
 }
 
 
+@pytest.mark.parametrize("block", [None, 5])
 @pytest.mark.parametrize("rule", RULES)
-def test_frames_out_of_time_order_are_refused_at_open(built, tmp_path, rule):
+def test_frames_out_of_time_order_are_refused_at_open(built, tmp_path, monkeypatch, rule, block):
+    """Each rule, with the table checked in one block and in blocks of 5 rows (a rule
+    across two blocks is still seen; a good index still opens)."""
+    if block is not None:
+        monkeypatch.setattr(_table_checks, "_FRAME_BLOCK", block)
     store = _copy(built["raw"], tmp_path)
+    open_store(store).close()
     edit, message = RULES[rule]
     _edit(store, "frames.npy", edit)
     with pytest.raises(StoreError, match=rf"frames\.npy: {message}"):
         open_store(store, check="video")
     assert re.search(message, verify_store(store)[0])
+
+
+def test_pts_before_zero_in_order_open_and_out_of_order_are_refused(built, tmp_path):
+    """(pts below 0 are compared as numbers, not by their bits)"""
+    store = _copy(built["raw"], tmp_path)
+    _edit(store, "frames.npy", lambda f: f["pts_seconds"].__isub__(100.0))
+    open_store(store).close()
+    _edit(store, "frames.npy", _pts_back)
+    with pytest.raises(StoreError, match=rf"frames\.npy: {RULES['back'][1]}"):
+        open_store(store)
 
 
 def test_an_hdf5_store_refuses_frames_out_of_time_order(built, tmp_path):

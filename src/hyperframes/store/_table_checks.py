@@ -143,30 +143,75 @@ def check_table(
     _check_frames(rows, frames, start, n, files.frames)
 
 
+#: rows of ``frames`` checked at a time: temporaries of a few MB on any index
+_FRAME_BLOCK = 1 << 20
+
+
 def _check_frames(rows: _Rows, frames: np.ndarray, start, n, file: str) -> None:
     """Each video's rows of ``frames`` as a build writes them: pts finite and never going
     back, source indices >= 0 and never going back (a frame ``--fps`` repeats keeps its
-    source frame's index and pts). Call once the videos' rows tile ``frames``."""
+    source frame's index and pts). Call once the videos' rows tile ``frames``.
+
+    A video's pts that never go back (NaN fails every comparison) are finite when its first
+    and last are, and its source indices are >= 0 when its first is; so the rows are only
+    compared with the row before, block by block (no copy of a 100M-row table). When every
+    video's first pts is >= 0, a row's two columns are compared at once as int64 (finite
+    doubles >= 0 order as their bits do; ~1 ns a row): a block that fails that is compared
+    again as numbers (``_check_frame_block``), which says which rule."""
     pts, source = frames["pts_seconds"], frames["source_index"]
-    first = np.zeros(len(frames), bool)
-    first[start[n > 0]] = True
+    has = n > 0
+    firsts = start[has]  # each video's first row, in order
+    ends = np.concatenate([firsts, firsts + n[has] - 1])
     frame_rows = _FrameRows(rows, start, file)
+    frame_rows.require(np.isfinite(pts[ends]), ends, _not_finite(pts))
     frame_rows.require(
-        np.isfinite(pts),
-        lambda j: f"pts_seconds {pts[j]} is not a finite time (a stored frame's time in seconds)",
+        source[firsts] >= 0,
+        firsts,
+        lambda j: f"source_index {source[j]} is negative (a decoded frame's number)",
     )
+    fast = frames.flags.c_contiguous and not np.signbit(pts[firsts]).any()
+    words = frames.view(np.int64).reshape(-1, 2) if fast else None
+    for a in range(0, len(frames), _FRAME_BLOCK):
+        b = min(a + _FRAME_BLOCK, len(frames))
+        lo = max(a - 1, 0)  # rows lo + 1 .. b - 1, each against the row before it
+        # (a video's first row follows no row of its own)
+        first = firsts[np.searchsorted(firsts, lo + 1) : np.searchsorted(firsts, b)] - lo - 1
+        if words is not None:
+            later = words[lo + 1 : b] >= words[lo : b - 1]
+            later[first] = True
+            if later.all():
+                continue
+        _check_frame_block(frame_rows, pts, source, lo, b, first)
+
+
+def _not_finite(pts: np.ndarray) -> Callable[[int], str]:
+    return lambda j: f"pts_seconds {pts[j]} is not a finite time (a stored frame's time in seconds)"
+
+
+def _check_frame_block(frame_rows, pts, source, lo: int, b: int, first: np.ndarray) -> None:
+    """Rows ``lo + 1 .. b - 1`` of the frames table against the row before each, as numbers
+    (``first``: those that begin a video, counted from ``lo + 1``)."""
+    p, s = pts[lo:b], source[lo:b]
+    later = p[1:] >= p[:-1]
+    later[first] = True
+    if not later.all():
+        frame_rows.require(np.isfinite(p), lo, _not_finite(pts))
+        frame_rows.require(
+            later,
+            lo + 1,
+            lambda j: (
+                f"pts_seconds {pts[j]} is before the previous frame's {pts[j - 1]} (a "
+                "video's frames are stored in time order)"
+            ),
+        )
+    later = np.greater_equal(s[1:], s[:-1], out=later)
+    later[first] = True
     frame_rows.require(
-        first | (pts >= np.roll(pts, 1)),
+        later,
+        lo + 1,
         lambda j: (
-            f"pts_seconds {pts[j]} is before the previous frame's {pts[j - 1]} (a video's "
-            "frames are stored in time order)"
-        ),
-    )
-    frame_rows.require(
-        (source >= 0) & (first | (source >= np.roll(source, 1))),
-        lambda j: (
-            f"source_index {source[j]} is negative or below the previous frame's "
-            f"{source[j - 1] if j else '-'} (a video's frames are stored in decoding order)"
+            f"source_index {source[j]} is below the previous frame's {source[j - 1]} (a "
+            "video's frames are stored in decoding order)"
         ),
     )
 
@@ -178,10 +223,12 @@ class _FrameRows:
     def __init__(self, rows: _Rows, start: np.ndarray, file: str):
         self.rows, self.start, self.file = rows, start, file
 
-    def require(self, ok: np.ndarray, what: Callable[[int], str]) -> None:
+    def require(self, ok: np.ndarray, at: int | np.ndarray, what: Callable[[int], str]) -> None:
+        """``ok``: the condition of rows ``at ..`` (an int), or of the rows ``at`` lists."""
         if ok.all():
             return
-        j = int(np.argmin(ok))
+        k = int(np.argmin(ok))
+        j = at + k if isinstance(at, int) else int(at[k])
         # the last video starting at or before row j: the one holding it (empty videos
         # share their start with the next, which is the later one)
         i = int(np.searchsorted(self.start, j, side="right")) - 1
