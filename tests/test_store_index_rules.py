@@ -122,26 +122,44 @@ def test_verify_reads_each_track_where_the_index_says(tracked, tmp_path, kind):
     assert re.match(_named(_shard(store), 0, path), problems[0])
 
 
-def test_a_jpeg_whose_index_swaps_height_and_width_is_named_by_read_and_verify(built, tmp_path):
-    """What the index says of a frame's size against what the JPEG says: payload bytes are
-    not read at open, so the first read names it (a StoreError, not the codec's
-    ValueError), and verify reads every chunk's header."""
-    store = _copy(built["jpeg"], tmp_path)
+def _swap_sides(v):
+    v["height"][1], v["width"][1] = v["width"][1], v["height"][1]
 
-    def swap(v):
-        v["height"][1], v["width"][1] = v["width"][1], v["height"][1]
 
-    _edit(store, "videos.npy", swap)
+def _halve_height(v):
+    v["height"][1] //= 2
+
+
+#: per codec: an edit of video 1's shape its chunks' bytes do not hold, what a read says
+UNDECODABLE = {
+    "jpeg": (_swap_sides, "a JPEG chunk holds a (24, 32, 3) image where (32, 24, 3) is stored"),
+    "lz4": (_halve_height, "a chunk decompresses to -"),
+    "zstd": (_halve_height, "a zstd chunk decompresses to 9216 bytes, the index says 4608"),
+}
+
+
+@pytest.mark.parametrize("codec", UNDECODABLE)
+def test_chunks_that_are_not_the_frames_the_index_says_are_named_by_read_and_verify(
+    built, tmp_path, codec
+):
+    """A shape the index gives that its chunks do not hold (a JPEG's height and width
+    swapped, a shape halved within the compressor's bound): payload bytes are not read at
+    open, so the first read names it (a StoreError, not the codec's ValueError), and verify
+    reads every chunk's header (lz4: decodes it)."""
+    store = _copy(built[codec], tmp_path)
+    edit, said = UNDECODABLE[codec]
+    _edit(store, "videos.npy", edit)
     with open_store(store) as s:
         path = s.videos.paths[1]
         s.read_numpy(0, [0])
-        for read in (lambda: s.read_numpy(1, [0]), lambda: s.read_batch([(1, [0, 1])])):
+        for frames in ([0], [1, 2, 3, 4, 5]):
             with pytest.raises(StoreError, match=_named(_shard(store), 1, path)) as e:
-                read()
-            assert "JPEG chunk holds a (24, 32, 3) image where (32, 24, 3)" in str(e.value)
+                s.read_numpy(1, frames)
+            assert said in str(e.value)
     (problem,) = verify_store(store)
-    assert re.match(_named(_shard(store), 1, path), problem)
-    assert "holds a 24 x 32 image, the index says 32 x 24" in problem
+    assert re.match(_named(_shard(store), 1, path), problem), problem
+    if codec == "jpeg":
+        assert "holds a 24 x 32 image, the index says 32 x 24" in problem
 
 
 @pytest.mark.parametrize("codec", ["lz4", "zstd"])

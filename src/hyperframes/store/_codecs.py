@@ -147,6 +147,26 @@ def _lz4(chunk_frames: int = 4, **_: object) -> Codec:
         assert into is not None  # only handed out below when into was found
         return into(src, dst, size, capacity)
 
+    def chunk_problem(data, shape: tuple, dtype: np.dtype) -> str | None:
+        """Decompressed into a scratch array of the size the index gives (lz4 blocks record
+        no size: decoding is how to know)."""
+        want = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        dst = _scratch((want,))
+        if into is not None:
+            src = np.frombuffer(data, np.uint8)
+            got = into(src.ctypes.data, dst.ctypes.data, src.nbytes, want)
+        else:
+            try:
+                got = len(lz4.block.decompress(data, uncompressed_size=want))
+            except lz4.block.LZ4BlockError:
+                got = -1
+        if got != want:
+            return (
+                f"decompresses to {got} bytes (negative: corrupt, or more than {want}), the "
+                f"index says {want} ({shape})"
+            )
+        return None
+
     params = {"chunk_frames": int(chunk_frames)}
     return Codec(
         "lz4",
@@ -156,6 +176,7 @@ def _lz4(chunk_frames: int = 4, **_: object) -> Codec:
         decode_into,
         decode_to_address=decode_to_address if into is not None else None,
         max_chunk_bytes=_lz4_bound,
+        chunk_problem=chunk_problem,
     )
 
 

@@ -133,8 +133,8 @@ class Store(BatchReads):
         ``"flow"``, ``"homography"``): each payload read where the index says it lies and
         checked against the xxh3-64 taken at build (what ``check="video"`` checks on a first
         read; a version-1 store records none for frames), and each chunk's own header against
-        the frames the index says it holds (a JPEG's size, a zstd frame's length: what a read
-        would find decoding it). Empty when everything matches."""
+        the frames the index says it holds (a JPEG's size, a zstd frame's length; an lz4 chunk
+        decoded: what a read would find decoding it). Empty when everything matches."""
         i = self._video_id(video)
         found = {}
         if "payload_xxh3_64" in (self._videos.dtype.names or ()):
