@@ -170,7 +170,7 @@ def _check_frames(rows: _Rows, frames: np.ndarray, start, n, file: str) -> None:
         lambda j: f"source_index {source[j]} is negative (a decoded frame's number)",
     )
     fast = frames.flags.c_contiguous and not np.signbit(pts[firsts]).any()
-    words = frames.view(np.int64).reshape(-1, 2) if fast else None
+    words = frames.view("<i8").reshape(-1, 2) if fast else None
     for a in range(0, len(frames), _FRAME_BLOCK):
         b = min(a + _FRAME_BLOCK, len(frames))
         lo = max(a - 1, 0)  # rows lo + 1 .. b - 1, each against the row before it
