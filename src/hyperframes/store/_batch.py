@@ -37,6 +37,9 @@ class BatchReads(StoreBase):
     def _ranges(self, geom, idx: np.ndarray):
         raise NotImplementedError
 
+    def _undecodable(self, i: int, what: object) -> StoreError:
+        raise NotImplementedError
+
     def read_batch(self, requests: Sequence[tuple], *, out=None, size=None, boxes=None):
         """Many ``(video, frame_indices)`` reads in one call, planned by location.
 
@@ -230,12 +233,14 @@ class BatchReads(StoreBase):
             rs.tolist(),
         ):
             if w_:  # the whole chunk, in order: straight into the batch
-                check_size(decode(s_, nb, d, mr * fb), mr * fb)
+                if (got := decode(s_, nb, d, mr * fb)) != mr * fb:
+                    raise self._undecodable(vids[p0 // t], _size_problem(got, mr * fb))
                 continue
             if scratch is None:
                 scratch = scratch_array((self._codec.chunk_frames, *arr.shape[2:]), arr.dtype)
                 scr = scratch.ctypes.data
-            check_size(decode(s_, nb, scr, nf * fb), nf * fb)
+            if (got := decode(s_, nb, scr, nf * fb)) != nf * fb:
+                raise self._undecodable(vids[p0 // t], _size_problem(got, nf * fb))
             if ordered:  # a run of the chunk's frames
                 frames[p0 : p0 + mr] = scratch[a_ : a_ + mr]
             else:  # repeats or another order: picked frame by frame
@@ -257,8 +262,5 @@ def scratch_array(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     return buf[:size].view(dtype).reshape(shape)
 
 
-def check_size(got: int, want: int) -> None:
-    if got != want:
-        raise ValueError(
-            f"a chunk decompresses to {got} bytes (negative: corrupt data), the index says {want}"
-        )
+def _size_problem(got: int, want: int) -> str:
+    return f"a chunk decompresses to {got} bytes (negative: corrupt data), the index says {want}"

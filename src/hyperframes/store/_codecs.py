@@ -42,6 +42,16 @@ class Codec:
     #: (negative: corrupt), a C call that holds no GIL; the reader then decodes a window's
     #: chunks with plain integers, a microsecond of Python per chunk (see ``_read_chunks``)
     decode_to_address: Callable[[int, int, int, int], int] | None = None
+    #: optional: the most bytes a chunk of ``raw`` bytes of frames is stored in (the
+    #: compressor's bound, vectorised): a longer chunk row holds other frames than it says
+    max_chunk_bytes: Callable[[np.ndarray], np.ndarray] | None = None
+    #: the frame channels the codec stores (None: any the store allows)
+    channels: tuple[int, ...] | None = None
+    #: optional: what is wrong with a chunk's own header against the ``(n, C, H, W)`` of
+    #: ``dtype`` the index says it holds (None: nothing), read without decoding it
+    chunk_problem: (
+        Callable[[bytes | memoryview | np.ndarray, tuple, np.dtype], str | None] | None
+    ) = None
 
 
 _REGISTRY: dict[str, Callable[..., Codec]] = {}
@@ -123,12 +133,39 @@ def _lz4(chunk_frames: int = 4, **_: object) -> Codec:
                     f"says {out.nbytes}"
                 )
             return
-        raw = lz4.block.decompress(data, uncompressed_size=out.nbytes)
+        try:
+            raw = lz4.block.decompress(data, uncompressed_size=out.nbytes)
+        except lz4.block.LZ4BlockError as e:
+            raise ValueError(f"an lz4 chunk cannot be decompressed ({e})") from None
+        if len(raw) != out.nbytes:
+            raise ValueError(
+                f"an lz4 chunk decompresses to {len(raw)} bytes, the index says {out.nbytes}"
+            )
         out[...] = np.frombuffer(raw, dtype=out.dtype).reshape(out.shape)
 
     def decode_to_address(src: int, size: int, dst: int, capacity: int) -> int:
         assert into is not None  # only handed out below when into was found
         return into(src, dst, size, capacity)
+
+    def chunk_problem(data, shape: tuple, dtype: np.dtype) -> str | None:
+        """Decompressed into a scratch array of the size the index gives (lz4 blocks record
+        no size: decoding is how to know)."""
+        want = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        dst = _scratch((want,))
+        if into is not None:
+            src = np.frombuffer(data, np.uint8)
+            got = into(src.ctypes.data, dst.ctypes.data, src.nbytes, want)
+        else:
+            try:
+                got = len(lz4.block.decompress(data, uncompressed_size=want))
+            except lz4.block.LZ4BlockError:
+                got = -1
+        if got != want:
+            return (
+                f"decompresses to {got} bytes (negative: corrupt, or more than {want}), the "
+                f"index says {want} ({shape})"
+            )
+        return None
 
     params = {"chunk_frames": int(chunk_frames)}
     return Codec(
@@ -138,7 +175,20 @@ def _lz4(chunk_frames: int = 4, **_: object) -> Codec:
         encode,
         decode_into,
         decode_to_address=decode_to_address if into is not None else None,
+        max_chunk_bytes=_lz4_bound,
+        chunk_problem=chunk_problem,
     )
+
+
+def _lz4_bound(raw: np.ndarray) -> np.ndarray:
+    """liblz4's LZ4_COMPRESSBOUND."""
+    return raw + raw // 255 + 16
+
+
+def _zstd_bound(raw: np.ndarray) -> np.ndarray:
+    """libzstd's ZSTD_COMPRESSBOUND."""
+    small = 128 << 10
+    return raw + (raw >> 8) + np.where(raw < small, (small - raw) >> 11, 0)
 
 
 @register_codec("zstd")
@@ -160,11 +210,36 @@ def _zstd(chunk_frames: int = 4, level: int = 3, **_: object) -> Codec:
 
     def decode_into(data, out: np.ndarray) -> None:
         d = _ctx("d", zstandard.ZstdDecompressor)
-        raw = d.decompress(data, max_output_size=out.nbytes)
+        try:
+            raw = d.decompress(data, max_output_size=out.nbytes)
+        except zstandard.ZstdError as e:
+            raise ValueError(f"a zstd chunk cannot be decompressed ({e})") from None
+        if len(raw) != out.nbytes:
+            raise ValueError(
+                f"a zstd chunk decompresses to {len(raw)} bytes, the index says {out.nbytes}"
+            )
         out[...] = np.frombuffer(raw, dtype=out.dtype).reshape(out.shape)
 
+    def chunk_problem(data, shape: tuple, dtype: np.dtype) -> str | None:
+        want = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        try:
+            got = zstandard.frame_content_size(data)
+        except zstandard.ZstdError as e:
+            return f"is not a zstd frame ({e})"
+        if got != want:  # -1: a frame that does not say (the store's always do)
+            return f"says it decompresses to {got} bytes, the index says {want} ({shape})"
+        return None
+
     params = {"chunk_frames": int(chunk_frames), "level": int(level)}
-    return Codec("zstd", int(chunk_frames), params, encode, decode_into)
+    return Codec(
+        "zstd",
+        int(chunk_frames),
+        params,
+        encode,
+        decode_into,
+        max_chunk_bytes=_zstd_bound,
+        chunk_problem=chunk_problem,
+    )
 
 
 @register_codec("jpeg")
@@ -196,9 +271,27 @@ def _jpeg(quality: int = 90, subsampling: str = "420", **_: object) -> Codec:
     def decode_into(data, out: np.ndarray) -> None:
         decode_frames([data], out)
 
+    def chunk_problem(data, shape: tuple, dtype: np.dtype) -> str | None:
+        h, w = shape[2:]
+        try:
+            got = simplejpeg.decode_jpeg_header(data)[:2]
+        except ValueError as e:
+            return f"is not a JPEG ({e})"
+        if got != (h, w):
+            return f"holds a {got[0]} x {got[1]} image, the index says {h} x {w} (height x width)"
+        return None
+
     params = {"quality": int(quality), "subsampling": subsampling, "library": "libjpeg-turbo"}
     return Codec(
-        "jpeg", 1, params, encode, decode_into, lossless=False, decode_frames=decode_frames
+        "jpeg",
+        1,
+        params,
+        encode,
+        decode_into,
+        lossless=False,
+        decode_frames=decode_frames,
+        channels=(3,),
+        chunk_problem=chunk_problem,
     )
 
 

@@ -310,6 +310,8 @@ class FolderIndex(IndexSource):
             chunk_frames=0 if self.codec is None else self.codec.chunk_frames,
             itemsize=np.dtype(m["dtype"]).itemsize,
             files=self.named,
+            channels=None if self.codec is None else self.codec.channels,
+            max_chunk_bytes=None if self.codec is None else self.codec.max_chunk_bytes,
         )
 
     def check_track_payload(self, audio, flow, videos: np.ndarray, paths, files: dict) -> None:

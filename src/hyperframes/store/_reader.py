@@ -26,6 +26,7 @@ from ._base import take
 from ._batch import BatchReads, scratch_array
 from ._folder import FolderIndex, LocalFolder
 from ._open import Check, check_option
+from ._table_checks import ALTERED
 from ._tracks import TRACK_KINDS
 from .format import SHARDS_DIR
 
@@ -127,6 +128,55 @@ class Store(BatchReads):
             f"{want:016x} at build: the shard is damaged; rebuild the store or restore the file"
         )
 
+    def video_problems(self, video) -> dict[str, str]:
+        """What ``verify`` finds wrong with one video, by payload (``"frames"``, ``"audio"``,
+        ``"flow"``, ``"homography"``): each payload read where the index says it lies and
+        checked against the xxh3-64 taken at build (what ``check="video"`` checks on a first
+        read; a version-1 store records none for frames), and each chunk's own header against
+        the frames the index says it holds (a JPEG's size, a zstd frame's length; an lz4 chunk
+        decoded: what a read would find decoding it). Empty when everything matches."""
+        i = self._video_id(video)
+        found = {}
+        if "payload_xxh3_64" in (self._videos.dtype.names or ()):
+            problem = self.payload_problem(i)
+        else:
+            problem = None
+        if problem is None:
+            problem = self._chunk_problem(i)
+        if problem is not None:
+            found["frames"] = problem
+        for kind in self._tracks.kinds(i):
+            problem = self._tracks.problem(kind, i)
+            if problem is not None:
+                found[kind] = problem
+        return found
+
+    def _chunk_problem(self, i: int) -> str | None:
+        """The first of video ``i``'s chunks whose header does not describe the frames the
+        index gives it (the codec's ``chunk_problem``), or None."""
+        codec = self._codec
+        shard, _, _, _, c, h, w, c0, k = self._geom(i)
+        if codec is None or codec.chunk_problem is None or not k:
+            return None
+        rows = self._chunks[c0 : c0 + k]
+        buf, offs = self._source.ranges(shard, rows["offset"], rows["nbytes"])
+        for j, (at, nbytes, first, n) in enumerate(
+            zip(
+                offs.tolist(),
+                rows["nbytes"].tolist(),
+                rows["first_frame"].tolist(),
+                rows["num_frames"].tolist(),
+            )
+        ):
+            what = codec.chunk_problem(buf[at : at + nbytes], (n, c, h, w), self.dtype)
+            if what is not None:
+                return (
+                    f"{self._shard_file(shard)}: video {i} ({self.videos.paths[i]!r}): its "
+                    f"chunk of frames {first}..{first + n} (row {c0 + j} of the chunk table) "
+                    f"{what}; {ALTERED}"
+                )
+        return None
+
     def _verify_payload(self, i: int) -> None:
         """``check="video"``, on a video's first read. Verified ids are remembered; two threads
         racing on one video may both verify it (harmless)."""
@@ -188,7 +238,18 @@ class Store(BatchReads):
         elif self._codec.decode_to_address is not None and out.flags.c_contiguous:
             self._read_batch_at([i], idx[None], out[None])
         else:
-            self._read_chunks(i, idx, out)
+            try:
+                self._read_chunks(i, idx, out)
+            except ValueError as e:  # the codec's: a chunk that is not what the index says
+                raise self._undecodable(i, e) from None
+
+    def _undecodable(self, i: int, what: object) -> StoreError:
+        """The error of video ``i``'s chunk that does not decode to the frames the index
+        describes (``what``: the codec's words)."""
+        return StoreError(
+            f"{self._shard_file(self._geom(i)[0])}: video {i} ({self.videos.paths[i]!r}): "
+            f"{what}: its payload does not hold the frames the index describes; {ALTERED}"
+        )
 
     def _read_chunks(self, i: int, idx: np.ndarray, out: np.ndarray) -> None:
         """Decode the chunks holding frames ``idx`` of video ``i`` into ``out``.

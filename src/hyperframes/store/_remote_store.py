@@ -199,7 +199,8 @@ class RemoteFolder:
 
 def verify_remote(url: str) -> list[str]:
     """``verify_store`` for a URL: every object the manifest lists against its size and
-    checksum (each read once, streamed), then the checks of opening the store."""
+    checksum (each read once, streamed), then the checks of opening the store, then every
+    video's payloads where the index says they lie (``Store.video_problems``, ranged reads)."""
     folder = RemoteFolder(url)
     m = folder.manifest()
     try:
@@ -241,7 +242,8 @@ def verify_remote(url: str) -> list[str]:
     if unreadable or problems:
         return problems
     try:
-        Store(url, files=RemoteFolder(url)).close()
+        store = Store(url, files=RemoteFolder(url))
     except StoreError as e:
         return [str(e)]
-    return problems
+    with store:  # every video's payloads where the index says they lie (as verify_store)
+        return [p for i in range(len(store)) for p in store.video_problems(i).values()]

@@ -140,6 +140,102 @@ def check_table(
     rows.require(
         np.isfinite(fps) & (fps >= 0), files.videos, lambda i: f"fps {fps[i]} is not a rate"
     )
+    _check_frames(rows, frames, start, n, files.frames)
+
+
+#: rows of ``frames`` checked at a time: temporaries of a few MB on any index
+_FRAME_BLOCK = 1 << 20
+
+
+def _check_frames(rows: _Rows, frames: np.ndarray, start, n, file: str) -> None:
+    """Each video's rows of ``frames`` as a build writes them: pts finite and never going
+    back, source indices >= 0 and never going back (a frame ``--fps`` repeats keeps its
+    source frame's index and pts). Call once the videos' rows tile ``frames``.
+
+    A video's pts that never go back (NaN fails every comparison) are finite when its first
+    and last are, and its source indices are >= 0 when its first is; so the rows are only
+    compared with the row before, block by block (no copy of a 100M-row table). When every
+    video's first pts is >= 0, a row's two columns are compared at once as int64 (finite
+    doubles >= 0 order as their bits do; ~1 ns a row): a block that fails that is compared
+    again as numbers (``_check_frame_block``), which says which rule."""
+    pts, source = frames["pts_seconds"], frames["source_index"]
+    has = n > 0
+    firsts = start[has]  # each video's first row, in order
+    ends = np.concatenate([firsts, firsts + n[has] - 1])
+    frame_rows = _FrameRows(rows, start, file)
+    frame_rows.require(np.isfinite(pts[ends]), ends, _not_finite(pts))
+    frame_rows.require(
+        source[firsts] >= 0,
+        firsts,
+        lambda j: f"source_index {source[j]} is negative (a decoded frame's number)",
+    )
+    fast = frames.flags.c_contiguous and not np.signbit(pts[firsts]).any()
+    words = frames.view("<i8").reshape(-1, 2) if fast else None
+    for a in range(0, len(frames), _FRAME_BLOCK):
+        b = min(a + _FRAME_BLOCK, len(frames))
+        lo = max(a - 1, 0)  # rows lo + 1 .. b - 1, each against the row before it
+        # (a video's first row follows no row of its own)
+        first = firsts[np.searchsorted(firsts, lo + 1) : np.searchsorted(firsts, b)] - lo - 1
+        if words is not None:
+            later = words[lo + 1 : b] >= words[lo : b - 1]
+            later[first] = True
+            if later.all():
+                continue
+        _check_frame_block(frame_rows, pts, source, lo, b, first)
+
+
+def _not_finite(pts: np.ndarray) -> Callable[[int], str]:
+    return lambda j: f"pts_seconds {pts[j]} is not a finite time (a stored frame's time in seconds)"
+
+
+def _check_frame_block(frame_rows, pts, source, lo: int, b: int, first: np.ndarray) -> None:
+    """Rows ``lo + 1 .. b - 1`` of the frames table against the row before each, as numbers
+    (``first``: those that begin a video, counted from ``lo + 1``)."""
+    p, s = pts[lo:b], source[lo:b]
+    later = p[1:] >= p[:-1]
+    later[first] = True
+    if not later.all():
+        frame_rows.require(np.isfinite(p), lo, _not_finite(pts))
+        frame_rows.require(
+            later,
+            lo + 1,
+            lambda j: (
+                f"pts_seconds {pts[j]} is before the previous frame's {pts[j - 1]} (a "
+                "video's frames are stored in time order)"
+            ),
+        )
+    later = np.greater_equal(s[1:], s[:-1], out=later)
+    later[first] = True
+    frame_rows.require(
+        later,
+        lo + 1,
+        lambda j: (
+            f"source_index {source[j]} is below the previous frame's {source[j - 1]} (a "
+            "video's frames are stored in decoding order)"
+        ),
+    )
+
+
+class _FrameRows:
+    """Raises the first violation of a per-frame condition, naming the file, the frame and
+    its video (``start``: each video's first row; rows already checked to tile the table)."""
+
+    def __init__(self, rows: _Rows, start: np.ndarray, file: str):
+        self.rows, self.start, self.file = rows, start, file
+
+    def require(self, ok: np.ndarray, at: int | np.ndarray, what: Callable[[int], str]) -> None:
+        """``ok``: the condition of rows ``at ..`` (an int), or of the rows ``at`` lists."""
+        if ok.all():
+            return
+        k = int(np.argmin(ok))
+        j = at + k if isinstance(at, int) else int(at[k])
+        # the last video starting at or before row j: the one holding it (empty videos
+        # share their start with the next, which is the later one)
+        i = int(np.searchsorted(self.start, j, side="right")) - 1
+        raise StoreError(
+            f"{self.file}: frame {j - int(self.start[i])} of {self.rows.who(i)}: {what(j)}; "
+            f"{ALTERED}"
+        )
 
 
 def check_payload(
@@ -153,17 +249,31 @@ def check_payload(
     chunk_frames: int,
     itemsize: int,
     files: IndexFiles,
+    channels: tuple[int, ...] | None = None,
+    max_chunk_bytes: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> None:
     """Where each video's payload lies in a folder store, against the shard files' sizes and
     each other: inside its shard, no two videos sharing bytes, raw sizes equal to the frame
-    count times the frame size, chunk rows tiling the video's bytes and frames in order.
-    Call after :func:`check_table`. Vectorised; the first violation is a StoreError."""
+    count times the frame size, chunk rows tiling the video's bytes and frames in order. The
+    codec's own rules: the frame ``channels`` it stores (None: any), and no chunk longer
+    than ``max_chunk_bytes`` of its frames' raw bytes (the compressor's bound; None: no
+    bound). Call after :func:`check_table`. Vectorised; the first violation is a StoreError."""
     if chunks.ndim != 1 or chunks.dtype != CHUNK_DTYPE:
         raise StoreError(
             f"{files.chunks}: holds {_columns(chunks.dtype)} in {chunks.ndim} dimension(s); "
             f"expected one row per chunk with {_columns(CHUNK_DTYPE)}; {ALTERED}"
         )
     rows = _Rows(paths)
+    if channels is not None:
+        c = videos["channels"]
+        rows.require(
+            np.isin(c, channels),
+            files.videos,
+            lambda i: (
+                f"{c[i]} channels: codec {codec!r} stores frames of "
+                f"{' or '.join(map(str, channels))} channels"
+            ),
+        )
     n_shards = len(shard_files)
     shard = videos["shard"]
     rows.require(
@@ -184,12 +294,7 @@ def check_payload(
     _no_overlap(rows, shard, off, nb, shard_files, files.videos)
     if codec == "raw":
         n, count = videos["num_frames"], videos["num_chunks"]
-        fb = (
-            videos["channels"].astype(np.int64)
-            * videos["height"]
-            * videos["width"]
-            * np.int64(itemsize)
-        )
+        fb = _frame_bytes(videos, itemsize)
         q, r = np.divmod(nb, fb)
         rows.require(
             (r == 0) & (q == n),
@@ -204,6 +309,28 @@ def check_payload(
         )
         return
     _check_chunks(rows, videos, chunks, chunk_frames, files)
+    if max_chunk_bytes is not None and len(chunks):
+        owner = np.repeat(np.arange(len(videos)), videos["num_chunks"])
+        raw = chunks["num_frames"] * _frame_bytes(videos, itemsize)[owner]
+        most, c_nb = max_chunk_bytes(raw), chunks["nbytes"]
+        _ChunkRows(rows, owner, files.chunks).require(
+            c_nb <= most,
+            lambda j: (
+                f"{c_nb[j]} bytes for {chunks['num_frames'][j]} frames of the video's shape "
+                f"({raw[j]} bytes); codec {codec!r} stores that in at most {most[j]} bytes "
+                "(its compressor's bound)"
+            ),
+        )
+
+
+def _frame_bytes(videos: np.ndarray, itemsize: int) -> np.ndarray:
+    """Bytes of one frame per video (shapes checked first: no overflow)."""
+    return (
+        videos["channels"].astype(np.int64)
+        * videos["height"]
+        * videos["width"]
+        * np.int64(itemsize)
+    )
 
 
 def _check_chunks(

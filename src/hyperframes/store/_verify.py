@@ -1,10 +1,13 @@
 """Recompute every checksum of a store and name each file (and video) that does not match.
 
 A folder store: every file the manifest lists against its size and xxh3-128, then the index
-checks of opening the store; a damaged shard of a version-2 store also names the videos whose
-payload (frames, audio, flow, homographies) no longer matches its xxh3-64. An HDF5 store (``.h5``): the index checks of opening
-it, then every video's frames against the xxh3-64 ``convert`` recorded, and its tracks
-against theirs, the index against the checksum the file records (``index_xxh3_64``); and
+checks of opening the store, then every video's payloads (frames, audio, flow, homographies)
+read where the index says they lie, against their xxh3-64 and the chunks' own headers
+(``Store.video_problems``: all a ``check="video"`` read checks, so an index pointing a byte
+off, its checksums re-signed, is named here too); a damaged shard of a version-2 store names
+the videos whose payload no longer matches. An HDF5 store (``.h5``): the index checks of
+opening it, the index against the checksum the file records (``index_xxh3_64``), then every
+video's frames against the xxh3-64 ``convert`` recorded, and its tracks against theirs; and
 ``--resign`` of an HDF5 file records the checksums one written by an older hyperframes lacks
 (``_hdf5_sign``).
 """
@@ -37,7 +40,8 @@ def checksum_file(path: Path, *, block: int = 8 << 20) -> str:
 
 
 def verify_store(path: str | os.PathLike) -> list[str]:
-    """Problems found (empty when the store is intact). Reads every byte once."""
+    """Problems found (empty when the store is intact). Reads every shard's bytes twice:
+    the file's checksum, then each video's (the second from the page cache, mostly)."""
     if is_url(path):
         return verify_remote(str(path))
     store = Path(path)
@@ -72,10 +76,22 @@ def verify_store(path: str | os.PathLike) -> list[str]:
     except StoreError as e:
         return [*problems, str(e)]
     with opened:
-        if damaged and "payload_xxh3_64" in (opened.index.videos.dtype.names or ()):
-            for name, at in damaged.items():
-                problems[at] += _damaged_videos(opened, opened.shard_names.index(name))
+        found = video_problems(opened)
+        shard_of = opened.index.videos["shard"]
+        in_damaged = {opened.shard_names.index(name): at for name, at in damaged.items()}
+        if "payload_xxh3_64" in (opened.index.videos.dtype.names or ()):
+            for k, at in in_damaged.items():
+                problems[at] += _damaged_videos(opened, k, found)
+        for i, parts in found.items():
+            if int(shard_of[i]) not in in_damaged:  # (those are named with their shard)
+                problems += parts.values()
     return problems
+
+
+def video_problems(store: Store) -> dict[int, dict[str, str]]:
+    """``Store.video_problems`` of every video that has any: what ``check="video"`` reads
+    would refuse, found with no read at all."""
+    return {i: found for i in range(len(store)) if (found := store.video_problems(i))}
 
 
 def _folder_manifest(store: Path) -> tuple[dict, str | None]:
@@ -180,16 +196,10 @@ def resign_store(path: str | os.PathLike) -> tuple[list[str], list[str]]:
     return signed, []
 
 
-def _damaged_videos(store: Store, shard: int) -> str:
+def _damaged_videos(store: Store, shard: int, found: dict[int, dict[str, str]]) -> str:
     """``"; damaged videos: 3 ('a.mp4'), ..."`` for the shard's videos whose payload does not
-    match (empty when every video's payload does: the damage is in padding)."""
-    ids = [int(i) for i in (store.index.videos["shard"] == shard).nonzero()[0]]
-    what = {}
-    for i in ids:
-        parts = ["frames"] if store.payload_problem(i) is not None else []
-        parts += store.damaged_tracks(i)
-        if parts:
-            what[i] = parts
+    match (``found``: :func:`video_problems`), or a note that every video's payload does."""
+    what = {i: list(parts) for i, parts in found.items() if store.index.videos["shard"][i] == shard}
     bad = list(what)
     if not bad:
         return "; every video's payload in it still matches (the damage is between videos)"
