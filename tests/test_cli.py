@@ -13,6 +13,22 @@ def test_models_command_lists_the_registry(capsys):
     assert all(r["layout"] in ("temporal", "channel", "conv3d", "keyframe") for r in rows)
 
 
+def test_models_table_keeps_its_columns_apart(capsys):
+    """Every cell of the text table is followed by at least two spaces, the longest task
+    name (super_resolution) too: splitting a row on runs of 2+ spaces gives its 6 columns."""
+    import re
+
+    from hyperframes.cli import main
+
+    assert main(["models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [re.split(r" {2,}", line.strip()) for line in lines]
+    assert rows[0] == ["name", "layout", "params", "family", "task", "summary"]
+    assert all(len(r) == 6 for r in rows), [line for line, r in zip(lines, rows) if len(r) != 6]
+    sr = next(r for r in rows if r[0] == "frame_sr")
+    assert sr[4] == "super_resolution" and sr[5].startswith("Sliding-window")
+
+
 def _checkpoint(path):
     import torch
 

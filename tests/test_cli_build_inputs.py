@@ -121,3 +121,25 @@ def test_a_symlinks_failure_is_reported_under_the_path_given(shared_videos, tmp_
 
     dry = json.loads(cli("build", data, "--out", tmp_path / "dry", "--dry-run", "--json").stdout)
     assert [(u["path"], u["target"]) for u in dry["unreadable"]] == [(str(given), str(outside))]
+
+
+def test_a_fast_video_with_a_timestamp_gap_is_not_called_upsampled(tmp_path):
+    """A 28 fps clip with a 1 s hole in its timestamps, built at --fps 10: the hole is filled
+    with repeats (under max_gap), but the source is faster than 10 fps, so the summary lists
+    it under the gaps filled, not as upsampled; a 5 fps clip is still upsampled."""
+    from _media import write_video
+    from hyperframes.build import BuildOptions, build_store
+
+    pts = [i / 28 for i in range(28)] + [2 + i / 28 for i in range(28)]
+    write_video(tmp_path / "d" / "fast.mp4", frames=len(pts), pts_seconds=pts)
+    write_video(tmp_path / "d" / "slow.mp4", frames=10, fps=5)
+    report = build_store(
+        tmp_path / "d", tmp_path / "s", BuildOptions(fps=10, size="none"), progress=False
+    )
+    text = report.summary()
+    up, _, filled = text.partition("upsampled (the source is slower than --fps")[2].partition(
+        "frames repeated over timestamp gaps (the source is not slower than --fps"
+    )
+    assert "slow.mp4" in up and "fast.mp4" not in up
+    assert filled.startswith("; gaps shorter than max_gap are filled): 1")
+    assert "fast.mp4: 56 decoded frames stored as" in filled

@@ -172,3 +172,16 @@ def test_eval_with_clips_on_a_store_at_another_rate_reads_one_pass_of_spread_win
         assert np.diff(idx).tolist() == [4, 4, 4]
         # clip 0 starts on the first frame, clip 1 ends on the last (24 frames: 0 and 11)
         assert idx[0] == 0 if sample.meta["clip"] == 0 else idx[-1] == last
+
+
+def test_the_eval_rate_note_counts_the_rates_it_leaves_out():
+    """Eight other rates: five are listed and the note says how many more there are."""
+    from hyperframes.infer import InputContract
+    from hyperframes.train._eval import _rate_note
+
+    rates = np.array([15.0, 10, 12, 20, 24, 25, 28, 29.97, 30, 15.0])
+    note, resample = _rate_note(
+        InputContract(frames=4, layout="temporal", fps=15), rates, "s", False
+    )
+    assert "8 of the 10 videos in s are at 10, 12, 20, 24, 25 fps and 3 more rates;" in note
+    assert resample

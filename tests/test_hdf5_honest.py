@@ -151,3 +151,16 @@ def test_an_altered_converted_from_is_refused_at_open(stores, tmp_path):
     reseal_h5(h5)
     with pytest.raises(StoreError, match=r"'converted_from' is 'jpeg', expected an object"):
         open_store(h5)
+
+
+def test_a_file_built_as_hdf5_says_it_was_built_not_converted(class_folder, tmp_path):
+    """build --format hdf5 stages a raw folder store; the file must not call that staging
+    "a raw store" it was converted from."""
+    h5 = tmp_path / "b.h5"
+    build_store(class_folder, h5, BuildOptions(format="hdf5", size="16"), progress=False)
+    text = _cli("info", h5).stdout
+    assert "built          as HDF5 directly (build --format hdf5), not converted" in text
+    assert "converted from" not in text
+    with H5Store(h5) as s:
+        c = s.manifest["converted_from"]
+    assert c["built"] is True and c["note"].startswith("built as HDF5 (build --format hdf5): ")

@@ -89,6 +89,58 @@ def test_videofolder_without_a_label_column_takes_the_folder_name(tmp_path):
     assert inputs.classes == ["run", "walk"]
 
 
+def test_videofolder_csv_json_list_labels_read_as_the_jsonl_rows(tmp_path):
+    """A metadata.csv label cell holding a JSON list (written by the csv module, so quoted
+    as "[""people"", ""indoor""]") is the multi-label row the same line of metadata.jsonl
+    gives, not a class named by the JSON text."""
+    import csv
+
+    rows = [
+        {"file_name": "a.mp4", "label": ["people", "indoor"]},
+        {"file_name": "b.mp4", "label": "people"},
+        {"file_name": "c.mp4", "label": ["outdoor"]},
+    ]
+    for kind in ("csv", "jsonl"):
+        for r in rows:
+            _video(tmp_path / kind / r["file_name"])
+    with open(tmp_path / "csv" / "metadata.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["file_name", "label"])
+        for r in rows:
+            label = r["label"]
+            w.writerow([r["file_name"], json.dumps(label) if isinstance(label, list) else label])
+    assert '"[""people"", ""indoor""]"' in (tmp_path / "csv" / "metadata.csv").read_text()
+    (tmp_path / "jsonl" / "metadata.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = {}
+    for kind in ("csv", "jsonl"):
+        inputs = scan_inputs(tmp_path / kind)
+        got[kind] = (
+            [(Path(s.path).name, s.label, s.labels) for s in inputs.sources],
+            inputs.classes,
+        )
+    assert got["csv"] == got["jsonl"]
+    assert got["csv"] == (
+        [
+            ("a.mp4", None, ("people", "indoor")),
+            ("b.mp4", "people", None),
+            ("c.mp4", None, ("outdoor",)),
+        ],
+        ["indoor", "outdoor", "people"],
+    )
+
+
+def test_videofolder_csv_label_that_is_a_broken_json_list_fails_its_row(tmp_path):
+    _video(tmp_path / "vf" / "a.mp4")
+    _video(tmp_path / "vf" / "b.mp4")
+    (tmp_path / "vf" / "metadata.csv").write_text(
+        'file_name,label\na.mp4,"[""people"", indoor]"\nb.mp4,people\n'
+    )
+    inputs = scan_inputs(tmp_path / "vf")
+    assert [Path(s.path).name for s in inputs.sources] == ["b.mp4"]
+    (failed,) = inputs.failed_rows
+    assert "is not a JSON list" in failed["error"] and "metadata.csv:2" in failed["error"]
+
+
 def test_videofolder_metadata_without_file_name_is_refused_naming_it(tmp_path):
     _video(tmp_path / "vf" / "a.mp4")
     (tmp_path / "vf" / "metadata.csv").write_text("path,label\na.mp4,cat\n")

@@ -111,6 +111,29 @@ def test_push_gives_the_same_predictions_as_predict(tmp_path, video, ckpt):
     )
 
 
+def test_full_size_rgb_frames_are_resized_as_the_build_resizes(tmp_path):
+    """A stream of full-size RGB arrays (a camera) gives predict's probabilities: the
+    predictor resizes them with the store's decoder's own scaler (FFmpeg's area filter for
+    PyAV), not PIL bilinear. A grey textured video, so that the chroma the build scales at its
+    own resolution plays no part: within 2e-5 (measured 5e-6; PIL bilinear: 1e-4)."""
+    texture = np.random.default_rng(0).integers(0, 256, (72, 96), dtype=np.uint8)
+    clip = np.stack([np.repeat(np.roll(texture, 3 * i, axis=1)[..., None], 3, 2) for i in range(8)])
+    video = write_h264(tmp_path / "grey.mp4", clip, fps=10)
+    ckpt = _checkpoint(tmp_path / "best.pt", input={"size": "16"})
+    predict_video(ckpt, video, stride=1, out=tmp_path / "o")
+    wins = json.loads((tmp_path / "o" / "timeline.json").read_text())["windows"]
+    p = Predictor.from_checkpoint(ckpt, stride=1)
+    preds = []
+    for f in create_decoder("pyav").frames(str(video)):
+        preds += p.push(f.to_rgb(), f.pts_seconds)  # 96x72: the predictor resizes to 21x16
+    preds += p.flush()
+    want = np.array([[w["probs"][c] for c in p.classes] for w in wins])
+    got = np.stack([pr.probs for pr in preds])
+    assert got.shape == want.shape == (5, 3)
+    np.testing.assert_allclose(got, want, atol=2e-5)
+    assert (got.argmax(1) == want.argmax(1)).all()
+
+
 def _predictor(stride=1, ema=0.0, batch=2, frames=T, reuse="auto", **kw):
     torch.manual_seed(0)
     model = models.create("cnn_lstm", num_classes=3, frames=frames, base_width=4, hidden_size=8)

@@ -154,3 +154,81 @@ def test_the_preview_of_a_config_shows_its_augmented_training_windows(report, tm
     assert all("4x3x32x32" in row for row in rows)  # T=4 frames, cropped to 32x32
     train = [v["path"] for v in info["videos_shown"] if "/train/" in v["path"]]
     assert len(train) == 2 and all(any(p in row for p in train) for row in rows)
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> tuple[Path, Path]:
+    """A store of class folders (no splits): a 5-frame clip, shorter than an 8-frame window,
+    and a wide one (320x48: its strip of 8 thumbnails is 2,574 px wide); its report page
+    from the README's ``--sampler keyframes --frames 8`` example."""
+    root = tmp_path_factory.mktemp("plain")
+    write_video(root / "data" / "cat" / "short.mp4", frames=5)
+    write_video(root / "data" / "dog" / "wide.mp4", frames=20, width=320, height=48)
+    store = root / "store"
+    assert (
+        main(["build", str(root / "data"), "--out", str(store), "--size", "none", "--quiet"]) == 0
+    )
+    args = ["report", str(store), "--out", str(root / "rep"), "--sampler", "keyframes"]
+    assert main([*args, "--frames", "8"]) == 0
+    return store, root / "rep" / "report.html"
+
+
+def test_a_store_with_clips_shorter_than_the_window_is_reported_padded(plain):
+    """The README's keyframes report works on a store with a 5-frame clip: the preview pads
+    (short='pad'), says so above the table and on the padded row."""
+    text = html.unescape(plain[1].read_text())
+    assert "short='pad' for this preview: a video shorter than the window repeats" in text
+    rows = re.findall(r"<tr class='preview'>.*?</tr>", text)
+    short = [r for r in rows if "short.mp4" in r]
+    assert (
+        len(short) == 1 and "padded: the video has 5 frames, the last repeated 3 times" in short[0]
+    )
+    assert not any("padded" in r for r in rows if "wide.mp4" in r)
+
+
+def test_rows_of_a_store_without_splits_do_not_say_split(plain, report):
+    rows = re.findall(r'<tr class="video".*?</tr>', plain[1].read_text())
+    assert len(rows) == 2 and not any("split" in r for r in rows)
+    split_rows = re.findall(r'<tr class="video".*?</tr>', report[0].read_text())
+    assert any(", split train," in r for r in split_rows)  # a store with splits still says them
+
+
+def test_the_preview_names_classes_and_spreads_over_the_videos(plain, tmp_path):
+    """A sampler giving many items per video (sliding windows: 4 of the short clip, 19 of the
+    other) previews items spread over the dataset, so both videos appear, each labelled with
+    its class name."""
+    from hyperframes.viz import write_report
+
+    opts = {"window_stride": 1}
+    out = write_report(plain[0], tmp_path, sampler="sliding", sampler_options=opts, frames=2)
+    rows = re.findall(r"<tr class='preview'>.*?</tr>", out.read_text())
+    assert len(rows) == 3
+    assert any("short.mp4" in r and "label cat;" in r for r in rows)
+    assert any("wide.mp4" in r and "label dog;" in r for r in rows)
+    assert not any("label 0" in r or "label 1" in r for r in rows)
+
+
+def test_the_video_table_columns_have_bounded_widths(plain):
+    """A wide video's thumbnails (2,574 px) must not push the timeline off a 1,400 px page:
+    the style caps the strip at 440 px, the path at 280 and the timeline at 480."""
+    text = plain[1].read_text()
+    style = re.search(r"<style>(.*?)</style>", text, re.S)[1]
+    assert "td.strip img,td.seen img{max-width:440px;height:auto}" in style
+    assert "td.path{max-width:280px;" in style
+    assert "svg.timeline{width:480px;max-width:100%" in style
+    row = re.findall(r'<tr class="video".*?</tr>', text)[1]
+    assert "wide.mp4" in row and "<td class='strip'><img" in row and 'class="timeline"' in row
+
+
+@needs_chromium
+def test_the_page_fits_1400_px_with_a_wide_video(plain, tmp_path):
+    """Rendered in Chromium at 1,400 px, the page does not scroll sideways (the width a
+    script measures after layout)."""
+    page = tmp_path / "measured.html"
+    probe = "<script>document.body.dataset.measured = document.documentElement.scrollWidth;"
+    probe += "</script></body>"
+    page.write_text(plain[1].read_text().replace("</body>", probe))
+    dom, console = _chromium(page, tmp_path / "profile", "--dump-dom", "--window-size=1400,900")
+    assert console == []
+    width = int(re.search(r'data-measured="(\d+)"', dom)[1])
+    assert width <= 1400

@@ -90,6 +90,19 @@ def test_changed_source_is_rebuilt_and_other_params_refused(tmp_path):
         _build(data, out, size="none", codec="lz4")
 
 
+def test_a_parameter_left_out_on_resume_is_named_not_shown_as_none(tmp_path):
+    """Built with --fps-max, built again without: the refusal says what was asked (the
+    option not given), never 'asked None'."""
+    data = tmp_path / "data"
+    write_video(data / "a" / "x.mp4", frames=10)
+    out = tmp_path / "s"
+    _build(data, out, size="none", fps_max=10)
+    with pytest.raises(StoreError) as e:
+        _build(data, out, size="none")
+    assert "fps_max: stored 10, asked not given (no --fps-max)" in str(e.value)
+    assert "None" not in str(e.value)
+
+
 def test_second_builder_is_refused_naming_the_holder(class_folder, tmp_path):
     out = tmp_path / "locked"
     out.mkdir()

@@ -194,3 +194,15 @@ def test_learning_rate_schedule_and_scaling():
     assert lr_at(6, 10, peak=1.0, warmup=2, min_lr=0.0) == pytest.approx(0.5)
     assert lr_at(10, 10, peak=1.0, warmup=2, min_lr=0.1) == pytest.approx(0.1)
     assert lr_at(7, 10, peak=0.3, schedule="constant") == pytest.approx(0.3)
+
+
+def test_a_task_without_a_model_names_the_registry_models_for_it():
+    """train.task: interpolation with no model.name: the error says the default model was
+    used and names the models that do fit (frame_unet)."""
+    with pytest.raises(ConfigError) as e:
+        load_config({**BASE, "train": {"task": "interpolation"}})
+    msg = str(e.value)
+    assert "does not fit model 'channel_resnet18' (model.name not set: the default)" in msg
+    assert "the models for interpolation: frame_unet" in msg and "(set model.name)" in msg
+    with pytest.raises(ConfigError, match=r"the models for masked_video: video_mae \(set"):
+        load_config({**BASE, "model": {"name": "tsn_resnet18"}, "train": {"task": "masked_video"}})

@@ -59,10 +59,22 @@ def test_precision_recall_f1_by_hand():
     assert s["support"] == [2, 2, 2]
     # unbalanced: truth 0,0,0,1 ; predicted 0,0,1,1
     s = per_class_scores(confusion_matrix([0, 0, 1, 1], [0, 0, 0, 1], 3))
-    assert s["precision"] == pytest.approx([1.0, 0.5, 0.0])
+    assert s["precision"][:2] == pytest.approx([1.0, 0.5])
     assert s["recall"][:2] == pytest.approx([2 / 3, 1.0])
     assert math.isnan(s["recall"][2])  # no sample of class 2: undefined, left out of means
     assert s["f1"][:2] == pytest.approx([0.8, 2 / 3])
+
+
+def test_an_absent_class_has_no_precision_as_it_has_no_recall():
+    """A class with no sample and never predicted: precision, recall and F1 are all nan (not
+    precision 0.000 beside recall nan); a class with samples never predicted keeps 0."""
+    s = per_class_scores(confusion_matrix([0, 0, 0, 0], [0, 0, 1, 0], 3))
+    assert s["precision"][:2] == pytest.approx([0.75, 0.0])  # class 1: 1 sample, never predicted
+    assert all(math.isnan(s[k][2]) for k in ("precision", "recall", "f1"))
+    m = classification_metrics(np.eye(3)[[0, 0]], [0, 0], ["a", "b", "c"])
+    assert math.isnan(m["per_class"]["c"]["precision"]) and math.isnan(
+        m["per_class"]["c"]["recall"]
+    )
 
 
 def test_classification_metrics_bundle():

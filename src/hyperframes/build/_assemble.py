@@ -125,6 +125,7 @@ def assemble(
         notes=notes,
         gaps=[{"path": r.path, **r.timestamp_gaps} for r in records if r.timestamp_gaps],
         upsampled=_upsampled(kept, tables),
+        filled=_upsampled(kept, tables, over_gaps=True),
     )
     manifest = _manifest(options, report, classes, shard_rows, _file_rows(index, index_files))
     fields = {s.path: dict(s.fields) for s in kept if s.fields}
@@ -173,8 +174,9 @@ def _write_optional(index: Path, arrays: dict[str, np.ndarray | None]) -> list[s
     return written
 
 
-def _upsampled(kept: list[Source], tables: IndexTables) -> list[dict]:
-    """The report's rows of videos stored at a rate above their source's."""
+def _upsampled(kept: list[Source], tables: IndexTables, *, over_gaps: bool = False) -> list[dict]:
+    """The report's rows of videos stored at a rate above their source's (``over_gaps``:
+    of faster videos whose repeated frames fill timestamp gaps)."""
     videos = tables.videos
     repeats = repeated_frames(
         tables.frames["source_index"], videos["frame_start"], videos["num_frames"]
@@ -185,6 +187,7 @@ def _upsampled(kept: list[Source], tables: IndexTables) -> list[dict]:
         videos["num_frames"],
         repeats,
         lambda i: int(videos["num_frames_decoded"][i]),
+        over_gaps=over_gaps,
     )
 
 

@@ -192,7 +192,9 @@ def _build_hdf5(data, out, options, *, progress=True) -> BuildReport:
     out = Path(out)
     staging = out.with_name(out.name + ".staging")
     report = build_store(data, staging, options.replace(format="store"), progress=progress)
-    convert_to_hdf5(staging, out, compression=options.hdf5_compression, progress=progress)
+    convert_to_hdf5(
+        staging, out, compression=options.hdf5_compression, progress=progress, built=True
+    )
     shutil.rmtree(staging, ignore_errors=True)
     report.store = str(out)
     report.store_bytes = out.stat().st_size

@@ -52,9 +52,10 @@ def _filter(compression: str) -> dict:
     raise ConfigError(f"unknown HDF5 compression {compression!r}; use one of {COMPRESSIONS}")
 
 
-def _converted_manifest(src: Store, layout: dict, frames_bytes: int) -> dict:
+def _converted_manifest(src: Store, layout: dict, frames_bytes: int, built: bool) -> dict:
     """The manifest of the file converted from folder store ``src`` (module doc): the source's,
-    with its codec, size and files moved to ``converted_from``."""
+    with its codec, size and files moved to ``converted_from`` (``built``: ``src`` was only
+    the staging of ``build --format hdf5``, said by ``converted_from.built``)."""
     m = src.manifest
     codec, was = m["codec"]["name"], m.get("store_bytes")
     if layout["compression"] == "none":
@@ -66,7 +67,13 @@ def _converted_manifest(src: Store, layout: dict, frames_bytes: int) -> dict:
         + (f"{was / 1e6:.2f} MB" if isinstance(was, int) else "? MB")
         + f" of {codec} shards -> {frames_bytes / 1e6:.2f} MB of HDF5 frame datasets"
     )
+    if built:
+        note = (
+            f"built as HDF5 (build --format hdf5): frames stored decoded ({m['dtype']}) with {how}"
+        )
     source = {"codec": m["codec"], "store_bytes": was, "shards": len(m["shards"]), "note": note}
+    if built:
+        source["built"] = True
     kept = {k: v for k, v in m.items() if k != "store_bytes"}
     return dict(
         kept, codec={"name": "raw"}, shards=[], index=[], hdf5=layout, converted_from=source
@@ -92,6 +99,7 @@ def convert_to_hdf5(
     compression: str = "lzf",
     chunk_frames: int = CHUNK_FRAMES,
     progress=True,
+    built: bool = False,
 ):
     """Write ``store`` (a folder store or its path) as one HDF5 file, atomically.
 
@@ -99,7 +107,8 @@ def convert_to_hdf5(
     otherwise each video is chunked ``chunk_frames`` frames at a time. Frames are stored
     decoded whatever the store's codec; the manifest's ``converted_from`` says so (module
     doc), and :func:`conversion_summary` puts it in a sentence. ``out`` may be a URL: the file
-    is written in its staging folder, then uploaded."""
+    is written in its staging folder, then uploaded. ``built``: ``store`` is the staging of
+    ``build --format hdf5`` (the file then says it was built, not converted)."""
     if isinstance(chunk_frames, bool) or not isinstance(chunk_frames, int) or chunk_frames < 1:
         raise ConfigError(f"chunk_frames must be an integer >= 1, got {chunk_frames!r}")
     if is_url(out):
@@ -113,6 +122,7 @@ def convert_to_hdf5(
             compression=compression,
             chunk_frames=chunk_frames,
             progress=progress,
+            built=built,
         )
         publish_file(local, url)
         shutil.rmtree(staging, ignore_errors=True)
@@ -138,7 +148,7 @@ def convert_to_hdf5(
             _write_index(h5.create_group("index"), src)
             frames_bytes = _write_videos(h5, src, out, filt, chunk_frames, bar)
             _write_tracks(h5, src, out)
-            h5.attrs["manifest"] = json.dumps(_converted_manifest(src, layout, frames_bytes))
+            h5.attrs["manifest"] = json.dumps(_converted_manifest(src, layout, frames_bytes, built))
             h5.attrs[H5_INDEX_SUM_ATTR] = h5_index_checksum(h5)  # last: what a reader will see
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())

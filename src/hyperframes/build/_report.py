@@ -35,6 +35,9 @@ class BuildReport:
     #: videos stored at a rate above their source's (``--fps``): frames repeated
     #: (:func:`~hyperframes.store._rates.upsampled_rows`)
     upsampled: list[dict] = dataclasses.field(default_factory=list)
+    #: videos at least as fast as ``--fps`` with frames repeated over timestamp gaps shorter
+    #: than ``max_gap`` (the same rows, ``over_gaps=True``)
+    filled: list[dict] = dataclasses.field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -74,6 +77,12 @@ class BuildReport:
                 f"{len(self.upsampled)}; --fps-max resamples only faster videos, never up"
             )
             lines += [upsampled_line(r) for r in self.upsampled]
+        if self.filled:
+            lines.append(
+                f"frames repeated over timestamp gaps (the source is not slower than --fps; "
+                f"gaps shorter than max_gap are filled): {len(self.filled)}"
+            )
+            lines += [upsampled_line(r) for r in self.filled]
         if self.notes:
             lines.append(f"segments adjusted: {len(self.notes)}")
             lines += [f"  {n['path']} (listed at {n['row']}): {n['note']}" for n in self.notes]

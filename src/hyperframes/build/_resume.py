@@ -19,6 +19,15 @@ from ._options import BuildOptions
 __all__ = ["check_params", "finished_shards", "live_records", "next_run"]
 
 
+def _said(params: dict, key: str) -> str:
+    """A build parameter as the refusal shows it: its value, ``none`` (given as none), or
+    ``not given`` (left out: the option was not used, e.g. no --fps-max)."""
+    if key not in params:
+        return f"not given (no --{key.replace('_', '-')})"
+    value = params[key]
+    return "none" if value is None else repr(value)
+
+
 def check_params(store: Path, options: BuildOptions) -> None:
     """Refuse to resume ``store`` with other content parameters than it was begun with."""
     path = store / BUILD_PARAMS
@@ -31,7 +40,9 @@ def check_params(store: Path, options: BuildOptions) -> None:
     new = options.content()
     diff = {k for k in set(old) | set(new) if old.get(k) != new.get(k)}
     if diff:
-        parts = ", ".join(f"{k}: stored {old.get(k)!r}, asked {new.get(k)!r}" for k in sorted(diff))
+        parts = ", ".join(
+            f"{k}: stored {_said(old, k)}, asked {_said(new, k)}" for k in sorted(diff)
+        )
         raise StoreError(
             f"store {store} was built with other parameters ({parts}); "
             "use another out folder, or the same parameters to resume"

@@ -192,10 +192,15 @@ def models(args) -> int:
     if args.json:
         print(json.dumps([r._asdict() for r in rows], indent=1))
         return EXIT_OK
-    print(f"{'name':<28}{'layout':<10}{'params':>9}  {'family':<13}{'task':<16}summary")
+    table = [("name", "layout", "params", "family", "task", "summary")]
     for r in rows:
         params = f"{r.params / 1e6:.2f}M" if r.params else ("n/a" if r.available else "missing")
-        print(f"{r.name:<28}{r.layout:<10}{params:>9}  {r.family:<13}{r.task:<16}{r.summary}")
+        table.append((r.name, r.layout, params, r.family, r.task, r.summary))
+    # each column as wide as its widest cell, two spaces apart (params right-aligned)
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    for row in table:
+        cells = [c.rjust(w) if i == 2 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        print("  ".join([*cells, row[-1]]))
     return EXIT_OK
 
 

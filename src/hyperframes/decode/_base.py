@@ -152,6 +152,16 @@ def list_decoders(*, reads: str | None = None) -> list[str]:
     return sorted(names, key=lambda n: (n != "pyav", n))
 
 
+def resize_algorithm_of(name: str) -> str:
+    """How decoder ``name`` resizes frames in a build (its ``resize_algorithm``, as store
+    manifests record it), without creating it (its library need not be installed)."""
+    if name not in _REGISTRY:
+        raise ConfigError(
+            f"unknown decoder {name!r}; available decoders are {', '.join(list_decoders())}"
+        )
+    return str(getattr(_REGISTRY[name], "resize_algorithm", "pil-bilinear"))
+
+
 def create_decoder(name: str = "pyav", **options: Any) -> Decoder:
     """Instantiate a backend by name (``options`` go to its constructor, e.g. ``fps=25``)."""
     if name not in _REGISTRY:

@@ -31,7 +31,7 @@ import numpy as np
 from .._core._errors import DecodeError, HyperframesError, InputError
 from ._base import DecodeReport, Timeline, VideoInfo, check_path, register_decoder
 from ._pyav_log import LogTap
-from ._resize import check_size
+from ._resize import SWSCALE_AREA, check_size
 from ._streams import VideoStreamHeader, choose_video_stream, list_video_streams
 
 # FFmpeg's AVColorSpace / AVColorRange numbers -> names
@@ -270,7 +270,7 @@ class PyAVDecoder:
     """FFmpeg via PyAV: threaded decoding of one demuxed stream; lazy RGB conversion."""
 
     name = "pyav"
-    resize_algorithm = "swscale-area"
+    resize_algorithm = SWSCALE_AREA
 
     def version(self) -> str:
         return f"av {av.__version__} (FFmpeg {av.ffmpeg_version_info})"

@@ -1,14 +1,20 @@
-"""Frames that backends hand back as RGB arrays, and their one resize (PIL bilinear, antialiased)."""
+"""Frames that backends hand back as RGB arrays, and their resize: PIL bilinear (antialiased),
+or, for an array that must match what a PyAV build stored, FFmpeg's swscale with its area
+filter (:func:`resize_rgb` ``like="pyav"``)."""
 
 from __future__ import annotations
 
+import av
 import numpy as np
 from PIL import Image
 
 from .._core._errors import ConfigError
+from ._base import resize_algorithm_of
 
 #: recorded in store manifests for backends that resize with :func:`resize_rgb`
 PIL_BILINEAR = "pil-bilinear"
+#: recorded for the PyAV backend: swscale's area filter, in its RGB conversion
+SWSCALE_AREA = "swscale-area"
 
 
 def check_size(size) -> tuple[int, int]:
@@ -24,8 +30,13 @@ def check_size(size) -> tuple[int, int]:
     return int(size[0]), int(size[1])
 
 
-def resize_rgb(rgb: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
-    """Resize an (H, W, 3) uint8 array to ``size=(height, width)`` with PIL's BILINEAR.
+def resize_rgb(
+    rgb: np.ndarray, size: tuple[int, int] | None, *, like: str | None = None
+) -> np.ndarray:
+    """Resize an (H, W, 3) uint8 array to ``size=(height, width)`` with PIL's BILINEAR, or,
+    with ``like`` (a decoder's name), as that decoder resizes in a build (its
+    ``resize_algorithm``: swscale's area filter for ``"pyav"``, one thread as the decoder
+    uses it; PIL bilinear for the others).
 
     PIL's BILINEAR widens its kernel when shrinking, so downscaling is antialiased.
     Returns a C-contiguous array; ``size=None`` or the same size returns ``rgb`` itself.
@@ -35,6 +46,13 @@ def resize_rgb(rgb: np.ndarray, size: tuple[int, int] | None) -> np.ndarray:
     height, width = check_size(size)
     if rgb.shape[:2] == (height, width):
         return rgb
+    if like is not None and resize_algorithm_of(like) == SWSCALE_AREA:
+        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+        return np.ascontiguousarray(
+            frame.to_ndarray(
+                format="rgb24", width=width, height=height, interpolation="AREA", threads=1
+            )
+        )
     image = Image.fromarray(np.ascontiguousarray(rgb))
     return np.array(image.resize((width, height), Image.Resampling.BILINEAR))
 

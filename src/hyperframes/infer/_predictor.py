@@ -273,8 +273,9 @@ class Predictor:
 
     def frame_size(self, height: int, width: int) -> tuple[int, int]:
         """(H, W) the store would hold of a ``height`` x ``width`` source frame: the size to
-        hand :meth:`push` frames at (frames of another size are resized, PIL bilinear, as the
-        store's build does; the contract's crop comes after)."""
+        hand :meth:`push` frames at (frames of another size are resized as the store's build
+        resized them: with the resize of the decoder that built it, FFmpeg's swscale area
+        filter for PyAV, the default; the contract's crop comes after)."""
         return self.contract.store_size(height, width)
 
     # -- input ------------------------------------------------------------------------------
@@ -338,7 +339,8 @@ class Predictor:
             if frame.shape[:2] != (h, w):
                 from ..decode import resize_rgb  # deferred: pulls av
 
-                frame = resize_rgb(frame, (h, w))
+                dec = self.contract.decoder
+                frame = resize_rgb(frame, (h, w), like=dec["name"] if dec else "pyav")
             rgb = frame
         elif self.contract.size is None:
             rgb = frame.to_rgb()

@@ -286,7 +286,9 @@ def _codec_lines(d: dict) -> list[str]:
         f"{h['frames_stored_bytes'] / 1e6:.2f} MB in the file, {decoded / 1e6:.2f} MB decoded",
     ]
     src = d["converted_from"]
-    if src:
+    if src and src.get("built") is True:  # build --format hdf5: its staging store is no source
+        lines.append("built          as HDF5 directly (build --format hdf5), not converted")
+    elif src:
         codec = dict(src["codec"])
         name = codec.pop("name", "?")
         params = ", ".join(f"{k}={v}" for k, v in codec.items())

@@ -33,21 +33,34 @@ def repeated_frames(
 
 
 def upsampled_rows(
-    paths, fps, num_frames, repeats: np.ndarray, decoded: Callable[[int], int]
+    paths,
+    fps,
+    num_frames,
+    repeats: np.ndarray,
+    decoded: Callable[[int], int],
+    *,
+    over_gaps: bool = False,
 ) -> list[dict]:
     """``{"path", "fps", "frames_decoded", "frames_stored", "frames_repeated"}`` of every
     video with repeated frames (``repeats`` from :func:`repeated_frames`; ``decoded(i)``: the
-    frames decoded of video ``i``), in index order."""
-    return [
-        {
-            "path": paths[i],
-            "fps": float(fps[i]),
-            "frames_decoded": int(decoded(i)),
-            "frames_stored": int(num_frames[i]),
-            "frames_repeated": int(repeats[i]),
-        }
-        for i in np.flatnonzero(np.asarray(repeats) > 0).tolist()
-    ]
+    frames decoded of video ``i``), in index order: those upsampled (fewer frames decoded
+    than stored: the source is slower than the stored rate), or with ``over_gaps`` the
+    others (a source at least as fast, e.g. 28 fps stored at 10, whose repeats fill the
+    timestamp gaps shorter than ``max_gap``)."""
+    rows = []
+    for i in np.flatnonzero(np.asarray(repeats) > 0).tolist():
+        n, stored = int(decoded(i)), int(num_frames[i])
+        if (n >= stored) == over_gaps:
+            rows.append(
+                {
+                    "path": paths[i],
+                    "fps": float(fps[i]),
+                    "frames_decoded": n,
+                    "frames_stored": stored,
+                    "frames_repeated": int(repeats[i]),
+                }
+            )
+    return rows
 
 
 def upsampled_line(row: dict) -> str:

@@ -281,10 +281,15 @@ def _check_task(cfg: Config, spec) -> None:
         )
     fits = {"classification": ("classification", "multilabel")}.get(spec.task, (spec.task,))
     if name not in fits:
+        from ..models import list_models  # deferred: pulls torchvision
+
+        # the models whose outputs serve this task (a classification model's serve multilabel)
+        models = list_models(task="classification" if name == "multilabel" else name)
+        given = "" if "name" in cfg.model.model_fields_set else " (model.name not set: the default)"
         raise ConfigError(
-            f"train.task: {name!r} does not fit model {cfg.model.name!r}, whose outputs are "
-            f"for {spec.task}; allowed: null or {', '.join(fits)}"
-            + ("; masked pretraining needs model.name: video_mae" if name == "masked_video" else "")
+            f"train.task: {name!r} does not fit model {cfg.model.name!r}{given}, whose outputs "
+            f"are for {spec.task}; allowed: null or {', '.join(fits)}; the "
+            f"models for {name}: {', '.join(models) or 'none registered'} (set model.name)"
         )
     supports = get_task(name).supports
     for key in ("label_smoothing", "mixup", "cutmix"):

@@ -145,7 +145,10 @@ def _rate_note(contract: InputContract, rates: np.ndarray, store: str, segmented
     other = np.abs(rates - fps) > 1e-3 * fps
     if not other.any():
         return None, False
-    shown = ", ".join(f"{r:g}" for r in np.unique(np.round(rates[other], 3))[:5])
+    distinct = np.unique(np.round(rates[other], 3))
+    shown = ", ".join(f"{r:g}" for r in distinct[:5]) + " fps"
+    if len(distinct) > 5:
+        shown += f" and {len(distinct) - 5} more rates"
     how = (
         "segments cover each whole video whatever its rate: sampled as in training"
         if segmented
@@ -153,7 +156,7 @@ def _rate_note(contract: InputContract, rates: np.ndarray, store: str, segmented
     )
     note = (
         f"the model was trained at {fps:g} fps but {int(other.sum())} of the {len(rates)} "
-        f"videos in {store} are at {shown} fps; {how}"
+        f"videos in {store} are at {shown}; {how}"
     )
     return note, not segmented
 

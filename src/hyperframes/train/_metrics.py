@@ -5,7 +5,8 @@ for JSON. Conventions:
 
 * ``confusion[i, j]`` counts samples of true class ``i`` predicted as class ``j``;
 * a class with no sample (no true and no predicted) is left out of means (recall of a class
-  without samples is undefined); precision of a class never predicted is 0;
+  without samples is undefined); precision of a class never predicted is 0, and undefined
+  (nan, as its recall and F1) for a class absent from both;
 * ``top5`` is reported only with more than 5 classes (:data:`TOP_K`: a top-k is reported
   only for k < C; with C <= k every target is among the k best and the value is always 1.0);
   :func:`topk_accuracy` itself takes top-min(k, C);
@@ -76,7 +77,8 @@ def per_class_scores(conf: np.ndarray) -> dict[str, list[float]]:
     support = conf.sum(axis=1)
     predicted = conf.sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(predicted > 0, tp / predicted, 0.0)
+        # never predicted: 0 when the class has samples, nan when it is absent altogether
+        precision = np.where(predicted > 0, tp / predicted, np.where(support > 0, 0.0, np.nan))
         recall = np.where(support > 0, tp / support, np.nan)
         denom = precision + recall
         f1 = np.where(denom > 0, 2 * precision * recall / denom, 0.0)

@@ -41,6 +41,9 @@ table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ccc;padding:
 text-align:left;vertical-align:top}th{background:#f2f2f2}td.n{text-align:right}
 .reason{color:#a33}.muted{color:#777}img{image-rendering:pixelated;display:block}
 .legend span{margin-right:14px}
+td.path{max-width:280px;overflow-wrap:anywhere}
+td.strip img,td.seen img{max-width:440px;height:auto}
+svg.timeline{width:480px;max-width:100%;height:auto}
 """
 
 # filters the video rows by a substring of their path or label; the only script on the page
@@ -134,7 +137,10 @@ def _timeline(
         )
     for f in marks:
         parts.append(f'<circle cx="{x(f):.1f}" cy="{_TIMELINE_H - 5}" r="3" fill="{mark_colour}"/>')
-    return f'<svg width="{_TIMELINE_W}" height="{_TIMELINE_H}">' + "".join(parts) + "</svg>"
+    return (
+        f'<svg class="timeline" width="{_TIMELINE_W}" height="{_TIMELINE_H}" '
+        f'viewBox="0 0 {_TIMELINE_W} {_TIMELINE_H}">' + "".join(parts) + "</svg>"
+    )
 
 
 def _score(store, video: int) -> tuple[np.ndarray | None, str]:
@@ -177,12 +183,14 @@ def _video_row(store, video: int) -> str:
     line = _timeline(n, score=score, segments=segs, keyframes=keys, marks=shown)
     damaged = f' <span class="reason">damaged: {rec.decode_errors} decoder errors</span>'
     key = f"{rec.path} {rec.label}".lower()
+    split = "" if rec.split is None else f", split {_esc(rec.split)}"  # none: not said
     return (
         f'<tr class="video" data-key="{_esc(key)}"><td class="n">{video}</td>'
-        f"<td>{_esc(rec.path)}<br><span class='muted'>label {_esc(rec.label)}, split "
-        f"{_esc(rec.split)}, {n} frames @ {rec.fps:.3g} fps, score: {kind}</span>"
+        f"<td class='path'>{_esc(rec.path)}<br><span class='muted'>label {_esc(rec.label)}"
+        f"{split}, {n} frames @ {rec.fps:.3g} fps, score: {kind}</span>"
         + (damaged if rec.decode_errors else "")
-        + f"</td><td>{_img(_png_uri(strip), f'frames {shown.tolist()}')}</td><td>{line}</td></tr>"
+        + f"</td><td class='strip'>{_img(_png_uri(strip), f'frames {shown.tolist()}')}</td>"
+        f"<td>{line}</td></tr>"
     )
 
 
@@ -217,21 +225,55 @@ def _rows_table(title: str, rows: list[dict], key: str, anchor: str) -> str:
 
 
 def _preview_dataset(store, sampler, sampler_options, frames, seed):
-    """The dataset whose windows the preview shows, and what it is (a line for the page)."""
-    from ..data import HyperframeDataset  # deferred: pulls pydantic, torchvision
+    """The dataset whose windows the preview shows, and what it is (a line for the page).
 
+    A sampler that would refuse a video shorter than its window (``short="error"``, the
+    default of most) previews with ``short="pad"`` instead, and the page says so: a report
+    shows every store, and a padded window is marked on its row."""
+    from ..data import HyperframeDataset  # deferred: pulls pydantic, torchvision
+    from ..sampling import create_sampler  # deferred: only the preview plans windows
+
+    options = dict(sampler_options or {})
+    note = ""
+    if (
+        "short" not in options
+        and create_sampler(sampler, frames=frames, **options).short == "error"
+    ):
+        options["short"] = "pad"
+        note = (
+            "; short='pad' for this preview: a video shorter than the window repeats its "
+            "last frame (the row says 'padded')"
+        )
     ds = HyperframeDataset(
-        store, sampler=sampler, frames=frames, seed=seed, sampler_options=sampler_options
+        store, sampler=sampler, frames=frames, seed=seed, sampler_options=options
     )
     return (
         ds,
-        f"sampler {sampler} {dict(sampler_options or {})}, {frames} frames, seed {seed}, no transform",
+        f"sampler {sampler} {dict(sampler_options or {})}, {frames} frames, seed {seed}, "
+        f"no transform{note}",
     )
+
+
+def _preview_items(ds, items: int) -> list[int]:
+    """``items`` dataset items spread evenly over the dataset (the first, the last and
+    between), so that a sampler giving several items per video shows several videos."""
+    n = len(ds)
+    if n <= items:
+        return list(range(n))
+    return np.unique(np.linspace(0, n - 1, items).round().astype(np.int64)).tolist()
+
+
+def _label_name(store, label: int) -> str:
+    """A sample's label as the class name (``-1``: none)."""
+    classes = store.classes
+    if label < 0:
+        return "none"
+    return str(classes[label]) if label < len(classes) else f"class {label}"
 
 
 def _preview(store, ds, what: str, items: int) -> str:
     rows = []
-    for item in range(min(items, len(ds))):
+    for item in _preview_items(ds, items):
         plan = ds.plan(item)
         sample = ds[item]
         frames = sample.frames
@@ -239,15 +281,25 @@ def _preview(store, ds, what: str, items: int) -> str:
             raise ConfigError("report: the preview shows temporal windows (T, C, H, W) only")
         seen = _strip(_to_uint8(frames.detach().cpu().numpy()), 64)
         v = int(plan.video)
-        picked = np.asarray(plan.frame_indices)[np.asarray(plan.mask, bool)]
+        real = np.asarray(plan.mask, bool)
+        picked = np.asarray(plan.frame_indices)[real]
         n = store.videos[v].num_frames
         line = _timeline(n, marks=np.unique(picked).tolist(), mark_colour="#c0c")
         shape = "x".join(str(d) for d in frames.shape)
+        pad = int((~real).sum())
+        padded = (
+            f"; <span class='reason'>padded: the video has {n} frames, the last repeated "
+            f"{pad} times</span>"
+            if pad
+            else ""
+        )
         rows.append(
             f"<tr class='preview'><td class='n'>{item}</td><td>video {v}: "
             f"{_esc(store.videos.paths[v])}<br><span class='muted'>stored frames "
-            f"{picked.tolist()}; label {sample.label}; {shape} {frames.dtype!s}</span>"
-            f"<br>{line}</td><td>{_img(_png_uri(seen), f'item {item} as the model sees it')}"
+            f"{picked.tolist()}; label {_esc(_label_name(store, int(sample.label)))}; "
+            f"{shape} {frames.dtype!s}</span>{padded}"
+            f"<br>{line}</td><td class='seen'>"
+            f"{_img(_png_uri(seen), f'item {item} as the model sees it')}"
             "</td></tr>"
         )
     return (
@@ -314,7 +366,8 @@ def write_report(
         "<span>blue line: change or flow score</span><span>red ticks: key frames</span>"
         "<span>yellow bands: labelled segments</span></p>",
         "<p><input id='filter' placeholder='filter by path or label'></p>",
-        f"<table><tr><th>#</th><th>video</th><th>frames</th><th>timeline</th></tr>{rows}</table>",
+        f"<table id='videos'><tr><th>#</th><th>video</th><th>frames</th><th>timeline</th></tr>"
+        f"{rows}</table>",
         preview_html,
     ]
     page = (

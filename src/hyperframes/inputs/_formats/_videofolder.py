@@ -5,8 +5,9 @@ the metadata file's folder), either at the top or in split folders
 
 DATA is the folder (or one metadata file). The split is the folder holding the metadata file
 when that folder is a split folder (``train``, ``val``, ``test``, ...; else none), or a
-``split`` column. The label is the ``label`` column (a name or a class id; a JSON list in
-``metadata.jsonl`` is a multi-label row); without one, a file inside a ``<label>/`` folder takes
+``split`` column. The label is the ``label`` column (a name or a class id; a JSON list, in
+``metadata.jsonl`` or as a ``metadata.csv`` cell such as ``"[""people"", ""indoor""]"``, is a
+multi-label row); without one, a file inside a ``<label>/`` folder takes
 the folder's name, as Hugging Face's folder builder does. Other columns (captions, ids, ...)
 are kept as the video's fields: the manifest's ``fields`` (``info --json``), by path.
 
@@ -79,9 +80,29 @@ def _rows(path: Path) -> list[tuple[int, dict]]:
     return out
 
 
+def _listed_labels(text: str) -> list:
+    """The list a CSV cell holds as JSON text (``["people", "indoor"]``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RowError(
+            f"label {text!r} starts with '[' but is not a JSON list ({e.msg}); write a "
+            'multi-label cell as ["people", "indoor"] (CSV-quoted: "[""people"", ""indoor""]")'
+        ) from None
+    if not isinstance(value, list) or not all(
+        isinstance(v, (str, int)) and not isinstance(v, bool) for v in value
+    ):
+        raise RowError(f"label {text!r}: a multi-label list holds class names or integer ids")
+    return value
+
+
 def _label(row: dict, file_name: str) -> tuple[str | None, tuple[str, ...] | None]:
-    """``(label, labels)`` of a row: the ``label`` column, else the file's folder name."""
+    """``(label, labels)`` of a row: the ``label`` column, else the file's folder name. A
+    JSON list (a ``metadata.jsonl`` list, or a CSV cell holding one as text) is a
+    multi-label row."""
     value = row.get("label")
+    if isinstance(value, str) and value.strip().startswith("["):
+        value = _listed_labels(value.strip())
     if isinstance(value, list):
         return None, tuple(str(v) for v in value)
     if value is not None and str(value).strip() != "":
