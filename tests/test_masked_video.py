@@ -304,3 +304,53 @@ def test_the_encoder_exports_to_onnx_with_its_contract(pretrained, tmp_path):
     assert json.loads(meta["hyperframes.contract"])["frames"] == 4
     side = json.loads((tmp_path / "enc.onnx.json").read_text())
     assert side["output"] == {"features": ["batch", 64, 32]}
+
+
+@pytest.fixture(scope="module")
+def mixed_run(tmp_path_factory) -> Path:
+    """best.pt of a one-step masked-video run with ``augmentation.size: 64`` on a store of
+    three frame shapes (72x40, 40x56, 48x48; issue 35)."""
+    from _media import write_video
+
+    root = tmp_path_factory.mktemp("mixed")
+    for name, (w, h) in {"wide": (72, 40), "tall": (40, 56), "square": (48, 48)}.items():
+        for i in range(2):
+            write_video(root / "src" / name / f"{name}_{i}.mp4", frames=10, width=w, height=h)
+    store = root / "store"
+    build_store(root / "src", store, BuildOptions(size="none"), progress=False)
+    assert len({tuple(v.shape[1:]) for v in open_store(store).videos}) == 3  # shapes differ
+    drop = ("data.augmentation.size", "model.options", "data.repeats", "data.batch_size")
+    over = [o for o in _overrides(store, "train.epochs=1") if not o.startswith(drop)]
+    options = json.dumps({**TINY, "image_size": 64})
+    over += ["data.repeats=1", "data.batch_size=2", "data.clips_per_video=1"]
+    over += ["data.allow_leakage=true", f"model.options={options}"]  # the clips look alike
+    run_training(CONFIG, root / "run", overrides=over, progress=False)
+    return root / "run" / "best.pt"
+
+
+def test_a_run_on_mixed_frame_shapes_keeps_its_crop_for_eval_and_predict(mixed_run, tmp_path):
+    """The checkpoint carries the run's 64 x 64 eval crop: eval batches the windows of every
+    shape, predict cuts whole patches, and the export's recipe names the crop."""
+    from hyperframes.infer import load_inference_model
+    from hyperframes.infer._recipe import preprocessing_recipe
+
+    assert load_checkpoint(mixed_run)["contract"]["crop"] == 64
+    result = evaluate(mixed_run, clips=1, crops=1, split="all", workers=0, verbose=False)
+    assert result["videos"] == 6 and 5 < result["psnr"] < 60
+    video = mixed_run.parents[1] / "src" / "wide" / "wide_0.mp4"
+    report = predict_video(mixed_run, video, out=tmp_path / "pred", reconstructions=1)
+    assert report.windows == 1
+    img = np.asarray(Image.open(next((tmp_path / "pred").glob("recon_*.png"))))
+    assert img.shape == (3 * 64 + 4, 4 * 64 + 3, 3)  # 64 x 64 crops, T=4
+    assert preprocessing_recipe(load_inference_model(mixed_run).contract)["crop"] == 64
+
+
+@pytest.mark.slow
+def test_a_run_on_mixed_frame_shapes_exports_its_crop(mixed_run, tmp_path):
+    pytest.importorskip("onnx")
+    from hyperframes.infer import export_onnx
+
+    export_onnx(mixed_run, tmp_path / "enc.onnx", check=False)
+    side = json.loads((tmp_path / "enc.onnx.json").read_text())
+    assert side["preprocessing"]["crop"] == 64
+    assert side["output"] == {"features": ["batch", 4 * 64, 32]}  # T=4 x an 8x8 patch grid

@@ -219,7 +219,9 @@ def _make(
         frame_stride=stride,
         fps=_fps(fps, "fps"),
         size=None if parse_size(size) is None else str(size).strip().lower(),
-        crop=crop if task == "classification" else None,  # segmentation: whole frames
+        # every task's eval crop (masked_video, multilabel too); segmentation sees whole
+        # frames (its config refuses data.augmentation.size, as the frame tasks' do)
+        crop=None if task == "segmentation" else crop,
         mean=mean,
         std=std,
         dtype=dtype,
