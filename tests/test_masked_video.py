@@ -159,7 +159,9 @@ def test_a_masked_video_run_trains_resumes_evaluates_and_reconstructs(store, tmp
     # refuses (no classes) and points to predict's reconstructions
     assert main(["eval", str(run), "--clips", "1", "--crops", "1", "--reconstructions", "1"]) == 0
     assert "reconstructions: 1 PNG" in capsys.readouterr().out
-    assert (run / "eval" / "store" / "val" / "reconstructions" / "recon_0.png").is_file()
+    assert (
+        run / "eval" / "store" / "val" / "best_1clips_1crops" / "reconstructions" / "recon_0.png"
+    ).is_file()
     with pytest.raises(ConfigError, match="writes its reconstructions"):
         Predictor.from_checkpoint(run / "best.pt")
     paths = write_reconstructions(run / "best.pt", tmp_path / "recon", windows=2)
