@@ -214,6 +214,7 @@ def predict(args) -> int:
         decoder=args.decoder,
         reconstruct=args.reconstruct,
         reconstructions=args.reconstructions,
+        short=args.short,
     )
     print(report.summary())
     return EXIT_OK

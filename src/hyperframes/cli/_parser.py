@@ -113,6 +113,13 @@ def _predict_options(pr) -> None:
         help="where the model runs; auto picks cuda when present (default cpu)",
     )
     pr.add_argument("--no-reuse", action="store_true", help="rerun every window in full")
+    pr.add_argument(
+        "--short",
+        choices=["error", "pad"],
+        default="error",
+        help="a video shorter than one window: error (refused, as training refuses it; "
+        "default) or pad (one window, its last frame repeated, said in the output)",
+    )
     frames_option(pr)
     pr.add_argument(
         "--decoder",
