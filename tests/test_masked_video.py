@@ -31,6 +31,7 @@ from hyperframes.train import (
     run_training,
     write_reconstructions,
 )
+from hyperframes.train._checkpoint import save_checkpoint
 from hyperframes.train._data import build_data
 from hyperframes.train._masked import MaskedVideoTask
 
@@ -345,6 +346,12 @@ def test_a_run_on_mixed_frame_shapes_keeps_its_crop_for_eval_and_predict(mixed_r
     img = np.asarray(Image.open(next((tmp_path / "pred").glob("recon_*.png"))))
     assert img.shape == (3 * 64 + 4, 4 * 64 + 3, 3)  # 64 x 64 crops, T=4
     assert preprocessing_recipe(load_inference_model(mixed_run).contract)["crop"] == 64
+    # a checkpoint written before the fix (crop left out of its contract) gets it from its config
+    state = torch.load(mixed_run, weights_only=True)
+    state["contract"]["crop"] = None
+    old = save_checkpoint(tmp_path / "old.pt", state)
+    assert load_inference_model(old).contract.crop == 64
+    assert evaluate(old, clips=1, split="all", workers=0, verbose=False)["videos"] == 6
 
 
 @pytest.mark.slow
