@@ -101,7 +101,9 @@ def test_eval_on_a_store_at_another_rate_warns_and_plans_windows_at_the_model_ra
     assert "hyperframes eval: warning: the model was trained at 15 fps" in err
     assert "9 of the 9 videos in" in err and "are at 30 fps" in err
     assert "windows are planned at 15 fps by the frames' timestamps" in err
-    m = json.loads((run / "eval" / "store30" / "all" / "metrics.json").read_text())
+    m = json.loads(
+        (run / "eval" / "store30" / "all" / "best_1clips_1crops" / "metrics.json").read_text()
+    )
     assert m["sampler"] == "duration" and m["model_fps"] == 15.0 and m["store_fps"] == [30.0]
     assert m["notes"] and "trained at 15 fps" in m["notes"][0]
     # the windows eval reads: T frames 2 model frames (2/15 s) apart, each the stored frame
@@ -132,7 +134,7 @@ def test_eval_writes_per_store_and_split_with_a_per_video_csv(run, store15, tmp_
     assert not (run / "metrics.json").exists()  # nothing overwritten beside the checkpoint
     st = open_store(store15)
     for split, videos in (("val", 3), ("train", 6)):
-        folder = run / "eval" / "store15" / split
+        folder = run / "eval" / "store15" / split / "best_2clips_1crops"
         m = json.loads((folder / "metrics.json").read_text())
         assert (m["split"], m["store"], m["videos"]) == (split, str(store15), videos)
         assert m["predictions_csv"] == str(folder / "predictions.csv")
@@ -149,13 +151,63 @@ def test_eval_writes_per_store_and_split_with_a_per_video_csv(run, store15, tmp_
     shutil.copytree(store15, other)
     assert main(["eval", best, "--store", str(other), "--clips", "1", "--crops", "1"]) == 0
     (folder,) = [p for p in (run / "eval").iterdir() if p.name.startswith("store15-")]
-    assert json.loads((folder / "val" / "metrics.json").read_text())["store"] == str(other)
-    m = json.loads((run / "eval" / "store15" / "val" / "metrics.json").read_text())
+    saved = folder / "val" / "best_1clips_1crops" / "metrics.json"
+    assert json.loads(saved.read_text())["store"] == str(other)
+    m = json.loads(
+        (run / "eval" / "store15" / "val" / "best_2clips_1crops" / "metrics.json").read_text()
+    )
     assert m["store"] == str(store15)
     # --out names the file; the CSV goes beside it
     args = ["--clips", "1", "--crops", "1", "--out", str(tmp_path / "m.json")]
     assert main(["eval", best, *args]) == 0
     assert (tmp_path / "m_predictions.csv").is_file()
+
+
+def test_eval_keeps_each_checkpoint_and_setting_apart_and_says_where(run, capsys):
+    """Issue 35: best.pt, best.pt at --frames 2 and recalibrated_T2.pt each keep their own
+    metrics.json (the recalibration comparison), each path printed; on a store without splits,
+    --split val is the run's generated subset, said on stderr and in the notes."""
+    from hyperframes.train import recalibrate
+
+    recal = recalibrate(run, frames=2, batches=1, batch_size=2, device="cpu").path
+    views = ["--clips", "1", "--crops", "1"]
+    wrote = {}
+    for name, ck, extra in (
+        ("best_1clips_1crops", run / "best.pt", []),
+        ("best_T2_1clips_1crops", run / "best.pt", ["--frames", "2"]),
+        ("recalibrated_T2_1clips_1crops", recal, []),
+    ):
+        assert main(["eval", str(ck), *views, *extra]) == 0
+        said = capsys.readouterr()
+        path = run / "eval" / "store15" / "val" / name / "metrics.json"
+        assert f"metrics: {path}" in said.out
+        assert "records no splits: val is the subset the run generated" in said.err
+        assert "3 of its 9 videos; --split all evaluates every video" in said.err
+        wrote[name] = json.loads(path.read_text())
+    assert [m["frames"] for m in wrote.values()] == [4, 2, 2]
+    assert wrote["recalibrated_T2_1clips_1crops"]["calibration"]["frames"] == 2
+    assert all(any("the run generated" in n for n in m["notes"]) for m in wrote.values())
+
+
+def test_eval_takes_its_views_from_the_runs_eval_section(run, tmp_path, capsys):
+    """Issue 35: without --clips/--crops, eval uses the views the run's eval: section asked
+    for (the end-of-run evaluation's), each flag overriding its own."""
+    import torch
+
+    from hyperframes.train._checkpoint import save_checkpoint
+
+    state = torch.load(run / "best.pt", weights_only=True)
+    state["config"]["eval"] = {"clips": 3, "crops": 1}
+    ck = save_checkpoint(tmp_path / "best.pt", state)
+    assert main(["eval", str(ck), "--split", "all"]) == 0
+    err = capsys.readouterr().err
+    assert "3 clips x 1 crops per video, the run's eval: section (clips 3, crops 1)" in err
+    folder = tmp_path / "eval" / "store15" / "all"
+    m = json.loads((folder / "best_3clips_1crops" / "metrics.json").read_text())
+    assert (m["clips"], m["crops"], m["views"]) == (3, 1, 9 * 3)
+    assert main(["eval", str(ck), "--split", "all", "--crops", "3"]) == 0
+    m = json.loads((folder / "best_3clips_3crops" / "metrics.json").read_text())
+    assert (m["clips"], m["crops"]) == (3, 3)
 
 
 # -- 7. resuming -------------------------------------------------------------------------------
@@ -292,7 +344,9 @@ def test_top5_is_reported_only_with_more_than_five_classes(run, capsys):
     assert main(["eval", str(run / "best.pt"), "--clips", "1", "--crops", "1"]) == 0
     out = capsys.readouterr().out
     assert "top-1" in out and "top-5" not in out
-    m = json.loads((run / "eval" / "store15" / "val" / "metrics.json").read_text())
+    m = json.loads(
+        (run / "eval" / "store15" / "val" / "best_1clips_1crops" / "metrics.json").read_text()
+    )
     assert "top5" not in m["clip_level"] and "top5" not in m["video_level"]
     scores = np.random.default_rng(0).random((12, 6))
     assert "top5" in classification_metrics(scores, np.arange(12) % 6)

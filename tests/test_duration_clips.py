@@ -156,7 +156,9 @@ def test_eval_with_clips_on_a_store_at_another_rate_reads_one_pass_of_spread_win
     args = ["--store", str(store30), "--clips", "2", "--crops", "1", "--split", "all"]
     assert main(["eval", str(run / "best.pt"), *args]) == 0
     assert "trained at 15 fps" in capsys.readouterr().err
-    m = json.loads((run / "eval" / "store30" / "all" / "metrics.json").read_text())
+    m = json.loads(
+        (run / "eval" / "store30" / "all" / "best_2clips_1crops" / "metrics.json").read_text()
+    )
     assert m["sampler"] == "duration" and m["clips"] == 2
     assert m["views"] == 9 * 2  # 9 videos x 2 clips x 1 crop
     # one pass (not one seeded random pass per clip) of 2 evenly spread windows per video

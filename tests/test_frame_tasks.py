@@ -235,8 +235,9 @@ def runs(store, tmp_path_factory) -> dict[str, Path]:
 @pytest.mark.parametrize("task", ["interpolation", "super_resolution"])
 def test_eval_and_predict(runs, videos, tmp_path, task):
     run = runs[task]
-    m = evaluate(run / "best.pt", clips=2, crops=1, out=tmp_path / "m.json", verbose=False)
-    assert m["windows"] == 2 * m["videos"]
+    # no crops asked: whole frames, 1 view (issue 35: the default 3 was refused)
+    m = evaluate(run / "best.pt", clips=2, out=tmp_path / "m.json", verbose=False)
+    assert m["windows"] == 2 * m["videos"] and m["crops"] == 1
     for key in ("psnr", "ssim", "baseline_psnr", "baseline_ssim"):
         assert math.isfinite(m[key]), key
     assert m["psnr_gain"] == pytest.approx(m["psnr"] - m["baseline_psnr"])

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from hyperframes import models
+from hyperframes import ConfigError, InputError, models
+from hyperframes.cli import main
 from hyperframes.decode import create_decoder
 from hyperframes.demo import make_motion_frames, make_segmentation_frames, write_h264
 from hyperframes.infer import InputContract, Predictor, iter_predictions, predict_video
@@ -134,12 +135,19 @@ def test_full_size_rgb_frames_are_resized_as_the_build_resizes(tmp_path):
     assert (got.argmax(1) == want.argmax(1)).all()
 
 
-def _predictor(stride=1, ema=0.0, batch=2, frames=T, reuse="auto", **kw):
+def _predictor(stride=1, ema=0.0, batch=2, frames=T, reuse="auto", short="error", **kw):
     torch.manual_seed(0)
     model = models.create("cnn_lstm", num_classes=3, frames=frames, base_width=4, hidden_size=8)
     pre = InputContract(frames=frames, layout="temporal", size="16", **kw)
     return Predictor(
-        model, pre, ["a", "b", "c"], stride=stride, ema=ema, batch_size=batch, reuse=reuse
+        model,
+        pre,
+        ["a", "b", "c"],
+        stride=stride,
+        ema=ema,
+        batch_size=batch,
+        reuse=reuse,
+        short=short,
     )
 
 
@@ -179,8 +187,36 @@ def test_windows_cover_the_video_and_the_tail(n, stride, starts):
     assert [p.index for p in preds] == list(range(len(preds)))
 
 
-def test_short_video_repeats_its_last_frame():
-    p = _predictor()
+def test_short_video_is_refused_as_training_refuses_it_unless_padding_is_asked(tmp_path, ckpt):
+    """Issue 35: a stream shorter than a window is refused (its frames, the window's need and
+    the option named), by the Predictor, predict_video and the command line alike; with
+    short='pad' it gives one window, its last frame repeated, and says so."""
+    p = _predictor(frame_stride=2)
+    assert [q for i, f in enumerate(_frames(3)) for q in p.push(f, i / 10)] == []
+    with pytest.raises(InputError, match=r"clip\.mp4: 3 frames, fewer than the 7 a window of "):
+        p.flush(name="clip.mp4")
+    assert p.held_frames == 0  # the stream is forgotten: the predictor takes the next one
+    with pytest.raises(InputError, match=r"the stream: 2 frames, .*T=4 frames 2 apart spans"):
+        _run(p, _frames(2))
+    clip = make_motion_frames("right", frames=3, size=64, rng=np.random.default_rng(0))
+    short = write_h264(tmp_path / "short.mp4", clip, fps=10)
+    with pytest.raises(InputError, match=r"short\.mp4: 3 frames, fewer than the 4 a window"):
+        predict_video(ckpt, short, out=tmp_path / "refused")
+    assert not (tmp_path / "refused" / "timeline.csv").exists()
+    assert main(["predict", str(ckpt), str(short), "--out", str(tmp_path / "cli"), "--quiet"]) == 1
+    assert not (tmp_path / "cli" / "timeline.csv").exists()
+    args = ["predict", str(ckpt), str(short), "--out", str(tmp_path / "pad"), "--short", "pad"]
+    assert main([*args, "--quiet"]) == 0
+    (win,) = json.loads((tmp_path / "pad" / "timeline.json").read_text())["windows"]
+    assert win["padded"] and win["source_frames"] == [0, 1, 2, 2]
+    report = predict_video(ckpt, short, out=tmp_path / "pad2", short="pad")
+    assert "short.mp4 is shorter than a window (3 frames, a window spans 4)" in report.summary()
+    with pytest.raises(ConfigError, match=r"short 'drop': allowed: 'error' .* or 'pad'"):
+        predict_video(ckpt, short, out=tmp_path / "drop", short="drop")
+
+
+def test_short_video_padded_repeats_its_last_frame():
+    p = _predictor(short="pad")
     live, tail = _run(p, _frames(2))
     assert live == [] and len(tail) == 1
     (pred,) = tail
@@ -254,7 +290,7 @@ def test_windows_follow_the_frame_stride_of_training():
     f = _frames(12)
     (want,) = _all(_predictor(), [f[0], f[2], f[4], f[6]])
     np.testing.assert_allclose(preds[0].logits, want.logits, atol=1e-6)
-    (short,) = _all(_predictor(frame_stride=2), f[:5])  # shorter than a window: padded
+    (short,) = _all(_predictor(frame_stride=2, short="pad"), f[:5])  # shorter: padded
     assert short.padded and (short.first_source_frame, short.last_source_frame) == (0, 4)
     (want,) = _all(_predictor(), [f[0], f[2], f[4], f[4]])
     np.testing.assert_allclose(short.logits, want.logits, atol=1e-6)

@@ -300,6 +300,15 @@ def test_a_config_resolves_to_the_contract_of_its_store(stores):
     assert (c.layout, c.mean, c.std) == ("channel", IMAGENET_MEAN, IMAGENET_STD)
     seg = cfg.model_copy(update={"model": cfg.model.model_copy(update={"name": "keyframe_unet"})})
     assert resolve_contract(seg).crop is None  # segmentation sees whole frames
+    # every other task keeps the crop its training evaluated (issue 35: masked_video lost it)
+    for task, name in (("multilabel", "channel_resnet18"), ("masked_video", "video_mae")):
+        other = cfg.model_copy(
+            update={
+                "model": cfg.model.model_copy(update={"name": name}),
+                "train": cfg.train.model_copy(update={"task": task}),
+            }
+        )
+        assert resolve_contract(other).crop == 32, task
     again = resolve_contract(c, size="none", fps=0, classes=("a",))
     assert (again.size, again.fps, again.classes) == (None, None, ("a",))
     assert again.source.startswith("size argument, fps argument")

@@ -31,6 +31,7 @@ from hyperframes.train import (
     run_training,
     write_reconstructions,
 )
+from hyperframes.train._checkpoint import save_checkpoint
 from hyperframes.train._data import build_data
 from hyperframes.train._masked import MaskedVideoTask
 
@@ -159,7 +160,9 @@ def test_a_masked_video_run_trains_resumes_evaluates_and_reconstructs(store, tmp
     # refuses (no classes) and points to predict's reconstructions
     assert main(["eval", str(run), "--clips", "1", "--crops", "1", "--reconstructions", "1"]) == 0
     assert "reconstructions: 1 PNG" in capsys.readouterr().out
-    assert (run / "eval" / "store" / "val" / "reconstructions" / "recon_0.png").is_file()
+    assert (
+        run / "eval" / "store" / "val" / "best_1clips_1crops" / "reconstructions" / "recon_0.png"
+    ).is_file()
     with pytest.raises(ConfigError, match="writes its reconstructions"):
         Predictor.from_checkpoint(run / "best.pt")
     paths = write_reconstructions(run / "best.pt", tmp_path / "recon", windows=2)
@@ -304,3 +307,59 @@ def test_the_encoder_exports_to_onnx_with_its_contract(pretrained, tmp_path):
     assert json.loads(meta["hyperframes.contract"])["frames"] == 4
     side = json.loads((tmp_path / "enc.onnx.json").read_text())
     assert side["output"] == {"features": ["batch", 64, 32]}
+
+
+@pytest.fixture(scope="module")
+def mixed_run(tmp_path_factory) -> Path:
+    """best.pt of a one-step masked-video run with ``augmentation.size: 64`` on a store of
+    three frame shapes (72x40, 40x56, 48x48; issue 35)."""
+    from _media import write_video
+
+    root = tmp_path_factory.mktemp("mixed")
+    for name, (w, h) in {"wide": (72, 40), "tall": (40, 56), "square": (48, 48)}.items():
+        for i in range(2):
+            write_video(root / "src" / name / f"{name}_{i}.mp4", frames=10, width=w, height=h)
+    store = root / "store"
+    build_store(root / "src", store, BuildOptions(size="none"), progress=False)
+    assert len({tuple(v.shape[1:]) for v in open_store(store).videos}) == 3  # shapes differ
+    drop = ("data.augmentation.size", "model.options", "data.repeats", "data.batch_size")
+    over = [o for o in _overrides(store, "train.epochs=1") if not o.startswith(drop)]
+    options = json.dumps({**TINY, "image_size": 64})
+    over += ["data.repeats=1", "data.batch_size=2", "data.clips_per_video=1"]
+    over += ["data.allow_leakage=true", f"model.options={options}"]  # the clips look alike
+    run_training(CONFIG, root / "run", overrides=over, progress=False)
+    return root / "run" / "best.pt"
+
+
+def test_a_run_on_mixed_frame_shapes_keeps_its_crop_for_eval_and_predict(mixed_run, tmp_path):
+    """The checkpoint carries the run's 64 x 64 eval crop: eval batches the windows of every
+    shape, predict cuts whole patches, and the export's recipe names the crop."""
+    from hyperframes.infer import load_inference_model
+    from hyperframes.infer._recipe import preprocessing_recipe
+
+    assert load_checkpoint(mixed_run)["contract"]["crop"] == 64
+    result = evaluate(mixed_run, clips=1, crops=1, split="all", workers=0, verbose=False)
+    assert result["videos"] == 6 and 5 < result["psnr"] < 60
+    video = mixed_run.parents[1] / "src" / "wide" / "wide_0.mp4"
+    report = predict_video(mixed_run, video, out=tmp_path / "pred", reconstructions=1)
+    assert report.windows == 1
+    img = np.asarray(Image.open(next((tmp_path / "pred").glob("recon_*.png"))))
+    assert img.shape == (3 * 64 + 4, 4 * 64 + 3, 3)  # 64 x 64 crops, T=4
+    assert preprocessing_recipe(load_inference_model(mixed_run).contract)["crop"] == 64
+    # a checkpoint written before the fix (crop left out of its contract) gets it from its config
+    state = torch.load(mixed_run, weights_only=True)
+    state["contract"]["crop"] = None
+    old = save_checkpoint(tmp_path / "old.pt", state)
+    assert load_inference_model(old).contract.crop == 64
+    assert evaluate(old, clips=1, split="all", workers=0, verbose=False)["videos"] == 6
+
+
+@pytest.mark.slow
+def test_a_run_on_mixed_frame_shapes_exports_its_crop(mixed_run, tmp_path):
+    pytest.importorskip("onnx")
+    from hyperframes.infer import export_onnx
+
+    export_onnx(mixed_run, tmp_path / "enc.onnx", check=False)
+    side = json.loads((tmp_path / "enc.onnx.json").read_text())
+    assert side["preprocessing"]["crop"] == 64
+    assert side["output"] == {"features": ["batch", 4 * 64, 32]}  # T=4 x an 8x8 patch grid

@@ -222,8 +222,9 @@ def test_evaluate_multi_clip_multi_crop(motion_store, tmp_path, capsys):
     assert "top-1" in out and "video" in out and "per" not in out.split("\n")[0]
     assert m["videos"] == 3 and m["views"] == 3 * 3 * 3
     assert m["video_level"]["samples"] == 3 and m["clip_level"]["samples"] == 27
-    assert m["metrics_json"] == str(run / "eval" / "store" / "val" / "metrics.json")
-    saved = json.loads((run / "eval" / "store" / "val" / "metrics.json").read_text())
+    saved = run / "eval" / "store" / "val" / "best_3clips_3crops" / "metrics.json"
+    assert m["metrics_json"] == str(saved)
+    saved = json.loads(saved.read_text())
     assert saved["video_level"]["top1"] == m["video_level"]["top1"]
     assert m["accuracy"] == m["video_level"]["top1"]
     # every video, on the store given explicitly

@@ -93,7 +93,10 @@ def test_keyframe_model_trains_and_evaluates(seg_store, tmp_path):
         assert (tmp_path / "run" / name).is_file()
     m = evaluate(tmp_path / "run" / "best.pt", clips=2, crops=1, verbose=False)
     assert m["videos"] == s["split"]["val_videos"] and m["windows"] == 2 * m["videos"]
-    saved = tmp_path / "run" / "eval" / seg_store.name / "val" / "metrics.json"  # per store, split
+    # per store, split, checkpoint and views
+    saved = (
+        tmp_path / "run" / "eval" / seg_store.name / "val" / "best_2clips_1crops" / "metrics.json"
+    )
     assert m["metrics_json"] == str(saved) and "predictions_csv" not in m
     assert json.loads(saved.read_text())["miou"] == m["miou"]
     with pytest.raises(ConfigError, match="segmentation is evaluated on whole frames"):

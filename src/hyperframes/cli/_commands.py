@@ -222,6 +222,7 @@ def predict(args) -> int:
         decoder=args.decoder,
         reconstruct=args.reconstruct,
         reconstructions=args.reconstructions,
+        short=args.short,
     )
     print(printable(report.summary()))  # (ESC in a video name: written as an escape)
     return EXIT_OK

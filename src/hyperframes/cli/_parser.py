@@ -113,6 +113,13 @@ def _predict_options(pr) -> None:
         help="where the model runs; auto picks cuda when present (default cpu)",
     )
     pr.add_argument("--no-reuse", action="store_true", help="rerun every window in full")
+    pr.add_argument(
+        "--short",
+        choices=["error", "pad"],
+        default="error",
+        help="a video shorter than one window: error (refused, as training refuses it; "
+        "default) or pad (one window, its last frame repeated, said in the output)",
+    )
     frames_option(pr)
     pr.add_argument(
         "--decoder",
@@ -187,11 +194,19 @@ def _eval_options(e) -> None:
     e.add_argument(
         "--clips",
         type=int,
-        default=10,
+        default=None,
         help="windows per video: evenly spaced, or at seeded random times on a store at "
-        "another frame rate than the model's (default 10)",
+        "another frame rate than the model's (default: the run's eval: section when it asks "
+        "for several views, else 10)",
     )
-    e.add_argument("--crops", type=int, default=3, choices=[1, 3], help="spatial crops")
+    e.add_argument(
+        "--crops",
+        type=int,
+        default=None,
+        choices=[1, 3],
+        help="spatial crops (default: the run's eval: section when it asks for several views, "
+        "else 3; 1 for tasks on whole frames)",
+    )
     e.add_argument(
         "--batch-size", type=int, default=None, help="clips per batch (default: the config's)"
     )
@@ -200,7 +215,8 @@ def _eval_options(e) -> None:
     e.add_argument(
         "--out",
         default=None,
-        help="metrics JSON to write (default RUN_DIR/eval/<store>/<split>/metrics.json); the "
+        help="metrics JSON to write (default RUN_DIR/eval/<store>/<split>/<checkpoint stem>"
+        "[_T<frames>]_<clips>clips_<crops>crops/metrics.json); the "
         "per-video CSV (path, label, prediction, score) goes beside it",
     )
     frames_option(e)

@@ -15,8 +15,10 @@ model's frame grid: the frames kept after resampling to the contract's ``fps`` (
 pushed when it has none). Predictions name their frames by source number (the n-th frame
 pushed) and their times in seconds (:class:`Prediction`). At the end
 (:meth:`Predictor.flush`) one more window ``[N - L, N)`` is added when the regular ones miss
-the last frames, and a video shorter than L frames gives one window with its last frame
-repeated. Memory is bounded whatever the length: the last L frames plus those of the
+the last frames. A stream shorter than L frames is refused, as training refuses a video
+shorter than a window (its samplers' ``short="error"``): :class:`InputError` naming the video,
+its frame count and the window's need; ``short="pad"`` predicts one window of it instead, its
+last frame repeated (:attr:`Prediction.padded`). Memory is bounded whatever the length: the last L frames plus those of the
 windows waiting for a batch (``batch_size`` windows per model call; with reuse,
 ``frame_batch`` frames per call of the per-frame part): :attr:`Predictor.held_frames`.
 
@@ -58,10 +60,12 @@ from ._reuse import FrameSplit, split_model
 __all__ = ["Predictor", "check_options"]
 
 REUSE = ("auto", True, False)
+SHORT = ("error", "pad")  # what flush does with a stream shorter than a window
 
 
-def check_options(stride: Any, ema: Any, batch_size: Any = 1) -> None:
-    """:class:`ConfigError` for a stride, EMA weight or batch size out of range."""
+def check_options(stride: Any, ema: Any, batch_size: Any = 1, short: Any = "error") -> None:
+    """:class:`ConfigError` for a stride, EMA weight, batch size or short-video policy out of
+    range."""
     if isinstance(stride, bool) or not isinstance(stride, int) or stride < 1:
         raise ConfigError(
             f"stride {stride!r}: allowed: an integer >= 1 (frames between the starts of "
@@ -80,6 +84,11 @@ def check_options(stride: Any, ema: Any, batch_size: Any = 1) -> None:
         )
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ConfigError(f"batch_size {batch_size!r}: allowed: an integer >= 1")
+    if short not in SHORT:
+        raise ConfigError(
+            f"short {short!r}: allowed: 'error' (refuse a video shorter than a window, as "
+            "training does) or 'pad' (one window, its last frame repeated)"
+        )
 
 
 def _check_predictor_options(
@@ -90,10 +99,11 @@ def _check_predictor_options(
     batch_size: Any,
     reuse: Any,
     frame_batch: Any,
+    short: Any = "error",
 ) -> None:
     """:class:`ConfigError` for an option out of range, or a contract or model the predictor
     cannot serve from raw frames (tracks from a store, a T the model does not take)."""
-    check_options(stride, ema, batch_size)
+    check_options(stride, ema, batch_size, short)
     if frame_batch is not None and (
         isinstance(frame_batch, bool) or not isinstance(frame_batch, int) or frame_batch < 1
     ):
@@ -162,8 +172,13 @@ class Predictor:
         reuse: str | bool = "auto",
         frame_batch: int | None = None,
         device: str | torch.device | None = None,
+        short: str = "error",
     ) -> None:
-        _check_predictor_options(model, contract, stride, ema, batch_size, reuse, frame_batch)
+        _check_predictor_options(
+            model, contract, stride, ema, batch_size, reuse, frame_batch, short
+        )
+        #: a stream shorter than a window: "error" (refused) or "pad" (module doc)
+        self.short = short
         self.model = model.eval()
         if device is not None:
             self.model.to(device)
@@ -316,13 +331,16 @@ class Predictor:
                 self._add(kept.frame, kept.source_index, kept.pts_seconds)
         return self._run(final=False)
 
-    def flush(self) -> list[Prediction]:
-        """End of stream: the remaining windows (see the module doc); then :meth:`reset`."""
+    def flush(self, *, name: str | None = None) -> list[Prediction]:
+        """End of stream: the remaining windows (see the module doc); then :meth:`reset`.
+        ``name``: the video, for the error that refuses a stream shorter than a window."""
         try:
             if self._resampler is not None and self._pushed:
                 for kept in self._resampler.finish():
                     self._add(kept.frame, kept.source_index, kept.pts_seconds)
             n, d, span = self._n, self.contract.frame_stride, self.span
+            if 0 < n < span and self.short == "error":
+                raise InputError(self._too_short(name or "the stream", n))
             if 0 < n < span:
                 self._pending.append(([min(k * d, n - 1) for k in range(self.frames)], True))
             elif n and self._last_end != n - 1:
@@ -330,6 +348,23 @@ class Predictor:
             return self._run(final=True)
         finally:
             self.reset()
+
+    def _too_short(self, name: str, n: int) -> str:
+        c = self.contract
+        frames = (
+            f"{n} frames"
+            if self._resampler is None
+            else (f"{n} frames at the model's {c.fps:g} fps (of {self._pushed} decoded)")
+        )
+        need = f"{self.span} a window of T={self.frames} frames"
+        if c.frame_stride > 1:
+            need += f" {c.frame_stride} apart"
+        return (
+            f"{name}: {frames}, fewer than the {need} spans; training refuses such a video "
+            "(short: error) and so does predict. Pass short='pad' (hyperframes predict "
+            "--short pad) to predict one window with its last frame repeated (marked padded), "
+            "or predict a longer video"
+        )
 
     def _rgb(self, frame: Any, source: int) -> Tensor:
         if self._cached is not None and self._cached[0] == source:

@@ -214,8 +214,11 @@ class TimelineWriter:
         return [self.csv_path, self.json_path, self.png_path]
 
     def abort(self) -> None:
-        """Close the files after an error (they stay, incomplete)."""
+        """Close the files after an error and remove them: incomplete, they would pass for a
+        whole timeline."""
         if not self._closed:
             self._closed = True
             self._csv_file.close()
             self._json.close()
+            self.csv_path.unlink(missing_ok=True)
+            self.json_path.unlink(missing_ok=True)

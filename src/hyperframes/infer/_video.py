@@ -48,7 +48,7 @@ def iter_predictions(
             if on_frame is not None:
                 on_frame(frame)
             yield from predictor.push(frame)
-        yield from predictor.flush()
+        yield from predictor.flush(name=os.fspath(video))
     finally:
         predictor.reset()
 
@@ -72,6 +72,7 @@ def predict_video(
     frames: int | None = None,
     reconstruct: bool = False,
     reconstructions: int | None = None,
+    short: str = "error",
 ) -> PredictReport:
     """Predict over ``video`` with a checkpoint; write ``timeline.csv/.json/.png`` (and
     ``annotated.mp4`` with ``annotate``) into ``out`` (default ``<video stem>_predict``).
@@ -83,9 +84,13 @@ def predict_video(
     stderr. An interpolation or super-resolution model writes frames as PNG instead
     (:func:`~hyperframes.infer._frames.predict_frames`; ``reconstruct``: its mode), a
     masked_video model its reconstructions of ``reconstructions`` windows (None: up to 16;
-    :func:`~hyperframes.infer._reconstruct.predict_reconstructions`).
+    :func:`~hyperframes.infer._reconstruct.predict_reconstructions`). ``short``: a video
+    shorter than a window is refused (``"error"``, as training refuses it) or predicted as one
+    window with its last frame repeated (``"pad"``, said in the report's notes); see
+    :class:`~hyperframes.infer.Predictor`. The pictures of a masked-video or frame-task model
+    need whole windows: a short video writes nothing and is refused either way.
     """
-    check_options(stride, ema, batch_size)
+    check_options(stride, ema, batch_size, short)
     device = resolve_device(device)
     from ..decode import create_decoder  # deferred: pulls av
 
@@ -107,6 +112,7 @@ def predict_video(
         ema=ema,
         batch_size=batch_size,
         reuse=reuse,
+        short=short,
     )
     decoder, said = choose_decoder(predictor.contract.decoder, decoder)
     predictor.notes += said
@@ -207,6 +213,11 @@ def _write_timeline(
         if last is None:
             raise InputError(f"{video}: no frames decoded; nothing to predict")
         assert prob_sum is not None  # set with last
+        if last.padded:  # short="pad": the one window repeats the last frame
+            predictor.notes.append(
+                f"{video} is shorter than a window ({predictor.frames_added} frames, a window "
+                f"spans {predictor.span}): its one window repeats the last frame (padded)"
+            )
         frames_seen = predictor.frames_added
         outputs = writer.close(
             {"windows": writer.count, "frames": frames_seen, "decoded_frames": counter.decoded}

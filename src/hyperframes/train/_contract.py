@@ -219,7 +219,9 @@ def _make(
         frame_stride=stride,
         fps=_fps(fps, "fps"),
         size=None if parse_size(size) is None else str(size).strip().lower(),
-        crop=crop if task == "classification" else None,  # segmentation: whole frames
+        # every task's eval crop (masked_video, multilabel too); segmentation sees whole
+        # frames (its config refuses data.augmentation.size, as the frame tasks' do)
+        crop=None if task == "segmentation" else crop,
         mean=mean,
         std=std,
         dtype=dtype,
@@ -231,8 +233,21 @@ def _make(
 def _from_checkpoint(state: Mapping) -> InputContract:
     if "contract" in state:
         c = InputContract.from_dict(state["contract"])
+        crop = _lost_crop(state) if c.crop is None else None
+        if crop is not None:  # written before every task kept its crop (issue 35)
+            return c.replace(crop=crop, source="checkpoint contract, crop from its config")
         return c.replace(source="checkpoint contract")
     return _from_old_checkpoint(state)
+
+
+def _lost_crop(state: Mapping) -> Any:
+    """The eval crop a masked-video checkpoint's contract left out, from its config's
+    ``data.augmentation.size`` (contracts kept the crop for classification only)."""
+    config = state.get("config")
+    if state.get("task") != "masked_video" or not isinstance(config, Mapping):
+        return None
+    aug = _section(config, "data").get("augmentation")
+    return aug.get("size") if isinstance(aug, Mapping) else None
 
 
 def _section(config: Mapping, name: str) -> Mapping:

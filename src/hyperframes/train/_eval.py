@@ -17,7 +17,7 @@ baseline (:mod:`hyperframes.train._frame_tasks`) over all windows.
 
 **Splits.** ``split`` is a split the store records (a CSV annotation's ``split`` column), or
 for a store without any, ``data.train_split`` / ``data.val_split`` of the run (the generated
-split, as training made it); ``"all"`` is every video. Any other name is a
+split, as training made it; said on stderr and under ``notes``); ``"all"`` is every video. Any other name is a
 :class:`ConfigError` listing the known ones.
 
 **Frame rate.** The contract's ``fps`` is the rate the model was trained at. When the store's
@@ -39,12 +39,19 @@ get predictions only: a store (or split) with none writes ``predictions.csv`` an
 metrics, and says so; a split with some gets metrics over the labelled videos (said under
 ``notes``) and predictions for all.
 
+**Views.** ``clips`` or ``crops`` not given: the run's ``eval:`` section's when it asked for
+more than one view (the end-of-run evaluation's views; said on stderr), else 10 clips and 3
+crops, 1 for a task evaluated on whole frames (segmentation, masked_video, interpolation,
+super-resolution).
+
 Input is prepared by the checkpoint's :class:`~hyperframes._core._contract.InputContract` only
 (the same object predict and export use), the model rebuilt by
 :func:`~hyperframes.train._checkpoint.rebuild_model`. The metrics are printed as a table and
-written per store and split, to ``RUN_DIR/eval/<store name>/<split>/metrics.json`` (a store
-of the same name elsewhere gets ``<store name>-<hash of its path>``), unless ``out`` names
-the file; beside it, classification writes ``predictions.csv`` (``<out stem>_predictions.csv``
+written per store, split, checkpoint and settings, to
+``RUN_DIR/eval/<store name>/<split>/<checkpoint stem>[_T<frames>]_<clips>clips_<crops>crops
+[_by_index]/metrics.json`` (``best_10clips_3crops``, ``best_T4_10clips_3crops``,
+``recalibrated_T4_10clips_3crops``: each evaluation keeps its own; a store of the same name
+elsewhere gets ``<store name>-<hash of its path>``), unless ``out`` names the file; beside it, classification writes ``predictions.csv`` (``<out stem>_predictions.csv``
 with ``out``): one row per video, ``path, label, prediction, score`` (the video-level
 probability of the predicted class), for error analysis.
 """
@@ -74,12 +81,13 @@ from ._data import make_dataset
 from ._eval_table import decoder_text, format_metrics
 from ._frame_config import FRAME_TASKS
 from ._predict import predict
-from ._splits import resolve_split
+from ._splits import GENERATED, resolve_split
 from ._tasks import create_task, get_task
 
 __all__ = ["evaluate", "format_metrics", "match_classes"]
 
 POSITIONS = {1: ("centre",), 3: ("start", "centre", "end")}
+DEFAULT_CLIPS = 10  # windows per video when neither the arguments nor the run's eval: say
 
 
 def _segmented(cfg) -> bool:
@@ -238,23 +246,36 @@ def _labelled(views: list[dict]) -> list[dict]:
     return out
 
 
-def _out_path(ck_path: str, store: str, split: str) -> Path:
-    """``RUN_DIR/eval/<store name>/<split>/metrics.json`` (module doc)."""
+def _clean(name: str) -> str:
+    return re.sub(r"[^\w.+-]", "_", name) or "_"
 
-    def clean(name: str) -> str:
-        return re.sub(r"[^\w.+-]", "_", name) or "_"
 
+def _settings_tag(ck_path: str, frames, clips: int, crops: int, by_index: bool) -> str:
+    """The folder of one evaluation's settings: ``<checkpoint stem>[_T<frames>]_<clips>clips_
+    <crops>crops[_by_index]`` (module doc)."""
+    tag = Path(ck_path).stem + (f"_T{frames}" if frames is not None else "")
+    return _clean(f"{tag}_{clips}clips_{crops}crops" + ("_by_index" if by_index else ""))
+
+
+def _out_path(ck_path: str, store: str, split: str, tag: str) -> Path:
+    """``RUN_DIR/eval/<store name>/<split>/<tag>/metrics.json`` (module doc)."""
     base = Path(ck_path).parent / "eval"
-    name = clean(Path(store).name)
-    path = base / name / clean(split) / "metrics.json"
-    try:
-        recorded = json.loads(path.read_text()).get("store") if path.is_file() else store
-    except (OSError, ValueError, AttributeError):
-        recorded = store
-    if recorded != store:  # another store of the same name was evaluated here
-        digest = hashlib.sha1(store.encode()).hexdigest()[:8]
-        path = base / f"{name}-{digest}" / clean(split) / "metrics.json"
-    return path
+    name = _clean(Path(store).name)
+    if _recorded_store(base / name) not in (None, store):  # another store of the same name
+        name = f"{name}-{hashlib.sha1(store.encode()).hexdigest()[:8]}"
+    return base / name / _clean(split) / tag / "metrics.json"
+
+
+def _recorded_store(folder: Path) -> str | None:
+    """The store an earlier evaluation in ``folder`` (one store's) recorded, None if none."""
+    for path in sorted(folder.glob("*/*/metrics.json")):
+        try:
+            recorded = json.loads(path.read_text()).get("store")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(recorded, str):
+            return recorded
+    return None
 
 
 def _write_predictions(path: Path, rows: list[dict], paths: list[str]) -> None:
@@ -270,8 +291,8 @@ def evaluate(
     store: str | Path | None = None,
     *,
     split: str | None = "val",
-    clips: int = 10,
-    crops: int = 3,
+    clips: int | None = None,
+    crops: int | None = None,
     batch_size: int | None = None,
     workers: int | None = 0,
     device: str = "auto",
@@ -282,26 +303,27 @@ def evaluate(
 ) -> dict:
     """Evaluate ``checkpoint`` (a file, or a run folder: its ``best.pt``, else ``last.pt``) on
     ``store`` (default: the run's store), split ``split`` (``None`` or ``"all"``: every
-    video); metrics to ``out`` (default: per store and split, see the module doc). Classes
-    are matched by name (``classes_by_index``: by number; module doc); ``frames``: windows of
-    that T instead of the model's (models that take any T; others refuse it). Returns the metrics
-    dict (``predictions_only``: the videos have no labels, so no metrics)."""
-    if clips < 1:
-        raise ConfigError(f"clips must be >= 1, got {clips}")
-    if crops not in POSITIONS:
-        raise ConfigError(f"crops must be 1 or 3, got {crops}")
-    ck, cfg, task = _read_checkpoint(checkpoint, store, crops)
+    video); metrics to ``out`` (default: per store, split, checkpoint and views, see the module
+    doc). ``clips``/``crops`` (None: the module doc's Views). Classes are matched by name
+    (``classes_by_index``: by number; module doc); ``frames``: windows of that T instead of the
+    model's (models that take any T; others refuse it). Returns the metrics dict
+    (``predictions_only``: the videos have no labels, so no metrics)."""
+    ck, cfg, task = _read_checkpoint(checkpoint, store)
+    clips, crops = _views_asked(cfg, task, clips, crops, verbose=verbose)
     dev = resolve_device(device)
     model, contract = rebuild_model(ck, device=dev, frames=frames)
     cfg.data.frames = contract.frames  # the windows eval reads (--frames, a recalibrated T)
     st = open_store(cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit)
-    ids, split = _split_ids(st, split, cfg)
+    ids, split, split_note = _split_ids(st, split, cfg)
     classes = list(contract.classes)
     kind = create_task(task, classes)
     notes, predictions_only = _label_notes(
         st, ids, cfg, task, kind, classes, by_index=classes_by_index, split=split
     )
     store_decoder, resample = _store_notes(st, ids, cfg, contract, notes)
+    if split_note is not None:
+        print(f"hyperframes eval: note: {split_note}", file=sys.stderr, flush=True)
+        notes.append(split_note)
     passes = _passes(cfg, clips, contract, resample=resample)
     batch = batch_size or cfg.data.val_batch_size or cfg.data.batch_size
     views = _views(cfg, st, ids, model, kind, contract, dev, passes, crops, batch, workers)
@@ -328,7 +350,11 @@ def evaluate(
         result["predictions_only"] = True
     else:
         result.update(kind.evaluate_views(_labelled(views) if task == "classification" else views))
-    path = Path(out) if out is not None else _out_path(ck["path"], cfg.data.store, split)
+    if out is not None:
+        path = Path(out)
+    else:
+        tag = _settings_tag(ck["path"], frames, clips, crops, classes_by_index)
+        path = _out_path(ck["path"], cfg.data.store, split, tag)
     _write_results(result, kind.video_predictions(views), path, st, named=out is not None)
     if verbose:
         print(format_metrics(result), flush=True)
@@ -358,32 +384,61 @@ def _views(cfg, st, ids, model, kind, contract, dev, passes, crops: int, batch: 
     return views
 
 
-def _read_checkpoint(checkpoint, store, crops: int) -> tuple[dict, Any, str]:
-    """``(checkpoint, config, task)``: the run's config pointed at ``store`` (when given); a
-    task that takes no ``crops`` views refused."""
+def _read_checkpoint(checkpoint, store) -> tuple[dict, Any, str]:
+    """``(checkpoint, config, task)``: the run's config pointed at ``store`` (when given)."""
     ck = load_checkpoint(checkpoint)
     raw = ck["config"]
     if store is not None:
         raw = {**raw, "data": {**raw["data"], "store": str(store)}}
-    cfg = config_from_dict(raw)
-    task = ck.get("task") or "classification"
-    task_kind = get_task(task)
-    if crops not in task_kind.eval_crops:
-        how = "is evaluated on whole frames" if task_kind.eval_crops == (1,) else "takes"
-        allowed = " or ".join(map(str, task_kind.eval_crops))
+    return ck, config_from_dict(raw), ck.get("task") or "classification"
+
+
+def _views_asked(cfg, task: str, clips, crops, *, verbose: bool) -> tuple[int, int]:
+    """``(clips, crops)``: each the argument, else the run's ``eval:`` section's when it asked
+    for more than one view, else :data:`DEFAULT_CLIPS` and the most crops the task takes
+    (module doc: Views); a task that takes no ``crops`` views refused."""
+    eval_crops = get_task(task).eval_crops
+    if (clips is None or crops is None) and (cfg.eval.clips > 1 or cfg.eval.crops > 1):
+        clips = cfg.eval.clips if clips is None else clips
+        crops = cfg.eval.crops if crops is None else crops
+        if verbose:
+            print(
+                f"hyperframes eval: note: {clips} clips x {crops} crops per video, the run's "
+                f"eval: section (clips {cfg.eval.clips}, crops {cfg.eval.crops}) where "
+                "--clips/--crops are not given",
+                file=sys.stderr,
+                flush=True,
+            )
+    clips = DEFAULT_CLIPS if clips is None else clips
+    crops = max(eval_crops) if crops is None else crops
+    if isinstance(clips, bool) or not isinstance(clips, int) or clips < 1:
+        raise ConfigError(f"clips must be an integer >= 1, got {clips!r}")
+    if crops not in POSITIONS:
+        raise ConfigError(f"crops must be 1 or 3, got {crops!r}")
+    if crops not in eval_crops:
+        how = "is evaluated on whole frames" if eval_crops == (1,) else "takes"
+        allowed = " or ".join(map(str, eval_crops))
         raise ConfigError(f"crops: {task} {how}; allowed: {allowed}, got {crops}")
-    return ck, cfg, task
+    return clips, crops
 
 
-def _split_ids(st, split: str | None, cfg) -> tuple[np.ndarray, str]:
-    """The ids of the videos of ``split`` (module doc: Splits), and its name."""
+def _split_ids(st, split: str | None, cfg) -> tuple[np.ndarray, str, str | None]:
+    """The ids of the videos of ``split`` (module doc: Splits), its name, and a note when the
+    split is one the run generated (the store records none)."""
     if split in (None, "all"):
         ids, _ = resolve_split(st, None, cfg.data, role="all")
-        return ids, "all"
+        return ids, "all", None
     _check_split(st, split, cfg)
     role = "train" if split == cfg.data.train_split else "val"
-    ids, _ = resolve_split(st, split, cfg.data, role=role)
-    return ids, split
+    ids, source = resolve_split(st, split, cfg.data, role=role)
+    if source != GENERATED:
+        return ids, split, None
+    note = (
+        f"{cfg.data.store} records no splits: {split} is the subset the run generated "
+        f"(data.val_fraction={cfg.data.val_fraction:g}, data.split_seed={cfg.data.split_seed}), "
+        f"{len(ids)} of its {len(st.videos)} videos; --split all evaluates every video"
+    )
+    return ids, split, note
 
 
 def _label_notes(st, ids, cfg, task: str, kind, classes: list[str], *, by_index: bool, split: str):
