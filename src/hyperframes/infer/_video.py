@@ -15,6 +15,7 @@ from typing import Any
 
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, InputError
+from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
 from ..train import hidden_picture, takes_recipe
 from ._annotate import VideoAnnotator
 from ._frames import predict_frames
@@ -72,6 +73,7 @@ def predict_video(
     frames: int | None = None,
     reconstruct: bool = False,
     reconstructions: int | None = None,
+    max_gap_seconds: float | None = DEFAULT_MAX_GAP_SECONDS,
 ) -> PredictReport:
     """Predict over ``video`` with a checkpoint; write ``timeline.csv/.json/.png`` (and
     ``annotated.mp4`` with ``annotate``) into ``out`` (default ``<video stem>_predict``).
@@ -83,7 +85,8 @@ def predict_video(
     stderr. An interpolation or super-resolution model writes frames as PNG instead
     (:func:`~hyperframes.infer._frames.predict_frames`; ``reconstruct``: its mode), a
     masked_video model its reconstructions of ``reconstructions`` windows (None: up to 16;
-    :func:`~hyperframes.infer._reconstruct.predict_reconstructions`).
+    :func:`~hyperframes.infer._reconstruct.predict_reconstructions`). ``max_gap_seconds``:
+    as the build's ``max_gap``, frames further apart are not bridged (see :class:`Predictor`).
     """
     check_options(stride, ema, batch_size)
     device = resolve_device(device)
@@ -107,6 +110,7 @@ def predict_video(
         ema=ema,
         batch_size=batch_size,
         reuse=reuse,
+        max_gap_seconds=max_gap_seconds,
     )
     decoder, said = choose_decoder(predictor.contract.decoder, decoder)
     predictor.notes += said

@@ -20,7 +20,7 @@ import xxhash
 
 from .._core._errors import ConfigError, StoreError
 from ..remote import BLOCK_BYTES, BlockCache, RemoteFiles, RemoteShards, is_url, join_url
-from ._folder import checksum_mismatch, parse_json
+from ._folder import check_manifest_bytes, checksum_mismatch, parse_json
 from ._open import check_manifest
 from ._reader import Store
 from ._table_checks import ALTERED
@@ -124,6 +124,7 @@ class RemoteFolder:
                     "`convert`) command to finish it"
                 )
             raise StoreError(f"{self.path}: no store here (no object under this URL)")
+        check_manifest_bytes(listing[MANIFEST]["size"], self.where(MANIFEST))
         m = parse_json(self.files.read(MANIFEST), self.where(MANIFEST))
         self._manifest = m if isinstance(m, dict) else {}
         return m
