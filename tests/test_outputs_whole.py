@@ -16,13 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import hyperframes
 from hyperframes import DecodeError, InputError
 from hyperframes.demo import make_motion_frames, write_h264
 from hyperframes.infer import predict_video
 from hyperframes.train._checkpoint import save_checkpoint
 from test_hostile_inputs import _state
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+#: the code under test, for the child processes (the tree this process imported)
+SRC = str(Path(hyperframes.__file__).resolve().parents[1])
 FINAL = ("timeline.csv", "timeline.json", "timeline.png")
 
 
