@@ -14,6 +14,15 @@ or stride still matches. Values a checkpoint may hold: mappings, lists, tuples, 
 bytes, bools, ints, floats, None, tensors, ``torch.dtype`` and ``torch.device``; anything
 else is a :class:`TypeError` at save time (a bug in the writer, not damage).
 
+**Bounded before it is read.** A checkpoint asks for finite work: before ``torch.load`` its
+zip's entries may declare at most :data:`~hyperframes._core._limits.MAX_CHECKPOINT_INFLATION`
+times the file's size once inflated (``torch.save`` stores them uncompressed; a zip bomb
+declares gigabytes in a few compressed megabytes: :func:`checkpoint_file_problem`), and before
+hashing, its tensors may show at most
+:data:`~hyperframes._core._limits.MAX_CHECKPOINT_REPEATED_BYTES` beyond the storage they view
+(an expanded, stride-0 tensor of 40 GB over 4 bytes of storage: hashing it would write out
+every repeat).
+
 Checkpoints written before checksums (format version 1) have none: they load unchecked, and
 the reader says so once per file on stderr (:func:`note_unchecked`); from version
 :data:`CHECKSUM_SINCE` on, a checkpoint without its checksum is refused as damaged.
@@ -22,18 +31,24 @@ the reader says so once per file on stderr (:func:`note_unchecked`); from versio
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 import sys
-from collections.abc import Mapping
+import zipfile
+from collections.abc import Iterator, Mapping
 from typing import Any
+
+from ._limits import MAX_CHECKPOINT_INFLATION, MAX_CHECKPOINT_REPEATED_BYTES
 
 __all__ = [
     "CHECKPOINT_FORMAT",
     "CHECKSUM_KEY",
     "CHECKSUM_SINCE",
+    "checkpoint_file_problem",
     "checksum_problem",
     "note_unchecked",
     "state_checksum",
+    "stored_bytes",
 ]
 
 #: the ``format`` entry of a hyperframes checkpoint (a plain state dict has none)
@@ -88,6 +103,78 @@ def _feed(h, value: Any, depth: int = 0) -> None:
         )
 
 
+def checkpoint_file_problem(path: str | os.PathLike) -> str | None:
+    """What makes the file at ``path`` too costly to read, or None: its zip entries declare
+    more than :data:`MAX_CHECKPOINT_INFLATION` times the file's size once inflated (only the
+    zip's directory is read to say so). A file that is not a zip is torch.load's to judge."""
+    try:
+        size = os.path.getsize(path)
+        with zipfile.ZipFile(path) as z:
+            declared = sum(info.file_size for info in z.infolist())
+    except (OSError, zipfile.BadZipFile, ValueError, EOFError):
+        return None
+    allowed = MAX_CHECKPOINT_INFLATION * size
+    if declared <= allowed:
+        return None
+    return (
+        f"refused: its entries declare {declared:,} bytes once inflated from a {size:,}-byte "
+        f"file; allowed: at most {MAX_CHECKPOINT_INFLATION} times the file's size "
+        "(torch.save stores entries uncompressed; this is a zip bomb or not a checkpoint)"
+    )
+
+
+def _tensors(value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """``(where, tensor)`` of every tensor in ``value`` (mappings and sequences followed,
+    as deep as :func:`_feed` follows them)."""
+    import torch  # deferred: optional/heavy dependency
+
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, torch.Tensor):
+        yield "", value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            for where, t in _tensors(item, depth + 1):
+                yield f"{key}{'.' + where if where else ''}", t
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            for where, t in _tensors(item, depth + 1):
+                yield f"{i}{'.' + where if where else ''}", t
+
+
+def stored_bytes(state: Mapping) -> int:
+    """Bytes of the tensor storages ``state`` holds, each storage once: about the size of the
+    file ``torch.save`` makes of it (what a save needs free)."""
+    seen: dict[int, int] = {}
+    for _, t in _tensors(state):
+        storage = t.untyped_storage()
+        seen[storage.data_ptr() or id(storage)] = storage.nbytes()
+    return sum(seen.values())
+
+
+def repeated_bytes_problem(state: Mapping) -> str | None:
+    """What is wrong with the tensors of ``state`` before any is hashed, or None: together
+    they may show at most :data:`MAX_CHECKPOINT_REPEATED_BYTES` beyond the storage they view
+    (an expanded tensor repeats its storage; hashing reads every repeat)."""
+    total, worst = 0, ("", 0, 0)
+    for where, t in _tensors(state):
+        shown = t.numel() * t.element_size()
+        stored = t.untyped_storage().nbytes()
+        if shown > stored:
+            total += shown - stored
+            if shown - stored > worst[1] - worst[2]:
+                worst = (where, shown, stored)
+    if total <= MAX_CHECKPOINT_REPEATED_BYTES:
+        return None
+    where, shown, stored = worst
+    return (
+        f"refused: its tensors repeat {total:,} bytes beyond the storage they hold (e.g. "
+        f"{where!r} shows {shown:,} bytes over {stored:,} stored: an expanded, stride-0 "
+        f"tensor); allowed: at most {MAX_CHECKPOINT_REPEATED_BYTES >> 20} MiB, so that "
+        "checking it stays cheap"
+    )
+
+
 def state_checksum(state: Mapping) -> dict:
     """The checksum entry of ``state``: SHA-256 over every entry but :data:`CHECKSUM_KEY`."""
     h = hashlib.sha256()
@@ -114,6 +201,9 @@ def checksum_problem(state: Mapping) -> str | None:
         or not isinstance(saved.get("digest"), str)
     ):
         return f"damaged: its checksum entry is not a {_ALGORITHM} digest ({saved!r:.80})"
+    repeated = repeated_bytes_problem(state)
+    if repeated is not None:
+        return repeated
     try:
         now = state_checksum(state)["digest"]
     except TypeError as e:

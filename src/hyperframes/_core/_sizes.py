@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from ._errors import ConfigError
+from ._limits import MAX_SIDE
 
 __all__ = [
     "DEFAULT_MAX_FRAMES",
@@ -32,15 +33,23 @@ DEFAULT_MAX_GAP_SECONDS = 5.0
 
 
 def parse_size(size, *, where: str = "size") -> tuple[str, int, int] | None:
-    """``"128"`` → ("short", 128, 128); ``"112x96"`` → ("exact", 112, 96); ``"none"``/None → None."""
+    """``"128"`` → ("short", 128, 128); ``"112x96"`` → ("exact", 112, 96); ``"none"``/None → None.
+    Sides are at most :data:`~hyperframes._core._limits.MAX_SIDE` (``where`` names the option
+    in errors)."""
     text = "none" if size is None else str(size).strip().lower()
     if text in ("none", "native", ""):
         return None
-    if re.fullmatch(r"\d+", text) and int(text) > 0:
-        return ("short", int(text), int(text))
-    m = re.fullmatch(r"(\d+)x(\d+)", text)
-    if m and int(m[1]) > 0 and int(m[2]) > 0:
-        return ("exact", int(m[1]), int(m[2]))
+    m = re.fullmatch(r"0*(\d+)(?:x0*(\d+))?", text)
+    if m and int(m[1][:12]) > 0 and int((m[2] or "1")[:12]) > 0:
+        sides = m[1], m[2] or m[1]
+        if max(len(sides[0]), len(sides[1])) > 9 or max(map(int, sides)) > MAX_SIDE:
+            # every size drives an allocation: bounded here, before anything is made
+            raise ConfigError(
+                f"{where}: {str(size)[:40]!r} asks for frames of {sides[0][:12]} x "
+                f"{sides[1][:12]} pixels; allowed: sides of at most {MAX_SIDE} (a short side "
+                "128, HxW 112x112, or none)"
+            )
+        return ("exact" if m[2] else "short", int(sides[0]), int(sides[1]))
     raise ConfigError(
         f"{where} {size!r} is not understood; use a short side (128), HxW (112x112) or none"
     )

@@ -41,6 +41,8 @@ MAX_GAP: JsonDict = {
     "error": "{key} must be a positive number of seconds or None (no bound), got {value}"
 }
 LIBRARY_ONLY: JsonDict = {"cli": False}
+#: the most frames per chunk and decoding workers a build takes
+MAX_COUNT = 1024
 
 #: a rate or a length of time: a finite number > 0 (an int stays an int: ``_validate.Number``)
 Positive = Annotated[Number, Field(gt=0, allow_inf_nan=False)]
@@ -199,6 +201,13 @@ class BuildOptions(Options):
         if size is not None:
             parse_size(size, where="flow_size")
         return size
+
+    @field_validator("chunk_frames", "workers")
+    @classmethod
+    def _at_most(cls, value: int, info) -> int:
+        if value > MAX_COUNT:  # each drives memory or processes: bounded like every size
+            raise ConfigError(f"{info.field_name} must be at most {MAX_COUNT}, got {value}")
+        return value
 
     @field_validator("codec")
     @classmethod

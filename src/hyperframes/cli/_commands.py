@@ -217,6 +217,7 @@ def predict(args) -> int:
         batch_size=args.batch_size,
         device=args.device,
         reuse=False if args.no_reuse else "auto",
+        max_gap_seconds=args.max_gap,
         progress=not args.quiet,
         frames=args.frames,
         decoder=args.decoder,

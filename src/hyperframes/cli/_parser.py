@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from .._core._sizes import DEFAULT_SIZE
+from .._core._sizes import DEFAULT_MAX_GAP_SECONDS, DEFAULT_SIZE
 from .._version import __version__
 from . import _commands as run
-from ._build_flags import add_build_options
+from ._build_flags import add_build_options, seconds_or_none
 from ._frames import add_recalibrate, frames_option
 
 COMPRESSIONS = ["lzf", "blosc", "gzip", "none"]
@@ -119,6 +119,15 @@ def _predict_options(pr) -> None:
         default="error",
         help="a video shorter than one window: error (refused, as training refuses it; "
         "default) or pad (one window, its last frame repeated, said in the output)",
+    )
+    pr.add_argument(
+        "--max-gap",
+        type=seconds_or_none,
+        default=DEFAULT_MAX_GAP_SECONDS,
+        metavar="SECONDS",
+        help="as build's --max-gap: two frames further apart than this are not bridged by "
+        f"repeated frames when resampling to the model's rate; 'none' for no bound (default "
+        f"{DEFAULT_MAX_GAP_SECONDS:g})",
     )
     frames_option(pr)
     pr.add_argument(

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from .. import models
 from .._core._contract import InputContract
 from .._core._errors import ConfigError, HyperframesError, require_extra
+from .._core._limits import check_infer_values
 from ..models import to_layout
 from ._load import InferenceModel, load_inference_model
 from ._recipe import preprocessing_recipe, write_sidecar
@@ -186,6 +187,7 @@ def export_onnx(
     layout = contract.layout if contract is not None else getattr(model, "layout", "temporal")
     _check_onnx_flag(name)
     hw = _export_size(size, contract)
+    _check_example_values(model, loaded, batch + 1 if check else batch, hw)
     model = model.eval().cpu()
     graph = _graph_of(model, layout)
     output = getattr(graph, "output_name", "logits")
@@ -222,6 +224,21 @@ def export_onnx(
             )
     report.sidecar = write_sidecar(path, report, loaded)
     return report
+
+
+def _check_example_values(
+    model: nn.Module, loaded: InferenceModel | None, batch: int, hw: tuple[int, int]
+) -> None:
+    """The example inputs (``batch`` clips at ``hw``; the check runs one batch larger) within
+    the inference bound, before they are made: a checkpoint whose contract asks for 512 frames
+    of 2048 x 2048 is refused, naming it, instead of allocating a hundred gigabytes."""
+    contract = loaded.contract if loaded is not None else None
+    frames = contract.frames if contract is not None else getattr(model, "frames", 8)
+    channels = getattr(model, "in_channels", 3)
+    if contract is not None and contract.flow:
+        channels += 2  # the flow planes travel with the frames
+    where = f"checkpoint {loaded.path}: export" if loaded is not None else "export"
+    check_infer_values(batch, int(frames), int(channels), *hw, where)
 
 
 def _source_model(source) -> tuple[nn.Module, InferenceModel | None]:

@@ -36,6 +36,11 @@ Feature reuse (``reuse="auto"``): for models with a per-frame part (:func:`split
 TSN, CNN+LSTM, the TSM stem) and overlapping windows (S < T), each frame goes through that
 part once (``frame_batch`` frames per call) and only the head runs per window; the
 predictions equal the plain path's.
+
+Gaps: as in a build (``max_gap``), two frames further apart than ``max_gap_seconds`` are not
+bridged by repeated frames when resampling to the contract's rate (the frames after the gap
+start a new grid; :class:`~hyperframes.decode.FpsResampler`), so a clip whose timestamps jump
+by a day makes a few windows, not millions. ``None``: no bound.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ from torch import Tensor, nn
 
 from .._core._contract import InputContract
 from .._core._errors import ConfigError, InputError
+from .._core._limits import check_infer_values
+from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
 from ..models import other_frames_refusal
 from ._load import InferenceModel, load_inference_model
 from ._prediction import Prediction
@@ -89,6 +96,17 @@ def check_options(stride: Any, ema: Any, batch_size: Any = 1, short: Any = "erro
             f"short {short!r}: allowed: 'error' (refuse a video shorter than a window, as "
             "training does) or 'pad' (one window, its last frame repeated)"
         )
+
+
+def check_input_values(
+    contract: InputContract, batch_size: int, height: int, width: int, where: str
+) -> None:
+    """One model call's input (``batch_size`` windows of T frames) and the frames a window
+    spans, at ``height`` x ``width``, within the inference bound: a contract asking for 512
+    frames of 2048 x 2048 is refused, not allocated."""
+    check_infer_values(batch_size, contract.frames, 3, height, width, where)
+    span = contract.window_span()
+    check_infer_values(1, span, 3, height, width, f"{where} (the {span} frames a window spans)")
 
 
 def _check_predictor_options(
@@ -173,6 +191,7 @@ class Predictor:
         frame_batch: int | None = None,
         device: str | torch.device | None = None,
         short: str = "error",
+        max_gap_seconds: float | None = DEFAULT_MAX_GAP_SECONDS,
     ) -> None:
         _check_predictor_options(
             model, contract, stride, ema, batch_size, reuse, frame_batch, short
@@ -203,6 +222,9 @@ class Predictor:
         #: with reuse: frames per call of the per-frame part (default: batch_size * T, the
         #: images per call of the plain path); 1 for the lowest latency on a live stream
         self.frame_batch = frame_batch or batch_size * self.frames
+        #: frames further apart than this (seconds) are not bridged when resampling
+        self.max_gap_seconds = max_gap_seconds
+        self._check_input_values(*contract.example_size())  # the crop's or size's; exact below
         self.split: FrameSplit | None = _reused_split(model, reuse, stride, self.frames)
         self.path: str | None = None
         self.notes: list[str] = []
@@ -236,6 +258,10 @@ class Predictor:
             loaded = load_inference_model(
                 checkpoint, size=size, fps=fps, device=device, frames=frames
             )
+        batch = options.get("batch_size", 8)
+        if isinstance(batch, int):  # (a bad one is refused by the constructor, by name)
+            where = f"checkpoint {loaded.path}: its input contract"
+            check_input_values(loaded.contract, batch, *loaded.contract.example_size(), where)
         p = cls(
             loaded.model,
             loaded.contract,
@@ -253,7 +279,7 @@ class Predictor:
         from ..decode import FpsResampler  # deferred: pulls av
 
         fps = self.contract.fps
-        self._resampler = FpsResampler(fps) if fps else None
+        self._resampler = FpsResampler(fps, max_gap_seconds=self.max_gap_seconds) if fps else None
         self._pushed = 0
         self._last_pts: float | None = None
         self._native: tuple[int, int] | None = None
@@ -392,6 +418,7 @@ class Predictor:
     def _add(self, frame: Any, source: int, pts: float) -> None:
         chw = self._rgb(frame, source)
         if self._size is None:
+            self._check_input_values(chw.shape[-2], chw.shape[-1])
             self._size = (chw.shape[-2], chw.shape[-1])
         elif tuple(chw.shape[-2:]) != self._size:
             raise InputError(
@@ -409,6 +436,9 @@ class Predictor:
         if start >= 0 and start % self.stride == 0:
             self._pending.append((list(range(start, i + 1, self.contract.frame_stride)), False))
             self._last_end = i
+
+    def _check_input_values(self, height: int, width: int) -> None:
+        check_input_values(self.contract, self.batch_size, height, width, "the input contract")
 
     # -- compute ----------------------------------------------------------------------------
 

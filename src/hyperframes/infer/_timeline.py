@@ -11,6 +11,11 @@ times are presentation times in seconds.
 ``timeline.json``: ``{"meta": {..., "columns": COLUMNS}, "windows": [Prediction.to_dict(),
 ...]}``, streamed to disk window by window; each window also lists its T ``source_frames``.
 
+Both are streamed to hidden temporary files beside them (``.timeline.csv.PID.tmp``) and take
+their names only when the run has finished (synced, then renamed; :meth:`TimelineWriter.close`):
+a run that fails, or is killed, leaves no file at the final names (and the previous run's
+files, if any, as they were); a killed run's temporary files are removed by the next writer.
+
 ``timeline.png``: class probability (segmentation: pixel coverage) over time, for the
 classes that reach the highest values. The plot keeps a bounded history: past
 :data:`PLOT_POINTS` windows, neighbouring points are averaged in pairs, so memory does not
@@ -26,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._core._atomic import fsync_dir, remove_stale_temps, temp_path
 from ._prediction import Prediction
 
 __all__ = ["COLUMNS", "PLOT_POINTS", "TimelineWriter", "plot_timeline"]
@@ -92,6 +98,7 @@ def plot_timeline(
     ylabel: str = "probability",
     title: str = "",
     max_classes: int = PLOT_CLASSES,
+    format: str | None = None,
 ) -> Path:
     """A PNG of ``values`` (N, K) over ``times`` (N,), one line per class (the ``max_classes``
     with the highest peaks). Uses matplotlib's Agg canvas; the global backend is untouched."""
@@ -117,7 +124,7 @@ def plot_timeline(
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    fig.savefig(path, format=format)
     return path
 
 
@@ -145,7 +152,11 @@ class TimelineWriter:
         self.meta = {**(meta or {}), "columns": COLUMNS}
         self.count = 0
         self._history = _History()
-        self._csv_file = open(self.csv_path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        for path in (self.csv_path, self.json_path, self.png_path):
+            remove_stale_temps(self.out, path.name)  # of killed runs
+        # written under temporary names, renamed by close(): never partial at the final names
+        self._csv_tmp, self._json_tmp = temp_path(self.csv_path), temp_path(self.json_path)
+        self._csv_file = open(self._csv_tmp, "w", newline="", encoding="utf-8")  # noqa: SIM115
         self._csv = csv.writer(self._csv_file)
         header = [
             "window",
@@ -162,7 +173,7 @@ class TimelineWriter:
         if task == "segmentation":
             header += [f"coverage:{c}" for c in self.classes]
         self._csv.writerow(header)
-        self._json = open(self.json_path, "w", encoding="utf-8")  # noqa: SIM115
+        self._json = open(self._json_tmp, "w", encoding="utf-8")  # noqa: SIM115
         self._json.write('{"meta": ' + json.dumps(self.meta) + ', "windows": [')
         self._closed = False
 
@@ -191,34 +202,51 @@ class TimelineWriter:
         self.count += 1
 
     def close(self, extra_meta: dict | None = None) -> list[Path]:
-        """Finish the files (``extra_meta`` goes into the JSON's end as ``"summary"``)."""
+        """Finish the files (``extra_meta`` goes into the JSON's end as ``"summary"``) and give
+        them their names: CSV and JSON synced, the PNG drawn beside them, then each renamed."""
         if self._closed:
             return [self.csv_path, self.json_path, self.png_path]
-        self._closed = True
-        self._csv_file.close()
         self._json.write("\n]")
         if extra_meta is not None:
             self._json.write(', "summary": ' + json.dumps(extra_meta))
         self._json.write("}\n")
-        self._json.close()
+        for f in (self._csv_file, self._json):
+            f.flush()
+            os.fsync(f.fileno())
+            f.close()
         times, values = self._history.arrays()
         seg = self.task == "segmentation"
-        plot_timeline(
-            self.png_path,
-            times,
-            values,
-            self.classes,
-            ylabel="fraction of pixels" if seg else "probability (smoothed)",
-            title=str(self.meta.get("title", "")),
-        )
+        png_tmp = temp_path(self.png_path)
+        try:
+            plot_timeline(
+                png_tmp,
+                times,
+                values,
+                self.classes,
+                ylabel="fraction of pixels" if seg else "probability (smoothed)",
+                title=str(self.meta.get("title", "")),
+                format="png",
+            )
+            for tmp, path in (
+                (self._csv_tmp, self.csv_path),
+                (self._json_tmp, self.json_path),
+                (png_tmp, self.png_path),
+            ):
+                os.replace(tmp, path)
+        except BaseException:
+            self.abort()
+            png_tmp.unlink(missing_ok=True)
+            raise
+        self._closed = True
+        fsync_dir(self.out)
         return [self.csv_path, self.json_path, self.png_path]
 
     def abort(self) -> None:
-        """Close the files after an error and remove them: incomplete, they would pass for a
-        whole timeline."""
-        if not self._closed:
-            self._closed = True
-            self._csv_file.close()
-            self._json.close()
-            self.csv_path.unlink(missing_ok=True)
-            self.json_path.unlink(missing_ok=True)
+        """After an error: close and remove the temporary files (nothing takes a final name;
+        files of an earlier run there stay as they were)."""
+        if self._closed:
+            return
+        self._closed = True
+        for f, tmp in ((self._csv_file, self._csv_tmp), (self._json, self._json_tmp)):
+            f.close()
+            tmp.unlink(missing_ok=True)

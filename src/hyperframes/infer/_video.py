@@ -15,6 +15,7 @@ from typing import Any
 
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, InputError
+from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
 from ..train import hidden_picture, takes_recipe
 from ._annotate import VideoAnnotator
 from ._frames import predict_frames
@@ -73,6 +74,7 @@ def predict_video(
     reconstruct: bool = False,
     reconstructions: int | None = None,
     short: str = "error",
+    max_gap_seconds: float | None = DEFAULT_MAX_GAP_SECONDS,
 ) -> PredictReport:
     """Predict over ``video`` with a checkpoint; write ``timeline.csv/.json/.png`` (and
     ``annotated.mp4`` with ``annotate``) into ``out`` (default ``<video stem>_predict``).
@@ -89,6 +91,8 @@ def predict_video(
     window with its last frame repeated (``"pad"``, said in the report's notes); see
     :class:`~hyperframes.infer.Predictor`. The pictures of a masked-video or frame-task model
     need whole windows: a short video writes nothing and is refused either way.
+    ``max_gap_seconds``: as the build's ``max_gap``, frames further apart are not bridged
+    (see :class:`Predictor`).
     """
     check_options(stride, ema, batch_size, short)
     device = resolve_device(device)
@@ -113,6 +117,7 @@ def predict_video(
         batch_size=batch_size,
         reuse=reuse,
         short=short,
+        max_gap_seconds=max_gap_seconds,
     )
     decoder, said = choose_decoder(predictor.contract.decoder, decoder)
     predictor.notes += said

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from .._core._errors import InputError
+from .._core._limits import MAX_CLASSES
 
 VIDEO_EXTENSIONS = frozenset(
     [
@@ -153,13 +154,7 @@ def class_names(sources: list[Source], classes: list[str] | None = None) -> list
     ...) is kept as it is, after checking that it names every label of ``sources``. Otherwise
     the names are sorted, and integer labels (mmaction2 lists and CSVs with class ids) keep
     their ids: the names are ``"0" .. str(max)``. Multi-label and segment labels count."""
-    labels: set[str] = set()
-    for s in sources:
-        if s.label is not None:
-            labels.add(s.label)
-        labels.update(s.labels or ())
-        for seg in s.segments:
-            labels.update(seg.labels)
+    labels: set[str] = set().union(*map(_labels_of, sources))
     if classes is not None:
         unknown = sorted(labels - set(classes))
         if unknown:
@@ -169,8 +164,47 @@ def class_names(sources: list[Source], classes: list[str] | None = None) -> list
             )
         return list(classes)
     if labels and all(lbl.isdigit() for lbl in labels):
-        return [str(i) for i in range(max(int(lbl) for lbl in labels) + 1)]
+        return [str(i) for i in range(_largest_class_id(sources, labels) + 1)]
     return sorted(labels)
+
+
+def _is_class_id(label: str) -> bool:
+    return label.isascii() and label.isdigit()
+
+
+def _largest_class_id(sources: list[Source], labels: set[str]) -> int:
+    """The largest of integer ``labels`` (class ids), each checked before any class list is
+    made: written in 0-9 (``'²'`` is a digit to Python, not an id) and below
+    :data:`MAX_CLASSES`. :class:`InputError` naming the row that lists the label."""
+    bad = next((lbl for lbl in sorted(labels) if not _is_class_id(lbl)), None)
+    if bad is not None:
+        raise InputError(
+            f"{_row_of(sources, bad)}: label {bad!r} reads as a number but is not a class id "
+            "written in the digits 0-9; write class ids in 0-9, or give class names (text)"
+        )
+    # compared as text first: a label of a million digits is never made an int
+    top = max(labels, key=lambda x: (len(x.lstrip("0")), x.lstrip("0")))
+    if len(top.lstrip("0")) <= len(str(MAX_CLASSES)) and int(top) < MAX_CLASSES:
+        return int(top)
+    shown = top if len(top) <= 24 else f"{top[:20]}... ({len(top)} digits)"
+    raise InputError(
+        f"{_row_of(sources, top)}: class id {shown} is above the bound on classes; allowed: "
+        f"ids 0..{MAX_CLASSES - 1} (integer labels are class ids, and the store lists every "
+        "class from 0 to the largest); fix the label, or give class names (text) instead"
+    )
+
+
+def _row_of(sources: list[Source], label: str) -> str:
+    """Where the first source with ``label`` was listed (``file:line``, else its path)."""
+    return next((s.row or s.path for s in sources if label in _labels_of(s)), "a row")
+
+
+def _labels_of(source: Source) -> set[str]:
+    out = {source.label} if source.label is not None else set()
+    out.update(source.labels or ())
+    for seg in source.segments:
+        out.update(seg.labels)
+    return out
 
 
 def source_stat(source: Source) -> tuple[int, int]:

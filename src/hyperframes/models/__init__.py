@@ -41,6 +41,7 @@ from ._mae import MaskedVideoAutoencoder, patchify, tube_mask, unpatchify  # vid
 from ._registry import (
     ModelInfo,
     ModelSpec,
+    check_model_size,
     create,
     describe,
     get_spec,
@@ -83,6 +84,7 @@ __all__ = [
     "as_keyframes",
     "aux_weight",
     "bicubic_upscale",
+    "check_model_size",
     "consensus",
     "create",
     "describe",

@@ -29,6 +29,7 @@ from torch.utils.checkpoint import checkpoint
 from .._core._errors import ConfigError, DataError
 from .._core._layouts import LAYOUTS, KeyframeWindow
 from .._core._layouts import to_layout as _to_layout
+from .._core._limits import MAX_CLASSES, MAX_FRAMES, MAX_MODEL_WIDTH
 from ._weights import adapt_state_dict
 
 __all__ = [
@@ -315,9 +316,19 @@ def stage_match(qualified: str, name: str) -> bool:
     return bool(qualified) and (qualified == name or qualified.endswith("." + name))
 
 
+#: the bound of a size option whose own bound is not :data:`MAX_MODEL_WIDTH`
+_MOST = {"num_classes": MAX_CLASSES, "frames": MAX_FRAMES}
+
+
 def _check_int(name: str, value: Any) -> None:
+    """A size option of a model: a positive integer, at most :data:`MAX_MODEL_WIDTH` (widths,
+    depths, heads; ``num_classes`` and ``frames`` have the config's bounds), so an option of
+    10**8 is refused by value before a layer of it is allocated."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    most = _MOST.get(name, MAX_MODEL_WIDTH)
+    if value > most:
+        raise ConfigError(f"{name} must be at most {most}, got {value}")
 
 
 def masked_mean(x: Tensor, mask: Tensor | None, dim: int = 1) -> Tensor:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from torch import nn
 
 from .._core._errors import ConfigError
+from .._core._limits import MAX_MODEL_PARAMS
 from .._core._validate import did_you_mean, validate
 from ._base import LAYOUTS, TASKS
 from ._weights import load_pretrained
@@ -24,6 +25,7 @@ from ._weights import load_pretrained
 __all__ = [
     "ModelInfo",
     "ModelSpec",
+    "check_model_size",
     "create",
     "describe",
     "get_spec",
@@ -221,6 +223,33 @@ def create(
     if pretrained is not None:
         model.pretrained_report = load_pretrained(model, pretrained)  # type: ignore[assignment]
     return model
+
+
+def check_model_size(
+    name: str, *, num_classes: int, frames: int, options: Mapping[str, Any], where: str = ""
+) -> None:
+    """Build ``name`` with ``options`` on the ``meta`` device (shapes, no memory) and refuse
+    more than :data:`MAX_MODEL_PARAMS` parameters: options are checked by what their values
+    build, not only by name and type (``base_width: 100000000`` is a :class:`ConfigError`,
+    not gigabytes allocated). ``where``: the options' key in messages (``model.options``)."""
+    prefix = f"{where}: " if where else ""
+    try:
+        with torch.device("meta"):
+            ghost = create(name, num_classes=num_classes, frames=frames, **options)
+    except ConfigError as e:
+        raise ConfigError(f"{prefix}{e}") from None
+    count = count_parameters(ghost)
+    if count > MAX_MODEL_PARAMS:
+        raise ConfigError(
+            f"{prefix}{name} with {dict(options)!r:.200} has {count:,} parameters; allowed: at "
+            f"most {MAX_MODEL_PARAMS:,} (lower the widths or depths)"
+        )
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Parameters and buffers of ``model`` (meta tensors count by their shapes)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    return sum(t.numel() for t in tensors)
 
 
 def describe() -> list[ModelInfo]:

@@ -24,7 +24,12 @@ from typing import Protocol, runtime_checkable
 import torch
 from torch import Tensor, nn
 
-from .._core._checksum import CHECKPOINT_FORMAT, checksum_problem, note_unchecked
+from .._core._checksum import (
+    CHECKPOINT_FORMAT,
+    checkpoint_file_problem,
+    checksum_problem,
+    note_unchecked,
+)
 from .._core._errors import ConfigError
 
 __all__ = ["LoadReport", "adapt_state_dict", "inflate_weight", "load_pretrained", "read_state_dict"]
@@ -57,6 +62,9 @@ def read_state_dict(path: str | Path) -> dict[str, Tensor]:
             f"pretrained weights file not found: {p}. Give the path of a local state dict "
             "(.pt/.pth saved with torch.save); hyperframes never downloads weights"
         )
+    costly = checkpoint_file_problem(p)  # bounded before torch.load inflates anything
+    if costly is not None:
+        raise ConfigError(f"pretrained weights {p}: {costly}; they are not loaded")
     try:
         obj = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as e:

@@ -22,6 +22,7 @@ import xxhash
 
 from .._core._errors import ConfigError, StoreError
 from .._core._json import loads_json
+from .._core._limits import MAX_MANIFEST_BYTES
 from ..remote import LocalShards
 from ._codecs import Codec, create_codec
 from ._open import IndexSource
@@ -50,6 +51,27 @@ def parse_json(raw: bytes | str, where):
         )
     except ValueError as e:  # StoreError is not one: a too-deep file is said as such
         raise StoreError(f"{where}: cannot be read as JSON ({e}); the store is corrupt") from None
+
+
+def check_manifest_bytes(size: int, where) -> None:
+    """A manifest is read whole: one over :data:`MAX_MANIFEST_BYTES` is refused before it is
+    read (a crafted or corrupt file; a real one is kilobytes to a few MiB)."""
+    if size > MAX_MANIFEST_BYTES:
+        raise StoreError(
+            f"{where}: is {size:,} bytes; allowed: a manifest of at most "
+            f"{MAX_MANIFEST_BYTES >> 20} MiB (it is read whole at every open): the file is "
+            "corrupt or not a hyperframes manifest; rebuild the store"
+        )
+
+
+def load_manifest(path: Path):
+    """The JSON of a local ``manifest.json``, its size bounded before it is read."""
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise StoreError(f"{path}: cannot be read as JSON ({e}); the store is corrupt") from None
+    check_manifest_bytes(size, path)
+    return _load_json(path)
 
 
 def _load_json(path: Path):
@@ -176,7 +198,7 @@ class LocalFolder:
                     "running); rerun the same `hyperframes build` command to finish it"
                 )
             raise StoreError(f"{self.path}: no store here ({MANIFEST} is missing)")
-        return _load_json(manifest_path)
+        return load_manifest(manifest_path)
 
     def check_size(self, folder: str, name, listed: int, listed_in) -> int:
         return _file_size(own_file(self.path / folder, name, listed_in), listed)

@@ -23,7 +23,7 @@ import xxhash
 
 from .._core._errors import ConfigError, StoreError
 from ..remote import BLOCK_BYTES, BlockCache, RemoteFiles, RemoteShards, is_url, join_url
-from ._folder import checksum_mismatch, generation_prefix, parse_json
+from ._folder import check_manifest_bytes, checksum_mismatch, generation_prefix, parse_json
 from ._open import check_manifest
 from ._reader import Store
 from ._table_checks import ALTERED
@@ -139,6 +139,7 @@ class RemoteFolder:
                         "`convert`) command to finish it"
                     )
                 raise StoreError(f"{self.path}: no store here (no object under this URL)")
+            check_manifest_bytes(listing[MANIFEST]["size"], self.where(MANIFEST))
             try:
                 data = self.files.read(MANIFEST, etag=listing[MANIFEST]["etag"] or None)
                 break

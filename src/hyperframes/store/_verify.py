@@ -22,7 +22,7 @@ import xxhash
 from .._core._atomic import write_json_atomic
 from .._core._errors import StoreError
 from .._core._urls import is_url
-from ._folder import LocalFolder, _load_json, is_checksum, own_file
+from ._folder import LocalFolder, is_checksum, load_manifest, own_file
 from ._hdf5 import H5_INDEX_SUM_ATTR, H5Store
 from ._hdf5_sign import resign_hdf5
 from ._open import check_manifest
@@ -98,7 +98,7 @@ def _folder_manifest(store: Path) -> tuple[dict, str | None]:
     """The manifest of the store folder, and what is wrong with its shape (None: nothing)."""
     if not (store / MANIFEST).exists():
         raise StoreError(f"{store}: no store here ({MANIFEST} is missing)")
-    m = _load_json(store / MANIFEST)
+    m = load_manifest(store / MANIFEST)
     try:
         check_manifest(m, store / MANIFEST)
     except StoreError as e:

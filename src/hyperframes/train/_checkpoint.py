@@ -58,11 +58,13 @@ real build.
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import pickle
 import random
 import re
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -75,9 +77,11 @@ from .. import models
 from .._core._atomic import keep_previous, write_atomic
 from .._core._checksum import (
     CHECKPOINT_FORMAT,
+    checkpoint_file_problem,
     checksum_problem,
     note_unchecked,
     state_checksum,
+    stored_bytes,
 )
 from .._core._contract import InputContract
 from .._core._errors import ConfigError, InputError
@@ -126,9 +130,40 @@ def save_checkpoint(
     entries = {"format": FORMAT, "version": VERSION, **entries}
     if entries["version"] == VERSION:  # a test may write another version on purpose
         entries["checksum"] = state_checksum(entries)
-    if keep is not None:
-        keep_previous(path, keep)
-    return write_atomic(path, lambda f: torch.save(entries, f))
+    try:
+        if keep is not None:
+            keep_previous(path, keep)
+        return write_atomic(path, lambda f: torch.save(entries, f))
+    except Exception as e:
+        full = _no_room(e)
+        if full is None:
+            raise
+        folder = Path(path).parent
+        try:
+            free = f"{shutil.disk_usage(folder).free / 2**20:,.1f} MiB free"
+        except OSError:
+            free = "free space unknown"
+        raise InputError(
+            f"checkpoint {path}: not saved: no room in {folder} ({full}); it needs about "
+            f"{(stored_bytes(entries) + (64 << 10)) / 2**20:,.1f} MiB, {free}. The checkpoints "
+            "already there are intact: free space (or write to a larger disk) and run again "
+            "(a training run: with --resume)"
+        ) from None
+
+
+#: what a write says when the disk (or the user's quota, or the file size limit) is full
+_FULL = {errno.ENOSPC: "disk full", errno.EDQUOT: "quota exceeded", errno.EFBIG: "file too large"}
+
+
+def _no_room(error: BaseException | None) -> str | None:
+    """How ``error`` (or an error it was raised from: torch.save wraps the OSError) says the
+    disk is full, or None when it does not."""
+    seen = 0
+    while error is not None and seen < 8:
+        if isinstance(error, OSError) and error.errno in _FULL:
+            return _FULL[error.errno]
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return None
 
 
 def resolve_checkpoint(path: str | os.PathLike, *, resume: bool = False) -> Path:
@@ -160,6 +195,9 @@ def load_checkpoint(
     (:func:`resolve_checkpoint`). :class:`InputError` if it is not one, :class:`ConfigError`
     for values out of bounds. The dict gets ``path``, the file read."""
     p = resolve_checkpoint(path, resume=resume)
+    costly = checkpoint_file_problem(p)  # bounded before torch.load inflates anything
+    if costly is not None:
+        raise InputError(f"checkpoint {p}: {costly}; it is not loaded")
     try:
         state = torch.load(p, map_location=map_location, weights_only=True)
     except Exception as e:  # zip / pickle framing errors, truncated files, refused objects

@@ -91,13 +91,21 @@ def _check_norm(cfg: Config, spec) -> None:
 
 def cross_checks(cfg: Config) -> None:
     """What the sections cannot check alone (module doc); ConfigError naming the keys."""
-    from ..models import get_spec  # deferred: pulls torchvision
+    from ..models import check_model_size, get_spec  # deferred: pulls torchvision
 
     try:
         spec = get_spec(cfg.model.name)
     except ConfigError as e:
         raise ConfigError(f"model.name: {e}") from None
     spec.check_options(cfg.model.options, where="model.options")
+    if cfg.model.options:  # sizes by value: built on meta (the defaults are known to be sound)
+        check_model_size(
+            spec.name,
+            num_classes=cfg.model.num_classes or 2,
+            frames=cfg.data.frames,
+            options=cfg.model.options,
+            where="model.options",
+        )
     if cfg.data.layout not in ("auto", spec.layout):
         raise ConfigError(
             f"data.layout: {cfg.data.layout!r} does not fit model {cfg.model.name!r}, which "
