@@ -215,7 +215,7 @@ def test_a_store_begun_before_the_bound_resumes_only_as_it_was_built(media, tmp_
     params = json.loads((store / "build.json").read_text())
     del params["content"]["max_gap"]  # as written before the option existed
     (store / "build.json").write_text(json.dumps(params))
-    with pytest.raises(StoreError, match=r"max_gap: stored None, asked 5\.0"):
+    with pytest.raises(StoreError, match=r"max_gap: stored none, asked 5\.0"):
         build_store(media / "pause.mkv", store, BuildOptions(fps=2, size="16"), progress=False)
     report = build_store(
         media / "pause.mkv", store, BuildOptions(fps=2, size="16", max_gap=None), progress=False

@@ -98,14 +98,6 @@ def cross_checks(cfg: Config) -> None:
     except ConfigError as e:
         raise ConfigError(f"model.name: {e}") from None
     spec.check_options(cfg.model.options, where="model.options")
-    if cfg.model.options:  # sizes by value: built on meta (the defaults are known to be sound)
-        check_model_size(
-            spec.name,
-            num_classes=cfg.model.num_classes or 2,
-            frames=cfg.data.frames,
-            options=cfg.model.options,
-            where="model.options",
-        )
     if cfg.data.layout not in ("auto", spec.layout):
         raise ConfigError(
             f"data.layout: {cfg.data.layout!r} does not fit model {cfg.model.name!r}, which "
@@ -129,6 +121,15 @@ def cross_checks(cfg: Config) -> None:
             f"0 <= min_lr <= lr"
         )
     _check_augmentation(cfg)
+    if cfg.model.options:  # sizes by value, built on meta (the defaults are known to be sound);
+        # last, so that what the data and task sections ask is named first
+        check_model_size(
+            spec.name,
+            num_classes=cfg.model.num_classes or 2,
+            frames=cfg.data.frames,
+            options=cfg.model.options,
+            where="model.options",
+        )
 
 
 def _check_samplers(cfg: Config) -> None:
