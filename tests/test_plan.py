@@ -11,8 +11,8 @@ import pytest
 
 from _media import write_video
 from hyperframes import DataError
-from hyperframes.bench import plan_store
-from hyperframes.build import BuildOptions, build_store
+from hyperframes.bench import pick_sample, plan_store
+from hyperframes.build import BuildOptions, build_store, header_sizes
 from hyperframes.cli import main
 from hyperframes.store import list_codecs, open_store
 
@@ -58,10 +58,14 @@ def test_predicted_bytes_within_a_quarter_of_the_whole_build(mixed, planned, tmp
         shutil.rmtree(out)
 
 
-def test_sample_spreads_across_codecs_and_sizes(planned):
-    names = {Path(p).name for p in planned.sample}
-    assert {"v2.mp4", "v5.mp4"} & names  # an mpeg4 video is among them
-    assert "v0.mp4" in names or "v7.mp4" in names  # the smallest or the largest
+def test_sample_spreads_across_codecs_and_sizes(mixed, planned):
+    sizes, _ = header_sizes(mixed, BuildOptions(size="none"))
+    chosen = pick_sample(sizes, 3)
+    assert [h.source.path for h in chosen] == planned.sample
+    assert {h.codec for h in chosen} == {h.codec for h in sizes} == {"h264", "mpeg4"}
+    largest = max(sizes, key=lambda h: h.frames * h.height * h.width)
+    assert largest in chosen  # the store's bytes follow the pixels: the largest weighs most
+    assert len({(h.height, h.width) for h in chosen}) > 1
 
 
 def test_budget_picks_the_fastest_codec_that_fits(mixed, planned):

@@ -78,23 +78,32 @@ class StorePlan:
 
 
 def pick_sample(sizes, n: int) -> list:
-    """``n`` of ``sizes`` (:class:`hyperframes.build.HeaderSize`) spread across codecs and
-    sizes: each codec's median-sized video first (most common codecs first), then videos
-    evenly spaced over the rest ordered by header pixels."""
-    order = sorted(sizes, key=lambda h: (h.frames * h.height * h.width, h.source.path))
+    """``n`` of ``sizes`` (:class:`hyperframes.build.HeaderSize`) spread across sizes and
+    codecs: ordered by header pixels (frames x stored size), the video at the middle of each of
+    ``n`` equal shares of the total pixels (the store's bytes follow the pixels: the large
+    videos weigh most); then each codec left out takes the place of the pick nearest its own
+    median video among the codecs picked more than once."""
+    order = sorted(sizes, key=lambda h: (_pixels([h]), h.source.path))
     if n >= len(order):
         return order
+    mass = np.cumsum([_pixels([h]) for h in order], dtype=np.float64)
+    chosen: list = []
+    for k in range(n):
+        i = int(np.searchsorted(mass, (k + 0.5) / n * mass[-1]))
+        free = [j for j in range(len(order)) if order[j] not in chosen]
+        chosen.append(order[min(free, key=lambda j: (abs(j - i), -j))])
     by_codec: dict[str, list] = {}
     for h in order:
         by_codec.setdefault(h.codec, []).append(h)
-    chosen = []
-    for group in sorted(by_codec.values(), key=len, reverse=True)[:n]:
-        chosen.append(group[len(group) // 2])
-    rest = [h for h in order if h not in chosen]
-    need = n - len(chosen)
-    if need:
-        idx = np.linspace(0, len(rest) - 1, need).round().astype(int)
-        chosen += [rest[i] for i in dict.fromkeys(idx.tolist())]
+    for codec, group in sorted(by_codec.items(), key=lambda kv: -len(kv[1])):
+        if any(h.codec == codec for h in chosen):
+            continue
+        shared = [h for h in chosen if sum(c.codec == h.codec for c in chosen) > 1]
+        if not shared:
+            break
+        median = group[len(group) // 2]
+        out = min(shared, key=lambda h: abs(order.index(h) - order.index(median)))
+        chosen[chosen.index(out)] = median
     return sorted(chosen, key=order.index)
 
 
