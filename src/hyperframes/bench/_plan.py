@@ -151,7 +151,6 @@ def plan_store(
             "give a folder, annotation file or video that `hyperframes build` takes"
         )
     chosen = pick_sample(sizes, sample)
-    scale = _pixels(sizes) / max(_pixels(chosen), 1)
     with tempfile.TemporaryDirectory(prefix="hyperframes-plan-") as tmp:
         listing = _sample_csv(Path(tmp), chosen)
         bar = Progress(len(codecs), unit="stores", enabled=progress, desc="plan")
@@ -168,7 +167,9 @@ def plan_store(
             bar.close()
     name, otf = decoded or (None, None)
     rows = []
-    for codec, (nbytes, built, rate) in measured.items():
+    for codec, (nbytes, built, rate, failed) in measured.items():
+        # scaled by the pixels of the videos the sample's build stored (a failed one is not)
+        scale = _pixels(sizes) / _pixels([h for h in chosen if h.source.path not in failed])
         predicted = round(nbytes * scale)
         build = built * scale / options.workers
         rows.append(
@@ -217,18 +218,26 @@ def _sample_csv(tmp: Path, chosen) -> Path:
 
 
 def _measure_codec(listing, out, options, codec, frames, batch, crop, seconds):
-    """(store bytes, build seconds, windows/s on one core) of ``codec`` on the sample."""
+    """(store bytes, build seconds, windows/s on one core, the paths whose build failed) of
+    ``codec`` on the sample."""
     from ..build import build_store  # deferred: pulls pydantic and the decoders
 
     opts = options.model_copy(
         update={"codec": codec, "workers": 1, "format": "store", "allow_outside_root": True}
     )
     t0 = time.perf_counter()
-    build_store(listing, out, opts, progress=False, input_format="csv", root="/")
+    report = build_store(listing, out, opts, progress=False, input_format="csv", root="/")
     built = time.perf_counter() - t0
+    failed = {f["path"] for f in report.failed}
+    if not report.videos:
+        said = "; ".join(f"{f['path']}: {f['error']}" for f in report.failed[:3])
+        raise DataError(
+            f"plan: no video of the sample could be built as {codec} ({said}); `hyperframes "
+            "build` lists why each failed"
+        )
     with open_store(out) as s:
         nbytes = int(s.manifest.get("store_bytes", 0))
-    return nbytes, built, _augmented_rate(out, frames, batch, crop, seconds)
+    return nbytes, built, _augmented_rate(out, frames, batch, crop, seconds), failed
 
 
 @contextlib.contextmanager
