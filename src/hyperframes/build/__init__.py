@@ -31,11 +31,13 @@ from ._options import BuildOptions
 __all__ = [
     "BuildOptions",
     "BuildReport",
+    "HeaderSize",
     "build_store",
     "conversion_summary",
     "convert_to_hdf5",
     "dry_run",
     "gc_store",
+    "header_sizes",
 ]
 
 #: public name -> the module holding it, imported when the name is first asked for
@@ -43,6 +45,8 @@ _LAZY = {
     "BuildReport": "._report",
     "build_store": "._build",
     "dry_run": "._build",
+    "header_sizes": "._build",
+    "HeaderSize": "._build",
     "gc_store": "._publish",
     "convert_to_hdf5": "._hdf5",
     "conversion_summary": "._hdf5",

@@ -36,7 +36,7 @@ from ._report import BuildReport, as_given
 from ._url_lock import UrlLock
 from ._workers import decoder_for, error_text
 
-__all__ = ["ENGINES", "BuildReport", "build_store", "dry_run"]
+__all__ = ["ENGINES", "BuildReport", "HeaderSize", "build_store", "dry_run", "header_sizes"]
 
 #: where the videos are decoded: ``local`` worker processes, or a Ray cluster (``_ray``)
 ENGINES = ("local", "ray")
@@ -201,14 +201,31 @@ def _build_hdf5(data, out, options, *, progress=True) -> BuildReport:
     return report
 
 
-def dry_run(
+@dataclasses.dataclass(frozen=True)
+class HeaderSize:
+    """What a source's header says its stored frames will be, decoding nothing: ``frames``
+    stored (at the build's frame rate), each ``height`` x ``width`` (the build's size), from a
+    file of ``source_bytes`` whose video is ``codec``; ``seconds`` its duration (None:
+    unknown)."""
+
+    source: object  # hyperframes.inputs.Source
+    frames: int
+    height: int
+    width: int
+    source_bytes: int
+    codec: str
+    seconds: float | None
+
+
+def header_sizes(
     data: str | os.PathLike,
     options: BuildOptions | None = None,
     *,
     input_format: str | None = None,
     root: str | os.PathLike | None = None,
-) -> dict:
-    """Estimate a store's size from the sources' headers, decoding nothing."""
+) -> tuple[list[HeaderSize], list[dict]]:
+    """Each source of ``data`` as its header sizes it under ``options`` (:class:`HeaderSize`),
+    and the sources whose header cannot be read (``{"path", "error"}``)."""
     options = options or BuildOptions()
     sources = scan_inputs(
         data,
@@ -216,14 +233,12 @@ def dry_run(
         root=root,
         allow_outside_root=options.allow_outside_root,
     ).sources
-    est_frames, est_bytes, src_bytes, unreadable = 0, 0, 0, []
-    ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08}[options.codec]
-    itemsize = 2 if options.dtype == "float16" else 1
+    sized, unreadable = [], []
     for s in sources:
         try:
             dec = decoder_for(options, s.kind)
             info = dec.probe(s.path, stream=options.stream)
-            src_bytes += source_stat(s)[0]
+            src_bytes = source_stat(s)[0]
         except (HyperframesError, OSError) as e:
             unreadable.append(as_given({"path": s.path, "error": error_text(e)}, s))
             continue
@@ -234,6 +249,25 @@ def dry_run(
         else:
             n = info.num_frames_from_header or int((dur or 0) * (info.fps or 0))
         hw = target_size(info.height, info.width, options.size) or (info.height, info.width)
+        sized.append(HeaderSize(s, n, hw[0], hw[1], src_bytes, info.codec, dur))
+    return sized, unreadable
+
+
+def dry_run(
+    data: str | os.PathLike,
+    options: BuildOptions | None = None,
+    *,
+    input_format: str | None = None,
+    root: str | os.PathLike | None = None,
+) -> dict:
+    """Estimate a store's size from the sources' headers, decoding nothing."""
+    options = options or BuildOptions()
+    sized, unreadable = header_sizes(data, options, input_format=input_format, root=root)
+    est_frames, est_bytes = 0, 0
+    ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08}[options.codec]
+    itemsize = 2 if options.dtype == "float16" else 1
+    for h in sized:
+        n, hw, dur = h.frames, (h.height, h.width), h.seconds
         est_frames += n
         est_bytes += int(n * 3 * hw[0] * hw[1] * itemsize * ratio)
         if options.audio:  # float32 samples (as if every video had audio)
@@ -243,10 +277,10 @@ def dry_run(
             per = 2 * fh * fw * (1 if options.flow_dtype == "int8" else 2) + 36
             est_bytes += max(n - 1, 0) * per
     return {
-        "videos": len(sources),
+        "videos": len(sized) + len(unreadable),
         "estimated_frames": est_frames,
         "estimated_bytes": est_bytes,
-        "source_bytes": src_bytes,
+        "source_bytes": sum(h.source_bytes for h in sized),
         "codec": options.codec,
         "unreadable": unreadable,
         "note": "from container headers; compressed sizes are rough",

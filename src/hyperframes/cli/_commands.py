@@ -185,6 +185,31 @@ def bench(args) -> int:
     return EXIT_OK
 
 
+def plan(args) -> int:
+    # deferred: the CLI loads a command's code when it runs
+    from ..bench import format_plan, plan_store, plan_verdict
+    from ..build import BuildOptions  # deferred: the CLI loads a command's code when it runs
+
+    result = plan_store(
+        args.data,
+        BuildOptions(**model_values(args, BuildOptions)),
+        sample=args.sample,
+        budget=args.budget,
+        frames=args.frames,
+        batch=args.batch,
+        crop=args.crop,
+        seconds=args.seconds,
+        input_format=args.input_format,
+        root=args.root,
+        progress=not (args.quiet or args.json),
+    )
+    print(json.dumps(result.to_rows(), indent=1) if args.json else format_plan(result))
+    if result.recommended is None:  # a budget nothing fits: said, and not a success
+        print(f"hyperframes plan: {plan_verdict(result)}", file=sys.stderr)
+        return EXIT_FATAL
+    return EXIT_OK
+
+
 def models(args) -> int:
     from ..models import describe  # deferred: the CLI loads a command's code when it runs
 

@@ -22,16 +22,21 @@ __all__ = ["add_model_options", "model_values"]
 
 
 def add_model_options(
-    parser: argparse.ArgumentParser, model, *, overrides: Mapping[str, dict] | None = None
+    parser: argparse.ArgumentParser,
+    model,
+    *,
+    overrides: Mapping[str, dict] | None = None,
+    skip: frozenset[str] = frozenset(),
 ) -> None:
-    """One option of ``parser`` per field of ``model``; ``overrides`` (field name → keywords of
-    ``add_argument``) replaces what is derived, e.g. ``{"stream": {"type": video_stream}}``."""
+    """One option of ``parser`` per field of ``model`` (but those named in ``skip``);
+    ``overrides`` (field name → keywords of ``add_argument``) replaces what is derived, e.g.
+    ``{"stream": {"type": video_stream}}``."""
     # deferred: the CLI loads a command's code when it runs
     from .._core._validate import field_type
 
     for name, field in model.model_fields.items():
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-        if extra.get("cli") is False:
+        if extra.get("cli") is False or name in skip:
             continue
         base, _ = field_type(field)
         kwargs: dict[str, Any] = {"dest": name, "default": field.default}
