@@ -199,6 +199,11 @@ def _build_hdf5(data, out, options, *, progress=True) -> BuildReport:
     return report
 
 
+#: unreadable sources a dry run lists one by one (the rest are counted: ten million missing
+#: files are a number, not ten million lines held in memory)
+LISTED_UNREADABLE = 1000
+
+
 def dry_run(
     data: str | os.PathLike,
     options: BuildOptions | None = None,
@@ -214,7 +219,7 @@ def dry_run(
         root=root,
         allow_outside_root=options.allow_outside_root,
     ).sources
-    est_frames, est_bytes, src_bytes, unreadable = 0, 0, 0, []
+    est_frames, est_bytes, src_bytes, unreadable, unreadable_count = 0, 0, 0, [], 0
     ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08}[options.codec]
     itemsize = 2 if options.dtype == "float16" else 1
     for s in sources:
@@ -223,7 +228,9 @@ def dry_run(
             info = dec.probe(s.path, stream=options.stream)
             src_bytes += source_stat(s)[0]
         except (HyperframesError, OSError) as e:
-            unreadable.append(as_given({"path": s.path, "error": error_text(e)}, s))
+            unreadable_count += 1
+            if len(unreadable) < LISTED_UNREADABLE:
+                unreadable.append(as_given({"path": s.path, "error": error_text(e)}, s))
             continue
         dur = info.duration_seconds
         fps = options.target_fps(info.fps)
@@ -247,5 +254,6 @@ def dry_run(
         "source_bytes": src_bytes,
         "codec": options.codec,
         "unreadable": unreadable,
+        "unreadable_count": unreadable_count,
         "note": "from container headers; compressed sizes are rough",
     }

@@ -154,12 +154,15 @@ def class_names(sources: list[Source], classes: list[str] | None = None) -> list
     the names are sorted, and integer labels (mmaction2 lists and CSVs with class ids) keep
     their ids: the names are ``"0" .. str(max)``. Multi-label and segment labels count."""
     labels: set[str] = set()
-    for s in sources:
+    label_names = getattr(sources, "label_names", None)  # columns know theirs
+    for s in () if label_names is not None else sources:
         if s.label is not None:
             labels.add(s.label)
         labels.update(s.labels or ())
         for seg in s.segments:
             labels.update(seg.labels)
+    if label_names is not None:
+        labels = label_names()
     if classes is not None:
         unknown = sorted(labels - set(classes))
         if unknown:
