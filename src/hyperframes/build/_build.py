@@ -219,7 +219,8 @@ def dry_run(
         root=root,
         allow_outside_root=options.allow_outside_root,
     ).sources
-    est_frames, est_bytes, src_bytes, unreadable, unreadable_count = 0, 0, 0, [], 0
+    est_frames, est_bytes, src_bytes, unreadable_count = 0, 0, 0, 0
+    unreadable: list[dict] = []
     ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08}[options.codec]
     itemsize = 2 if options.dtype == "float16" else 1
     for s in sources:
