@@ -5,6 +5,9 @@ runs' peak memory at 10^5 and more rows."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tracemalloc
 
 import pytest
@@ -55,3 +58,66 @@ def test_text_no_row_keeps_costs_no_memory(tmp_path, fmt):
         f"{ROWS * FILLER / 1e6:.0f} MB of text no row keeps cost "
         f"{(padded - lean) / 2**20:.1f} MiB at the peak of reading"
     )
+
+
+#: rows of the generated annotation (each a distinct video, none of which exists but one)
+MANY_ROWS = 300_000
+#: bytes a row may cost at the peak of reading: 10^7 rows then fit in 1 GB with the
+#: interpreter's own ~30 MB (on main a row cost about 620 bytes: 6 GB at 10^7)
+BYTES_PER_ROW = 90
+
+_PEAK = """
+import resource, sys
+from hyperframes.inputs import scan_inputs
+n = len(scan_inputs(sys.argv[1], input_format="csv").sources)
+print(n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+"""
+
+
+def _peak_rss(tmp_path, rows: int) -> int:
+    """Peak resident bytes of a fresh process reading a CSV of ``rows`` distinct videos with
+    a WebVid-like caption column."""
+    folder = tmp_path / f"rows{rows}"
+    (folder / "v").mkdir(parents=True)
+    (folder / "v" / "clip_00000000.mp4").write_bytes(b"")
+    data = folder / "rows.csv"
+    with open(data, "w") as f:
+        f.write("path,label,caption\n")
+        f.writelines(
+            f"v/clip_{i:08d}.mp4,c{i % 400},a person walks a dog along a beach at sunset\n"
+            for i in range(rows)
+        )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(data)], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    n, peak = map(int, out.stdout.split())
+    assert n == rows
+    return peak
+
+
+@pytest.mark.slow
+def test_rows_cost_a_bounded_number_of_bytes_each(tmp_path):
+    base = _peak_rss(tmp_path, 1)
+    per_row = (_peak_rss(tmp_path, MANY_ROWS) - base) / MANY_ROWS
+    assert per_row < BYTES_PER_ROW, (
+        f"a row costs {per_row:.0f} bytes at the peak of reading: 10^7 rows would need "
+        f"{(base + per_row * 10**7) / 1e9:.2f} GB"
+    )
+
+
+def test_dry_run_counts_unreadable_rows_and_lists_the_first(tmp_path):
+    from hyperframes.build import dry_run
+    from hyperframes.build._build import LISTED_UNREADABLE
+
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "0.mp4").write_bytes(b"")  # exists (empty: unreadable too)
+    rows = LISTED_UNREADABLE + 50
+    data = tmp_path / "a.csv"
+    data.write_text("path,label\n" + "".join(f"v/{i}.mp4,c{i % 3}\n" for i in range(rows)))
+    est = dry_run(data, input_format="csv")
+    assert est["videos"] == rows
+    assert est["unreadable_count"] == rows
+    assert len(est["unreadable"]) == LISTED_UNREADABLE
+    assert est["unreadable"][0]["path"] == str(tmp_path / "v" / "0.mp4")

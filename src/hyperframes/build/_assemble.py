@@ -19,7 +19,7 @@ import numpy as np
 from .._core._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
 from .._version import __version__
 from ..decode import create_decoder
-from ..inputs import Source
+from ..inputs import Source, source_finder
 from ..store import repeated_frames, track_keys, track_tables, upsampled_rows
 from ..store.format import (
     AUDIO_FILE,
@@ -109,7 +109,7 @@ def assemble(
     write_json_atomic(index / STRINGS_FILE, strings)
     details = "".join(json.dumps(d) + "\n" for d in tables.details)
     write_bytes_atomic(index / DETAILS_FILE, details.encode())
-    by_path = {s.path: s for s in sources}
+    by_path = source_finder(sources)
     shard_rows = _shard_rows(store, shards, suspect)
     report = BuildReport(
         store=str(store),
@@ -117,7 +117,7 @@ def assemble(
         frames=tables.num_frames,
         store_bytes=sum(r["bytes"] for r in shard_rows),
         source_bytes=int(tables.videos["source_bytes"].sum()),
-        failed=[as_given({"path": p, "error": e}, by_path.get(p)) for p, e in failures.items()],
+        failed=[as_given({"path": p, "error": e}, by_path(p)) for p, e in failures.items()],
         reused=reused,
         seconds=0.0,  # (set once the manifest is written)
         damaged=[as_given(damage_row(r), s) for s, r in zip(kept, records) if r.decode_errors],

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import xxhash
@@ -201,6 +202,11 @@ def _build_hdf5(data, out, options, *, progress=True) -> BuildReport:
     return report
 
 
+#: unreadable sources a dry run lists one by one (the rest are counted: ten million missing
+#: files are a number, not ten million lines held in memory)
+LISTED_UNREADABLE = 1000
+
+
 @dataclasses.dataclass(frozen=True)
 class HeaderSize:
     """What a source's header says its stored frames will be, decoding nothing: ``frames``
@@ -217,6 +223,39 @@ class HeaderSize:
     seconds: float | None
 
 
+def iter_header_sizes(
+    data: str | os.PathLike,
+    options: BuildOptions,
+    *,
+    input_format: str | None = None,
+    root: str | os.PathLike | None = None,
+) -> Iterator[HeaderSize | dict]:
+    """Each source of ``data`` in turn, as its header sizes it under ``options``
+    (:class:`HeaderSize`), or ``{"path", "error"}`` where its header cannot be read."""
+    sources = scan_inputs(
+        data,
+        input_format=input_format,
+        root=root,
+        allow_outside_root=options.allow_outside_root,
+    ).sources
+    for s in sources:
+        try:
+            dec = decoder_for(options, s.kind)
+            info = dec.probe(s.path, stream=options.stream)
+            src_bytes = source_stat(s)[0]
+        except (HyperframesError, OSError) as e:
+            yield as_given({"path": s.path, "error": error_text(e)}, s)
+            continue
+        dur = info.duration_seconds
+        fps = options.target_fps(info.fps)
+        if fps and dur:
+            n = int(dur * fps)
+        else:
+            n = info.num_frames_from_header or int((dur or 0) * (info.fps or 0))
+        hw = target_size(info.height, info.width, options.size) or (info.height, info.width)
+        yield HeaderSize(s, n, hw[0], hw[1], src_bytes, info.codec, dur)
+
+
 def header_sizes(
     data: str | os.PathLike,
     options: BuildOptions | None = None,
@@ -226,30 +265,15 @@ def header_sizes(
 ) -> tuple[list[HeaderSize], list[dict]]:
     """Each source of ``data`` as its header sizes it under ``options`` (:class:`HeaderSize`),
     and the sources whose header cannot be read (``{"path", "error"}``)."""
-    options = options or BuildOptions()
-    sources = scan_inputs(
-        data,
-        input_format=input_format,
-        root=root,
-        allow_outside_root=options.allow_outside_root,
-    ).sources
-    sized, unreadable = [], []
-    for s in sources:
-        try:
-            dec = decoder_for(options, s.kind)
-            info = dec.probe(s.path, stream=options.stream)
-            src_bytes = source_stat(s)[0]
-        except (HyperframesError, OSError) as e:
-            unreadable.append(as_given({"path": s.path, "error": error_text(e)}, s))
-            continue
-        dur = info.duration_seconds
-        fps = options.target_fps(info.fps)
-        if fps and dur:
-            n = int(dur * fps)
+    sized: list[HeaderSize] = []
+    unreadable: list[dict] = []
+    for h in iter_header_sizes(
+        data, options or BuildOptions(), input_format=input_format, root=root
+    ):
+        if isinstance(h, HeaderSize):
+            sized.append(h)
         else:
-            n = info.num_frames_from_header or int((dur or 0) * (info.fps or 0))
-        hw = target_size(info.height, info.width, options.size) or (info.height, info.width)
-        sized.append(HeaderSize(s, n, hw[0], hw[1], src_bytes, info.codec, dur))
+            unreadable.append(h)
     return sized, unreadable
 
 
@@ -262,11 +286,18 @@ def dry_run(
 ) -> dict:
     """Estimate a store's size from the sources' headers, decoding nothing."""
     options = options or BuildOptions()
-    sized, unreadable = header_sizes(data, options, input_format=input_format, root=root)
-    est_frames, est_bytes = 0, 0
+    est_frames, est_bytes, src_bytes, readable, unreadable_count = 0, 0, 0, 0, 0
+    unreadable: list[dict] = []
     ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08}[options.codec]
     itemsize = 2 if options.dtype == "float16" else 1
-    for h in sized:
+    for h in iter_header_sizes(data, options, input_format=input_format, root=root):
+        if not isinstance(h, HeaderSize):
+            unreadable_count += 1
+            if len(unreadable) < LISTED_UNREADABLE:
+                unreadable.append(h)
+            continue
+        readable += 1
+        src_bytes += h.source_bytes
         n, hw, dur = h.frames, (h.height, h.width), h.seconds
         est_frames += n
         est_bytes += int(n * 3 * hw[0] * hw[1] * itemsize * ratio)
@@ -277,11 +308,12 @@ def dry_run(
             per = 2 * fh * fw * (1 if options.flow_dtype == "int8" else 2) + 36
             est_bytes += max(n - 1, 0) * per
     return {
-        "videos": len(sized) + len(unreadable),
+        "videos": readable + unreadable_count,
         "estimated_frames": est_frames,
         "estimated_bytes": est_bytes,
-        "source_bytes": sum(h.source_bytes for h in sized),
+        "source_bytes": src_bytes,
         "codec": options.codec,
         "unreadable": unreadable,
+        "unreadable_count": unreadable_count,
         "note": "from container headers; compressed sizes are rough",
     }

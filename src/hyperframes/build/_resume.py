@@ -11,7 +11,7 @@ from pathlib import Path
 import xxhash
 
 from .._core._errors import StoreError
-from ..inputs import Source, source_stat
+from ..inputs import Source, source_finder, source_stat
 from ..store.format import BUILD_PARAMS, RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
 from ._journal import JournalRecord, load_records
 from ._options import BuildOptions
@@ -78,14 +78,14 @@ def live_records(
     homographies: a damaged track decodes the video again), and a record lacking one of the
     record keys ``need`` (the tracks this build asks for) is not kept.
     """
-    wanted = {s.path: s for s in sources}
+    wanted = source_finder(sources)  # columns find a path without a dict of every source
     stats: dict[str, tuple[int, int] | None] = {}
     live: dict[str, tuple[str, JournalRecord]] = {}
     for shard, (records, _) in finished_shards(store).items():
         payload = _Payload(store / SHARDS_DIR / f"{shard}{SHARD_SUFFIX}", shard in trusted)
         try:
             for rec in records:
-                s = wanted.get(rec.path)
+                s = wanted(rec.path)
                 if s is None or (rec.label, rec.split) != (s.label, s.split):
                     continue
                 if s.path not in stats:

@@ -14,6 +14,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+from array import array
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
@@ -199,7 +200,7 @@ class _Pool:
         self.ctx = mp.get_context("spawn")
         self.args = (str(store), options, run)
         self.sources, self.handle = sources, handle
-        self.pending = list(todo)
+        self.pending = array("q", todo)  # 8 bytes a video
         self.pending.reverse()  # pop() from the end hands items out in order
         self.procs: dict[int, tuple[mp.process.BaseProcess, Connection]] = {}
         self.inflight: dict[int, int] = {}  # worker -> the item it holds

@@ -33,6 +33,9 @@ def build(args) -> int:
             )
             for u in est["unreadable"]:
                 print(printable(f"  unreadable: {u['path']}: {u['error']}", keep=""))
+            more = est["unreadable_count"] - len(est["unreadable"])
+            if more:
+                print(f"  and {more} more unreadable")
         return EXIT_OK
     report = build_store(
         args.data,

@@ -6,6 +6,7 @@ Hugging Face dataset on disk, a video folder).
 
 Imports nothing of hyperframes above ``_core``; ``hyperframes.build`` is its user."""
 
+from ._columns import source_finder as source_finder  # for the build, not public
 from ._formats import list_input_formats
 from ._scan import scan_inputs
 from ._sources import Source, source_stat

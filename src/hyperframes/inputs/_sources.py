@@ -154,7 +154,10 @@ def class_names(sources: list[Source], classes: list[str] | None = None) -> list
     ...) is kept as it is, after checking that it names every label of ``sources``. Otherwise
     the names are sorted, and integer labels (mmaction2 lists and CSVs with class ids) keep
     their ids: the names are ``"0" .. str(max)``. Multi-label and segment labels count."""
-    labels: set[str] = set().union(*map(_labels_of, sources))
+    label_names = getattr(sources, "label_names", None)  # columns know theirs
+    labels: set[str] = (
+        label_names() if label_names is not None else set().union(*map(_labels_of, sources))
+    )
     if classes is not None:
         unknown = sorted(labels - set(classes))
         if unknown:

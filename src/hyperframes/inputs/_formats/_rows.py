@@ -12,11 +12,15 @@ import json
 import math
 import os
 import re
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from ..._core._errors import InputError
 from ..._core._json import TOO_DEEP, loads_json
+from .._columns import SourceColumns, path_hash
 from .._sources import (
     IMAGE_EXTENSIONS,
     VIDEO_EXTENSIONS,
@@ -192,16 +196,25 @@ class Rows:
     skipped (``"listed again"``); a row giving the same file another label is an error. A
     listed file that does not exist stays a source (the build fails it, naming the row), but
     when none of the listed files exists the read stops and says which ``--root`` to try.
+
+    The rows are held as columns (:class:`~hyperframes.inputs._columns.SourceColumns`, a
+    64-bit hash of each path): a path listed twice is found when the read ends, and only the
+    rows of such paths (and of failed ones) are replayed one by one.
     """
 
     def __init__(self, data: Path, root: Path):
         self.data, self.root = data, root
-        self._sources: dict[str, Source] = {}
-        self._failed: dict[str, dict] = {}
-        self._rels: dict[str, str] = {}  # path -> as listed, for the --root hint
-        self._missing: set[str] = set()
-        self.skipped: list[dict] = []
+        self._columns = SourceColumns()
+        self._hashes = array("Q")
+        self._missing = bytearray()  # per added row: its file did not exist
+        self._first_listed: str | None = None  # the first added row as listed (--root hint)
+        self._fails: list[tuple[int, str, str, str]] = []  # (seq, path, row, why)
+        self._skips: list[tuple[int, dict]] = []
         self.rows = 0
+
+    @property
+    def skipped(self) -> list[dict]:
+        return [entry for _, entry in self._skips]
 
     def path(self, listed: str) -> str:
         """The absolute path of a listed path (relative ones are relative to the root)."""
@@ -222,58 +235,107 @@ class Rows:
     ) -> None:
         self.rows += 1
         key = os.fspath(path)
-        if key in self._failed:
-            return  # another row of this file failed: the file fails, this row with it
+        missing = False
         if kind is None:  # one stat: does it exist, is it a frame folder
-            if not os.path.exists(key):
-                self._missing.add(key)
+            missing = not os.path.exists(key)
             kind = listed_kind(Path(key))
         new = Source(key, label, split, kind, segments, labels, row, fields=fields)
-        old = self._sources.get(key)
-        if old is None:
-            self._sources[key] = new
-            self._rels[key] = listed or key
-        elif old.segments and segments and old.split == split:
-            self._sources[key] = _merge(old, new)
-        elif (old.label, old.split, old.labels, old.segments) == (label, split, labels, segments):
-            self.skipped.append(
-                {"path": key, "reason": f"listed again at {row} (first at {old.row})"}
-            )
-        else:
-            raise InputError(
-                f"{row}: {key} is listed again with another label or split (first at "
-                f"{old.row}); list each file once"
-            )
+        if self._first_listed is None:
+            self._first_listed = listed or key
+        self._columns.append(new)
+        self._hashes.append(path_hash(key))
+        self._missing.append(missing)
 
     def fail(self, path: str | os.PathLike, row: str, why: str) -> None:
         """The row names ``path`` but cannot be used: ``path`` is not stored, and is listed in
         the build's failed rows with why and where."""
         self.rows += 1
-        key = os.fspath(path)
-        self._sources.pop(key, None)
-        self._failed.setdefault(key, {"path": key, "error": f"InputError: {why} (at {row})"})
+        self._fails.append((self.rows, os.fspath(path), row, why))
 
     def skip(self, path: str | os.PathLike, row: str, reason: str) -> None:
         self.rows += 1
-        self.skipped.append({"path": os.fspath(path), "reason": f"{reason} (at {row})"})
+        self._skips.append((self.rows, {"path": os.fspath(path), "reason": f"{reason} (at {row})"}))
+
+    def _settle(self) -> tuple[SourceColumns, list[dict]]:
+        """The sources (rows of a path listed once as they are; the rows of a path listed
+        again, or failed, replayed in their order) and the failed rows."""
+        hashes = np.frombuffer(self._hashes, dtype=np.uint64)
+        ordered = np.sort(hashes)  # (8 bytes a row, for a moment)
+        again = ordered[1:][ordered[1:] == ordered[:-1]]
+        del ordered
+        if self._fails:
+            failing = np.fromiter((path_hash(p) for _, p, _, _ in self._fails), np.uint64)
+            again = np.concatenate([again, failing])
+        special = _marked(hashes, np.unique(again))
+        # an added row's place among all rows: its number plus the fails and skips before it
+        others = np.sort(np.fromiter((e[0] for e in (*self._fails, *self._skips)), np.int64))
+        adds_before = others - 1 - np.arange(len(others))
+        keep = ~special
+        replay = np.flatnonzero(special)
+        before = np.searchsorted(adds_before, replay, side="right")
+        events = sorted(
+            [(int(n) + 1 + int(b), int(n)) for n, b in zip(replay, before)]
+            + [(seq, (p, row, why)) for seq, p, row, why in self._fails],
+            key=lambda e: e[0],
+        )
+        first: dict[str, int] = {}  # path -> the row number that holds its source
+        failed: dict[str, dict] = {}
+        for seq, event in events:
+            if not isinstance(event, int):
+                p, row, why = event
+                first.pop(p, None)
+                failed.setdefault(p, {"path": p, "error": f"InputError: {why} (at {row})"})
+                continue
+            new = self._columns.row(event)
+            key = new.path
+            if key in failed:
+                continue  # another row of this file failed: the file fails, this row with it
+            n = first.get(key)
+            if n is None:
+                first[key] = event
+                continue
+            old = self._columns.row(n)
+            if old.segments and new.segments and old.split == new.split:
+                self._columns.replace(n, _merge(old, new))
+            elif (old.label, old.split, old.labels, old.segments) == (
+                new.label,
+                new.split,
+                new.labels,
+                new.segments,
+            ):
+                reason = f"listed again at {new.row} (first at {old.row})"
+                self._skips.append((seq, {"path": key, "reason": reason}))
+            else:
+                raise InputError(
+                    f"{new.row}: {key} is listed again with another label or split (first at "
+                    f"{old.row}); list each file once"
+                )
+        self._skips.sort(key=lambda e: e[0])
+        if first:
+            keep[np.fromiter(first.values(), np.int64, len(first))] = True
+        if keep.all():
+            return self._columns, list(failed.values())
+        return self._columns.take(np.flatnonzero(keep)), list(failed.values())
 
     def inputs(self, classes: list[str] | None = None) -> Inputs:
         """The sources, failed and skipped rows; ``classes`` is the label map the format
         gives (``None``: sorted names, integer labels keeping their ids)."""
-        sources = list(self._sources.values())
-        failed = list(self._failed.values())
         if not self.rows:
             raise InputError(f"{self.data}: the annotation lists no videos")
-        if not sources:
+        sources, failed = self._settle()
+        if not len(sources):
             raise InputError(_nothing_usable(self.data, failed, self.skipped))
-        if all(s.path in self._missing for s in sources):
-            raise InputError(self._all_missing(sources[0]))
-        return Inputs(sources, self.skipped, class_names(sources, classes), failed)
+        missing = np.frombuffer(self._missing, dtype=np.bool_)
+        if (missing if len(sources) == len(missing) else missing[sources.rows()]).all():
+            raise InputError(self._all_missing(sources[0], len(sources)))
+        return Inputs(sources, self.skipped, class_names(sources, classes), failed)  # type: ignore[arg-type]
 
-    def _all_missing(self, first: Source) -> str:
-        listed = self._rels[first.path]
+    def _all_missing(self, first: Source, count: int) -> str:
+        listed = self._first_listed if first.path == self._columns.path(0) else None
+        if listed is None:
+            listed = os.path.relpath(first.path, self.root)
         msg = (
-            f"{self.data}: none of the {len(self._sources)} listed files exists under "
+            f"{self.data}: none of the {count} listed files exists under "
             f"{self.root} (the first, at {first.row}: {first.path})"
         )
         hint = _root_hint(self.data, listed)
@@ -291,13 +353,13 @@ def inside_root(inputs: Inputs, root: Path, data: Path) -> Inputs:
     each naming its row; nothing of it is opened. When no source is left it is an error
     listing every refused row."""
     base = os.path.realpath(root)
-    keep: list[Source] = []
+    out: list[int] = []  # positions refused (the rest are kept: no list of every row)
     refused: list[dict] = []
-    for s in inputs.sources:
+    for i, s in enumerate(inputs.sources):
         real = os.path.realpath(s.path)
         if os.path.commonpath([base, real]) == base:
-            keep.append(s)
             continue
+        out.append(i)
         link = "" if real == s.path else f" (a link to {real})"
         refused.append(
             {
@@ -308,13 +370,30 @@ def inside_root(inputs: Inputs, root: Path, data: Path) -> Inputs:
         )
     if not refused:
         return inputs
-    if not keep:
+    if len(out) == len(inputs.sources):
         listed = "\n".join(f"  {r['error'].removeprefix('InputError: ')}" for r in refused)
         raise InputError(
             f"{data}: every listed file is outside root {root}; none is read ({len(refused)} "
             f"refused):\n{listed}"
         )
-    return dataclasses.replace(inputs, sources=keep, failed_rows=[*inputs.failed_rows, *refused])
+    sources = inputs.sources
+    if isinstance(sources, SourceColumns):
+        keep = np.ones(len(sources), dtype=np.bool_)
+        keep[out] = False
+        kept: list[Source] | SourceColumns = sources.take(sources.rows()[keep])
+    else:
+        gone = set(out)
+        kept = [s for i, s in enumerate(sources) if i not in gone]
+    return dataclasses.replace(inputs, sources=kept, failed_rows=[*inputs.failed_rows, *refused])
+
+
+def _marked(hashes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Which of ``hashes`` are among the sorted ``values`` (no copy of ``hashes`` made)."""
+    if not len(values):
+        return np.zeros(len(hashes), dtype=np.bool_)
+    at = np.searchsorted(values, hashes)
+    np.minimum(at, len(values) - 1, out=at)
+    return values[at] == hashes
 
 
 def _merge(old: Source, new: Source) -> Source:

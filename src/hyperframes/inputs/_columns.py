@@ -1,0 +1,205 @@
+"""The sources of an annotation held as columns (:class:`SourceColumns`): ten million rows
+are a few arrays and one bytes blob of paths, not ten million :class:`Source` objects; a
+:class:`Source` is made when one is asked for."""
+
+from __future__ import annotations
+
+import os
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+import numpy as np
+import xxhash
+
+from ._sources import Source
+
+_KINDS = ("video", "frames")
+
+
+def path_hash(path: str) -> int:
+    """The 64-bit hash the columns find a path by (collisions are checked by the path)."""
+    return xxhash.xxh3_64_intdigest(os.fsencode(path))
+
+
+class Strings:
+    """Interned strings: each distinct one stored once, named by its id (``-1``: None)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+
+    def id(self, name: str | None) -> int:
+        if name is None:
+            return -1
+        i = self._ids.get(name)
+        if i is None:
+            i = self._ids[name] = len(self.names)
+            self.names.append(name)
+        return i
+
+    def name(self, i: int) -> str | None:
+        return None if i < 0 else self.names[i]
+
+
+class SourceColumns(Sequence[Source]):
+    """Rows appended one at a time (:meth:`append`), then a selection of them (:meth:`take`)
+    read as a sequence of :class:`Source`. A row that carries more than a path, a label, a
+    split, a kind and ``"file:line"`` (segments, several labels, fields) is kept whole."""
+
+    def __init__(self) -> None:
+        self._blob = bytearray()
+        self._ends = array("q")
+        self._label = array("i")
+        self._split = array("i")
+        self._kind = bytearray()
+        self._file = array("i")
+        self._line = array("I")  # 0: the row is not "file:line"
+        self.strings = Strings()
+        self._whole: dict[int, Source] = {}
+        self._order: np.ndarray | None = None  # the selection, row numbers; None: every row
+        self._lookup: tuple[np.ndarray, np.ndarray] | None = None
+
+    def append(self, source: Source) -> int:
+        """Add a row; returns its row number."""
+        n = len(self._ends)
+        self._blob += os.fsencode(source.path)
+        self._ends.append(len(self._blob))
+        self._label.append(self.strings.id(source.label))
+        self._split.append(self.strings.id(source.split))
+        self._kind.append(_KINDS.index(source.kind))
+        file, line = _where(source.row)
+        self._file.append(self.strings.id(file))
+        self._line.append(line if line < 1 << 32 else 0)
+        if (
+            source.segments
+            or source.labels is not None
+            or source.fields
+            or source.given
+            or line >= 1 << 32
+        ):
+            self._whole[n] = source
+        return n
+
+    def replace(self, n: int, source: Source) -> None:
+        """Row ``n`` is ``source`` (a merge of rows of one path)."""
+        self._whole[n] = source
+
+    def path(self, n: int) -> str:
+        start = self._ends[n - 1] if n else 0
+        return os.fsdecode(bytes(self._blob[start : self._ends[n]]))
+
+    def row(self, n: int) -> Source:
+        """Row ``n`` (of every row appended, selected or not) as a :class:`Source`."""
+        whole = self._whole.get(n)
+        if whole is not None:
+            return whole
+        line = self._line[n]
+        file = self.strings.name(self._file[n])
+        return Source(
+            self.path(n),
+            self.strings.name(self._label[n]),
+            self.strings.name(self._split[n]),
+            _KINDS[self._kind[n]],
+            row=file if not line else f"{file}:{line}",
+        )
+
+    def take(self, rows) -> SourceColumns:
+        """The same columns with only ``rows`` (row numbers, in the order given) selected."""
+        out = SourceColumns.__new__(SourceColumns)
+        out.__dict__.update(self.__dict__)
+        out._order = np.asarray(rows, dtype=np.int64)
+        out._lookup = None
+        return out
+
+    def rows(self) -> np.ndarray:
+        """The selected row numbers, in order."""
+        if self._order is None:
+            return np.arange(len(self._ends), dtype=np.int64)
+        return self._order
+
+    def __len__(self) -> int:
+        return len(self._ends) if self._order is None else len(self._order)
+
+    @overload
+    def __getitem__(self, i: int) -> Source: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Source]: ...
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.row(int(n)) for n in self.rows()[i]]
+        if self._order is None:
+            return self.row(range(len(self._ends))[i])
+        return self.row(int(self._order[i]))
+
+    def __iter__(self) -> Iterator[Source]:
+        rows = range(len(self._ends)) if self._order is None else self._order
+        for n in rows:
+            yield self.row(int(n))
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (list, tuple, SourceColumns)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SourceColumns({len(self)} sources)"
+
+    def label_names(self) -> set[str]:
+        """Every class name the selected rows use (labels, several labels, segments')."""
+        labels = np.frombuffer(self._label, dtype=np.int32)
+        used = np.zeros(len(self.strings.names) + 1, dtype=np.bool_)
+        if self._order is None:
+            used[labels + 1] = True
+        else:
+            used[labels[self._order] + 1] = True
+        names = {self.strings.names[i] for i in np.flatnonzero(used[1:]).tolist()}
+        whole = np.fromiter(self._whole, np.int64, len(self._whole))
+        if self._order is not None:
+            whole = whole[np.isin(whole, self._order)]
+        for n in whole.tolist():
+            s = self._whole[n]
+            if s.label is not None:
+                names.add(s.label)
+            names.update(s.labels or ())
+            for seg in s.segments:
+                names.update(seg.labels)
+        return names
+
+    def find(self, path: str) -> Source | None:
+        """The selected source of ``path``, or None."""
+        if self._lookup is None:
+            rows = self.rows()
+            hashes = np.fromiter(
+                (path_hash(self.path(int(n))) for n in rows), dtype=np.uint64, count=len(rows)
+            )
+            by = np.argsort(hashes, kind="stable")
+            self._lookup = (hashes[by], rows[by])
+        hashes, rows = self._lookup
+        h = np.uint64(path_hash(path))
+        i = int(np.searchsorted(hashes, h))
+        while i < len(hashes) and hashes[i] == h:
+            n = int(rows[i])
+            if self.path(n) == path:
+                return self.row(n)
+            i += 1
+        return None
+
+
+def _where(row: str | None) -> tuple[str | None, int]:
+    """``"file:line"`` as ``(file, line)``; another row (or None) as ``(row, 0)``."""
+    if row is None:
+        return None, 0
+    file, _, line = row.rpartition(":")
+    if file and line.isdigit() and line == str(int(line)) and int(line) > 0:
+        return file, int(line)
+    return row, 0
+
+
+def source_finder(sources: Sequence[Source]):
+    """A function from a path to its source in ``sources`` (None when not there)."""
+    if isinstance(sources, SourceColumns):
+        return sources.find
+    return {s.path: s for s in sources}.get
