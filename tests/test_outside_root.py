@@ -109,3 +109,17 @@ def test_every_refused_row_is_listed_and_nothing_outside_is_stored(tmp_path):
     with pytest.raises(InputError) as e:
         scan_inputs(root / "only.csv")
     assert str(e.value).count(f"is outside root {root} (at {root / 'only.csv'}:") == 2
+
+
+def test_an_hdf5_build_reads_from_the_root_given(tmp_path):
+    """``build --format hdf5`` reads the inputs a folder build reads: ``--root`` resolves the
+    list's relative paths (it was dropped before the staging build)."""
+    root, _inside, _outside = _tree(tmp_path)
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "ann.csv").write_text("path,label\nin.mp4,a\n")
+    out = tmp_path / "s.h5"
+    args = ["build", str(lists / "ann.csv"), "--root", str(root), "--out", str(out)]
+    assert main([*args, "--format", "hdf5", "--size", "16", "--quiet"]) == 0
+    with open_store(out) as s:
+        assert [Path(p).name for p in s.videos.paths] == ["in.mp4"]

@@ -74,7 +74,9 @@ def build_store(
         )
     dispatch = _dispatcher(engine, ray_address, options)
     if options.format == "hdf5":
-        return _build_hdf5(data, out, options, progress=progress)
+        return _build_hdf5(
+            data, out, options, progress=progress, input_format=input_format, root=root
+        )
     return build_folder(
         data,
         out,
@@ -187,12 +189,20 @@ def _kept(url: str, fingerprint: str, t0: float) -> BuildReport | None:
     )
 
 
-def _build_hdf5(data, out, options, *, progress=True) -> BuildReport:
-    """``build --format hdf5``: build a folder store beside ``out`` (resumable), convert it to
-    one HDF5 file, then remove the folder store."""
+def _build_hdf5(data, out, options, *, progress=True, input_format=None, root=None) -> BuildReport:
+    """``build --format hdf5``: build a folder store beside ``out`` (resumable), from the
+    same inputs as a folder build reads (``input_format``, ``root``), convert it to one HDF5
+    file, then remove the folder store."""
     out = Path(out)
     staging = out.with_name(out.name + ".staging")
-    report = build_store(data, staging, options.replace(format="store"), progress=progress)
+    report = build_store(
+        data,
+        staging,
+        options.replace(format="store"),
+        progress=progress,
+        input_format=input_format,
+        root=root,
+    )
     convert_to_hdf5(
         staging, out, compression=options.hdf5_compression, progress=progress, built=True
     )
