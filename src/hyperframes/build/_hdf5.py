@@ -234,7 +234,7 @@ def _write_tracks(h5, src: Store, out: Path) -> None:
 
 
 def _annotation_arrays(ann) -> dict[str, np.ndarray]:
-    """The datasets under /index/ of a folder store's optional index files (``_format``)."""
+    """The datasets under /index/ of a folder store's optional index files (``store.format``)."""
     out = {}
     if ann.has_segments:
         out["segments"], out["segment_labels"] = ann.segments, ann.segment_labels

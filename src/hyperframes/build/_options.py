@@ -123,7 +123,7 @@ class BuildOptions(Options):
         "by repeated frames; the gap is skipped (the frames after it keep their times) and "
         "listed in the build summary; 'none' for no bound",
     )
-    # tracks (``_format``): audio decoded once, optical flow between stored frames
+    # tracks (``store.format``): audio decoded once, optical flow between stored frames
     audio: bool = Field(
         False,
         description="also store each video's first audio stream, decoded once (videos without "

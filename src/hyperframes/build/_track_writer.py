@@ -1,4 +1,4 @@
-"""Write a video's tracks into its shard at build, after its frames (``_format``).
+"""Write a video's tracks into its shard at build, after its frames (``store.format``).
 
 Audio is decoded once (``hyperframes.decode.stream_audio``) when the frames are done, only
 over the time the stored frames span (plus a margin), block by block straight into the shard:
@@ -169,7 +169,7 @@ def write_tracks(
     span: tuple[float, float] | None = None,
     report: DecodeReport | None = None,
 ) -> dict:
-    """Append the video's tracks after its frames; their journal entries (``_format``).
+    """Append the video's tracks after its frames; their journal entries (``store.format``).
     ``span``: the seconds the stored frames cover (the audio kept, plus a margin; None: all
     of it); ``report``: the video's, which the audio's damage signals join."""
     out: dict = {}

@@ -4,7 +4,7 @@ videos, the classes of multi-label videos and each video's perceptual signature.
 Built at assembly (:func:`build_annotations`) from the annotation (``Source.segments``,
 ``Source.labels``: the annotation as it is now, so a corrected annotation needs no decoding
 again) and the journal (each record's pts and ``signature``); written as the optional index
-files ``_format`` describes (:func:`write_annotations`); read and checked at open like the
+files ``store.format`` describes (:func:`write_annotations`); read and checked at open like the
 rest of the index (:func:`check_annotations`, vectorised). A store without them reads as
 one whose videos have no segments, one label each and no signature.
 """

@@ -12,8 +12,8 @@ Layout of ``OUT.h5``::
     /index/strings         JSON: paths, classes, splits
     /index/segments, /index/segment_labels, /index/video_labels, /index/signatures
                            the folder store's optional index files of the same names
-                           (``_format``), when it has them
-    /index/audio, /index/flow  the folder store's track tables (``_format``), when it has
+                           (``store.format``), when it has them
+    /index/audio, /index/flow  the folder store's track tables (``store.format``), when it has
                            them; their shard and offset columns are 0 here
     /audio/NNNNNNNN        a video's audio [C, N] float32 (videos with audio only)
     /flow/NNNNNNNN         a video's flow [F-1, 2, h, w] as stored (float16, or int8 x scale)

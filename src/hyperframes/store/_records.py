@@ -43,7 +43,7 @@ class VideoRecord:
 @dataclasses.dataclass(frozen=True, repr=False)
 class StoreIndex:
     """A store's whole index, as every form of store (folder, HDF5) holds it: ``videos`` one
-    row per video (``_format.VIDEO_DTYPES``), ``frames`` one row per stored frame
+    row per video (``store.format.VIDEO_DTYPES``), ``frames`` one row per stored frame
     (``FRAME_DTYPE``), ``strings`` the paths, class names and splits, ``change_score``
     one float32 per stored frame, or None, ``annotations`` (segments, multi-label
     classes, signatures: :class:`~hyperframes.store._annotations.Annotations`), or None when

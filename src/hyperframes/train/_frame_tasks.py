@@ -94,7 +94,7 @@ class _FrameTask(Task):
         if target is None or target.ndim != 5 or target.shape[1] != 2:
             raise DataError(
                 f"the {self.name} task needs batch.target (B, 2, 3, H, W): the true frame and "
-                "its baseline; give a hyperframes.train.FrameTaskDataset"
+                "its baseline, which the trainer's data makes when train.task is a frame task"
             )
         return target.to(torch.float32)
 

@@ -91,7 +91,8 @@ def per_class_scores(conf: np.ndarray) -> dict[str, list[float]]:
     }
 
 
-def _nanmean(values) -> float:
+def nanmean(values) -> float:
+    """The mean of the values that are not NaN (NaN when none are)."""
     v = np.asarray(values, dtype=np.float64)
     v = v[~np.isnan(v)]
     return float(v.mean()) if v.size else float("nan")
@@ -111,8 +112,8 @@ def classification_metrics(scores, target, class_names: list[str] | None = None)
     return {
         "samples": int(n),
         **{f"top{k}": top[k] for k in ks},
-        "mean_class_accuracy": _nanmean(scores_pc["recall"]),
-        "macro_f1": _nanmean(scores_pc["f1"]),
+        "mean_class_accuracy": nanmean(scores_pc["recall"]),
+        "macro_f1": nanmean(scores_pc["f1"]),
         "per_class": {
             name: {k: scores_pc[k][i] for k in ("precision", "recall", "f1", "support")}
             for i, name in enumerate(names)
@@ -159,7 +160,7 @@ def segmentation_metrics(conf: np.ndarray, class_names: list[str] | None = None)
     total = conf.sum()
     return {
         "pixels": int(total),
-        "miou": _nanmean(iou),
+        "miou": nanmean(iou),
         "pixel_accuracy": float(np.trace(conf) / total) if total else float("nan"),
         "iou": {name: iou[i] for i, name in enumerate(names)},
         "classes": names,

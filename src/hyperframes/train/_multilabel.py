@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core._errors import DataError
+from ._metrics import nanmean as _nanmean
 from ._tasks import Task, register_task, view_groups, with_num_classes
 
 __all__ = ["MultilabelTask", "average_precision", "multilabel_metrics"]
@@ -54,12 +55,6 @@ def average_precision(scores, target) -> float:
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.asarray(x, np.float64)))
-
-
-def _nanmean(values) -> float:
-    v = np.asarray(values, np.float64)
-    v = v[~np.isnan(v)]
-    return float(v.mean()) if v.size else float("nan")
 
 
 def multilabel_metrics(
