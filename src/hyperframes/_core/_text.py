@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["printable", "printable_lines"]
+__all__ = ["model_name", "printable", "printable_lines"]
 
 
 def printable(text: str, *, keep: str = "\n") -> str:
@@ -31,3 +31,8 @@ def printable_lines(lines: Iterable[str]) -> str:
     inside a line, from a file name or a label, is written as an escape, so a name can neither
     drive the terminal nor forge a line of a report."""
     return "\n".join(printable(line, keep="") for line in lines)
+
+
+def model_name(model: object) -> str:
+    """The name a message gives ``model``: its registry name, else its class name."""
+    return getattr(model, "registry_name", None) or type(model).__name__

@@ -40,6 +40,7 @@ from .. import models
 from .._core._contract import InputContract
 from .._core._errors import ConfigError, HyperframesError, require_extra
 from .._core._limits import check_infer_values
+from .._core._text import model_name
 from ..models import to_layout
 from ._load import InferenceModel, load_inference_model
 from ._recipe import preprocessing_recipe, write_sidecar
@@ -183,7 +184,7 @@ def export_onnx(
         raise ConfigError(f"batch {batch!r}: allowed: an integer >= 1")
     model, loaded = _source_model(source)
     contract = loaded.contract if loaded is not None else None
-    name = getattr(model, "registry_name", None) or type(model).__name__
+    name = model_name(model)
     layout = contract.layout if contract is not None else getattr(model, "layout", "temporal")
     _check_onnx_flag(name)
     hw = _export_size(size, contract)

@@ -37,6 +37,7 @@ from torch import nn
 from .. import models
 from .._core._contract import InputContract
 from .._core._device import resolve_device
+from .._core._text import model_name
 from ..train import load_checkpoint, rebuild_model
 
 __all__ = [
@@ -90,7 +91,7 @@ def load_inference_model(
     device = resolve_device(device)
     state = load_checkpoint(checkpoint)
     model, contract = rebuild_model(state, device=device, size=size, fps=fps, frames=frames)
-    name = getattr(model, "registry_name", None) or type(model).__name__
+    name = model_name(model)
     task = state.get("task") or models.get_spec(name).task
     notes = []
     if contract.source.startswith("default"):

@@ -59,6 +59,7 @@ from .._core._contract import InputContract
 from .._core._errors import ConfigError, InputError
 from .._core._limits import check_infer_values
 from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
+from .._core._text import model_name
 from ..models import other_frames_refusal
 from ._load import InferenceModel, load_inference_model
 from ._prediction import Prediction
@@ -164,7 +165,7 @@ def _reused_split(model: nn.Module, reuse: Any, stride: int, frames: int) -> Fra
     """The model's per-frame part to compute once per frame (None: the plain path)."""
     split = split_model(model) if reuse is not False else None
     if reuse is True and split is None:
-        who = getattr(model, "registry_name", None) or type(model).__name__
+        who = model_name(model)
         raise ConfigError(
             f"reuse=True: model {who!r} has no per-frame part to reuse (TSN, CNN+LSTM and "
             "TSM do); allowed for it: reuse='auto' or False"

@@ -30,6 +30,7 @@ from .._core._errors import ConfigError, DataError
 from .._core._layouts import LAYOUTS, KeyframeWindow
 from .._core._layouts import to_layout as _to_layout
 from .._core._limits import MAX_CLASSES, MAX_FRAMES, MAX_MODEL_WIDTH
+from .._core._text import model_name
 from ._weights import adapt_state_dict
 
 __all__ = [
@@ -154,7 +155,7 @@ class VideoModel(nn.Module):
         return x
 
     def _who(self) -> str:
-        return f"model {self.registry_name or type(self).__name__!r}"
+        return f"model {model_name(self)!r}"
 
     # -- gradient checkpointing -------------------------------------------------------------
     @property
@@ -238,7 +239,7 @@ def other_frames_refusal(model: nn.Module, frames: int) -> str | None:
         reason = "it is not a hyperframes VideoModel, which would say whether it takes any T"
     if not reason:
         return None
-    who = getattr(model, "registry_name", None) or type(model).__name__
+    who = model_name(model)
     return (
         f"model {who!r} takes only T={built} frames ({reason}); T={frames} needs a model "
         "that takes any T (cnn_lstm, tsn_*, r2plus1d_tiny and the other 3D CNNs, "

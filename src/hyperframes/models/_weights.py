@@ -31,6 +31,7 @@ from .._core._checksum import (
     note_unchecked,
 )
 from .._core._errors import ConfigError
+from .._core._text import model_name
 
 __all__ = ["LoadReport", "adapt_state_dict", "inflate_weight", "load_pretrained", "read_state_dict"]
 
@@ -174,7 +175,7 @@ def load_pretrained(model: nn.Module, path: str | Path) -> LoadReport:
     bad_shapes = [k for k in mismatched if not is_optional(k)]
     missing = [k for k in own if k not in candidate and not is_optional(k)]
     if unexpected or bad_shapes or missing:
-        name = getattr(model, "registry_name", None) or type(model).__name__
+        name = model_name(model)
         layout = getattr(model, "layout", "?")
         parts = []
         if bad_shapes:

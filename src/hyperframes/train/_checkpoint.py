@@ -86,6 +86,7 @@ from .._core._checksum import (
 from .._core._contract import InputContract
 from .._core._errors import ConfigError, InputError
 from .._core._limits import MAX_CLASSES, MAX_FPS
+from .._core._text import model_name
 from ._config import (
     DataConfig,
     ModelConfig,
@@ -350,7 +351,7 @@ def load_weights(model: nn.Module, state: Mapping) -> None:
         model.load_state_dict(strip_wrappers(state["model"]), strict=True)
     except RuntimeError as e:
         text = " ".join(str(e).split())
-        name = getattr(model, "registry_name", None) or type(model).__name__
+        name = model_name(model)
         raise InputError(
             f"checkpoint {state.get('path', '')}: the weights do not fit model {name!r} "
             f"({text[:400]}); the checkpoint is damaged or its config was edited"

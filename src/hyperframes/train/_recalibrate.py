@@ -29,6 +29,7 @@ from torch import nn
 
 from .._core._device import resolve_device
 from .._core._errors import ConfigError
+from .._core._text import model_name
 from ..data import loader
 from ..data.transforms import contract_transform
 from ..store import open_store
@@ -96,7 +97,7 @@ def recalibrate(
     model, contract = rebuild_model(ck, device=dev, frames=frames)
     layers = _norm_layers(model)
     if not layers:
-        who = getattr(model, "registry_name", None) or type(model).__name__
+        who = model_name(model)
         raise ConfigError(
             f"recalibrate: model {who!r} has no BatchNorm layer, nothing to re-estimate (its "
             f"normalisation uses each clip's own statistics); evaluate it at T={frames} with "
