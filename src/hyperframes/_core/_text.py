@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["printable", "printable_lines"]
+__all__ = ["printable", "printable_lines", "unlisted_line"]
 
 
 def printable(text: str, *, keep: str = "\n") -> str:
@@ -31,3 +31,12 @@ def printable_lines(lines: Iterable[str]) -> str:
     inside a line, from a file name or a label, is written as an escape, so a name can neither
     drive the terminal nor forge a line of a report."""
     return "\n".join(printable(line, keep="") for line in lines)
+
+
+def unlisted_line(count: int, listed: int, file: str | None) -> list[str]:
+    """The line after the first ``listed`` of ``count`` rows (a build's failures), saying how
+    many more there are and where ``file`` lists every one; none when every one is listed."""
+    if count <= listed:
+        return []
+    where = f"every one is in {file}" if file else f"the first {listed} are listed"
+    return [f"  ... and {count - listed} more ({where})"]

@@ -1,0 +1,98 @@
+"""The videos a build did not store, kept on disk as they fail (:class:`FailureLog`): ten
+million failed rows are a file of ten million lines, not ten million error texts held until
+the manifest is written. The store's ``failures.jsonl`` (``store.format.FAILURES_FILE``) lists
+every one, ``{"path", "error"}`` a line (``"target"`` beside a symlink's path); the manifest
+and the report keep the count and the first :data:`LISTED_FAILURES`."""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from .._core._atomic import temp_path, write_atomic
+from ..inputs import Source, path_hash, source_paths
+from ..store.format import FAILURES_FILE
+from ._report import as_given
+
+__all__ = ["LISTED_FAILURES", "NOT_STORED", "FailureLog"]
+
+#: failures the manifest and the build's report list one by one (the rest are counted, and
+#: listed in the store's ``failures.jsonl``)
+LISTED_FAILURES = 1000
+#: the error of a video neither stored nor said to have failed
+NOT_STORED = "not stored (its build worker stopped before finishing it)"
+
+
+class FailureLog:
+    """The failures of one build run of ``store``, a line each in a file beside it as they
+    happen (:meth:`add`), and 8 bytes each in memory (a hash of the path); :meth:`finish`
+    settles them against what the disk holds and publishes ``failures.jsonl`` atomically."""
+
+    def __init__(self, store: Path):
+        self.store = store
+        self._running = temp_path(store / f"{FAILURES_FILE}.part")
+        self._file = open(self._running, "w", encoding="utf-8")  # noqa: SIM115 (closed in finish)
+        self._hashes = array("Q")
+        self.count = 0
+        self.listed: list[dict] = []
+
+    def add(self, path: str, error: str, source: Source | None = None) -> None:
+        """``path`` (a source's) failed with ``error``; ``source``: said under the path the user
+        gave (:func:`~hyperframes.build._report.as_given`)."""
+        self._file.write(json.dumps(as_given({"path": path, "error": error}, source)) + "\n")
+        self._hashes.append(path_hash(path))
+
+    def finish(self, live: Collection[str], sources: Sequence[Source]) -> None:
+        """The failures as the disk says: a video stored after all (in ``live``) is not failed;
+        one of ``sources`` neither stored nor failed (its worker died before saying) is failed,
+        never silently missing. Writes ``failures.jsonl`` (removed when nothing failed) and
+        sets :attr:`count` and :attr:`listed`."""
+        self._file.close()
+        failed = np.unique(np.frombuffer(self._hashes, dtype=np.uint64))
+        self._hashes = array("Q")
+        self.count, self.listed = 0, []
+
+        def write(out: BinaryIO) -> None:
+            with open(self._running, encoding="utf-8") as f:
+                for line in f:
+                    row = json.loads(line)
+                    if row.get("target", row["path"]) not in live:
+                        self._keep(out, row)
+            for i, p in enumerate(source_paths(sources)):
+                if p not in live and not _among(failed, path_hash(p)):
+                    self._keep(out, as_given({"path": p, "error": NOT_STORED}, sources[i]))
+
+        final = self.store / FAILURES_FILE
+        try:
+            write_atomic(final, write)
+        finally:
+            self.close()
+        if not self.count:
+            final.unlink(missing_ok=True)
+
+    def _keep(self, out: BinaryIO, row: dict) -> None:
+        out.write(json.dumps(row).encode() + b"\n")
+        self.count += 1
+        if len(self.listed) < LISTED_FAILURES:
+            self.listed.append(row)
+
+    def close(self) -> None:
+        """Stop, leaving no running file (a build that stopped before it finished)."""
+        self._file.close()
+        self._running.unlink(missing_ok=True)
+
+    def __enter__(self) -> FailureLog:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _among(sorted_hashes: np.ndarray, h: int) -> bool:
+    i = int(np.searchsorted(sorted_hashes, np.uint64(h)))
+    return i < len(sorted_hashes) and int(sorted_hashes[i]) == h
