@@ -10,7 +10,6 @@ import dataclasses
 import os
 from array import array
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import overload
 
 import numpy as np
@@ -115,7 +114,7 @@ class SourceColumns(Sequence[Source]):
 
     def _see(self, n: int) -> None:
         """Look at row ``n``'s file: its kind (:func:`listed_kind`), kept for the next ask."""
-        kind = listed_kind(Path(self.path(n)))
+        kind = listed_kind(self.path(n))
         self._kind[n] = _KINDS.index(kind)
         whole = self._whole.get(n)
         if whole is not None and whole.kind != kind:

@@ -144,11 +144,12 @@ def file_extension(name: str) -> str:
     return os.path.splitext(name)[1].lower()
 
 
-def listed_kind(path: Path) -> str:
+def listed_kind(path: str | os.PathLike) -> str:
     """The kind of a path an annotation row names: a folder is a frame folder, unless it is
     named like a video (then it is an error the build reports: a directory where a video file
-    was expected); anything else, missing included, is a video."""
-    if path.is_dir() and path.suffix.lower() not in VIDEO_EXTENSIONS:
+    was expected); anything else, missing included, is a video. (No :class:`Path` is made:
+    each interns its parts, which ten million rows would keep in the interpreter's table.)"""
+    if os.path.isdir(path) and file_extension(os.path.basename(path)) not in VIDEO_EXTENSIONS:
         return "frames"
     return "video"
 
