@@ -7,7 +7,6 @@ and the report keep the count and the first :data:`LISTED_FAILURES`."""
 from __future__ import annotations
 
 import json
-from array import array
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -15,7 +14,7 @@ from typing import BinaryIO
 import numpy as np
 
 from .._core._atomic import temp_path, write_atomic
-from ..inputs import Source, path_hash, source_paths
+from ..inputs import Source, source_paths
 from ..store.format import FAILURES_FILE
 from ._report import as_given
 
@@ -29,23 +28,29 @@ NOT_STORED = "not stored (its build worker stopped before finishing it)"
 
 
 class FailureLog:
-    """The failures of one build run of ``store``, a line each in a file beside it as they
-    happen (:meth:`add`), and 8 bytes each in memory (a hash of the path); :meth:`finish`
-    settles them against what the disk holds and publishes ``failures.jsonl`` atomically."""
+    """The failures of one build run of ``store`` (whose inputs are ``sources`` sources), a
+    line each in a file beside it as they happen (:meth:`add`, :meth:`add_row`), and a byte
+    per source in memory (failed or not); :meth:`finish` settles them against what the disk
+    holds and publishes ``failures.jsonl`` atomically."""
 
-    def __init__(self, store: Path):
+    def __init__(self, store: Path, sources: int):
         self.store = store
         self._running = temp_path(store / f"{FAILURES_FILE}.part")
         self._file = open(self._running, "w", encoding="utf-8")  # noqa: SIM115 (closed in finish)
-        self._hashes = array("Q")
+        self._failed = np.zeros(sources, dtype=np.bool_)
         self.count = 0
         self.listed: list[dict] = []
 
-    def add(self, path: str, error: str, source: Source | None = None) -> None:
-        """``path`` (a source's) failed with ``error``; ``source``: said under the path the user
-        gave (:func:`~hyperframes.build._report.as_given`)."""
-        self._file.write(json.dumps(as_given({"path": path, "error": error}, source)) + "\n")
-        self._hashes.append(path_hash(path))
+    def add(self, i: int, error: str, source: Source) -> None:
+        """Source ``i`` of the build failed with ``error`` (said under the path the user gave:
+        :func:`~hyperframes.build._report.as_given`)."""
+        self._file.write(json.dumps(as_given({"path": source.path, "error": error}, source)))
+        self._file.write("\n")
+        self._failed[i] = True
+
+    def add_row(self, row: dict) -> None:
+        """A row that is no source (``{"path", "error"}``: unusable before decoding) failed."""
+        self._file.write(json.dumps({"path": row["path"], "error": row["error"]}) + "\n")
 
     def finish(self, live: Collection[str], sources: Sequence[Source]) -> None:
         """The failures as the disk says: a video stored after all (in ``live``) is not failed;
@@ -53,8 +58,6 @@ class FailureLog:
         never silently missing. Writes ``failures.jsonl`` (removed when nothing failed) and
         sets :attr:`count` and :attr:`listed`."""
         self._file.close()
-        failed = np.unique(np.frombuffer(self._hashes, dtype=np.uint64))
-        self._hashes = array("Q")
         self.count, self.listed = 0, []
 
         def write(out: BinaryIO) -> None:
@@ -64,7 +67,7 @@ class FailureLog:
                     if row.get("target", row["path"]) not in live:
                         self._keep(out, row)
             for i, p in enumerate(source_paths(sources)):
-                if p not in live and not _among(failed, path_hash(p)):
+                if p not in live and not self._failed[i]:
                     self._keep(out, as_given({"path": p, "error": NOT_STORED}, sources[i]))
 
         final = self.store / FAILURES_FILE
@@ -91,8 +94,3 @@ class FailureLog:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _among(sorted_hashes: np.ndarray, h: int) -> bool:
-    i = int(np.searchsorted(sorted_hashes, np.uint64(h)))
-    return i < len(sorted_hashes) and int(sorted_hashes[i]) == h

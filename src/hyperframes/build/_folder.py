@@ -14,7 +14,7 @@ import os
 import signal
 import time
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .._core._atomic import fsync_dir, remove_stale_temps, write_json_atomic
@@ -82,15 +82,17 @@ def _build_locked(store, options, inputs, skipped, t0, progress, dispatch) -> Bu
     if refuse is not None and done:  # stored from a root the inputs no longer allow: redone
         find = source_finder(sources)
         done = {p: r for p, r in done.items() if refuse(find(p)) is None}
-    # positions to decode, 8 bytes each (ten million rows are 80 MB, not a list of ints)
-    todo = array("q", (i for i, p in enumerate(source_paths(sources)) if p not in done))
+    # positions to decode: all of them (a range), or 8 bytes each (not a list of ints)
+    todo: Sequence[int] = range(len(sources))
+    if done:
+        todo = array("q", (i for i, p in enumerate(source_paths(sources)) if p not in done))
     if (store / MANIFEST).exists() and todo:
         (store / MANIFEST).unlink()  # the store is incomplete until assembled again
         fsync_dir(store)
     run = next_run(store)
-    with FailureLog(store) as failures:
+    with FailureLog(store, len(sources)) as failures:
         for r in inputs.failed_rows:  # rows unusable before decoding
-            failures.add(r["path"], r["error"])
+            failures.add_row(r)
         decode_sources(
             store,
             options,
@@ -146,8 +148,7 @@ def decode_sources(
         elif kind == "done":
             bar.advance()
         elif kind == "failed":
-            s = sources[msg[2]]
-            failures.add(s.path, msg[3], s)
+            failures.add(msg[2], msg[3], sources[msg[2]])
             bar.advance(failed=True)
 
     if refuse is not None:

@@ -6,7 +6,6 @@ Hugging Face dataset on disk, a video folder).
 
 Imports nothing of hyperframes above ``_core``; ``hyperframes.build`` is its user."""
 
-from ._columns import path_hash as path_hash  # for the build, not public
 from ._columns import source_finder as source_finder  # for the build, not public
 from ._columns import source_paths as source_paths  # for the build, not public
 from ._columns import source_splits as source_splits  # for the build, not public

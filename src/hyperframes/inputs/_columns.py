@@ -193,18 +193,17 @@ class SourceColumns(Sequence[Source]):
     def split_names(self) -> set[str]:
         """Every split the selected rows name."""
         splits = np.frombuffer(self._split, dtype=np.int32)
-        ids = np.unique(splits if self._order is None else splits[self._order])
-        return {self.strings.names[i] for i in ids.tolist() if i >= 0}
+        used = np.zeros(len(self.strings.names) + 1, dtype=np.bool_)
+        used[(splits if self._order is None else splits[self._order]) + 1] = True
+        return {self.strings.names[i] for i in np.flatnonzero(used[1:]).tolist()}
 
     def find(self, path: str) -> Source | None:
         """The selected source of ``path``, or None."""
-        if self._lookup is None:
-            rows = self.rows()
-            hashes = np.fromiter(
-                (path_hash(self.path(int(n))) for n in rows), dtype=np.uint64, count=len(rows)
-            )
-            by = np.argsort(hashes, kind="stable")
-            self._lookup = (hashes[by], rows[by])
+        if self._lookup is None:  # 16 bytes a row: the hashes, sorted, and their rows
+            hashes = np.fromiter(map(path_hash, self.paths()), dtype=np.uint64, count=len(self))
+            by = np.argsort(hashes)  # (paths of one hash are told apart below)
+            hashes.sort()
+            self._lookup = (hashes, by if self._order is None else self._order[by])
         hashes, rows = self._lookup
         h = np.uint64(path_hash(path))
         i = int(np.searchsorted(hashes, h))
