@@ -21,7 +21,7 @@ from .._core._atomic import fsync_dir, remove_stale_temps, write_json_atomic
 from .._core._errors import Interrupted, StoreError
 from .._core._progress import Progress
 from .._core._signals import interrupt_on_terminate, terminated
-from ..inputs import Source, scan_inputs, source_finder, source_paths
+from ..inputs import Source, scan_inputs, source_paths, sources_named
 from ..store import track_keys
 from ..store.format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
 from ._assemble import assemble
@@ -80,8 +80,8 @@ def _build_locked(store, options, inputs, skipped, t0, progress, dispatch) -> Bu
     sources, refuse = inputs.sources, inputs.root_check
     done = live_records(store, sources, need=track_keys(options))
     if refuse is not None and done:  # stored from a root the inputs no longer allow: redone
-        find = source_finder(sources)
-        done = {p: r for p, r in done.items() if refuse(find(p)) is None}
+        named = sources_named(sources, done)
+        done = {p: r for p, r in done.items() if refuse(named[p]) is None}
     # positions to decode: all of them (a range), or 8 bytes each (not a list of ints)
     todo: Sequence[int] = range(len(sources))
     if done:

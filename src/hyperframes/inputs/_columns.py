@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import overload
 
 import numpy as np
@@ -238,6 +238,14 @@ def source_splits(sources: Sequence[Source]) -> set[str]:
     if isinstance(sources, SourceColumns):
         return sources.split_names()
     return {s.split for s in sources if s.split is not None}
+
+
+def sources_named(sources: Sequence[Source], paths: Collection[str]) -> dict[str, Source]:
+    """{path: source} of the sources in ``sources`` whose path is one of ``paths``: one pass
+    over the paths, no lookup of every source built (memory grows with ``paths`` only)."""
+    if not paths:
+        return {}
+    return {p: sources[i] for i, p in enumerate(source_paths(sources)) if p in paths}
 
 
 def source_finder(sources: Sequence[Source]):
