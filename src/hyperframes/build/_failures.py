@@ -7,7 +7,7 @@ and the report keep the count and the first :data:`LISTED_FAILURES`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -33,13 +33,16 @@ class FailureLog:
     per source in memory (failed or not); :meth:`finish` settles them against what the disk
     holds and publishes ``failures.jsonl`` atomically."""
 
-    def __init__(self, store: Path, sources: int):
+    def __init__(self, store: Path, sources: int, rows: Iterable[dict] = ()):
+        """``rows``: the rows failed before any decoding (``Inputs.failed_rows``)."""
         self.store = store
         self._running = temp_path(store / f"{FAILURES_FILE}.part")
         self._file = open(self._running, "w", encoding="utf-8")  # noqa: SIM115 (closed in finish)
         self._failed = np.zeros(sources, dtype=np.bool_)
         self.count = 0
         self.listed: list[dict] = []
+        for row in rows:
+            self.add_row(row)
 
     def add(self, i: int, error: str, source: Source) -> None:
         """Source ``i`` of the build failed with ``error`` (said under the path the user gave:

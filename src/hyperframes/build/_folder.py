@@ -90,9 +90,7 @@ def _build_locked(store, options, inputs, skipped, t0, progress, dispatch) -> Bu
         (store / MANIFEST).unlink()  # the store is incomplete until assembled again
         fsync_dir(store)
     run = next_run(store)
-    with FailureLog(store, len(sources)) as failures:
-        for r in inputs.failed_rows:  # rows unusable before decoding
-            failures.add_row(r)
+    with FailureLog(store, len(sources), inputs.failed_rows) as failures:
         decode_sources(
             store,
             options,

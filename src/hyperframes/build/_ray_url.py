@@ -144,9 +144,7 @@ def _build_locked(folder: Path, url: str, options, inputs, t0, progress, ray_add
         delete_objects(url, [MANIFEST])
     run = _next_run(listing)
     dispatch = functools.partial(run_on_ray, address=ray_address, url=url)
-    with FailureLog(folder, len(sources)) as failures:
-        for r in inputs.failed_rows:
-            failures.add_row(r)
+    with FailureLog(folder, len(sources), inputs.failed_rows) as failures:
         decode_sources(
             folder,
             options,
