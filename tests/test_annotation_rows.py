@@ -61,7 +61,7 @@ def test_text_no_row_keeps_costs_no_memory(tmp_path, fmt):
 
 
 #: rows of the generated annotation (each a distinct video, none of which exists but one)
-MANY_ROWS = 300_000
+MANY_ROWS = 100_000
 #: bytes a row may cost at the peak of reading: 10^7 rows then fit in 1 GB with the
 #: interpreter's own ~30 MB (on main a row cost about 620 bytes: 6 GB at 10^7)
 BYTES_PER_ROW = 90

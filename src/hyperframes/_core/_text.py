@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["model_name", "printable", "printable_lines"]
+__all__ = ["model_name", "printable", "printable_lines", "unlisted_line"]
 
 
 def printable(text: str, *, keep: str = "\n") -> str:
@@ -36,3 +36,12 @@ def printable_lines(lines: Iterable[str]) -> str:
 def model_name(model: object) -> str:
     """The name a message gives ``model``: its registry name, else its class name."""
     return getattr(model, "registry_name", None) or type(model).__name__
+
+
+def unlisted_line(count: int, listed: int, file: str | None) -> list[str]:
+    """The line after the first ``listed`` of ``count`` rows (a build's failures), saying how
+    many more there are and where ``file`` lists every one; none when every one is listed."""
+    if count <= listed:
+        return []
+    where = f"every one is in {file}" if file else f"the first {listed} are listed"
+    return [f"  ... and {count - listed} more ({where})"]

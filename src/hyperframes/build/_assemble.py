@@ -19,7 +19,7 @@ import numpy as np
 from .._core._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
 from .._version import __version__
 from ..decode import create_decoder
-from ..inputs import Source, source_finder
+from ..inputs import Source, source_paths, source_splits
 from ..store import repeated_frames, track_keys, track_tables, upsampled_rows
 from ..store.format import (
     AUDIO_FILE,
@@ -27,6 +27,7 @@ from ..store.format import (
     CHECKSUM_ALGORITHM,
     CHUNKS_FILE,
     DETAILS_FILE,
+    FAILURES_FILE,
     FLOW_FILE,
     FLOW_SCORE_FILE,
     FORMAT_NAME,
@@ -41,8 +42,8 @@ from ..store.format import (
     VIDEOS_FILE,
 )
 from ._annotations import build_annotations, write_annotations
+from ._failures import FailureLog
 from ._index_tables import IndexTables, index_tables
-from ._journal import JournalRecord
 from ._options import BuildOptions
 from ._report import BuildReport, as_given, damage_row
 from ._resume import live_records
@@ -71,7 +72,7 @@ def assemble(
     sources: list[Source],
     classes: list[str],
     options: BuildOptions,
-    failures: dict[str, str],
+    failures: FailureLog,
     *,
     reused: int,
     started: float,
@@ -79,19 +80,21 @@ def assemble(
     trusted: frozenset[str] = frozenset(),
 ) -> BuildReport:
     """Write the index and the manifest of ``store`` from its intact journal records (module
-    doc) and report the build: ``failures`` ({path: error}) as the run saw them, ``reused``
+    doc) and report the build: ``failures`` as the run saw them (settled against the disk
+    here, and written to the store's ``failures.jsonl``: :class:`FailureLog`), ``reused``
     the videos kept from an earlier run, ``started`` the build's ``time.perf_counter``,
     ``skipped`` the paths that were not inputs, ``trusted`` the shards this run wrote (their
     payloads' checksums are not read back)."""
     suspect: set[str] = set()
     live = live_records(store, sources, trusted=trusted, suspect=suspect, need=track_keys(options))
-    failures = _settled(failures, live, sources)
-    kept = [s for s in sources if s.path in live]
+    failures.finish(live, sources)
+    # (the sources not stored are never made: ten million failed rows are only paths here)
+    kept = [sources[i] for i, p in enumerate(source_paths(sources)) if p in live]
     records = [live[s.path][1] for s in kept]
     shards = sorted({shard for shard, _ in live.values()})
     shard_id = {name: i for i, name in enumerate(shards)}
     shard_ids = [shard_id[live[s.path][0]] for s in kept]
-    splits = sorted({s.split for s in sources if s.split is not None})
+    splits = sorted(source_splits(sources))
     tables = index_tables(records, shard_ids, classes, splits, flow=bool(options.flow))
     index = store / INDEX_DIR
     index.mkdir(exist_ok=True)
@@ -109,7 +112,6 @@ def assemble(
     write_json_atomic(index / STRINGS_FILE, strings)
     details = "".join(json.dumps(d) + "\n" for d in tables.details)
     write_bytes_atomic(index / DETAILS_FILE, details.encode())
-    by_path = source_finder(sources)
     shard_rows = _shard_rows(store, shards, suspect)
     report = BuildReport(
         store=str(store),
@@ -117,7 +119,7 @@ def assemble(
         frames=tables.num_frames,
         store_bytes=sum(r["bytes"] for r in shard_rows),
         source_bytes=int(tables.videos["source_bytes"].sum()),
-        failed=[as_given({"path": p, "error": e}, by_path(p)) for p, e in failures.items()],
+        failed=failures.listed,
         reused=reused,
         seconds=0.0,  # (set once the manifest is written)
         damaged=[as_given(damage_row(r), s) for s, r in zip(kept, records) if r.decode_errors],
@@ -126,6 +128,8 @@ def assemble(
         gaps=[{"path": r.path, **r.timestamp_gaps} for r in records if r.timestamp_gaps],
         upsampled=_upsampled(kept, tables),
         filled=_upsampled(kept, tables, over_gaps=True),
+        failed_count=failures.count,
+        failures_file=str(store / FAILURES_FILE) if failures.count else None,
     )
     manifest = _manifest(options, report, classes, shard_rows, _file_rows(index, index_files))
     fields = {s.path: dict(s.fields) for s in kept if s.fields}
@@ -135,18 +139,6 @@ def assemble(
     _remove_dead_shards(store, set(shards))
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _settled(
-    failures: dict[str, str], live: dict[str, tuple[str, JournalRecord]], sources: list[Source]
-) -> dict[str, str]:
-    """The failures as the disk says: a video stored after all is not failed; one neither
-    stored nor failed (its worker died before saying) is failed, never silently missing."""
-    failures = {p: e for p, e in failures.items() if p not in live}
-    for s in sources:
-        if s.path not in live and s.path not in failures:
-            failures[s.path] = "not stored (its build worker stopped before finishing it)"
-    return failures
 
 
 def _write_tables(index: Path, tables: IndexTables) -> list[str]:
@@ -258,6 +250,7 @@ def _manifest(
         "source_bytes": report.source_bytes,
         "classes": classes,
         "failed": report.failed,
+        "failed_count": report.num_failed,
         "damaged": report.damaged,
         "gaps": report.gaps,
         "skipped": report.skipped,

@@ -133,6 +133,7 @@ def _build_to_url(data, url: str, options, **build_kwargs) -> BuildReport:
             publish_store(staging, url, extra={BUILT_FROM: fingerprint}, before_manifest=lock.check)
     shutil.rmtree(staging, ignore_errors=True)
     report.store = url
+    report.failures_file = None  # (the staging folder is gone: the manifest lists them)
     return report
 
 
@@ -180,6 +181,7 @@ def _kept(url: str, fingerprint: str, t0: float) -> BuildReport | None:
         store_bytes=m["store_bytes"],
         source_bytes=m["source_bytes"],
         failed=m.get("failed") or [],
+        failed_count=m.get("failed_count"),
         reused=m["num_videos"],
         seconds=time.perf_counter() - t0,
         damaged=m.get("damaged") or [],
@@ -209,6 +211,7 @@ def _build_hdf5(data, out, options, *, progress=True, input_format=None, root=No
     shutil.rmtree(staging, ignore_errors=True)
     report.store = str(out)
     report.store_bytes = out.stat().st_size
+    report.failures_file = None  # (the staging folder is gone: the file's manifest lists them)
     return report
 
 

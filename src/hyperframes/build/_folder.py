@@ -14,16 +14,18 @@ import os
 import signal
 import time
 from array import array
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from .._core._atomic import fsync_dir, remove_stale_temps, write_json_atomic
 from .._core._errors import Interrupted, StoreError
 from .._core._progress import Progress
 from .._core._signals import interrupt_on_terminate, terminated
-from ..inputs import scan_inputs
+from ..inputs import Source, scan_inputs, source_paths, sources_named
 from ..store import track_keys
 from ..store.format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
 from ._assemble import assemble
+from ._failures import FailureLog
 from ._flow import require_opencv
 from ._lock import StoreLock
 from ._options import BuildOptions
@@ -49,8 +51,9 @@ def build_folder(
         input_format=input_format,
         root=root,
         allow_outside_root=options.allow_outside_root,
+        defer_checks=True,  # each video is checked as it is handed out (decode_sources)
     )
-    sources, skipped, classes = inputs.sources, inputs.skipped, inputs.classes
+    skipped = inputs.skipped
     inside = str(store.absolute()) + os.sep  # a store built inside its data is not an input
     skipped = [r for r in skipped if not str(Path(r["path"]).absolute()).startswith(inside)]
     if store.exists() and not store.is_dir():
@@ -63,66 +66,77 @@ def build_folder(
         raise StoreError(f"the store folder {store} is not writable")
     with StoreLock(store / LOCK), interrupt_on_terminate():
         try:
-            return _build_locked(
-                store,
-                options,
-                sources,
-                skipped,
-                classes,
-                t0,
-                progress,
-                inputs.failed_rows,
-                dispatch=dispatch,
-            )
+            return _build_locked(store, options, inputs, skipped, t0, progress, dispatch)
         except OSError as e:
             raise output_error(e, store) from None
 
 
-def _build_locked(
-    store, options, sources, skipped, classes, t0, progress, failed_rows=(), *, dispatch=None
-) -> BuildReport:
+def _build_locked(store, options, inputs, skipped, t0, progress, dispatch) -> BuildReport:
     for folder in (store, store / SHARDS_DIR, store / INDEX_DIR):
         remove_stale_temps(folder)  # of killed builds
     check_params(store, options)
     write_json_atomic(store / BUILD_PARAMS, {"content": options.content()})
     recover_all(store / SHARDS_DIR)
+    sources, refuse = inputs.sources, inputs.root_check
     done = live_records(store, sources, need=track_keys(options))
-    # positions to decode, 8 bytes each (ten million rows are 80 MB, not a list of ints)
-    todo = array("q", (i for i, s in enumerate(sources) if s.path not in done))
+    if refuse is not None and done:  # stored from a root the inputs no longer allow: redone
+        named = sources_named(sources, done)
+        done = {p: r for p, r in done.items() if refuse(named[p]) is None}
+    # positions to decode: all of them (a range), or 8 bytes each (not a list of ints)
+    todo: Sequence[int] = range(len(sources))
+    if done:
+        todo = array("q", (i for i, p in enumerate(source_paths(sources)) if p not in done))
     if (store / MANIFEST).exists() and todo:
         (store / MANIFEST).unlink()  # the store is incomplete until assembled again
         fsync_dir(store)
     run = next_run(store)
-    failures = {r["path"]: r["error"] for r in failed_rows}  # rows unusable before decoding
-    failures.update(
-        decode_sources(store, options, sources, todo, run=run, progress=progress, dispatch=dispatch)
-    )
-    this_run = frozenset(
-        p.name[: -len(SHARD_SUFFIX)]
-        for p in (store / SHARDS_DIR).glob(f"r{run:03d}-*{SHARD_SUFFIX}")
-    )
-    return assemble(
-        store,
-        sources,
-        classes,
-        options,
-        failures,
-        reused=len(sources) - len(todo),
-        started=t0,
-        skipped=skipped,
-        trusted=this_run,
-    )
+    with FailureLog(store, len(sources), inputs.failed_rows) as failures:
+        decode_sources(
+            store,
+            options,
+            sources,
+            todo,
+            run=run,
+            progress=progress,
+            failures=failures,
+            dispatch=dispatch,
+            refuse=refuse,
+        )
+        this_run = frozenset(
+            p.name[: -len(SHARD_SUFFIX)]
+            for p in (store / SHARDS_DIR).glob(f"r{run:03d}-*{SHARD_SUFFIX}")
+        )
+        return assemble(
+            store,
+            sources,
+            inputs.classes,
+            options,
+            failures,
+            reused=len(sources) - len(todo),
+            started=t0,
+            skipped=skipped,
+            trusted=this_run,
+        )
 
 
 def decode_sources(
-    store, options, sources, todo, *, run, progress, dispatch=None
-) -> dict[str, str]:
+    store,
+    options,
+    sources,
+    todo,
+    *,
+    run,
+    progress,
+    failures: FailureLog,
+    dispatch=None,
+    refuse: Callable[[Source], dict | None] | None = None,
+) -> None:
     """Decode the sources ``todo`` (indices into ``sources``) into the shards of build run
     ``run``: here, in ``options.workers`` processes, or by ``dispatch`` (the Ray engine, with
-    the signature of ``_ray.run_on_ray``); returns {path: error} of those that failed."""
-    failures: dict[str, str] = {}
+    the signature of ``_ray.run_on_ray``); those that fail go to ``failures``. ``refuse``
+    (``Inputs.root_check``): a source it refuses fails as it is handed out, undecoded."""
     if not todo:
-        return failures
+        return
     bar = Progress(total=len(todo), unit="videos", enabled=progress)
 
     def handle(msg) -> None:
@@ -132,9 +146,11 @@ def decode_sources(
         elif kind == "done":
             bar.advance()
         elif kind == "failed":
-            failures[sources[msg[2]].path] = msg[3]
+            failures.add(msg[2], msg[3], sources[msg[2]])
             bar.advance(failed=True)
 
+    if refuse is not None:
+        todo = _HandedOut(todo, sources, refuse, handle)
     try:
         workers = min(options.workers, len(todo))
         if dispatch is not None:
@@ -164,7 +180,26 @@ def decode_sources(
         raise
     bar.close()
     recover_all(store / SHARDS_DIR)  # shards of workers that died during the run
-    return failures
+
+
+class _HandedOut:
+    """``todo`` as it is handed out, each source checked by ``refuse`` first: a refused one
+    fails there (reported to ``handle``), so the first video starts decoding after one check,
+    not after every row's. Its length is ``todo``'s (what the progress counts)."""
+
+    def __init__(self, todo, sources, refuse, handle):
+        self.todo, self.sources, self.refuse, self.handle = todo, sources, refuse, handle
+
+    def __len__(self) -> int:
+        return len(self.todo)
+
+    def __iter__(self) -> Iterator[int]:
+        for i in self.todo:
+            why = self.refuse(self.sources[i])
+            if why is None:
+                yield i
+            else:
+                self.handle(("failed", -1, i, why["error"]))
 
 
 def _recover_quietly(store: Path) -> None:

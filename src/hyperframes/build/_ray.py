@@ -64,7 +64,7 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -337,7 +337,7 @@ def run_on_ray(
     options: BuildOptions,
     run: int,
     sources: list[Source],
-    todo: list[int],
+    todo: Iterable[int],
     handle: Callable[[tuple], None],
     *,
     address: str | None = None,

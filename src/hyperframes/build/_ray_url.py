@@ -35,6 +35,7 @@ from ..remote import RemoteFiles, join_url
 from ..store import track_keys
 from ..store.format import BUILD_PARAMS, LOCK, MANIFEST, RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
 from ._assemble import assemble
+from ._failures import FailureLog
 from ._flow import require_opencv
 from ._folder import decode_sources
 from ._lock import StoreLock
@@ -143,25 +144,31 @@ def _build_locked(folder: Path, url: str, options, inputs, t0, progress, ray_add
         delete_objects(url, [MANIFEST])
     run = _next_run(listing)
     dispatch = functools.partial(run_on_ray, address=ray_address, url=url)
-    failures = {r["path"]: r["error"] for r in inputs.failed_rows}
-    failures.update(
+    with FailureLog(folder, len(sources), inputs.failed_rows) as failures:
         decode_sources(
-            folder, options, sources, todo, run=run, progress=progress, dispatch=dispatch
+            folder,
+            options,
+            sources,
+            todo,
+            run=run,
+            progress=progress,
+            failures=failures,
+            dispatch=dispatch,
         )
-    )
-    mirrored = _mirror(folder, remote.listing(refresh=True), remote)
-    (folder / MANIFEST).unlink(missing_ok=True)
-    report = assemble(
-        folder,
-        sources,
-        inputs.classes,
-        options,
-        failures,
-        reused=len(sources) - len(todo),
-        started=t0,
-        skipped=inputs.skipped,
-        trusted=mirrored,
-    )
+        mirrored = _mirror(folder, remote.listing(refresh=True), remote)
+        (folder / MANIFEST).unlink(missing_ok=True)
+        report = assemble(
+            folder,
+            sources,
+            inputs.classes,
+            options,
+            failures,
+            reused=len(sources) - len(todo),
+            started=t0,
+            skipped=inputs.skipped,
+            trusted=mirrored,
+        )
+    report.failures_file = None  # (the staging folder is removed: the manifest lists them)
     _upload_index(folder, url)
     return report
 

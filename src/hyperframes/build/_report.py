@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .._core._text import printable_lines
+from .._core._text import printable_lines, unlisted_line
 from ..decode import DecodeReport
 from ..inputs import Source
 from ..store import gap_text, upsampled_line
@@ -38,11 +38,22 @@ class BuildReport:
     #: videos at least as fast as ``--fps`` with frames repeated over timestamp gaps shorter
     #: than ``max_gap`` (the same rows, ``over_gaps=True``)
     filled: list[dict] = dataclasses.field(default_factory=list)
+    #: every input not stored (``failed`` lists the first 1,000 of them); None: ``failed``
+    #: lists every one
+    failed_count: int | None = None
+    #: the file listing every failure (the store's ``failures.jsonl``); None when none failed,
+    #: or the store is elsewhere (a URL, an HDF5 file)
+    failures_file: str | None = None
+
+    @property
+    def num_failed(self) -> int:
+        """How many inputs were not stored (``failed`` lists the first 1,000)."""
+        return len(self.failed) if self.failed_count is None else self.failed_count
 
     @property
     def exit_code(self) -> int:
         """0 when every video was stored clean; 2 when some failed or were stored damaged."""
-        return 2 if self.failed or self.damaged else 0
+        return 2 if self.num_failed or self.damaged else 0
 
     def summary(self) -> str:
         if self.source_bytes:
@@ -53,14 +64,15 @@ class BuildReport:
             f"store {self.store}: {self.videos} videos, {self.frames} frames, "
             f"{self.store_bytes / 1e6:.1f} MB ({ratio}{self.source_bytes / 1e6:.1f} MB "
             f"of source), {self.reused} kept from an earlier run, {self.seconds:.1f} s",
-            f"failed: {len(self.failed)}",
+            f"failed: {self.num_failed}",
         ]
-        if not self.videos and self.failed:
-            n = len(self.failed)
+        if not self.videos and self.num_failed:
+            n = self.num_failed
             lines[0] += "; nothing was stored: " + (
                 "the one input failed" if n == 1 else f"all {n} inputs failed"
             )
         lines += [f"  {f['path']}: {f['error']}" for f in self.failed]
+        lines += unlisted_line(self.num_failed, len(self.failed), self.failures_file)
         lines.append(f"damaged (stored, the decoder reported errors): {len(self.damaged)}")
         lines += [f"  {_named(d)}: {d['summary']}" for d in self.damaged]
         lines.append(f"skipped (not inputs): {len(self.skipped)}")

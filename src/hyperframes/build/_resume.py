@@ -11,7 +11,7 @@ from pathlib import Path
 import xxhash
 
 from .._core._errors import StoreError
-from ..inputs import Source, source_finder, source_stat
+from ..inputs import Source, source_stat, sources_named
 from ..store.format import BUILD_PARAMS, RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
 from ._journal import JournalRecord, load_records
 from ._options import BuildOptions
@@ -78,14 +78,17 @@ def live_records(
     homographies: a damaged track decodes the video again), and a record lacking one of the
     record keys ``need`` (the tracks this build asks for) is not kept.
     """
-    wanted = source_finder(sources)  # columns find a path without a dict of every source
+    shards = finished_shards(store)
+    # the sources of the paths recorded (ten million sources are not each made, nor a lookup
+    # of every path built, for a store of a few)
+    wanted = sources_named(sources, {r.path for records, _ in shards.values() for r in records})
     stats: dict[str, tuple[int, int] | None] = {}
     live: dict[str, tuple[str, JournalRecord]] = {}
-    for shard, (records, _) in finished_shards(store).items():
+    for shard, (records, _) in shards.items():
         payload = _Payload(store / SHARDS_DIR / f"{shard}{SHARD_SUFFIX}", shard in trusted)
         try:
             for rec in records:
-                s = wanted(rec.path)
+                s = wanted.get(rec.path)
                 if s is None or (rec.label, rec.split) != (s.label, s.split):
                     continue
                 if s.path not in stats:

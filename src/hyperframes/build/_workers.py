@@ -200,8 +200,7 @@ class _Pool:
         self.ctx = mp.get_context("spawn")
         self.args = (str(store), options, run)
         self.sources, self.handle = sources, handle
-        self.pending = array("q", todo)  # 8 bytes a video
-        self.pending.reverse()  # pop() from the end hands items out in order
+        self.pending = _Pending(todo)
         self.procs: dict[int, tuple[mp.process.BaseProcess, Connection]] = {}
         self.inflight: dict[int, int] = {}  # worker -> the item it holds
         self.started: set[int] = set()  # workers that said "start" for the item they hold
@@ -259,7 +258,7 @@ class _Pool:
         conn.close()
         i = self.inflight.pop(w, None)
         if i is not None and w not in self.started:
-            self.pending.append(i)  # handed over but never begun: the next worker takes it
+            self.pending.put_back(i)  # handed over but never begun: the next worker takes it
             self.stillborn.append(p.exitcode or 0)
             exits = sum(code > 0 for code in self.stillborn)
             if exits >= 3 or len(self.stillborn) >= 10:
@@ -298,6 +297,29 @@ class _Pool:
                 p.kill()
                 p.join()
             conn.close()
+
+
+class _Pending:
+    """The items not handed out yet, taken from ``todo`` one at a time as workers ask (a
+    ``todo`` that checks each item as it goes checks it then), and those put back."""
+
+    def __init__(self, todo) -> None:
+        self._todo = iter(todo)
+        self._back = array("q")
+
+    def put_back(self, item: int) -> None:
+        self._back.append(item)
+
+    def pop(self) -> int:
+        return self._back.pop() if self._back else next(self._todo)
+
+    def __bool__(self) -> bool:
+        if not self._back:
+            item = next(self._todo, None)
+            if item is None:
+                return False
+            self._back.append(item)
+        return True
 
 
 def _script_hint() -> str:

@@ -7,6 +7,9 @@ Hugging Face dataset on disk, a video folder).
 Imports nothing of hyperframes above ``_core``; ``hyperframes.build`` is its user."""
 
 from ._columns import source_finder as source_finder  # for the build, not public
+from ._columns import source_paths as source_paths  # for the build, not public
+from ._columns import source_splits as source_splits  # for the build, not public
+from ._columns import sources_named as sources_named  # for the build, not public
 from ._formats import list_input_formats
 from ._scan import scan_inputs
 from ._sources import Source, source_stat

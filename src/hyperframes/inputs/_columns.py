@@ -1,20 +1,25 @@
 """The sources of an annotation held as columns (:class:`SourceColumns`): ten million rows
 are a few arrays and one bytes blob of paths, not ten million :class:`Source` objects; a
-:class:`Source` is made when one is asked for."""
+:class:`Source` is made when one is asked for. A row appended with ``kind=None`` is looked
+at (one stat: a folder is a frame folder) only when its source is first made, so reading ten
+million rows touches none of their files."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import overload
 
 import numpy as np
 import xxhash
 
-from ._sources import Source
+from ._sources import Source, listed_kind
 
 _KINDS = ("video", "frames")
+#: the kind code of a row whose file is not looked at yet (:meth:`SourceColumns.row` does)
+_UNSEEN = 2
 
 
 def path_hash(path: str) -> int:
@@ -60,14 +65,15 @@ class SourceColumns(Sequence[Source]):
         self._order: np.ndarray | None = None  # the selection, row numbers; None: every row
         self._lookup: tuple[np.ndarray, np.ndarray] | None = None
 
-    def append(self, source: Source) -> int:
-        """Add a row; returns its row number."""
+    def append(self, source: Source, *, seen: bool = True) -> int:
+        """Add a row; returns its row number. ``seen=False``: its ``kind`` is not known yet
+        (the row's file is looked at when its source is first made)."""
         n = len(self._ends)
         self._blob += os.fsencode(source.path)
         self._ends.append(len(self._blob))
         self._label.append(self.strings.id(source.label))
         self._split.append(self.strings.id(source.split))
-        self._kind.append(_KINDS.index(source.kind))
+        self._kind.append(_KINDS.index(source.kind) if seen else _UNSEEN)
         file, line = _where(source.row)
         self._file.append(self.strings.id(file))
         self._line.append(line if line < 1 << 32 else 0)
@@ -91,6 +97,8 @@ class SourceColumns(Sequence[Source]):
 
     def row(self, n: int) -> Source:
         """Row ``n`` (of every row appended, selected or not) as a :class:`Source`."""
+        if self._kind[n] == _UNSEEN:
+            self._see(n)
         whole = self._whole.get(n)
         if whole is not None:
             return whole
@@ -103,6 +111,20 @@ class SourceColumns(Sequence[Source]):
             _KINDS[self._kind[n]],
             row=file if not line else f"{file}:{line}",
         )
+
+    def _see(self, n: int) -> None:
+        """Look at row ``n``'s file: its kind (:func:`listed_kind`), kept for the next ask."""
+        kind = listed_kind(self.path(n))
+        self._kind[n] = _KINDS.index(kind)
+        whole = self._whole.get(n)
+        if whole is not None and whole.kind != kind:
+            self._whole[n] = dataclasses.replace(whole, kind=kind)
+
+    def paths(self) -> Iterator[str]:
+        """The selected rows' paths, in order (no file looked at, no :class:`Source` made)."""
+        rows = range(len(self._ends)) if self._order is None else self._order
+        for n in rows:
+            yield self.path(int(n))
 
     def take(self, rows) -> SourceColumns:
         """The same columns with only ``rows`` (row numbers, in the order given) selected."""
@@ -168,15 +190,20 @@ class SourceColumns(Sequence[Source]):
                 names.update(seg.labels)
         return names
 
+    def split_names(self) -> set[str]:
+        """Every split the selected rows name."""
+        splits = np.frombuffer(self._split, dtype=np.int32)
+        used = np.zeros(len(self.strings.names) + 1, dtype=np.bool_)
+        used[(splits if self._order is None else splits[self._order]) + 1] = True
+        return {self.strings.names[i] for i in np.flatnonzero(used[1:]).tolist()}
+
     def find(self, path: str) -> Source | None:
         """The selected source of ``path``, or None."""
-        if self._lookup is None:
-            rows = self.rows()
-            hashes = np.fromiter(
-                (path_hash(self.path(int(n))) for n in rows), dtype=np.uint64, count=len(rows)
-            )
-            by = np.argsort(hashes, kind="stable")
-            self._lookup = (hashes[by], rows[by])
+        if self._lookup is None:  # 16 bytes a row: the hashes, sorted, and their rows
+            hashes = np.fromiter(map(path_hash, self.paths()), dtype=np.uint64, count=len(self))
+            by = np.argsort(hashes)  # (paths of one hash are told apart below)
+            hashes.sort()
+            self._lookup = (hashes, by if self._order is None else self._order[by])
         hashes, rows = self._lookup
         h = np.uint64(path_hash(path))
         i = int(np.searchsorted(hashes, h))
@@ -196,6 +223,29 @@ def _where(row: str | None) -> tuple[str | None, int]:
     if file and line.isdigit() and line == str(int(line)) and int(line) > 0:
         return file, int(line)
     return row, 0
+
+
+def source_paths(sources: Sequence[Source]) -> Iterator[str]:
+    """The paths of ``sources``, in order; columns make no :class:`Source` (nor look at a
+    file) for it."""
+    if isinstance(sources, SourceColumns):
+        return sources.paths()
+    return (s.path for s in sources)
+
+
+def source_splits(sources: Sequence[Source]) -> set[str]:
+    """The splits ``sources`` name (columns make no :class:`Source` for it)."""
+    if isinstance(sources, SourceColumns):
+        return sources.split_names()
+    return {s.split for s in sources if s.split is not None}
+
+
+def sources_named(sources: Sequence[Source], paths: Collection[str]) -> dict[str, Source]:
+    """{path: source} of the sources in ``sources`` whose path is one of ``paths``: one pass
+    over the paths, no lookup of every source built (memory grows with ``paths`` only)."""
+    if not paths:
+        return {}
+    return {p: sources[i] for i, p in enumerate(source_paths(sources)) if p in paths}
 
 
 def source_finder(sources: Sequence[Source]):

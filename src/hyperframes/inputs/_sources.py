@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from .._core._errors import InputError
@@ -119,13 +120,16 @@ class Inputs:
     ``failed_rows`` (``{"path", "error"}``: listed, but the row itself is unusable — a bad
     segment, an unknown label; the build reports them as failed), ``skipped`` (``{"path",
     "reason"}``: not inputs), ``classes`` (class id -> name, the order the store keeps) and the
-    ``input_format`` that read them."""
+    ``input_format`` that read them. ``root_check``: where the sources were not all checked
+    to be inside the root yet (``scan_inputs(defer_checks=True)``), the check the build makes
+    of each as it hands it out (``{"path", "error"}`` of a refused one, else None)."""
 
     sources: list[Source]
     skipped: list[dict]
     classes: list[str]
     failed_rows: list[dict] = dataclasses.field(default_factory=list)
     input_format: str = "folder"
+    root_check: Callable[[Source], dict | None] | None = None
 
     def __repr__(self) -> str:
         return (
@@ -140,11 +144,12 @@ def file_extension(name: str) -> str:
     return os.path.splitext(name)[1].lower()
 
 
-def listed_kind(path: Path) -> str:
+def listed_kind(path: str | os.PathLike) -> str:
     """The kind of a path an annotation row names: a folder is a frame folder, unless it is
     named like a video (then it is an error the build reports: a directory where a video file
-    was expected); anything else, missing included, is a video."""
-    if path.is_dir() and path.suffix.lower() not in VIDEO_EXTENSIONS:
+    was expected); anything else, missing included, is a video. (No :class:`Path` is made:
+    each interns its parts, which ten million rows would keep in the interpreter's table.)"""
+    if os.path.isdir(path) and file_extension(os.path.basename(path)) not in VIDEO_EXTENSIONS:
         return "frames"
     return "video"
 

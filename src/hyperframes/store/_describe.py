@@ -8,11 +8,15 @@ that store's codec or size as if they were the file's."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
-from .._core._text import printable_lines
+from .._core._text import printable_lines, unlisted_line
+from .._core._urls import is_url
 from ._hdf5 import H5Store
 from ._rates import repeated_frames, upsampled_line, upsampled_rows
+from .format import FAILURES_FILE
 
 __all__ = ["describe_store", "format_store_info", "gap_text"]
 
@@ -74,6 +78,9 @@ def describe_store(store) -> dict:
         "hdf5": hdf5,
         "converted_from": m.get("converted_from"),
         "failed": m.get("failed", []),
+        # (a manifest without the count lists every failure)
+        "failed_count": m.get("failed_count", len(m.get("failed", []))),
+        "failures_file": _failures_file(store, hdf5),
         "damaged": m.get("damaged", []),
         "gaps": m.get("gaps", []),
         "skipped": m.get("skipped", []),
@@ -82,6 +89,15 @@ def describe_store(store) -> dict:
         "tracks": _tracks(store),
         "videos_shown": videos,
     }
+
+
+def _failures_file(store, hdf5) -> str | None:
+    """The store folder's file listing every failed input (the manifest lists the first),
+    when there is one here."""
+    if hdf5 is not None or is_url(str(store.path)):
+        return None
+    path = Path(store.path) / FAILURES_FILE
+    return str(path) if path.is_file() else None
 
 
 def _splits(videos) -> dict[str, int]:
@@ -207,9 +223,10 @@ def format_store_info(d: dict) -> str:
         + (f"in {len(d['shards'] or [])} shard(s)" if d["hdf5"] is None else "(the file)")
         + f", {ratio:.2f}x the source's {d['source_bytes'] / 1e6:.2f} MB",
         f"checksums      {d['checksum_algorithm']}",
-        f"failed         {len(d['failed'])}",
+        f"failed         {d['failed_count']}",
     ]
     lines += [f"  {f['path']}: {f['error']}" for f in d["failed"]]
+    lines += unlisted_line(d["failed_count"], len(d["failed"]), d.get("failures_file"))
     lines.append(f"damaged        {len(d['damaged'])} (stored; the decoder reported errors)")
     lines += [f"  {x['path']}: {x['summary']}" for x in d["damaged"]]
     if d.get("gaps"):

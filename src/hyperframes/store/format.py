@@ -47,6 +47,11 @@ A store is a folder::
                                  motion_score``, before quantising), 0 for frame 0; what the
                                  ``keyframes`` sampler ranks by when present. A store built
                                  before it was recorded has none (the change score serves)
+      failures.jsonl             optional: every input the build did not store, a line each
+                                 (``{"path", "error"}``, ``"target"`` beside a symlink's
+                                 path); the manifest lists the first 1,000 (``failed``) and
+                                 counts them all (``failed_count``). Not part of the store's
+                                 checked files: not uploaded to a URL, not in an HDF5 file
       .NAME.PID.tmp              a file being written atomically (removed on success; stale
                                  ones, of killed processes, are removed by the next writer)
 
@@ -56,7 +61,8 @@ version, codec and its parameters, dtype, layout, normalisation), ``shards`` and
 file against its checksum at every open and refuses a manifest without them, which
 ``hyperframes verify --resign`` records), ``num_videos``,
 ``num_frames``, ``store_bytes``, ``source_bytes``, ``classes``, and the inputs not stored:
-``failed``, ``damaged`` (stored with decoder errors) and ``skipped``; ``notes``
+``failed`` (the first 1,000; ``failed_count``, optional, counts them all: a manifest
+without it lists every one), ``damaged`` (stored with decoder errors) and ``skipped``; ``notes``
 (optional): ``{"path", "row", "note"}`` for each segment the build clamped to its video's end
 or dropped (it starts after the end); and ``gaps`` (optional): ``{"path", "count", "seconds",
 "max_gap", "first"}`` for each video whose frames lie further apart than the build's
@@ -127,6 +133,8 @@ CHECKSUM_ALGORITHM = "xxh3_128"
 MANIFEST = "manifest.json"
 BUILD_PARAMS = "build.json"
 LOCK = ".lock"
+#: every failed input of the last build, a JSON line each (the manifest lists the first)
+FAILURES_FILE = "failures.jsonl"
 SHARDS_DIR = "shards"
 INDEX_DIR = "index"
 #: at a URL: ``generations/G/shards/...`` and ``generations/G/index/...``, G the manifest's

@@ -349,7 +349,7 @@ def write_report(
         f"<h1>{_esc(d['store'])}</h1>",
         f"<p id='summary'>{d['num_videos']} videos, {d['num_frames']} frames, "
         f"{len(d['classes'])} classes, codec {_esc((d['codec'] or {}).get('name'))}, "
-        f"{len(d['failed'])} failed, {len(d['damaged'])} damaged, {len(d['skipped'])} "
+        f"{d.get('failed_count', len(d['failed']))} failed, {len(d['damaged'])} damaged, {len(d['skipped'])} "
         f"skipped; hyperframes {_esc(d['hyperframes_version'])}</p>",
         "<h2 id='classes'>Videos per class and split</h2>",
         _counts_table(d["class_counts"]),

@@ -149,11 +149,14 @@ def read_inputs(
     input_format: str | None = None,
     root: str | os.PathLike | None = None,
     allow_outside_root: bool = False,
+    defer_checks: bool = False,
 ) -> Inputs:
     """Every source of ``data`` read as ``input_format`` (default: detected), paths relative
     to ``root`` (default: the annotation file's folder, a folder DATA itself). An annotation's
     file that is not inside ``root`` once links are followed is a failed row (see
-    :func:`~hyperframes.inputs._formats._rows.inside_root`) unless ``allow_outside_root``."""
+    :func:`~hyperframes.inputs._formats._rows.inside_root`) unless ``allow_outside_root``;
+    ``defer_checks``: that check is left to ``Inputs.root_check`` (the build's, one video at a
+    time) once one source is known to pass it."""
     path = Path(data)
     fmt = get_input_format(input_format) if input_format else None
     if not path.exists():
@@ -165,7 +168,8 @@ def read_inputs(
     inputs = dataclasses.replace(inputs, input_format=fmt.name)
     if allow_outside_root or fmt.name == "folder":  # a folder's walk lists only what is in it
         return inputs
-    return inside_root(inputs, Path(root) if root is not None else _default_root(path), path)
+    base = Path(root) if root is not None else _default_root(path)
+    return inside_root(inputs, base, path, defer=defer_checks)
 
 
 def _default_root(data: Path) -> Path:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..._core._errors import InputError
 from ..._core._json import TOO_DEEP, loads_json
-from .._columns import SourceColumns, path_hash
+from .._columns import SourceColumns, path_hash, source_paths
 from .._sources import (
     IMAGE_EXTENSIONS,
     VIDEO_EXTENSIONS,
@@ -28,7 +28,6 @@ from .._sources import (
     Segment,
     Source,
     class_names,
-    listed_kind,
 )
 
 #: what to do about an annotation that nests too deep
@@ -206,7 +205,6 @@ class Rows:
         self.data, self.root = data, root
         self._columns = SourceColumns()
         self._hashes = array("Q")
-        self._missing = bytearray()  # per added row: its file did not exist
         self._first_listed: str | None = None  # the first added row as listed (--root hint)
         self._fails: list[tuple[int, str, str, str]] = []  # (seq, path, row, why)
         self._skips: list[tuple[int, dict]] = []
@@ -235,16 +233,13 @@ class Rows:
     ) -> None:
         self.rows += 1
         key = os.fspath(path)
-        missing = False
-        if kind is None:  # one stat: does it exist, is it a frame folder
-            missing = not os.path.exists(key)
-            kind = listed_kind(Path(key))
-        new = Source(key, label, split, kind, segments, labels, row, fields=fields)
+        # kind None: its file is looked at when its source is first made, not here (ten
+        # million rows are read without a stat each)
+        new = Source(key, label, split, kind or "video", segments, labels, row, fields=fields)
         if self._first_listed is None:
             self._first_listed = listed or key
-        self._columns.append(new)
+        self._columns.append(new, seen=kind is not None)
         self._hashes.append(path_hash(key))
-        self._missing.append(missing)
 
     def fail(self, path: str | os.PathLike, row: str, why: str) -> None:
         """The row names ``path`` but cannot be used: ``path`` is not stored, and is listed in
@@ -325,8 +320,8 @@ class Rows:
         sources, failed = self._settle()
         if not len(sources):
             raise InputError(_nothing_usable(self.data, failed, self.skipped))
-        missing = np.frombuffer(self._missing, dtype=np.bool_)
-        if (missing if len(sources) == len(missing) else missing[sources.rows()]).all():
+        # the files are looked at in order until one exists (one stat when the first does)
+        if not any(map(os.path.exists, source_paths(sources))):
             raise InputError(self._all_missing(sources[0], len(sources)))
         return Inputs(sources, self.skipped, class_names(sources, classes), failed)  # type: ignore[arg-type]
 
@@ -347,27 +342,47 @@ class Rows:
         )
 
 
-def inside_root(inputs: Inputs, root: Path, data: Path) -> Inputs:
-    """``inputs`` with every source whose file is not inside ``root`` (a ``../`` or absolute
-    path, or a link whose target is elsewhere: links are followed) moved to the failed rows,
-    each naming its row; nothing of it is opened. When no source is left it is an error
-    listing every refused row."""
-    base = os.path.realpath(root)
+class RootCheck:
+    """The refusal of a source whose file is not inside ``root`` once links are followed (a
+    ``../`` or absolute path, or a link whose target is elsewhere); nothing of it is opened.
+    A build makes it as it hands each video out (:attr:`Inputs.root_check`), so ten million
+    rows are not each resolved before the first is decoded."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.base = os.path.realpath(root)
+
+    def __call__(self, s: Source) -> dict | None:
+        """``{"path", "error"}`` (the failed row) when ``s`` is outside the root, else None."""
+        real = os.path.realpath(s.path)
+        if os.path.commonpath([self.base, real]) == self.base:
+            return None
+        link = "" if real == s.path else f" (a link to {real})"
+        return {
+            "path": s.path,
+            "error": f"InputError: {s.path}{link} is outside root {self.root} (at {s.row}); "
+            "pass a root that holds it, or allow_outside_root (build --allow-outside-root)",
+        }
+
+
+def inside_root(inputs: Inputs, root: Path, data: Path, *, defer: bool = False) -> Inputs:
+    """``inputs`` with every source whose file is not inside ``root`` (:class:`RootCheck`)
+    moved to the failed rows, each naming its row. When no source is left it is an error
+    listing every refused row. ``defer``: the sources are checked in order only until one is
+    inside (the error needs no more); the rest are left to ``inputs.root_check``, which the
+    build calls as it hands each video out."""
+    check = RootCheck(root)
+    if defer:
+        for s in inputs.sources:
+            if check(s) is None:
+                return dataclasses.replace(inputs, root_check=check)
     out: list[int] = []  # positions refused (the rest are kept: no list of every row)
     refused: list[dict] = []
     for i, s in enumerate(inputs.sources):
-        real = os.path.realpath(s.path)
-        if os.path.commonpath([base, real]) == base:
-            continue
-        out.append(i)
-        link = "" if real == s.path else f" (a link to {real})"
-        refused.append(
-            {
-                "path": s.path,
-                "error": f"InputError: {s.path}{link} is outside root {root} (at {s.row}); pass "
-                "a root that holds it, or allow_outside_root (build --allow-outside-root)",
-            }
-        )
+        why = check(s)
+        if why is not None:
+            out.append(i)
+            refused.append(why)
     if not refused:
         return inputs
     if len(out) == len(inputs.sources):
