@@ -247,17 +247,21 @@ class PyAVFrame:
         self.index = index
         self.pts_seconds = pts_seconds
 
-    def to_rgb(self, size: tuple[int, int] | None = None) -> np.ndarray:
-        # one swscale thread: FFmpeg 8's threaded conversion does not always give the same
-        # bytes, and a store must not depend on scheduling (workers parallelise builds)
+    def _scaling(self, size: tuple[int, int] | None) -> dict:
+        """swscale's arguments for an upright ``size`` (None: the frame's own): one thread
+        (FFmpeg 8's threaded conversion does not always give the same bytes, and a store
+        must not depend on scheduling: workers parallelise builds), the area filter."""
         kwargs: dict = {"threads": 1}
         if size is not None:
             height, width = check_size(size)
             if self._turns % 2:
                 width, height = height, width
             kwargs.update(width=width, height=height, interpolation="AREA")
+        return kwargs
+
+    def to_rgb(self, size: tuple[int, int] | None = None) -> np.ndarray:
         try:
-            rgb = self._frame.to_ndarray(format="rgb24", **kwargs)
+            rgb = self._frame.to_ndarray(format="rgb24", **self._scaling(size))
         except Exception as e:
             raise DecodeError(
                 f"{self._path}: frame {self.index}: RGB conversion failed: {e}"
@@ -276,14 +280,8 @@ class PyAVFrame:
         source = self._frame.format.name
         if not source.startswith("yuv"):
             return None
-        kwargs: dict = {"threads": 1, "format": "yuv420p"}
-        if size is not None:
-            height, width = check_size(size)
-            if self._turns % 2:
-                width, height = height, width
-            kwargs.update(width=width, height=height, interpolation="AREA")
         try:
-            yuv = self._frame.reformat(**kwargs)
+            yuv = self._frame.reformat(format="yuv420p", **self._scaling(size))
         except Exception as e:
             raise DecodeError(
                 f"{self._path}: frame {self.index}: I420 conversion failed: {e}"
