@@ -90,8 +90,8 @@ def encode_rgb(chw: np.ndarray) -> bytes:
     def half(p):
         return cv2.resize(p, (cw, ch), interpolation=cv2.INTER_AREA)
 
-    planes = [np.clip(np.rint(p), 0, 255).astype(np.uint8) for p in (y, half(u), half(v))]
-    return encode_planes(*planes, "bt601", True)
+    yq, uq, vq = (np.clip(np.rint(p), 0, 255).astype(np.uint8) for p in (y, half(u), half(v)))
+    return encode_planes(yq, uq, vq, "bt601", True)
 
 
 def _parse(data, h: int, w: int):
