@@ -301,10 +301,11 @@ def test_show_writes_a_window_png(raw_store, tmp_path):
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"codec": "png"}, "^codec must be one of raw, lz4, zstd, jpeg, got 'png'$"),
+        ({"codec": "png"}, "^codec must be one of raw, lz4, zstd, jpeg, yuv420, got 'png'$"),
         ({"size": "big"}, "^size 'big' is not understood"),
         ({"fps": -1.0}, "^fps must be a positive number"),
         ({"codec": "jpeg", "dtype": "float16"}, "^codec jpeg stores uint8 only; use dtype uint8"),
+        ({"codec": "yuv420", "dtype": "float16"}, "^codec yuv420 stores uint8 only"),
         ({"workers": 0}, "^workers must be at least 1"),
         ({"chunk_frames": 0}, "^chunk_frames must be at least 1"),
     ],

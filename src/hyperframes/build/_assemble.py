@@ -264,6 +264,8 @@ def _codec_params(options: BuildOptions) -> dict:
         return {"quality": options.jpeg_quality, "subsampling": "420", "library": "libjpeg-turbo"}
     if options.codec in ("lz4", "zstd"):
         return {"chunk_frames": options.chunk_frames}
+    if options.codec == "yuv420":
+        return {"layout": "I420"}
     return {}
 
 

@@ -95,7 +95,7 @@ def ingest(
         flow_hw = hw if hw is not None else (info.height, info.width)
         flow = FlowSpill(options.flow, target_size(*flow_hw, options.flow_size), writer.directory)
     sink = writer.begin_video(codec)
-    kept = _KeptFrames(source.path, options, hw, sink, flow)
+    kept = _KeptFrames(source.path, options, hw, sink, flow, codec)
     damage = DecodeReport()
     try:
         kept.decode(decoder, fps=fps, native_fps=info.fps, report=damage, on_frames=on_frames)
@@ -170,8 +170,11 @@ class _KeptFrames:
     ``sink``; ``pts`` and ``indices`` say when each was shown and which source frame it is,
     ``decoded[0]`` counts the frames decoded, ``gaps`` the gaps over ``max_gap`` not bridged."""
 
-    def __init__(self, path: str, options: BuildOptions, hw, sink: VideoSink, flow):
+    def __init__(self, path: str, options: BuildOptions, hw, sink: VideoSink, flow, codec: Codec):
         self.path, self.options, self.hw, self.sink, self.flow = path, options, hw, sink, flow
+        #: a codec that stores the decoder's own YUV planes (yuv420): the frame's RGB is then
+        #: what a read of them gives, so its signature and change score are of those pixels
+        self.planar = codec if codec.encode_planes is not None else None
         self.scorer = ChangeScorer()
         self.signature = SignatureBuilder()
         self.pts: list[float] = []
@@ -209,14 +212,25 @@ class _KeptFrames:
                 f"{self.pts[0]:.3f} s to past {self.pts[-1]:.3f} s; stopped, nothing of it is "
                 "kept (raise max_frames, or lower fps, to store it)"
             )
-        rgb = kept.frame.to_rgb(self.hw)
+        chunk, rgb = None, None
+        to_i420 = getattr(kept.frame, "to_i420", None) if self.planar else None
+        planes = to_i420(self.hw) if to_i420 is not None else None
+        if planes is not None:
+            assert self.planar is not None and self.planar.encode_planes is not None
+            chunk = self.planar.encode_planes(*planes)
+            h, w = planes[0].shape
+            chw = np.empty((3, h, w), np.uint8)
+            self.planar.decode_into(chunk, chw[None])
+            rgb = chw.transpose(1, 2, 0)
+        else:
+            rgb = kept.frame.to_rgb(self.hw)
         if self.flow is not None:
-            self.flow.add(rgb)
+            self.flow.add(np.ascontiguousarray(rgb))
         chw = rgb.transpose(2, 0, 1)
         self.signature.add(chw, kept.pts_seconds)  # of the uint8 frame, before normalising
         if self.normalise:
             chw = ((chw.astype(np.float32) - self.mean) / self.std).astype(np.float16)
-        self.sink.add(chw)
+        self.sink.add(chw, chunk)
         self.scorer.add(chw)
         self.pts.append(float(kept.pts_seconds))
         self.indices.append(int(kept.source_index))

@@ -90,10 +90,17 @@ class VideoSink:
         self.num_frames = 0
         self.shape: tuple[int, ...] | None = None
 
-    def add(self, frame: np.ndarray) -> None:
+    def add(self, frame: np.ndarray, chunk: bytes | None = None) -> None:
+        """Store ``frame`` (C, H, W); ``chunk``, when given, is already its encoded chunk (a
+        codec of one frame per chunk, encoded from the decoder's own planes)."""
         if self.shape is None:
             self.shape = frame.shape
-        if self._codec.chunk_frames == 0:
+        if chunk is not None:
+            assert self._codec.chunk_frames == 1 and not self._pending
+            offset = self._emit(chunk)
+            self.chunks.append((offset, len(chunk), self._chunked_frames, 1))
+            self._chunked_frames += 1
+        elif self._codec.chunk_frames == 0:
             self._emit(np.ascontiguousarray(frame).data)
         else:
             self._pending.append(frame)

@@ -46,6 +46,8 @@ _MATRIX = {
     10: "bt2020",
 }
 _RANGE = {1: "tv", 2: "pc"}
+#: FFmpeg's AVColorSpace -> the matrix swscale converts with (any other: BT.601, its default)
+_I420_MATRIX = {1: "bt709", 4: "fcc", 7: "smpte240m", 9: "bt2020", 10: "bt2020"}
 _LOOKAHEAD = 8  # frames held so the pts-or-dts choice sees the next ones (see Timeline)
 #: demuxers whose timestamps wrap around (FFmpeg's ``pts_wrap_bits`` for them): MPEG-TS and
 #: MPEG-PS carry 33-bit timestamps
@@ -245,17 +247,21 @@ class PyAVFrame:
         self.index = index
         self.pts_seconds = pts_seconds
 
-    def to_rgb(self, size: tuple[int, int] | None = None) -> np.ndarray:
-        # one swscale thread: FFmpeg 8's threaded conversion does not always give the same
-        # bytes, and a store must not depend on scheduling (workers parallelise builds)
+    def _scaling(self, size: tuple[int, int] | None) -> dict:
+        """swscale's arguments for an upright ``size`` (None: the frame's own): one thread
+        (FFmpeg 8's threaded conversion does not always give the same bytes, and a store
+        must not depend on scheduling: workers parallelise builds), the area filter."""
         kwargs: dict = {"threads": 1}
         if size is not None:
             height, width = check_size(size)
             if self._turns % 2:
                 width, height = height, width
             kwargs.update(width=width, height=height, interpolation="AREA")
+        return kwargs
+
+    def to_rgb(self, size: tuple[int, int] | None = None) -> np.ndarray:
         try:
-            rgb = self._frame.to_ndarray(format="rgb24", **kwargs)
+            rgb = self._frame.to_ndarray(format="rgb24", **self._scaling(size))
         except Exception as e:
             raise DecodeError(
                 f"{self._path}: frame {self.index}: RGB conversion failed: {e}"
@@ -263,6 +269,30 @@ class PyAVFrame:
         if self._turns:
             rgb = np.rot90(rgb, self._turns)
         return np.ascontiguousarray(rgb)
+
+    def to_i420(self, size: tuple[int, int] | None = None) -> tuple | None:
+        """The frame as 8-bit I420 planes ``(y, u, v, matrix, full_range)``, scaled by the
+        swscale area filter ``to_rgb`` uses, before any RGB conversion: Y at ``size`` (the
+        upright size), U and V at half of it (rounded up), and the matrix and range that
+        ``to_rgb``'s conversion would use (the frame's tags: an untagged frame is BT.601,
+        limited unless its pixel format is a full-range ``yuvj`` one). None for a frame
+        that is not YUV (RGB, grey, palette): convert its ``to_rgb`` instead."""
+        source = self._frame.format.name
+        if not source.startswith("yuv"):
+            return None
+        try:
+            yuv = self._frame.reformat(format="yuv420p", **self._scaling(size))
+        except Exception as e:
+            raise DecodeError(
+                f"{self._path}: frame {self.index}: I420 conversion failed: {e}"
+            ) from e
+        planes = []
+        for p in yuv.planes:
+            a = np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)[:, : p.width]
+            planes.append(np.ascontiguousarray(np.rot90(a, self._turns)) if self._turns else a)
+        full = int(self._frame.color_range) == 2 or source.startswith("yuvj")
+        matrix = _I420_MATRIX.get(int(self._frame.colorspace), "bt601")
+        return (*planes, matrix, full)
 
 
 @register_decoder("pyav", install_hint="pip install av")

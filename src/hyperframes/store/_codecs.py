@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._core._errors import ConfigError
+from . import _yuv
 
 __all__ = ["Codec", "create_codec", "list_codecs"]
 
@@ -52,6 +53,15 @@ class Codec:
     chunk_problem: (
         Callable[[bytes | memoryview | np.ndarray, tuple, np.dtype], str | None] | None
     ) = None
+    #: optional: the exact bytes of a chunk of ``(num_frames, height, width)`` (int64 arrays,
+    #: vectorised), for a codec whose chunks have a fixed size (yuv420); checked at open
+    chunk_bytes: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None
+    #: optional: one frame's chunk from its I420 planes ``(y, u, v, matrix, full_range)``, for
+    #: a decoder that hands them over before any RGB conversion (yuv420)
+    encode_planes: Callable[..., bytes] | None = None
+    #: optional: ``(chunks, (H, W), box, out (T, C, h, w), filter)``: a window's frames (one
+    #: chunk each) cropped to ``box`` and resized into ``out`` without decoding them whole
+    decode_box: Callable[[list, tuple, tuple, np.ndarray, str], None] | None = None
 
 
 _REGISTRY: dict[str, Callable[..., Codec]] = {}
@@ -292,6 +302,35 @@ def _jpeg(quality: int = 90, subsampling: str = "420", **_: object) -> Codec:
         decode_frames=decode_frames,
         channels=(3,),
         chunk_problem=chunk_problem,
+    )
+
+
+@register_codec("yuv420")
+def _yuv420(**_: object) -> Codec:
+    def encode(frames: np.ndarray) -> bytes:
+        _check_uint8("yuv420", frames)
+        (frame,) = frames  # one frame per chunk
+        return _yuv.encode_rgb(frame)
+
+    def decode_into(data, out: np.ndarray) -> None:
+        _yuv.decode_frames([data], out)
+
+    def chunk_bytes(n: np.ndarray, h: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return n * _yuv.frame_bytes(h, w)
+
+    return Codec(
+        "yuv420",
+        1,
+        {"layout": "I420"},
+        encode,
+        decode_into,
+        lossless=False,
+        decode_frames=_yuv.decode_frames,
+        channels=(3,),
+        chunk_problem=_yuv.chunk_problem,
+        chunk_bytes=chunk_bytes,
+        encode_planes=_yuv.encode_planes,
+        decode_box=_yuv.decode_box,
     )
 
 

@@ -121,7 +121,18 @@ def read_boxes(
     fetch = getattr(reader, "fetch_batch", None)
     if not mapped and fetch is not None:  # a store at a URL: the batch's ranges at once
         fetch(reqs)
+    # a codec that crops its own chunks (yuv420): each window's frames, never decoded whole
+    decode_box = getattr(getattr(reader, "_codec", None), "decode_box", None)
     for k, ((video, idx), box) in enumerate(zip(reqs, boxes.tolist())):
+        if decode_box is not None:
+            reader._check_indices(video, idx)
+            try:
+                decode_box(reader.frame_chunks(video, idx), hw[k], box, out[k], filter)
+            except ValueError as e:  # the codec's: a chunk that is not what the index says
+                raise reader._undecodable(video, e) from None
+            if flip[k]:
+                flip_planes(out[k])
+            continue
         if mapped:
             reader._check_indices(video, idx)
             frames = reader.frames_view(video)

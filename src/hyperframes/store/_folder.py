@@ -334,6 +334,7 @@ class FolderIndex(IndexSource):
             files=self.named,
             channels=None if self.codec is None else self.codec.channels,
             max_chunk_bytes=None if self.codec is None else self.codec.max_chunk_bytes,
+            chunk_bytes=None if self.codec is None else self.codec.chunk_bytes,
         )
 
     def check_track_payload(self, audio, flow, videos: np.ndarray, paths, files: dict) -> None:

@@ -312,6 +312,12 @@ class Store(BatchReads):
             )
         i = self._video_id(video)
         idx = self._check_indices(i, np.asarray(frame_indices, dtype=np.int64).reshape(-1))
+        return self.frame_chunks(i, idx)
+
+    def frame_chunks(self, i: int, idx: np.ndarray) -> list[np.ndarray]:
+        """The chunks of frames ``idx`` (checked) of video ``i`` of a codec that keeps one
+        frame per chunk (jpeg, yuv420), as read-only views (or the ranges read from a URL),
+        the video's payload verified first under ``check="video"``."""
         if self._verified is not None and i not in self._verified:
             self._verify_payload(i)
         rows = self._chunks[self._geom(i)[7] + idx]

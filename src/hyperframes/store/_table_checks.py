@@ -251,13 +251,15 @@ def check_payload(
     files: IndexFiles,
     channels: tuple[int, ...] | None = None,
     max_chunk_bytes: Callable[[np.ndarray], np.ndarray] | None = None,
+    chunk_bytes: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> None:
     """Where each video's payload lies in a folder store, against the shard files' sizes and
     each other: inside its shard, no two videos sharing bytes, raw sizes equal to the frame
     count times the frame size, chunk rows tiling the video's bytes and frames in order. The
     codec's own rules: the frame ``channels`` it stores (None: any), and no chunk longer
     than ``max_chunk_bytes`` of its frames' raw bytes (the compressor's bound; None: no
-    bound). Call after :func:`check_table`. Vectorised; the first violation is a StoreError."""
+    bound), or, for a codec of fixed-size chunks, each exactly ``chunk_bytes`` of its frame
+    count and the video's height and width. Call after :func:`check_table`. Vectorised; the first violation is a StoreError."""
     if chunks.ndim != 1 or chunks.dtype != CHUNK_DTYPE:
         raise StoreError(
             f"{files.chunks}: holds {_columns(chunks.dtype)} in {chunks.ndim} dimension(s); "
@@ -319,6 +321,18 @@ def check_payload(
                 f"{c_nb[j]} bytes for {chunks['num_frames'][j]} frames of the video's shape "
                 f"({raw[j]} bytes); codec {codec!r} stores that in at most {most[j]} bytes "
                 "(its compressor's bound)"
+            ),
+        )
+    if chunk_bytes is not None and len(chunks):
+        owner = np.repeat(np.arange(len(videos)), videos["num_chunks"])
+        h, w = videos["height"].astype(np.int64)[owner], videos["width"].astype(np.int64)[owner]
+        n, c_nb = chunks["num_frames"].astype(np.int64), chunks["nbytes"]
+        exact = chunk_bytes(n, h, w)
+        _ChunkRows(rows, owner, files.chunks).require(
+            c_nb == exact,
+            lambda j: (
+                f"{c_nb[j]} bytes for {n[j]} frames of {h[j]}x{w[j]}; codec {codec!r} stores "
+                f"them in exactly {exact[j]} bytes"
             ),
         )
 

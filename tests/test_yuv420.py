@@ -1,0 +1,202 @@
+"""The yuv420 codec (issue 34 item 2): frames kept as I420 planes straight from the decoder,
+read back within 2 levels of a raw RGB build of the same clips, in half its bytes, through
+every reader: a folder, box reads into the batch buffer, HDF5, a store at a URL, verify,
+info; a crafted or damaged store refused cleanly."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+from _stores import reseal
+from hyperframes import StoreError
+from hyperframes._core._resize import resize_planes
+from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
+from hyperframes.build._publish import publish_store
+from hyperframes.cli._main import main
+from hyperframes.store import open_store, verify_store
+from hyperframes.store._crop import read_boxes
+
+VIDEOS = Path(__file__).resolve().parents[2] / "shared" / "videos"
+#: real clips: H.264 untagged (BT.601, limited), HEVC, and H.264 tagged BT.709
+REAL = ("part_0.mp4", "h265_video.mp4", "nasa_13013.mp4")
+
+
+def write_tagged(path: Path, *, frames: int = 6, width: int = 66, height: int = 46) -> Path:
+    """An H.264 clip of gentle colour gradients tagged BT.709, full range (decoded as
+    yuvj420p)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w") as out:
+        s = out.add_stream("libx264", rate=10)
+        s.width, s.height, s.pix_fmt = width, height, "yuv420p"
+        s.codec_context.colorspace, s.codec_context.color_range = 1, 2
+        s.options = {"crf": "10", "preset": "ultrafast"}
+        yy, xx = np.mgrid[0:height, 0:width]
+        for i in range(frames):
+            planes = [60 + xx * 120 // width, 60 + yy * 120 // height, 120 + 5 * i + 0 * xx]
+            f = av.VideoFrame.from_ndarray(np.stack(planes, -1).astype(np.uint8), "rgb24")
+            f.pts = i
+            for p in s.encode(f):
+                out.mux(p)
+        for p in s.encode():
+            out.mux(p)
+    return path
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory) -> dict:
+    """A raw and a yuv420 store of the real clips (short side 128, 5 fps) and of a synthetic BT.709
+    full-range clip stored at an odd size (33x45), each built once for the module."""
+    if not VIDEOS.is_dir():
+        pytest.skip(f"the real clips are not at {VIDEOS}")
+    root = tmp_path_factory.mktemp("yuv420")
+    real = root / "real"
+    real.mkdir()
+    for name in REAL:
+        (real / name).symlink_to(VIDEOS / name)
+    synth = write_tagged(root / "synth" / "tagged.mp4").parent
+    out: dict = {}
+    for codec in ("raw", "yuv420"):
+        build_store(
+            real,
+            root / f"real-{codec}",
+            BuildOptions(codec=codec, size="128", fps=5),
+            progress=False,
+        )
+        opts = BuildOptions(codec=codec, size="33x45")
+        build_store(synth, root / f"synth-{codec}", opts, progress=False)
+        out[codec] = (root / f"real-{codec}", root / f"synth-{codec}")
+    return out
+
+
+def _shard_bytes(store: Path) -> int:
+    return sum(p.stat().st_size for p in (store / "shards").glob("*.bin"))
+
+
+def _all_frames(store) -> list[np.ndarray]:
+    with open_store(store) as s:
+        return [s.read_numpy(i, np.arange(s.videos.num_frames[i])) for i in range(len(s))]
+
+
+def test_frames_are_within_two_levels_of_a_raw_build_in_half_its_bytes(stores):
+    for raw, yuv in zip(stores["raw"], stores["yuv420"]):
+        for a, b in zip(_all_frames(raw), _all_frames(yuv)):
+            assert a.shape == b.shape
+            assert np.abs(a.astype(np.int16) - b).mean() < 2.0
+        assert _shard_bytes(yuv) <= 0.55 * _shard_bytes(raw)
+
+
+def test_each_chunk_records_the_matrix_and_range_of_its_source(stores):
+    """part_0 is untagged (BT.601, limited), nasa_13013 tagged BT.709 (limited), the
+    synthetic clip BT.709 full range; header bytes 4 and 5 say so."""
+    real, synth = stores["yuv420"]
+    seen = {}
+    for store in (real, synth):
+        with open_store(store) as s:
+            for i in range(len(s)):
+                head = bytes(s.frame_chunks(i, np.array([0]))[0][:8])
+                seen[Path(s.videos.paths[i]).name] = (head[:4], head[4], head[5])
+    assert seen["part_0.mp4"] == (b"I420", 0, 0)
+    assert seen["nasa_13013.mp4"] == (b"I420", 1, 0)
+    assert seen["tagged.mp4"] == (b"I420", 1, 1)
+
+
+def test_box_reads_match_decoding_whole_frames_then_cropping(stores):
+    """Boxes at odd offsets and sizes, up- and downscaled, flipped: the planes cropped and
+    resized before the conversion land within 1.5 levels (mean) of converting first (the
+    chroma is resampled once from its own half-size plane, not twice)."""
+    rng = np.random.default_rng(0)
+    for store in stores["yuv420"]:
+        with open_store(store) as s:
+            reqs, boxes = [], []
+            for i in range(len(s)):
+                _, h, w = s.videos.shapes[i]
+                bh, bw = int(rng.integers(h // 3, h)) | 1, int(rng.integers(w // 3, w)) | 1
+                y, x = int(rng.integers(0, h - bh + 1)), int(rng.integers(0, w - bw + 1))
+                reqs.append((i, np.array([0, 2, 1])))
+                boxes.append((y, x, bh, bw))
+            flips = np.arange(len(reqs)) % 2 == 1
+            out = np.empty((len(reqs), 3, 3, 40, 50), np.uint8)
+            read_boxes(s, reqs, np.asarray(boxes), out, flips=flips)
+            for k, ((i, idx), box) in enumerate(zip(reqs, boxes)):
+                want = np.empty_like(out[k])
+                resize_planes(s.read_numpy(i, idx), box, want, flip=bool(flips[k]))
+                assert np.abs(want.astype(np.int16) - out[k]).mean() < 1.5, (i, box)
+
+
+def test_hdf5_holds_the_frames_the_folder_reads(stores, tmp_path):
+    real = stores["yuv420"][0]
+    h5 = convert_to_hdf5(real, tmp_path / "real.h5", progress=False)
+    with open_store(real) as s, open_store(h5) as h:
+        for i in range(len(s)):
+            idx = np.arange(s.videos.num_frames[i])
+            np.testing.assert_array_equal(h.read_numpy(i, idx), s.read_numpy(i, idx))
+
+
+def test_a_url_store_reads_what_the_folder_reads(stores, s3_url):
+    real = stores["yuv420"][0]
+    url = f"{s3_url}/store"
+    publish_store(real, url)
+    boxes = np.array([[3, 5, 41, 51], [0, 0, 128, 128]])
+    reqs = [(0, [1, 3, 2, 0]), (2, [0, 1, 2, 3])]
+    with open_store(real) as s, open_store(url) as u:
+        assert u.codec_name == "yuv420"
+        for i, idx in reqs:
+            np.testing.assert_array_equal(u.read_numpy(i, idx), s.read_numpy(i, idx))
+        want = s.read_batch(reqs, size=(32, 32), boxes=boxes)
+        assert (u.read_batch(reqs, size=(32, 32), boxes=boxes) == want).all()
+    assert verify_store(url) == []
+
+
+def test_info_verify_and_a_damaged_chunk(stores, tmp_path, capsys):
+    store = Path(shutil.copytree(stores["yuv420"][1], tmp_path / "s"))
+    assert main(["info", str(store), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["codec"]["name"] == "yuv420"
+    assert verify_store(store) == []
+    with open_store(store) as s:
+        shard = Path(s._shard_file(0))
+        at = int(s._chunks["offset"][0])
+    data = bytearray(shard.read_bytes())
+    data[at : at + 4] = b"JUNK"
+    shard.write_bytes(bytes(data))
+    (problem,) = verify_store(store)
+    assert problem.startswith(f"{shard}: checksum") and "damaged videos: 0" in problem
+    with open_store(store) as s:
+        with pytest.raises(StoreError, match=r"a yuv420 chunk has the header b'JUNK"):
+            s.read_numpy(0, [0])
+        with pytest.raises(StoreError, match=r"a yuv420 chunk has the header b'JUNK"):
+            s.read_batch([(0, [0])], size=(8, 8))
+
+
+def test_a_shape_its_chunks_do_not_hold_is_refused_at_open(stores, tmp_path):
+    store = Path(shutil.copytree(stores["yuv420"][1], tmp_path / "s"))
+    f = store / "index" / "videos.npy"
+    v = np.load(f)
+    v["height"][0] -= 2
+    np.save(f, v)
+    reseal(store)
+    with pytest.raises(StoreError, match=r"chunks\.npy: chunk row 0 of video 0 .*exactly"):
+        open_store(store)
+
+
+def test_frames_that_come_as_rgb_are_stored_as_bt601_full_range(stores, tmp_path):
+    """A decoder that hands over RGB only (OpenCV): the frames are converted to I420 (BT.601,
+    full range) and read back within 2 levels of the raw build."""
+    synth = Path(stores["yuv420"][1]).parent / "synth"
+    out = tmp_path / "cv"
+    build_store(
+        synth, out, BuildOptions(codec="yuv420", size="33x45", decoder="opencv"), progress=False
+    )
+    raw = tmp_path / "cv-raw"
+    build_store(
+        synth, raw, BuildOptions(codec="raw", size="33x45", decoder="opencv"), progress=False
+    )
+    with open_store(out) as s:
+        assert bytes(s.frame_chunks(0, np.array([0]))[0][:6]) == b"I420\x00\x01"
+    for a, b in zip(_all_frames(raw), _all_frames(out)):
+        assert np.abs(a.astype(np.int16) - b).mean() < 2.0
