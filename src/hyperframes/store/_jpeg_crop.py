@@ -104,10 +104,10 @@ def crop_window(
     t, _, oh, ow = out.shape
     y, x, bh, bw = (int(v) for v in box)
     d = dct_denom((bh, bw), (oh, ow))
-    # the region: the box's rows, its columns widened to iMCU boundaries (16 scaled pixels
-    # for 4:2:0; 64 covers any sampling)
+    # the region: the box's rows, its columns and 2 more each side widened to iMCU
+    # boundaries (16 scaled pixels for 4:2:0; 64 covers any sampling)
     rows = (y + bh + d - 1) // d - y // d
-    cols = (x + bw + d - 1) // d - x // d + 64
+    cols = (x + bw + d - 1) // d - x // d + 68
     region = _scratch("region", (t, rows, cols, 3))
     h, w, r0, c0, got_rows, got_cols = decode(datas, region, y, x, bh, bw, d)
     if frame_hw is not None and (h, w) != tuple(frame_hw):

@@ -42,6 +42,8 @@ static void on_message(j_common_ptr cinfo, int level)
     }
 }
 
+#define MARGIN 2
+
 typedef struct {
     int height, width, row0, col0, rows, cols;
 } region;
@@ -79,8 +81,10 @@ static int decode_one(struct jpeg_decompress_struct *cinfo, error_state *err,
     r0 = top / denom;
     r1 = (top + height + denom - 1) / denom;
     if (r1 > (int)cinfo->output_height) r1 = (int)cinfo->output_height;
-    x0 = (JDIMENSION)(left / denom);
-    c1 = (left + width + denom - 1) / denom;
+    /* two more columns each side where the image has them: the fancy upsampling of a column
+     * at the cropped region's edge takes the edge's chroma for its neighbour's */
+    x0 = (JDIMENSION)(left / denom > MARGIN ? left / denom - MARGIN : 0);
+    c1 = (left + width + denom - 1) / denom + MARGIN;
     if (c1 > (int)cinfo->output_width) c1 = (int)cinfo->output_width;
     cw = (JDIMENSION)c1 - x0;
     if (cw < cinfo->output_width) jpeg_crop_scanline(cinfo, &x0, &cw);
