@@ -7,12 +7,14 @@ decoding is off; a corrupt JPEG is an error, never a crash."""
 from __future__ import annotations
 
 import shutil
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import hyperframes.store
 from hyperframes._core._errors import StoreError
 from hyperframes._core._resize import resize_planes
 from hyperframes.build import BuildOptions, build_store
@@ -144,6 +146,21 @@ def test_off_reads_whole_frames_and_says_so_once(store, monkeypatch, capsys):
     monkeypatch.delenv(jc.ENV)
     with open_store(store) as st:  # on again: the scaled decode, within the tolerance only
         assert not np.array_equal(_read(st, 1, idx, box, size), _reference(st, 1, idx, box, size))
+
+
+def test_without_the_extension_whole_frames_and_a_note(store, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "hyperframes.store._jpegcrop", None)  # import fails
+    monkeypatch.delattr(hyperframes.store, "_jpegcrop", raising=False)
+    monkeypatch.setattr(jc, "_decoder", [])
+    monkeypatch.setattr(jc, "_noted", set())
+    box, size = (11, 3, 121, 131), (56, 56)
+    with open_store(store) as st:
+        idx = np.arange(T_FRAMES)
+        for _ in range(2):
+            assert np.array_equal(_read(st, 1, idx, box, size), _reference(st, 1, idx, box, size))
+    err = capsys.readouterr().err
+    assert err.count("partial JPEG decoding is off (the C extension") == 1
+    assert "apt-get install libjpeg-dev" in err
 
 
 def test_pipeline_rrc_flip_and_threads(store, monkeypatch):

@@ -40,7 +40,7 @@ def _load() -> tuple[Callable | None, str]:
 
             _decoder[:] = [_jpegcrop.decode_window, ""]
         except ImportError as e:
-            _decoder[:] = [None, f"the C extension hyperframes.store._jpegcrop is not built ({e})"]
+            _decoder[:] = [None, f"the C extension hyperframes.store._jpegcrop is not built: {e}"]
     return _decoder[0], _decoder[1]
 
 
