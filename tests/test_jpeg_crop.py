@@ -177,3 +177,14 @@ def test_pipeline_rrc_flip_and_threads(store, monkeypatch):
     monkeypatch.setattr(jc, "_noted", {f"{jc.ENV}=0 is set"})  # (said in the test above)
     whole = ds.read_batch(keys).frames.numpy()
     assert _diff(got, whole).mean() <= SCALED["mean"]
+
+
+def test_a_strided_window_buffer_gets_the_same_pixels(store):
+    box, size = (7, 13, 37, 51), (40, 40)
+    with open_store(store) as st:
+        datas = st.encoded_frames(1, np.arange(T_FRAMES))
+    dense = np.empty((T_FRAMES, 3, *size), np.uint8)
+    strided = np.empty((T_FRAMES, 3, size[0], 2 * size[1]), np.uint8)[..., ::2]
+    for out in (dense, strided):
+        assert jc.crop_window(datas, box, out, flip=True, filter="linear")
+    assert np.array_equal(dense, strided)
