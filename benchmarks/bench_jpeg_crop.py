@@ -16,8 +16,9 @@ OpenCV and torch one thread each. Variants:
                     decoded, then cropped (the path before this change)
   rrc_flip_whole    the same for ``RandomResizedCrop`` + flip
 
-Variants run in interleaved rounds over the same batches (all see the same machine load);
-frames/s is the median over rounds, each ratio the median of the per-round ratios. The machine
+Variants run in interleaved rounds of one batch each (512 frames, a fraction of a second per
+variant, so all see the same machine load); frames/s is the median over rounds, each ratio the
+median of the per-round ratios. The machine
 is shared with other jobs: the ratios within one run are what this measures.
 
 Run: .venv/bin/python benchmarks/bench_jpeg_crop.py [--quick: a smoke run that writes nothing]
@@ -110,26 +111,33 @@ def measure(store: str, *, rounds: int, batches: int) -> dict:
     center = dataset(store, T.CenterCrop(SIZE))
     rrc = dataset(store, T.Compose([T.RandomResizedCrop(SIZE), T.RandomHorizontalFlip()]))
     plan = batches_of(len(center), batches)
-    datas = anchor_jpegs(center, plan)
+    datas = [anchor_jpegs(center, [b]) for b in plan]
     variants = {
-        "anchor": lambda: anchor_rate(datas),
-        "center": lambda: read_rate(center, plan, whole=False),
-        "rrc_flip": lambda: read_rate(rrc, plan, whole=False),
-        "center_whole": lambda: read_rate(center, plan, whole=True),
-        "rrc_flip_whole": lambda: read_rate(rrc, plan, whole=True),
+        "anchor": lambda b: anchor_rate(datas[b]),
+        "center": lambda b: read_rate(center, [plan[b]], whole=False),
+        "rrc_flip": lambda b: read_rate(rrc, [plan[b]], whole=False),
+        "center_whole": lambda b: read_rate(center, [plan[b]], whole=True),
+        "rrc_flip_whole": lambda b: read_rate(rrc, [plan[b]], whole=True),
     }
     for run in variants.values():  # warm-up: page cache, buffers, OpenCV's first calls
-        run()
+        run(0)
+    # a round: one batch, every variant in turn (a fraction of a second each, so all see the
+    # same load), the round's ratios taken within it
     rates: dict[str, list[float]] = {k: [] for k in variants}
     for r in range(rounds):
         for k, run in variants.items():
-            rates[k].append(run())
-        print(f"round {r + 1}/{rounds}:", {k: round(v[-1]) for k, v in rates.items()}, flush=True)
+            rates[k].append(run(r % len(plan)))
+        if (r + 1) % 10 == 0:
+            print(
+                f"{r + 1}/{rounds} rounds:",
+                {k: round(statistics.median(v)) for k, v in rates.items()},
+                flush=True,
+            )
     out: dict = {
         "frames_per_s": {k: statistics.median(v) for k, v in rates.items()},
         "us_per_frame": {k: 1e6 / statistics.median(v) for k, v in rates.items()},
         "rounds": rates,
-        "frames_per_round": len(datas),
+        "frames_per_round": len(datas[0]),
         "ratios": {},
     }
     for name, (a, b, target) in RATIOS.items():
@@ -141,13 +149,13 @@ def measure(store: str, *, rounds: int, batches: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--batches", type=int, default=8, help="batches per variant and round")
+    ap.add_argument("--rounds", type=int, default=60, help="rounds of one batch per variant")
+    ap.add_argument("--batches", type=int, default=12, help="distinct batches, taken in turn")
     ap.add_argument("--quick", action="store_true", help="a smoke run; writes nothing")
     ap.add_argument("--store", help="an existing jpeg store to read (default: build one)")
     args = ap.parse_args()
     if args.quick:
-        args.rounds, args.batches = 1, 2
+        args.rounds, args.batches = 2, 2
     import cv2
     import torch
 
