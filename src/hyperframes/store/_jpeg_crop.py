@@ -1,12 +1,14 @@
 """Crop during decode for the jpeg store: a window's JPEGs decoded only over its box, at the
 largest DCT scale that keeps the box at least the output's size, then resized once, interleaved,
-and laid into the window's planes of the batch buffer, the flip in the same pass.
+split into the window's planes of the batch buffer (OpenCV, in place) and mirrored there.
 
 The decoding is the C extension :mod:`hyperframes.store._jpegcrop` (libjpeg-turbo's partial
 decompression: ``jpeg_crop_scanline`` for the box's iMCU columns, ``jpeg_skip_scanlines`` for
 the rows above it, nothing read below it; ``scale_denom`` 2, 4 or 8 when the box is at least
-that many times the output in both directions). The box's edges in the scaled image are
-rounded to whole scaled pixels (at most half a scaled pixel: ``denom / 2`` stored pixels).
+that many times the output in both directions; two more columns each side, so that chroma
+upsampling at the box's edges is the whole frame's). At full scale the pixels are the
+whole-frame path's exactly; at a DCT scale the box's fractional position in the scaled image is
+mapped exactly by a bilinear warp (the measured difference: docs/guides/jpeg-crop-decode.md).
 
 Where the extension did not build (no compiler or no libjpeg headers at install) or
 ``HYPERFRAMES_JPEG_CROP=0`` is set, :func:`crop_window` returns False and the reader decodes
