@@ -39,7 +39,7 @@ def _wheel(tmp: Path) -> Path:
     """The project's wheel, built from a copy of the sources (the tree stays clean)."""
     src = tmp / "src_copy"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__"))
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]

@@ -24,6 +24,7 @@ import numpy as np
 
 from .._core._errors import ConfigError
 from . import _yuv
+from ._jpeg_crop import crop_window
 
 __all__ = ["Codec", "create_codec", "list_codecs"]
 
@@ -62,6 +63,11 @@ class Codec:
     #: optional: ``(chunks, (H, W), box, out (T, C, h, w), filter)``: a window's frames (one
     #: chunk each) cropped to ``box`` and resized into ``out`` without decoding them whole
     decode_box: Callable[[list, tuple, tuple, np.ndarray, str], None] | None = None
+    #: optional: ``(datas, box, out, *, flip, filter, frame_hw) -> bool``: one-frame chunks of
+    #: ``frame_hw`` (H, W) decoded only over ``box`` and resized into ``out`` (T, C, h, w),
+    #: mirrored when ``flip`` (jpeg: :mod:`._jpeg_crop`); False when it cannot here (then
+    #: the reader decodes whole frames)
+    crop_frames: Callable[..., bool] | None = None
 
 
 _REGISTRY: dict[str, Callable[..., Codec]] = {}
@@ -302,6 +308,7 @@ def _jpeg(quality: int = 90, subsampling: str = "420", **_: object) -> Codec:
         decode_frames=decode_frames,
         channels=(3,),
         chunk_problem=chunk_problem,
+        crop_frames=crop_window,
     )
 
 

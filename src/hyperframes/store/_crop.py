@@ -9,7 +9,10 @@ antialiasing a downscale needs) straight into its plane of the batch buffer, wit
 per window and no channel-last copy (measured on a 2-core box: resizing each plane in place
 0.7 ms per 16-frame window, one 48-channel channel-last resize 2.9 ms with its copies, torch's
 batched ``interpolate`` on uint8 2.7 ms, on float 9.8 ms). A box of the output's size is a
-plain copy. Other readers (codec stores, stores at a URL, a store held in RAM) decode the
+plain copy. A jpeg store decodes each frame over its box only, at a DCT scale when the box
+is at least twice the output, and resizes it once (:mod:`._jpeg_crop`; whole frames where
+partial decoding is unavailable). Other readers (codec stores, stores at a URL, a store held
+in RAM) decode the
 window's whole frames once into a per-thread scratch array and crop from there; a store at a
 URL first fetches the ranges of the whole batch at once (or takes them from its read-ahead).
 """
@@ -85,6 +88,21 @@ def _copy_box(frames: np.ndarray, idx: np.ndarray, box, out: np.ndarray) -> None
         np.copyto(out[j], frames[i, :, y : y + bh, x : x + bw])
 
 
+def _partial_crop(reader):
+    """The reader's codec's ``crop_frames`` (jpeg: decode over the box only), or None."""
+    crop = getattr(getattr(reader, "_codec", None), "crop_frames", None)
+    return crop if crop is not None and callable(getattr(reader, "encoded_frames", None)) else None
+
+
+def _crop_window(reader, crop, video: int, idx, box, out: np.ndarray, flip: bool, filter) -> bool:
+    _, h, w = (int(s) for s in reader.videos.shapes[video])
+    datas = reader.encoded_frames(video, idx)  # checks the indices (and check="video")
+    try:
+        return crop(datas, box, out, flip=flip, filter=filter, frame_hw=(h, w))
+    except ValueError as e:  # the codec's: a chunk that does not decode as the index says
+        raise reader._undecodable(video, e) from None
+
+
 def read_boxes(
     reader,
     requests: Sequence[tuple],
@@ -123,6 +141,7 @@ def read_boxes(
         fetch(reqs)
     # a codec that crops its own chunks (yuv420): each window's frames, never decoded whole
     decode_box = getattr(getattr(reader, "_codec", None), "decode_box", None)
+    crop = None if mapped or decode_box is not None else _partial_crop(reader)
     for k, ((video, idx), box) in enumerate(zip(reqs, boxes.tolist())):
         if decode_box is not None:
             reader._check_indices(video, idx)
@@ -133,6 +152,10 @@ def read_boxes(
             if flip[k]:
                 flip_planes(out[k])
             continue
+        if crop is not None:  # a jpeg store: each frame decoded over its box only
+            if _crop_window(reader, crop, video, idx, box, out[k], flip[k], filter):
+                continue
+            crop = None  # partial decoding is unavailable here (said once): whole frames
         if mapped:
             reader._check_indices(video, idx)
             frames = reader.frames_view(video)
