@@ -1,0 +1,326 @@
+"""The frontier (issue 34 item 5): bytes on disk over the source videos' bytes, and windows/s with
+the standard augmentation, for every registered codec and for the peers, in one run.
+
+Sources: the mixed-aspect real clips of ``bench_pipeline.py`` (test.mp4 340x256, test.avi
+320x240, nasa_13013.mp4 320x180, av1_video.mkv 640x360, part_0.mp4 340x256; H.264, MPEG-4,
+AV1), copied to ``--copies`` files, stored at short side 128 (``build_store``, 2 workers).
+
+Every reader serves windows of 16 frames with ``RandomResizedCrop(112)`` +
+``RandomHorizontalFlip()`` in batches of 32:
+
+  codec:<name>    a store built with each codec of ``list_codecs()`` (a codec registered later
+                  is measured by being registered), read by ``HyperframeDataset`` (``sliding``
+                  windows starting every 4th frame, shuffled) through ``hyperframes.loader``
+                  with 2 worker threads
+  experiment:x264-chunks  issue 34 item 4: chunks of 8 stored frames as H.264 (libx264
+                  ultrafast, crf 18, one GOP per chunk), decoded with PyAV, read the same way
+                  (``_video_chunks.py``: registered in this process only)
+  rawframes       one JPEG file per stored frame (mmaction2's layout; libjpeg-turbo q90 4:2:0,
+                  as the jpeg codec), decoded with simplejpeg, cropped/resized/flipped with
+                  OpenCV, the same windows, through the same loader
+  litdata         LitData ``optimize`` of the decoded windows (non-overlapping: every stored
+                  frame once; a sampler starting every 4th frame would store 4x), read with
+                  ``StreamingDataset[i]`` + the OpenCV augmentation, through the same loader
+  pyav, torchcodec, decord   decoding the source files on the fly at their fastest honest
+                  setting (``_decoders.py``: decoder-side resize to the stored size, one
+                  thread each, 2 processes), then the OpenCV augmentation; a decoder that does
+                  not load here is listed with the reason
+
+Bytes: every file of the store / folder on disk over the source files' bytes (1 for the
+on-the-fly decoders). Loader readers are measured in interleaved rounds (median windows/s);
+a row is on the frontier when no other row is both no larger and no slower. Writes
+results/codecs.json (a list of rows), results/codecs_run.json (how, when, the load, the
+experiment's verdict) and results/codecs.png (the picture, log scales).
+
+Run: .venv/bin/python benchmarks/bench_codecs.py [--quick: fewer clips, one short round]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _decoders
+import _video_chunks
+from _common import RESULTS, folder_bytes
+from _frontier_peers import LitWindows, Rawframes, write_litdata, write_rawframes
+from bench_pipeline import BATCH, FRAMES, SIZE, START_EVERY, loader_rate, make_sources
+
+STORED = "128"
+
+
+def frontier(rows: list[dict]) -> None:
+    """Mark each measured row ``frontier``: no other row is both no larger and no slower."""
+    done = [r for r in rows if r.get("windows_per_s")]
+    for r in done:
+        r["frontier"] = not any(
+            o is not r
+            and o["bytes_over_source"] <= r["bytes_over_source"]
+            and o["windows_per_s"] >= r["windows_per_s"]
+            and (
+                o["bytes_over_source"] < r["bytes_over_source"]
+                or o["windows_per_s"] > r["windows_per_s"]
+            )
+            for o in done
+        )
+
+
+def plot(rows: list[dict], path: Path, title: str) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 5.5), dpi=110)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    styles = {
+        "codec": ("tab:blue", "o", "hyperframes store (codec)"),
+        "experiment": ("tab:orange", "D", "experiment (not a codec)"),
+        "peer": ("tab:gray", "s", "peer"),
+    }
+    for kind, (color, marker, label) in styles.items():
+        pts = [r for r in rows if r["kind"] == kind and r.get("windows_per_s")]
+        if pts:
+            ax.scatter(
+                [r["bytes_over_source"] for r in pts],
+                [r["windows_per_s"] for r in pts],
+                c=color,
+                marker=marker,
+                s=60,
+                label=label,
+                zorder=3,
+            )
+        for r in pts:
+            ax.annotate(
+                r["name"],
+                (r["bytes_over_source"], r["windows_per_s"]),
+                textcoords="offset points",
+                xytext=(7, 4),
+                fontsize=9,
+            )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes on disk / source video bytes (log)")
+    ax.set_ylabel("windows/s, RandomResizedCrop(112) + flip, 2 workers (log)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=9)
+    xs = [r["bytes_over_source"] for r in rows if r.get("windows_per_s")]
+    ax.set_xlim(min(xs) / 1.6, max(xs) * 2.5)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp)
+    tmp.replace(path)
+
+
+def sliding_windows(store) -> list[tuple[int, int]]:
+    """``(video, start)`` of every window the ``sliding`` sampler draws (a start every 4th
+    frame; videos shorter than a window left out)."""
+    return [
+        (v, s)
+        for v, n in enumerate(np.asarray(store.videos.num_frames))
+        for s in range(0, int(n) - FRAMES + 1, START_EVERY)
+    ]
+
+
+def on_the_fly(raw, windows, seconds: float) -> dict[str, dict]:
+    """Each decoder of ``_decoders.DECODERS``: windows/s or why not."""
+    plan = []
+    for v, s in windows[:: max(1, len(windows) // 64)]:
+        rec, idx = raw.videos[v], np.arange(s, s + FRAMES)
+        size = tuple(int(x) for x in raw.videos.shapes[v][1:])
+        plan.append(
+            (rec.path, rec.pts_seconds[idx], rec.source_frame_indices[idx], rec.stream, size)
+        )
+    np.random.default_rng(0).shuffle(plan)
+    loaded = set(_decoders.available())
+    out: dict[str, dict] = {}
+    for name in _decoders.DECODERS:
+        if name not in loaded:
+            from hyperframes.bench import available_window_decoders  # why: its probe's reason
+
+            out[name] = {"skipped": f"{name} does not load here ({available_window_decoders()})"}
+            continue
+        try:
+            got = _decoders.parallel_rate(name, plan, seconds=seconds, augment=SIZE)
+            out[name] = {"windows_per_s": got["windows_per_s"], "processes": got["decoders"]}
+        except Exception as e:  # a decoder that fails on these files is reported, not fatal
+            out[name] = {"skipped": f"{type(e).__name__}: {e}"[:300]}
+        print(name, out[name], flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--copies", type=int, default=10, help="source clips (default 10)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--batches", type=int, default=40, help="at most, per reader and round")
+    ap.add_argument("--seconds", type=float, default=4.0, help="at most, per reader and round")
+    ap.add_argument("--decode-seconds", type=float, default=6.0, help="per on-the-fly decoder")
+    ap.add_argument("--quick", action="store_true", help="5 clips, one short round")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="where codecs.json/png go")
+    args = ap.parse_args()
+    if args.quick:
+        args.copies, args.rounds, args.batches, args.seconds = 5, 1, 6, 1.5
+        args.decode_seconds = 2.0
+    import cv2
+    import torch
+
+    from hyperframes.build import BuildOptions, build_store
+    from hyperframes.data import HyperframeDataset
+    from hyperframes.data import transforms as T
+    from hyperframes.store import list_codecs, open_store
+
+    torch.set_num_threads(1)
+    cv2.setNumThreads(1)
+    experiment = _video_chunks.register()
+    codecs = [c for c in list_codecs() if c != experiment]
+    load = [os.getloadavg()[0]]
+    t_start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="hf-bench-codecs-") as tmp:
+        root = Path(tmp)
+        sources = make_sources(root / "data", copies=args.copies)
+        source_bytes = folder_bytes(root / "data")
+        rows: list[dict] = []
+        makers = {}
+        aug = T.Compose([T.RandomResizedCrop(SIZE), T.RandomHorizontalFlip()])
+        for name in [*codecs, experiment]:
+            out = root / f"store-{name}"
+            t0 = time.perf_counter()
+            # the experiment is registered in this process only: built here, one worker
+            how = {"workers": 1, "chunk_frames": 8} if name == experiment else {"workers": 2}
+            build_store(
+                root / "data", out, BuildOptions(codec=name, size=STORED, **how), progress=False
+            )
+            kind = "experiment" if name == experiment else "codec"
+            rows.append(
+                {
+                    "name": name if kind == "codec" else f"{name} (experiment)",
+                    "kind": kind,
+                    "bytes": folder_bytes(out),
+                    "build_seconds": time.perf_counter() - t0,
+                }
+            )
+
+            def make(out=out):
+                return HyperframeDataset(
+                    str(out),
+                    "sliding",
+                    frames=FRAMES,
+                    seed=0,
+                    transform=aug,
+                    sampler_options={"window_stride": START_EVERY, "short": "pad"},
+                )
+
+            makers[rows[-1]["name"]] = make
+            print(rows[-1], flush=True)
+        raw = open_store(root / "store-raw")
+        windows = sliding_windows(raw)
+        frame_dirs = root / "rawframes"
+        rows.append(
+            {
+                "name": "rawframes",
+                "kind": "peer",
+                "what": "one JPEG file per frame (mmaction2), libjpeg-turbo + OpenCV",
+                "bytes": write_rawframes(raw, frame_dirs),
+            }
+        )
+        folders = [(frame_dirs / f"video_{v:05d}", s) for v, s in windows]
+        makers["rawframes"] = lambda: Rawframes(folders, FRAMES, SIZE)
+        lit = root / "litdata"
+        whole = [(v, s) for v, s in windows if s % FRAMES == 0]
+        write_litdata(str(root / "store-raw"), whole, FRAMES, lit)
+        rows.append(
+            {
+                "name": "litdata",
+                "kind": "peer",
+                "what": "LitData optimize of the decoded windows (each frame once) + OpenCV",
+                "bytes": folder_bytes(lit),
+            }
+        )
+        makers["litdata"] = lambda: LitWindows(lit, len(whole), FRAMES, SIZE)
+        load.append(os.getloadavg()[0])
+        for make in makers.values():  # warm-up: page cache, buffers, OpenCV's first calls
+            loader_rate(make, 2)
+        rates: dict[str, list[float]] = {k: [] for k in makers}
+        for r in range(args.rounds):
+            for k, make in makers.items():
+                rates[k].append(loader_rate(make, args.batches, seconds=args.seconds))
+            print(f"round {r + 1}:", {k: round(v[-1], 1) for k, v in rates.items()}, flush=True)
+        load.append(os.getloadavg()[0])
+        decoded = on_the_fly(raw, windows, args.decode_seconds)
+        raw.close()
+    for r in rows:
+        r["windows_per_s"] = statistics.median(rates[r["name"]])
+        r["rounds"] = [round(x, 1) for x in rates[r["name"]]]
+    for name, got in decoded.items():
+        rows.append(
+            {
+                "name": name,
+                "kind": "peer",
+                "what": f"{name} on the fly (decoder-side resize, 1 thread, 2 processes) + OpenCV",
+                "bytes": source_bytes,
+                **got,
+            }
+        )
+    for r in rows:
+        r["bytes_over_source"] = r["bytes"] / source_bytes
+    frontier(rows)
+    by = {r["name"]: r for r in rows}
+    jpeg, x264 = by.get("jpeg"), by[f"{experiment} (experiment)"]
+    verdict = None
+    if jpeg and jpeg.get("windows_per_s"):
+        smaller = x264["bytes"] < jpeg["bytes"]
+        speed = x264["windows_per_s"] / jpeg["windows_per_s"]
+        verdict = {
+            "bytes_vs_jpeg": x264["bytes"] / jpeg["bytes"],
+            "windows_per_s_vs_jpeg": speed,
+            "on_the_frontier": smaller and speed >= 0.5,
+            "rule": "kept as a codec only if smaller than jpeg at >= 0.5x its windows/s",
+        }
+    meta = {
+        "benchmark": "codecs",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "sources": sources,
+        "source_bytes": source_bytes,
+        "stored": f"short side {STORED}",
+        "setup": (
+            f"windows of {FRAMES}, RandomResizedCrop({SIZE}) + RandomHorizontalFlip, batches of "
+            f"{BATCH}, hyperframes.loader with 2 worker threads (on-the-fly decoders: 2 "
+            f"processes), one torch thread, OpenCV one thread, {args.rounds} interleaved rounds"
+        ),
+        "quick": args.quick,
+        "experiment_verdict": verdict,
+        "load_average_1min": load,
+        "seconds": time.perf_counter() - t_start,
+    }
+    print(f"{'name':<28}{'bytes/source':>14}{'windows/s':>12}  frontier")
+    for r in rows:
+        rate = f"{r['windows_per_s']:.1f}" if r.get("windows_per_s") else "skipped"
+        print(f"{r['name']:<28}{r['bytes_over_source']:>14.2f}{rate:>12}  {r.get('frontier', '')}")
+        if "skipped" in r:
+            print(f"    {r['skipped']}")
+    print(json.dumps(meta, indent=1))
+    if args.quick and args.out == RESULTS:
+        return  # a smoke run writes nothing there
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "codecs.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (args.out / "codecs_run.json").write_text(json.dumps(meta, indent=1) + "\n")
+    title = (
+        f"{args.copies} real clips (mixed aspect), stored at short side {STORED}; "
+        f"windows of {FRAMES}, RRC({SIZE})+flip, batches of {BATCH}, 2 workers"
+    )
+    plot(rows, args.out / "codecs.png", title)
+
+
+if __name__ == "__main__":
+    main()
