@@ -26,6 +26,10 @@ Every reader serves windows of 16 frames with ``RandomResizedCrop(112)`` +
                   thread each, 2 processes), then the OpenCV augmentation; a decoder that does
                   not load here is listed with the reason
 
+Also in the same run: ``hyperframes plan`` (``plan_store``, ``--plan-sample`` videos) on the same
+clips against the stores built from all of them (issue 34 item 3: bytes within 25%, windows/s
+per core within 2x of the same measurement on the built store).
+
 Bytes: every file of the store / folder on disk over the source files' bytes (1 for the
 on-the-fly decoders). Loader readers are measured in interleaved rounds (median windows/s);
 a row is on the frontier when no other row is both no larger and no slower. Writes
@@ -133,30 +137,85 @@ def sliding_windows(store) -> list[tuple[int, int]]:
 
 
 def on_the_fly(raw, windows, seconds: float) -> dict[str, dict]:
-    """Each decoder of ``_decoders.DECODERS``: windows/s or why not."""
-    plan = []
-    for v, s in windows[:: max(1, len(windows) // 64)]:
-        rec, idx = raw.videos[v], np.arange(s, s + FRAMES)
-        size = tuple(int(x) for x in raw.videos.shapes[v][1:])
-        plan.append(
-            (rec.path, rec.pts_seconds[idx], rec.source_frame_indices[idx], rec.stream, size)
-        )
-    np.random.default_rng(0).shuffle(plan)
+    """Each decoder of ``_decoders.DECODERS``: windows/s over the videos it can decode (the
+    others listed with the reason, as ``hyperframes bench`` does), or why not at all."""
+    from hyperframes.bench import available_window_decoders, cannot_decode
+
+    picked = windows[:: max(1, len(windows) // 64)]
+    np.random.default_rng(0).shuffle(picked)
     loaded = set(_decoders.available())
     out: dict[str, dict] = {}
     for name in _decoders.DECODERS:
         if name not in loaded:
-            from hyperframes.bench import available_window_decoders  # why: its probe's reason
-
-            out[name] = {"skipped": f"{name} does not load here ({available_window_decoders()})"}
+            out[name] = {"skipped": f"does not load here (loaded: {available_window_decoders()})"}
             continue
+        why = {v: cannot_decode(name, raw.videos[v]) for v in {v for v, _ in picked}}
+        plan = []
+        for v, s in picked:
+            if why[v] is None:
+                rec, idx = raw.videos[v], np.arange(s, s + FRAMES)
+                size = tuple(int(x) for x in raw.videos.shapes[v][1:])
+                plan.append(
+                    (
+                        rec.path,
+                        rec.pts_seconds[idx],
+                        rec.source_frame_indices[idx],
+                        rec.stream,
+                        size,
+                    )
+                )
+        left_out = sorted({Path(raw.videos[v].path).name: r for v, r in why.items() if r}.items())
         try:
+            if not plan:
+                raise RuntimeError("no video it can decode")
             got = _decoders.parallel_rate(name, plan, seconds=seconds, augment=SIZE)
             out[name] = {"windows_per_s": got["windows_per_s"], "processes": got["decoders"]}
         except Exception as e:  # a decoder that fails on these files is reported, not fatal
             out[name] = {"skipped": f"{type(e).__name__}: {e}"[:300]}
+        if left_out:
+            out[name]["videos_left_out"] = [f"{k}: {r[:160]}" for k, r in left_out]
         print(name, out[name], flush=True)
     return out
+
+
+def plan_accuracy(data: Path, built: dict[str, Path], *, sample: int, seconds: float) -> dict:
+    """``plan_store`` on ``data`` (short side 128) against the stores ``built`` from all of it:
+    predicted / real bytes, and predicted windows/s per core / what the same measurement
+    (``RandomResizedCrop(112)`` + flip, the loader in this process, one thread) gives on the
+    built store."""
+    from hyperframes.bench import plan_store
+    from hyperframes.bench._run import augmented_rate
+    from hyperframes.build import BuildOptions
+    from hyperframes.store import open_store
+
+    plan = plan_store(
+        data, BuildOptions(size=STORED), sample=sample, codecs=tuple(built), seconds=seconds
+    )
+    rows = {}
+    for r in plan.rows:
+        with open_store(built[r.codec]) as s:
+            real = int(s.manifest["store_bytes"])
+        rate = augmented_rate(built[r.codec], FRAMES, BATCH, SIZE, seconds)
+        rows[r.codec] = {
+            "predicted_bytes": r.store_bytes,
+            "real_bytes": real,
+            "bytes_error": r.store_bytes / real - 1,
+            "predicted_windows_per_s_per_core": r.windows_per_s_per_core,
+            "built_store_windows_per_s_per_core": rate,
+            "windows_per_s_ratio": r.windows_per_s_per_core / rate,
+        }
+        print("plan", r.codec, {k: round(v, 3) for k, v in rows[r.codec].items()}, flush=True)
+    return {
+        "data": str(data),
+        "sample": [Path(p).name for p in plan.sample],
+        "videos": plan.videos,
+        "rows": rows,
+        "targets": "bytes within 25%, windows/s within 2x",
+        "met": all(
+            abs(x["bytes_error"]) <= 0.25 and 0.5 <= x["windows_per_s_ratio"] <= 2
+            for x in rows.values()
+        ),
+    }
 
 
 def main() -> None:
@@ -167,6 +226,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=4.0, help="at most, per reader and round")
     ap.add_argument("--decode-seconds", type=float, default=6.0, help="per on-the-fly decoder")
     ap.add_argument("--quick", action="store_true", help="5 clips, one short round")
+    ap.add_argument("--plan-sample", type=int, default=4, help="plan's --sample (default 4)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="where codecs.json/png go")
     args = ap.parse_args()
     if args.quick:
@@ -259,6 +319,12 @@ def main() -> None:
         load.append(os.getloadavg()[0])
         decoded = on_the_fly(raw, windows, args.decode_seconds)
         raw.close()
+        planned = plan_accuracy(
+            root / "data",
+            {c: root / f"store-{c}" for c in codecs},
+            sample=args.plan_sample,
+            seconds=1.0 if args.quick else 2.0,
+        )
     for r in rows:
         r["windows_per_s"] = statistics.median(rates[r["name"]])
         r["rounds"] = [round(x, 1) for x in rates[r["name"]]]
@@ -300,6 +366,7 @@ def main() -> None:
         ),
         "quick": args.quick,
         "experiment_verdict": verdict,
+        "plan_accuracy": planned,
         "load_average_1min": load,
         "seconds": time.perf_counter() - t_start,
     }
@@ -307,8 +374,9 @@ def main() -> None:
     for r in rows:
         rate = f"{r['windows_per_s']:.1f}" if r.get("windows_per_s") else "skipped"
         print(f"{r['name']:<28}{r['bytes_over_source']:>14.2f}{rate:>12}  {r.get('frontier', '')}")
-        if "skipped" in r:
-            print(f"    {r['skipped']}")
+        for why in [r.get("skipped"), *r.get("videos_left_out", [])]:
+            if why:
+                print(f"    {why}")
     print(json.dumps(meta, indent=1))
     if args.quick and args.out == RESULTS:
         return  # a smoke run writes nothing there

@@ -26,7 +26,6 @@ window per video (as the ``random`` sampler draws them).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
 import math
@@ -41,7 +40,7 @@ from .._core._errors import ConfigError, DataError
 from .._core._progress import Progress
 from ..store import list_codecs, open_store
 from ._onthefly import available_window_decoders
-from ._run import plan_windows, time_onthefly
+from ._run import augmented_rate, one_thread, plan_windows, time_onthefly
 
 __all__ = ["PlanRow", "StorePlan", "format_plan", "pick_sample", "plan_store", "plan_verdict"]
 
@@ -277,55 +276,7 @@ def _measure_codec(listing, out, options, codec, frames, batch, crop, seconds):
         per_video: dict[str, int] = {}
         for v, n in zip(s.videos, np.asarray(s.videos.nbytes).tolist()):
             per_video[v.path] = per_video.get(v.path, 0) + int(n)
-    return nbytes, built, _augmented_rate(out, frames, batch, crop, seconds), per_video
-
-
-@contextlib.contextmanager
-def _one_thread():
-    import torch  # deferred: optional/heavy dependency
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _augmented_rate(store, frames, batch, crop, seconds) -> float:
-    """Windows/s through ``RandomResizedCrop(crop)`` + flip, batches of ``batch``, the loader
-    in this process on one thread: at least two batches after a warm-up one, for ``seconds``."""
-    from ..data import HyperframeDataset, loader  # deferred: pulls torch
-    from ..data import transforms as T  # deferred: pulls torch
-
-    aug = T.Compose([T.RandomResizedCrop(crop), T.RandomHorizontalFlip()])
-    with open_store(store) as s:
-        videos = len(s.videos)
-    ds = HyperframeDataset(
-        store,
-        "random",
-        frames=frames,
-        transform=aug,
-        sampler_options={"short": "pad"},
-        clips_per_video=max(1, math.ceil(4 * batch / videos)),
-    )
-    done, spent, epoch = 0, 0.0, 0
-    with _one_thread():
-        while True:
-            ds.set_epoch(epoch)
-            it = iter(loader(ds, batch, workers=0, pin_memory=False))
-            if epoch == 0:
-                next(it)  # warm-up: page cache, first allocations
-            while True:
-                t0 = time.perf_counter()
-                b = next(it, None)
-                if b is None:
-                    break
-                spent += time.perf_counter() - t0
-                done += len(b)
-                if spent >= seconds and done >= 2 * batch:
-                    return done / spent
-            epoch += 1
+    return nbytes, built, augmented_rate(out, frames, batch, crop, seconds), per_video
 
 
 def _on_the_fly(store, frames, seconds) -> tuple[str, float] | None:
@@ -337,7 +288,7 @@ def _on_the_fly(store, frames, seconds) -> tuple[str, float] | None:
         plan = plan_windows(s, windows=64, frames=min(frames, longest), seed=0)
         rates = {}
         for name in names:
-            with _one_thread():
+            with one_thread():
                 row = time_onthefly(name, s, plan, budget_seconds=seconds / max(len(names), 1))
             if "windows_per_s" in row:
                 rates[name] = row["windows_per_s"]
@@ -407,3 +358,6 @@ def plan_verdict(plan: StorePlan) -> str:
         f"at about {smallest.store_bytes} bytes: raise the budget, or store smaller frames "
         "(--size) or fewer (--fps)"
     )
+
+
+_augmented_rate = augmented_rate  # TEMP
