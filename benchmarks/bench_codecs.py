@@ -111,6 +111,16 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
                 xytext=(7, 4),
                 fontsize=9,
             )
+    edge = sorted((r for r in rows if r.get("frontier")), key=lambda r: r["bytes_over_source"])
+    ax.plot(
+        [r["bytes_over_source"] for r in edge],
+        [r["windows_per_s"] for r in edge],
+        ls="--",
+        c="tab:green",
+        lw=1,
+        label="frontier (none smaller and faster)",
+        zorder=2,
+    )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("bytes on disk / source video bytes (log)")
@@ -227,8 +237,15 @@ def main() -> None:
     ap.add_argument("--decode-seconds", type=float, default=6.0, help="per on-the-fly decoder")
     ap.add_argument("--quick", action="store_true", help="5 clips, one short round")
     ap.add_argument("--plan-sample", type=int, default=4, help="plan's --sample (default 4)")
+    ap.add_argument(
+        "--replot", action="store_true", help="only draw codecs.png again from codecs.json"
+    )
     ap.add_argument("--out", type=Path, default=RESULTS, help="where codecs.json/png go")
     args = ap.parse_args()
+    if args.replot:
+        rows = json.loads((args.out / "codecs.json").read_text())
+        plot(rows, args.out / "codecs.png", _title(args.copies))
+        return
     if args.quick:
         args.copies, args.rounds, args.batches, args.seconds = 5, 1, 6, 1.5
         args.decode_seconds = 2.0
@@ -383,11 +400,15 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "codecs.json").write_text(json.dumps(rows, indent=1) + "\n")
     (args.out / "codecs_run.json").write_text(json.dumps(meta, indent=1) + "\n")
-    title = (
-        f"{args.copies} real clips (mixed aspect), stored at short side {STORED}; "
-        f"windows of {FRAMES}, RRC({SIZE})+flip, batches of {BATCH}, 2 workers"
+    plot(rows, args.out / "codecs.png", _title(args.copies))
+
+
+def _title(copies: int) -> str:
+    return (
+        f"{copies} real clips (mixed aspect), stored at short side {STORED}\n"
+        f"windows of {FRAMES}, RandomResizedCrop({SIZE}) + flip, batches of {BATCH}, "
+        "2 workers (load average in codecs_run.json)"
     )
-    plot(rows, args.out / "codecs.png", title)
 
 
 if __name__ == "__main__":

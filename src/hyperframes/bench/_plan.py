@@ -358,6 +358,3 @@ def plan_verdict(plan: StorePlan) -> str:
         f"at about {smallest.store_bytes} bytes: raise the budget, or store smaller frames "
         "(--size) or fewer (--fps)"
     )
-
-
-_augmented_rate = augmented_rate  # TEMP
