@@ -271,8 +271,6 @@ def _codec_params(options: BuildOptions) -> dict:
         return {"quality": options.jpeg_quality, "subsampling": "420", "library": "libjpeg-turbo"}
     if options.codec in ("lz4", "zstd"):
         return {"chunk_frames": options.chunk_frames}
-    if options.codec == "h264":
-        return {"chunk_frames": 8, "crf": 18, "preset": "ultrafast", "encoder": "libx264"}
     return {}
 
 

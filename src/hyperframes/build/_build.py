@@ -298,9 +298,7 @@ def dry_run(
     options = options or BuildOptions()
     est_frames, est_bytes, src_bytes, readable, unreadable_count = 0, 0, 0, 0, 0
     unreadable: list[dict] = []
-    ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08, "h264": 0.03}.get(
-        options.codec, 1.0
-    )
+    ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08}[options.codec]
     itemsize = 2 if options.dtype == "float16" else 1
     for h in iter_header_sizes(data, options, input_format=input_format, root=root):
         if not isinstance(h, HeaderSize):

@@ -78,7 +78,7 @@ class BuildOptions(Options):
     codec: str = Field(
         "raw",
         description="how frames are stored; raw reads fastest, lz4/zstd are lossless and "
-        "smaller, jpeg lossy and small, h264 (GOPs of 8 frames) lossy and smallest",
+        "smaller, jpeg lossy and smallest",
     )
     dtype: Literal["uint8", "float16"] = Field("uint8", description="stored pixel type")
     decoder: str = Field("pyav", description="library that decodes the videos")
@@ -223,10 +223,8 @@ class BuildOptions(Options):
                 f"fps_max {self.fps_max:g} given with fps {self.fps:g}: give one; fps resamples "
                 "every video to that rate (up or down), fps_max only those faster than it"
             )
-        if self.dtype == "float16" and self.codec in ("jpeg", "h264"):
-            raise ConfigError(
-                f"codec {self.codec} stores uint8 only; use dtype uint8 or another codec"
-            )
+        if self.dtype == "float16" and self.codec == "jpeg":
+            raise ConfigError("codec jpeg stores uint8 only; use dtype uint8 or another codec")
         return self
 
     def target_fps(self, native_fps: float | None) -> float | None:

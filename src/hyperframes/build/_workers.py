@@ -59,8 +59,6 @@ def make_codec(options: BuildOptions) -> Codec:
     """The codec a build with ``options`` stores frames with."""
     if options.codec == "jpeg":
         return create_codec("jpeg", quality=options.jpeg_quality)
-    if options.codec == "h264":  # its own chunk length: a GOP of 8 frames
-        return create_codec("h264")
     return create_codec(options.codec, chunk_frames=options.chunk_frames)
 
 

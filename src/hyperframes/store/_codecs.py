@@ -19,7 +19,6 @@ import ctypes.util
 import dataclasses
 import threading
 from collections.abc import Callable
-from fractions import Fraction
 
 import numpy as np
 
@@ -291,84 +290,6 @@ def _jpeg(quality: int = 90, subsampling: str = "420", **_: object) -> Codec:
         decode_into,
         lossless=False,
         decode_frames=decode_frames,
-        channels=(3,),
-        chunk_problem=chunk_problem,
-    )
-
-
-@register_codec("h264")
-def _h264(chunk_frames: int = 8, crf: int = 18, preset: str = "ultrafast", **_: object) -> Codec:
-    """Chunks of ``chunk_frames`` frames as one short H.264 stream each (libx264 ``preset``,
-    ``crf``, no B-frames, one keyframe per chunk: a window starting anywhere decodes its own
-    chunks and nothing before them), decoded with PyAV on one thread. Frames go RGB -> I420
-    (swscale's BT.601) and back; an odd height or width is padded by one edge row/column for
-    the 4:2:0 planes and cut off on decode. On disk a chunk is ``uint32 count, count x uint32
-    packet sizes, the packets``. Measured by ``benchmarks/bench_codecs.py``: 0.39x the bytes of
-    jpeg at 0.53x its windows/s (issue 34 item 4)."""
-    import av  # deferred: optional/heavy dependency
-
-    def encode(frames: np.ndarray) -> bytes:
-        _check_uint8("h264", frames)
-        hwc = np.ascontiguousarray(frames.transpose(0, 2, 3, 1))
-        h, w = hwc.shape[1:3]
-        if h % 2 or w % 2:
-            hwc = np.pad(hwc, ((0, 0), (0, h % 2), (0, w % 2), (0, 0)), mode="edge")
-        ctx = av.CodecContext.create("libx264", "w")
-        ctx.width, ctx.height, ctx.pix_fmt = hwc.shape[2], hwc.shape[1], "yuv420p"
-        ctx.time_base, ctx.framerate = Fraction(1, 25), Fraction(25)
-        ctx.gop_size, ctx.max_b_frames, ctx.thread_count = len(hwc), 0, 1
-        ctx.options = {"preset": preset, "crf": str(crf), "tune": "zerolatency"}
-        packets: list[bytes] = []
-        for i, f in enumerate(hwc):
-            frame = av.VideoFrame.from_ndarray(f, format="rgb24").reformat(format="yuv420p")
-            frame.pts = i
-            packets += [bytes(p) for p in ctx.encode(frame)]
-        packets += [bytes(p) for p in ctx.encode(None)]
-        head = np.array([len(packets), *map(len, packets)], "<u4").tobytes()
-        return head + b"".join(packets)
-
-    def packets_of(data) -> list[memoryview]:
-        buf = memoryview(data).cast("B")
-        if len(buf) < 4:
-            raise ValueError("an H.264 chunk shorter than its header")
-        count = int(np.frombuffer(buf[:4], "<u4")[0])
-        sizes = np.frombuffer(buf[4 : 4 + 4 * count], "<u4").tolist()
-        at, out = 4 + 4 * count, []
-        if len(sizes) != count or at + sum(sizes) != len(buf):
-            raise ValueError(f"an H.264 chunk's header lists {count} packets that do not fit it")
-        for n in sizes:
-            out.append(buf[at : at + n])
-            at += n
-        return out
-
-    def decode_into(data, out: np.ndarray) -> None:
-        ctx = av.CodecContext.create("h264", "r")
-        ctx.thread_count = 1
-        got = []
-        for p in packets_of(data):
-            got += ctx.decode(av.Packet(bytes(p)))
-        got += ctx.decode(None)
-        n, _, h, w = out.shape
-        if len(got) != n:
-            raise ValueError(f"an H.264 chunk decoded to {len(got)} frames where {n} are stored")
-        for k, f in enumerate(got):
-            out[k] = f.to_ndarray(format="rgb24")[:h, :w].transpose(2, 0, 1)
-
-    def chunk_problem(data, shape: tuple, dtype: np.dtype) -> str | None:
-        try:
-            packets_of(data)
-        except ValueError as e:
-            return f"is not an H.264 chunk of this store ({e})"
-        return None
-
-    params = {"chunk_frames": int(chunk_frames), "crf": int(crf), "preset": preset}
-    return Codec(
-        "h264",
-        int(chunk_frames),
-        {**params, "encoder": "libx264"},
-        encode,
-        decode_into,
-        lossless=False,
         channels=(3,),
         chunk_problem=chunk_problem,
     )

@@ -109,8 +109,8 @@ def check_manifest(m, path: str | os.PathLike) -> None:
         raise StoreError(
             f"{path}: codec {codec!r} is unknown; this hyperframes reads {', '.join(list_codecs())}"
         )
-    if codec in ("jpeg", "h264") and m["dtype"] != "uint8":
-        raise StoreError(f"{path}: codec {codec!r} stores uint8 frames, not {m['dtype']}")
+    if codec == "jpeg" and m["dtype"] != "uint8":
+        raise StoreError(f"{path}: codec 'jpeg' stores uint8 frames, not {m['dtype']}")
 
 
 def check_change_scores(change: np.ndarray, n_frames: int, where) -> None:
