@@ -58,6 +58,20 @@ def write_result(name: str, result: dict) -> Path:
     return path
 
 
+def folder_bytes(path: Path) -> int:
+    """Bytes of every file under ``path``."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def litdata_optimize(fn, inputs, out: Path, loader=None) -> None:
+    """``litdata.optimize`` of ``fn`` over ``inputs`` into ``out`` (64 MB chunks, one worker;
+    ``loader``: its item loader, e.g. ``TemporalArrayLoader``)."""
+    from litdata import optimize  # (benchmark-only peer)
+
+    kw = {"item_loader": loader} if loader is not None else {}
+    optimize(fn=fn, inputs=inputs, output_dir=str(out), chunk_bytes="64MB", num_workers=1, **kw)
+
+
 def tiny_store(root: Path) -> str:
     """A 2-video store (short side 64) for benchmarks that time commands rather than reads."""
     from hyperframes.build import BuildOptions, build_store

@@ -96,9 +96,25 @@ WINDOW: dict[str, Callable[..., np.ndarray]] = {
 }
 
 
-def _decode_for(name: str, windows: list, seconds: float) -> tuple[int, float]:
-    """In a worker process: decode ``windows`` in turn for about ``seconds``."""
+def _decode_for(
+    name: str, windows: list, seconds: float, augment: int | None = None
+) -> tuple[int, float]:
+    """In a worker process: decode ``windows`` in turn for about ``seconds`` (and, with
+    ``augment``, crop each to a random box resized to ``augment`` and flip it, with OpenCV:
+    ``_frontier_peers.augment_window``)."""
     fn = WINDOW[name]
+    if augment:
+        import cv2
+
+        from _frontier_peers import augment_window
+
+        cv2.setNumThreads(1)
+        rng = np.random.default_rng(0)
+        decode = fn
+
+        def fn(*window):
+            return augment_window(decode(*window), augment, rng)
+
     fn(*windows[0])  # warm-up: libraries loaded, first file opened
     done, t0 = 0, time.perf_counter()
     while True:
@@ -108,16 +124,24 @@ def _decode_for(name: str, windows: list, seconds: float) -> tuple[int, float]:
             return done, time.perf_counter() - t0
 
 
-def parallel_rate(name: str, windows: list, *, decoders: int | None = None, seconds=10.0) -> dict:
+def parallel_rate(
+    name: str,
+    windows: list,
+    *,
+    decoders: int | None = None,
+    seconds=10.0,
+    augment: int | None = None,
+) -> dict:
     """Windows/s of ``decoders`` (default: the cores) processes decoding with ``name`` at once,
-    each its own share of ``windows`` (tuples ``(path, pts_seconds, indices, stream, size)``)."""
+    each its own share of ``windows`` (tuples ``(path, pts_seconds, indices, stream, size)``);
+    ``augment``: the side of a RandomResizedCrop + flip done after decoding (None: none)."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
     n = decoders or os.cpu_count() or 1
     with ProcessPoolExecutor(n, mp_context=mp.get_context("spawn")) as pool:
         shares = [windows[k::n] for k in range(n)]
-        runs = list(pool.map(_decode_for, [name] * n, shares, [seconds] * n))
+        runs = list(pool.map(_decode_for, [name] * n, shares, [seconds] * n, [augment] * n))
     return {
         "decoders": n,
         "threads_per_decoder": 1,

@@ -42,6 +42,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from _common import folder_bytes as _folder_bytes
+from _common import litdata_optimize as _optimize
 from _common import make_sources, write_result
 from _s3server import BUCKET, seaweed_s3
 from bench_s3 import AHEAD, _rate, _windows
@@ -52,17 +54,6 @@ from hyperframes.store import open_store
 from hyperframes.store._remote_store import open_remote
 
 FRAMES, BATCH = 16, 8
-
-
-def _folder_bytes(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
-def _optimize(fn, inputs, out: Path, loader=None) -> None:
-    from litdata import optimize  # (benchmark-only peer)
-
-    kw = {"item_loader": loader} if loader is not None else {}
-    optimize(fn=fn, inputs=inputs, output_dir=str(out), chunk_bytes="64MB", num_workers=1, **kw)
 
 
 class _Video:

@@ -95,22 +95,26 @@ def _ident(batch):
     return batch
 
 
-def loader_rate(make, batches: int) -> float:
+def loader_rate(make, batches: int, *, seconds: float | None = None) -> float:
     """Windows/s of ``batches`` batches of a fresh loader over ``make()`` (as many epochs as
     that takes: a measurement of a second or more, where one epoch of ~20 batches was ~40 ms
-    for the memcpy anchor and moved 1.5x from round to round)."""
-    from hyperframes.data import loader
+    for the memcpy anchor and moved 1.5x from round to round); with ``seconds``, fewer
+    batches (at least 2) once that much time has passed. A dataset that is not a
+    ``HyperframeDataset`` returns whole batches (``__getitems__``): collated as they come."""
+    from hyperframes.data import HyperframeDataset, loader
 
     ds = make()
-    kw = {"collate_fn": _ident} if isinstance(ds, MemcpyDataset) else {}
+    kw = {} if isinstance(ds, HyperframeDataset) else {"collate_fn": _ident}
     dl = loader(ds, batch_size=BATCH, workers=2, shuffle=True, mode="threads", **kw)
     n, k, epoch, t0 = 0, 0, 0, time.perf_counter()
-    while k < batches:  # epoch after epoch (a store's epoch is ~20 batches) until enough
+    done = False
+    while not done:  # epoch after epoch (a store's epoch is ~20 batches) until enough
         dl.set_epoch(epoch)
         batches_of = iter(dl)
         for b in batches_of:
             n, k = n + len(b), k + 1
-            if k >= batches:
+            late = seconds is not None and k >= 2 and time.perf_counter() - t0 >= seconds
+            if done := k >= batches or late:
                 break
         batches_of.close()  # batches not started are cancelled; wait for those being read,
         if getattr(dl, "_pool", None) is not None:  # so they do not run into what is next

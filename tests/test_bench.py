@@ -83,3 +83,26 @@ def test_bench_on_an_existing_store(store):
         store.path, frames=4, batch=4, windows=8, decoders=["pyav"], budget_seconds=0.2
     )
     assert set(result["rows"]) == {"memcpy", "store:raw", "decode:pyav"}
+
+
+def test_bench_reads_stores_through_the_augmentation_and_marks_the_frontier(store):
+    from hyperframes.bench import format_bench
+
+    result = run_bench(
+        store.path,
+        frames=4,
+        batch=4,
+        windows=8,
+        decoders=["pyav"],
+        budget_seconds=0.2,
+        augment=32,
+        augment_seconds=0.05,
+    )
+    raw, pyav = result["rows"]["store:raw"], result["rows"]["decode:pyav"]
+    assert raw["augmented_windows_per_s_per_core"] > 0
+    assert pyav["store_over_source_bytes"] == 1.0  # on the fly: the source, nothing more
+    # the smaller of the two is on the frontier; the larger only when it reads faster
+    assert pyav["frontier"] is True
+    assert raw["frontier"] is (raw["windows_per_s"] > pyav["windows_per_s"])
+    text = format_bench(result)
+    assert "aug w/s/core" in text and "RandomResizedCrop(32)" in text and "frontier" in text

@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from _media import write_video
@@ -112,3 +113,44 @@ def test_bad_data_is_a_clear_error(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["plan", str(tmp_path / "empty"), "--budget", "lots"])
     assert "expected a number of bytes" in capsys.readouterr().err
+
+
+def _clip(path: Path, frames: int, *, detailed: bool) -> None:
+    """A 64x48 H.264 clip: fresh noise every frame (compresses badly, in the source and in a
+    store) or one flat colour (compresses to almost nothing)."""
+    import av
+
+    rng = np.random.default_rng(frames)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w") as out:
+        s = out.add_stream("libx264", rate=20)
+        s.width, s.height, s.pix_fmt = 64, 48, "yuv420p"
+        s.options = {"crf": "18", "preset": "ultrafast"}
+        for i in range(frames):
+            img = np.full((48, 64, 3), (90, 140, 60), np.uint8)
+            if detailed:
+                img = rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)
+            f = av.VideoFrame.from_ndarray(img, format="rgb24")
+            f.pts = i
+            for pkt in s.encode(f):
+                out.mux(pkt)
+        for pkt in s.encode():
+            out.mux(pkt)
+
+
+def test_predicted_bytes_follow_how_hard_the_videos_compress(tmp_path):
+    """Two long flat clips and two shorter detailed ones: ordered by pixels alone, a sample of
+    2 took both flat clips and predicted a zstd store a fraction of the real one; ordered by
+    the source bytes each spends per stored pixel, one pick stands for each kind."""
+    data = tmp_path / "data"
+    for name, frames, detailed in [("f1", 60, False), ("f2", 30, False), ("d1", 40, True)]:
+        _clip(data / "ab"[detailed] / f"{name}.mp4", frames, detailed=detailed)
+    _clip(data / "b" / "d2.mp4", 20, detailed=True)
+    options = BuildOptions(size="none", codec="zstd")
+    plan = plan_store(data, options, sample=2, codecs=("zstd",), **FAST)
+    assert {Path(p).name[0] for p in plan.sample} == {"f", "d"}
+    build_store(data, tmp_path / "store", options, progress=False)
+    with open_store(tmp_path / "store") as s:
+        real = int(s.manifest["store_bytes"])
+    (row,) = plan.rows
+    assert abs(row.store_bytes - real) <= 0.25 * real, (plan.sample, row.store_bytes, real)

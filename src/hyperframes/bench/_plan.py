@@ -9,9 +9,15 @@ this process, one torch thread). The same windows decoded on the fly by the fast
 decoder give the anchor.
 
 Bytes and build time are extrapolated to the whole of DATA by the stored pixels its headers
-promise (frames x stored height x width, decoding nothing: :func:`hyperframes.build.header_sizes`):
-the sample's measured bytes per header pixel times DATA's header pixels. ``budget`` (bytes)
-picks the fastest codec whose predicted bytes fit.
+promise (frames x stored height x width, decoding nothing: :func:`hyperframes.build.header_sizes`).
+How well a store compresses varies from video to video far more than with the frame size (a
+still shot stores in a third of the zstd bytes of an action clip), so the sample is stratified
+by what each source spends per stored pixel (source bytes / header pixels, a proxy for how hard
+its frames compress): each picked video stands for the videos nearest it in that order, and a
+codec's bytes are the sum over picks of its measured bytes per header pixel times the header
+pixels it stands for (plus the store's per-video overhead times the videos). Build time is the
+sample's, scaled by the header pixels. ``budget`` (bytes) picks the fastest codec whose
+predicted bytes fit.
 
 A store pays for itself when building it once costs less than decoding on the fly every epoch:
 after ``build_seconds / (epoch_on_the_fly - epoch_from_store)`` epochs, an epoch being one
@@ -20,7 +26,6 @@ window per video (as the ``random`` sampler draws them).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import dataclasses
 import math
@@ -35,7 +40,7 @@ from .._core._errors import ConfigError, DataError
 from .._core._progress import Progress
 from ..store import list_codecs, open_store
 from ._onthefly import available_window_decoders
-from ._run import plan_windows, time_onthefly
+from ._run import augmented_rate, one_thread, plan_windows, time_onthefly
 
 __all__ = ["PlanRow", "StorePlan", "format_plan", "pick_sample", "plan_store", "plan_verdict"]
 
@@ -78,12 +83,14 @@ class StorePlan:
 
 
 def pick_sample(sizes, n: int) -> list:
-    """``n`` of ``sizes`` (:class:`hyperframes.build.HeaderSize`) spread across sizes and
-    codecs: ordered by header pixels (frames x stored size), the video at the middle of each of
-    ``n`` equal shares of the total pixels (the store's bytes follow the pixels: the large
-    videos weigh most); then each codec left out takes the place of the pick nearest its own
-    median video among the codecs picked more than once."""
-    order = sorted(sizes, key=lambda h: (_pixels([h]), h.source.path))
+    """``n`` of ``sizes`` (:class:`hyperframes.build.HeaderSize`) spread across how hard they
+    compress, sizes and codecs: ordered by source bytes per header pixel (:func:`_spend`), the
+    video at the middle of each of ``n`` equal shares of the total header pixels (frames x
+    stored size: the store's bytes follow the pixels, so the large videos weigh most); then
+    the median video of each codec left out, added (so every codec is built once; it stands
+    for few videos in :func:`stand_for`, where replacing a pick of the spread with it made the
+    predicted bytes miss by half)."""
+    order = _ordered(sizes)
     if n >= len(order):
         return order
     mass = np.cumsum([_pixels([h]) for h in order], dtype=np.float64)
@@ -95,20 +102,50 @@ def pick_sample(sizes, n: int) -> list:
     by_codec: dict[str, list] = {}
     for h in order:
         by_codec.setdefault(h.codec, []).append(h)
-    for codec, group in sorted(by_codec.items(), key=lambda kv: -len(kv[1])):
-        if any(h.codec == codec for h in chosen):
-            continue
-        shared = [h for h in chosen if sum(c.codec == h.codec for c in chosen) > 1]
-        if not shared:
-            break
-        median = group[len(group) // 2]
-        out = min(shared, key=lambda h: abs(order.index(h) - order.index(median)))
-        chosen[chosen.index(out)] = median
+    for _, group in sorted(by_codec.items(), key=lambda kv: -len(kv[1])):
+        if not any(h in chosen for h in group):  # a codec the spread missed: its median too
+            chosen.append(group[len(group) // 2])
     return sorted(chosen, key=order.index)
 
 
 def _pixels(sizes) -> int:
     return sum(h.frames * h.height * h.width for h in sizes)
+
+
+def _spend(h) -> float:
+    """Source bytes per header pixel: what the source's encoder needed for each stored pixel,
+    high for detailed, moving footage that compresses badly, low for still or flat shots."""
+    return h.source_bytes / max(_pixels([h]), 1)
+
+
+def _ordered(sizes) -> list:
+    return sorted(sizes, key=lambda h: (_spend(h), h.source.path))
+
+
+def stand_for(sizes, picks) -> dict[str, list]:
+    """Each pick's path -> the videos of ``sizes`` it stands for: every video goes to the pick
+    nearest it in :func:`_ordered` order (the stratum it was picked from)."""
+    order = _ordered(sizes)
+    at = {h.source.path: i for i, h in enumerate(order)}
+    where = sorted(at[h.source.path] for h in picks)
+    groups: dict[str, list] = {order[i].source.path: [] for i in where}
+    for i, h in enumerate(order):
+        nearest = min(where, key=lambda j: (abs(j - i), j))
+        groups[order[nearest].source.path].append(h)
+    return groups
+
+
+def predict_bytes(sizes, picks, per_video: dict[str, int], store_bytes: int) -> int:
+    """A whole store's bytes from the sample's: ``per_video`` (a built pick's path -> its
+    payload bytes) times the header pixels each pick stands for, plus the sample store's
+    bytes beyond its payloads (index, manifest) per video, times the videos of ``sizes``."""
+    built = [h for h in picks if h.source.path in per_video]
+    payload = 0.0
+    for path, group in stand_for(sizes, built).items():
+        own = next(h for h in built if h.source.path == path)
+        payload += per_video[path] / max(_pixels([own]), 1) * _pixels(group)
+    overhead = max(store_bytes - sum(per_video.values()), 0) / max(len(built), 1)
+    return round(payload + overhead * len(sizes))
 
 
 def plan_store(
@@ -167,10 +204,10 @@ def plan_store(
             bar.close()
     name, otf = decoded or (None, None)
     rows = []
-    for codec, (nbytes, built, rate, failed) in measured.items():
+    for codec, (nbytes, built, rate, per_video) in measured.items():
         # scaled by the pixels of the videos the sample's build stored (a failed one is not)
-        scale = _pixels(sizes) / _pixels([h for h in chosen if h.source.path not in failed])
-        predicted = round(nbytes * scale)
+        scale = _pixels(sizes) / _pixels([h for h in chosen if h.source.path in per_video])
+        predicted = predict_bytes(sizes, chosen, per_video, nbytes)
         build = built * scale / options.workers
         rows.append(
             PlanRow(
@@ -202,7 +239,7 @@ def plan_store(
         on_the_fly_windows_per_s=otf,
         unreadable=unreadable,
         note=f"measured on {len(chosen)} of {len(sizes)} videos, scaled by the stored pixels "
-        "their headers give",
+        "their headers give, each pick for the videos that spend as much source per pixel",
     )
 
 
@@ -218,8 +255,8 @@ def _sample_csv(tmp: Path, chosen) -> Path:
 
 
 def _measure_codec(listing, out, options, codec, frames, batch, crop, seconds):
-    """(store bytes, build seconds, windows/s on one core, the paths whose build failed) of
-    ``codec`` on the sample."""
+    """(store bytes, build seconds, windows/s on one core, {built source path: its payload
+    bytes}) of ``codec`` on the sample."""
     from ..build import build_store  # deferred: pulls pydantic and the decoders
 
     opts = options.model_copy(
@@ -228,7 +265,6 @@ def _measure_codec(listing, out, options, codec, frames, batch, crop, seconds):
     t0 = time.perf_counter()
     report = build_store(listing, out, opts, progress=False, input_format="csv", root="/")
     built = time.perf_counter() - t0
-    failed = {f["path"] for f in report.failed}
     if not report.videos:
         said = "; ".join(f"{f['path']}: {f['error']}" for f in report.failed[:3])
         raise DataError(
@@ -237,55 +273,10 @@ def _measure_codec(listing, out, options, codec, frames, batch, crop, seconds):
         )
     with open_store(out) as s:
         nbytes = int(s.manifest.get("store_bytes", 0))
-    return nbytes, built, _augmented_rate(out, frames, batch, crop, seconds), failed
-
-
-@contextlib.contextmanager
-def _one_thread():
-    import torch  # deferred: optional/heavy dependency
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _augmented_rate(store, frames, batch, crop, seconds) -> float:
-    """Windows/s through ``RandomResizedCrop(crop)`` + flip, batches of ``batch``, the loader
-    in this process on one thread: at least two batches after a warm-up one, for ``seconds``."""
-    from ..data import HyperframeDataset, loader  # deferred: pulls torch
-    from ..data import transforms as T  # deferred: pulls torch
-
-    aug = T.Compose([T.RandomResizedCrop(crop), T.RandomHorizontalFlip()])
-    with open_store(store) as s:
-        videos = len(s.videos)
-    ds = HyperframeDataset(
-        store,
-        "random",
-        frames=frames,
-        transform=aug,
-        sampler_options={"short": "pad"},
-        clips_per_video=max(1, math.ceil(4 * batch / videos)),
-    )
-    done, spent, epoch = 0, 0.0, 0
-    with _one_thread():
-        while True:
-            ds.set_epoch(epoch)
-            it = iter(loader(ds, batch, workers=0, pin_memory=False))
-            if epoch == 0:
-                next(it)  # warm-up: page cache, first allocations
-            while True:
-                t0 = time.perf_counter()
-                b = next(it, None)
-                if b is None:
-                    break
-                spent += time.perf_counter() - t0
-                done += len(b)
-                if spent >= seconds and done >= 2 * batch:
-                    return done / spent
-            epoch += 1
+        per_video: dict[str, int] = {}
+        for v, n in zip(s.videos, np.asarray(s.videos.nbytes).tolist()):
+            per_video[v.path] = per_video.get(v.path, 0) + int(n)
+    return nbytes, built, augmented_rate(out, frames, batch, crop, seconds), per_video
 
 
 def _on_the_fly(store, frames, seconds) -> tuple[str, float] | None:
@@ -297,7 +288,7 @@ def _on_the_fly(store, frames, seconds) -> tuple[str, float] | None:
         plan = plan_windows(s, windows=64, frames=min(frames, longest), seed=0)
         rates = {}
         for name in names:
-            with _one_thread():
+            with one_thread():
                 row = time_onthefly(name, s, plan, budget_seconds=seconds / max(len(names), 1))
             if "windows_per_s" in row:
                 rates[name] = row["windows_per_s"]

@@ -3,6 +3,8 @@ the fly (per installed decoder), with a plain memcpy of the same bytes as the ce
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import statistics
 import tempfile
@@ -114,6 +116,55 @@ def time_memcpy(window_bytes, windows: int, *, batch: int, repeats: int = 3, see
     return statistics.median(rates)
 
 
+@contextlib.contextmanager
+def one_thread():
+    import torch  # deferred: optional/heavy dependency
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def augmented_rate(store, frames, batch, crop, seconds) -> float:
+    """Windows/s of the store at ``store`` (a path) through the standard augmentation,
+    ``RandomResizedCrop(crop)`` + flip, batches of ``batch``, the loader in this process on
+    one thread (per core): at least two batches after a warm-up one, for ``seconds``."""
+    from ..data import HyperframeDataset, loader  # deferred: pulls torch
+    from ..data import transforms as T  # deferred: pulls torch
+
+    aug = T.Compose([T.RandomResizedCrop(crop), T.RandomHorizontalFlip()])
+    with open_store(store) as s:
+        videos = len(s.videos)
+    ds = HyperframeDataset(
+        store,
+        "random",
+        frames=frames,
+        transform=aug,
+        sampler_options={"short": "pad"},
+        clips_per_video=max(1, math.ceil(4 * batch / videos)),
+    )
+    done, spent, epoch = 0, 0.0, 0
+    with one_thread():
+        while True:
+            ds.set_epoch(epoch)
+            it = iter(loader(ds, batch, workers=0, pin_memory=False))
+            if epoch == 0:
+                next(it)  # warm-up: page cache, first allocations
+            while True:
+                t0 = time.perf_counter()
+                b = next(it, None)
+                if b is None:
+                    break
+                spent += time.perf_counter() - t0
+                done += len(b)
+                if spent >= seconds and done >= 2 * batch:
+                    return done / spent
+            epoch += 1
+
+
 def time_onthefly(name: str, store, plan, *, budget_seconds: float = 10.0) -> dict:
     """Windows/s decoding the same windows from the source files with decoder ``name``.
 
@@ -182,6 +233,8 @@ def run_bench(
     seed: int = 0,
     workdir: str | os.PathLike | None = None,
     progress: bool = False,
+    augment: int | None = None,
+    augment_seconds: float = 2.0,
 ) -> dict:
     """Measure one window plan every way; returns a dict (the same as ``bench --json``).
 
@@ -189,6 +242,11 @@ def run_bench(
     every codec) is built first (at ``size``; None: build's default, 128) in ``workdir``, which
     keeps them, or else in a temporary folder removed at the end. On-the-fly decoders produce
     the same windows: decoded, converted to RGB and resized to the store's frame size.
+
+    ``augment`` (a crop side, e.g. 112): each store is also read through the standard
+    augmentation, ``RandomResizedCrop(augment)`` + flip, by the loader on one core for
+    ``augment_seconds`` (``augmented_windows_per_s_per_core``). Every row with bytes is marked
+    ``frontier`` when no other is both no larger and no slower (:func:`mark_frontier`).
     """
     codecs = tuple(list_codecs()) if codecs is None else tuple(codecs)
     how = {
@@ -198,6 +256,8 @@ def run_bench(
         "decoders": decoders,
         "budget_seconds": budget_seconds,
         "seed": seed,
+        "augment": augment,
+        "augment_seconds": augment_seconds,
     }
     path = Path(data_or_store)
     if is_store(path):
@@ -226,7 +286,35 @@ def _build_and_measure(data, where: Path, codecs, size, progress, how: dict) -> 
             s.close()
 
 
-def _measure(stores, *, kept_in, frames, batch, windows, decoders, budget_seconds, seed) -> dict:
+def mark_frontier(rows: dict) -> None:
+    """Mark each row with bytes and windows/s ``frontier``: no other row stores no more bytes
+    per source byte and reads no fewer windows/s, one of them strictly (decoding on the fly
+    stores nothing but the source: 1x)."""
+    done = [r for r in rows.values() if "windows_per_s" in r and "store_over_source_bytes" in r]
+    for r in done:
+        b, w = r["store_over_source_bytes"], r["windows_per_s"]
+        r["frontier"] = not any(
+            o is not r
+            and o["store_over_source_bytes"] <= b
+            and o["windows_per_s"] >= w
+            and (o["store_over_source_bytes"] < b or o["windows_per_s"] > w)
+            for o in done
+        )
+
+
+def _measure(
+    stores,
+    *,
+    kept_in,
+    frames,
+    batch,
+    windows,
+    decoders,
+    budget_seconds,
+    seed,
+    augment=None,
+    augment_seconds=2.0,
+) -> dict:
     first = next(iter(stores.values()))
     plan = plan_windows(first, windows=windows, frames=frames, seed=seed)
     sizes = window_bytes(first, plan)
@@ -246,12 +334,16 @@ def _measure(stores, *, kept_in, frames, batch, windows, decoders, budget_second
             "store_bytes": int(s.manifest.get("store_bytes", 0)),
             "store_over_source_bytes": int(s.manifest.get("store_bytes", 0)) / max(source_bytes, 1),
         }
+        if augment:  # the standard augmentation through the loader, one core
+            rows[f"store:{codec}"]["augmented_windows_per_s_per_core"] = augmented_rate(
+                s.path, frames, batch, augment, augment_seconds
+            )
     for name in decoders if decoders is not None else available_window_decoders():
         try:
             row = time_onthefly(name, first, plan, budget_seconds=budget_seconds)
         except Exception as e:  # a decoder that fails outright is reported, not fatal
             row = {"error": f"{type(e).__name__}: {e}"}
-        rows[f"decode:{name}"] = {"kind": "on-the-fly", **row}
+        rows[f"decode:{name}"] = {"kind": "on-the-fly", "store_over_source_bytes": 1.0, **row}
     decoded = [
         r["windows_per_s"]
         for r in rows.values()
@@ -262,10 +354,12 @@ def _measure(stores, *, kept_in, frames, batch, windows, decoders, budget_second
         if "windows_per_s" in r:
             r["vs_memcpy"] = r["windows_per_s"] / ceiling
             r["vs_fastest_decoder"] = r["windows_per_s"] / fastest if fastest else None
+    mark_frontier(rows)
     return {
         "frames": frames,
         "batch": batch,
         "windows": len(plan),
+        "augment": f"RandomResizedCrop({augment}) + RandomHorizontalFlip" if augment else None,
         "frame_shapes": [list(x) for x in shapes],
         "crop": None if crop is None else list(crop),  # the crop path's output size
         "window_bytes": int(sizes.mean()),
@@ -279,6 +373,7 @@ def _measure(stores, *, kept_in, frames, batch, windows, decoders, budget_second
 def format_bench(result: dict) -> str:
     shapes = ["x".join(map(str, x)) for x in result["frame_shapes"]]
     shown = shapes[0] if len(shapes) == 1 else f"{shapes[0]} to {shapes[-1]}, {len(shapes)} sizes"
+    augmented = bool(result.get("augment"))
     lines = [
         f"{result['windows']} random windows of {result['frames']} frames ({shown}; "
         f"{result['window_bytes'] / 1e6:.2f} MB per window on average), "
@@ -292,16 +387,21 @@ def format_bench(result: dict) -> str:
             if result.get("crop")
             else []
         ),
-        f"{'path':<20}{'windows/s':>12}{'x memcpy':>10}{'x fastest decoder':>19}{'bytes/source':>14}",
+        f"{'path':<20}{'windows/s':>12}{'x memcpy':>10}{'x fastest decoder':>19}{'bytes/source':>14}"
+        + (f"{'aug w/s/core':>14}" if augmented else "")
+        + "  frontier",
     ]
     for name, r in result["rows"].items():
         if "windows_per_s" in r:
             ratio = r.get("store_over_source_bytes")
             fastest = r["vs_fastest_decoder"]
+            aug = r.get("augmented_windows_per_s_per_core")
             lines.append(
                 f"{name:<20}{r['windows_per_s']:>12.1f}{r['vs_memcpy']:>10.3f}"
                 f"{'n/a' if fastest is None else f'{fastest:.1f}':>19}"
                 f"{'' if ratio is None else f'{ratio:.2f}':>14}"
+                + (f"{'' if aug is None else f'{aug:.1f}':>14}" if augmented else "")
+                + ("  *" if r.get("frontier") else "")
             )
         else:
             lines.append(f"{name:<20}  failed: {r['error']}")
@@ -311,6 +411,15 @@ def format_bench(result: dict) -> str:
             lines.append(
                 f"    (its libraries wrote {r['log_lines']} lines to stderr: kept off the terminal)"
             )
+    lines.append(
+        "frontier (*): no other row stores fewer bytes per source byte and reads more windows/s"
+        " (on the fly: 1x, the source itself)"
+        + (
+            f"; aug w/s/core: through {result['augment']}, the loader on one core"
+            if augmented
+            else ""
+        )
+    )
     if result.get("built"):
         kept = result["kept_in"]
         lines.append(

@@ -183,6 +183,8 @@ def bench(args) -> int:
         budget_seconds=args.budget,
         workdir=args.keep,
         progress=not args.json,
+        augment=args.augment or None,
+        augment_seconds=1.0,
     )
     print(json.dumps(result, indent=1) if args.json else format_bench(result))
     return EXIT_OK

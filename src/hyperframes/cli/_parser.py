@@ -82,6 +82,13 @@ def _bench_options(n) -> None:
         default=None,
         help="build the stores in DIR and keep them (default: a temporary folder, removed)",
     )
+    n.add_argument(
+        "--augment",
+        type=int,
+        default=112,
+        help="also read each store through RandomResizedCrop(N) + flip with the loader on one "
+        "core, for about a second (default 112; 0: not)",
+    )
     n.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
