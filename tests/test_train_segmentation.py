@@ -9,9 +9,12 @@ import shutil
 import numpy as np
 import pytest
 import torch
+import torchvision.transforms.v2.functional as TF
+from torchvision.transforms import InterpolationMode
 
 from hyperframes import ConfigError, DataError
 from hyperframes.build import BuildOptions, build_store
+from hyperframes.data.transforms import RandomResizedCrop, transform_generator
 from hyperframes.demo import make_segmentation_dataset
 from hyperframes.store import open_store
 from hyperframes.train import SegmentationDataset, evaluate, load_config, run_training
@@ -107,10 +110,36 @@ def test_keyframe_model_trains_and_evaluates(seg_store, tmp_path):
 
 
 def test_segmentation_config_checks():
-    with pytest.raises(ConfigError, match=r"data\.augmentation\.size: crops are not applied"):
+    with pytest.raises(ConfigError, match=r"data\.augmentation\.color_jitter: not applied"):
         load_config(
             {
-                "data": {"store": "s", "augmentation": {"size": 16}},
+                "data": {"store": "s", "augmentation": {"color_jitter": 0.2}},
                 "model": {"name": "keyframe_unet"},
             }
         )
+    # crop and scale move the masks with the frames: allowed
+    cfg = load_config(
+        {"data": {"store": "s", "augmentation": {"size": 16}}, "model": {"name": "keyframe_unet"}}
+    )
+    assert cfg.data.augmentation.size == 16
+
+
+def test_crop_and_scale_move_frames_and_mask_together(seg_store):
+    store = open_store(seg_store)
+    kw = {"sampler": "sliding", "frames": 2, "layout": "keyframe", "seed": 0}
+    plain = SegmentationDataset(store, [0], **kw)[0]
+    ds = SegmentationDataset(store, [0], size=16, scale=(0.2, 0.5), hflip=1.0, **kw)
+    got = ds[0]
+    assert got.frames.context.shape == (2, 3, 16, 16) and got.target.shape == (16, 16)
+    # the box the sample drew, from its own generator: crop, then the flip
+    g = transform_generator(0, 0, 0)
+    top, left, h, w = RandomResizedCrop(16, scale=(0.2, 0.5)).box(32, 32, g)
+    assert h * w <= 0.5 * 32 * 32 + 64
+    want_frames = TF.resized_crop(plain.frames.context, top, left, h, w, [16, 16], antialias=True)
+    want_mask = TF.resized_crop(
+        plain.target[None], top, left, h, w, [16, 16], interpolation=InterpolationMode.NEAREST
+    )[0]
+    assert torch.equal(got.frames.context, want_frames.flip(-1))
+    assert torch.equal(got.target, want_mask.flip(-1))
+    assert set(got.target.unique().tolist()) <= {0, 1}  # nearest: classes, not blends
+    assert torch.equal(got.frames.key, got.frames.context[1])

@@ -161,7 +161,8 @@ def _check_samplers(cfg: Config) -> None:
 
 
 def _check_segmentation(cfg: Config) -> None:
-    """A segmentation model: no label mixing or balancing, whole frames, hflip only."""
+    """A segmentation model: no label mixing or balancing; crop, scale and hflip only (each
+    applied to frames and masks together); whole frames in evaluation."""
     name = cfg.model.name
     if cfg.train.mixup or cfg.train.cutmix:
         raise ConfigError(
@@ -172,11 +173,6 @@ def _check_segmentation(cfg: Config) -> None:
         raise ConfigError(
             "train.balanced / train.label_smoothing apply to classification only; allowed for "
             f"the segmentation model {name!r}: false / 0"
-        )
-    if cfg.data.augmentation.size is not None:
-        raise ConfigError(
-            "data.augmentation.size: crops are not applied to segmentation masks; allowed for "
-            f"the segmentation model {name!r}: null (hflip is applied to both)"
         )
     _check_seg_augmentation(cfg)
     if cfg.eval.crops != 1:
@@ -237,7 +233,8 @@ def _check_memory(cfg: Config) -> None:
 
 
 def _check_seg_augmentation(cfg: Config) -> None:
-    """The segmentation dataset moves masks with hflip only: refuse what it would not apply."""
+    """The segmentation dataset moves masks with crop, scale and hflip only: refuse what it
+    would not apply."""
     aug = cfg.data.augmentation
     extra = [
         k
@@ -247,8 +244,8 @@ def _check_seg_augmentation(cfg: Config) -> None:
     if extra:
         raise ConfigError(
             f"data.augmentation.{extra[0]}: not applied to segmentation windows (their masks "
-            f"move with hflip only); allowed for the segmentation model {cfg.model.name!r}: "
-            "off (hflip is applied to frames and masks)"
+            "move with size/scale/ratio and hflip only); allowed for the segmentation model "
+            f"{cfg.model.name!r}: off (crop, scale and hflip are applied to frames and masks)"
         )
 
 
