@@ -12,10 +12,12 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.transforms import InterpolationMode
 
-from hyperframes import ConfigError, DataError
+from hyperframes import ConfigError, DataError, models
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data.transforms import RandomResizedCrop, transform_generator
 from hyperframes.demo import make_segmentation_dataset
+from hyperframes.infer import Predictor, load_inference_model
+from hyperframes.models import UNet
 from hyperframes.store import open_store
 from hyperframes.train import SegmentationDataset, evaluate, load_config, run_training
 
@@ -143,3 +145,32 @@ def test_crop_and_scale_move_frames_and_mask_together(seg_store):
     assert torch.equal(got.target, want_mask.flip(-1))
     assert set(got.target.unique().tolist()) <= {0, 1}  # nearest: classes, not blends
     assert torch.equal(got.frames.key, got.frames.context[1])
+
+
+def test_channel_unet_on_identical_frames_is_the_2d_unet():
+    torch.manual_seed(0)
+    model = models.create("channel_unet", num_classes=2, frames=4, base_width=4, depth=2).eval()
+    torch.manual_seed(0)
+    unet = UNet(3, 2, base_width=4, depth=2).eval()
+    frame = torch.rand(1, 3, 16, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(model(frame.repeat(1, 4, 1, 1)), unet(frame))
+    with pytest.raises(DataError, match=r"channel layout \(B, 3\*4=12, H, W\)"):
+        model(torch.zeros(1, 9, 16, 16))
+
+
+def test_channel_unet_trains_with_crops_and_predicts_masks(seg_store, tmp_path):
+    cfg = _config(seg_store, task="segmentation")
+    cfg["model"] = {"name": "channel_unet", "options": {"base_width": 4, "depth": 2}}
+    cfg["data"]["augmentation"] = {"hflip": 0.5, "size": 24, "scale": [0.4, 1.0]}
+    s = run_training(cfg, tmp_path / "run", progress=False)
+    assert s["task"] == "segmentation" and 0.0 <= s["miou"] <= 1.0
+    loaded = load_inference_model(tmp_path / "run" / "best.pt")
+    assert loaded.contract.layout == "channel" and loaded.task == "segmentation"
+    # evaluation and prediction see whole frames: the mask is the stored frame's size
+    frames = open_store(seg_store).read(0, list(range(8)))
+    p = Predictor.from_checkpoint(loaded, stride=1)
+    preds = [q for i, f in enumerate(frames) for q in p.push(f.permute(1, 2, 0).numpy(), i / 15)]
+    preds += p.flush()
+    assert [q.key_source_frame for q in preds] == list(range(8))
+    assert preds[0].mask.shape == (32, 32)
