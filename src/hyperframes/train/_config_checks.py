@@ -81,9 +81,12 @@ def _check_tracks(cfg: Config, spec) -> None:
 
 def _check_norm(cfg: Config, spec) -> None:
     if cfg.model.norm is not None and "norm" not in spec.options():
+        from ..models import get_spec, list_models  # deferred: pulls torchvision
+
+        having = [n for n in list_models() if "norm" in get_spec(n).options()]
         raise ConfigError(
             f"model.norm: model {cfg.model.name!r} has no norm choice; the models with one: "
-            "r2plus1d_tiny, cnn_lstm (allowed for this model: null)"
+            f"{', '.join(having)} (allowed for this model: null)"
         )
     if cfg.model.norm is not None and "norm" in cfg.model.options:
         raise ConfigError("model.options.norm: give model.norm, not both")
