@@ -348,10 +348,24 @@ class Predictor:
 
     # -- input ------------------------------------------------------------------------------
     def push(self, frame: Any, pts_seconds: float | None = None) -> list[Prediction]:
-        """Add the next frame: an (H, W, 3) uint8 RGB array with its time in seconds, or a
-        decoded frame (``hyperframes.decode``; its own ``pts_seconds``). Returns the
+        """Add the next frame: an (H, W, 3) uint8 RGB array with its time in seconds, a
+        decoded frame (``hyperframes.decode``; its own ``pts_seconds``), or a stored frame, a
+        (3, H, W) uint8 tensor as a store reads it, with its time. Returns the
         predictions that became ready (possibly none), in window order."""
-        if isinstance(frame, np.ndarray):
+        self._accept(frame, pts_seconds)
+        return self._run(final=False)
+
+    def _accept(self, frame: Any, pts_seconds: float | None) -> None:
+        """Check and add a frame (its windows queued, none run): :meth:`push` less the model."""
+        if isinstance(frame, Tensor):  # a stored frame, (3, H, W) uint8 (MultiStream)
+            if frame.dtype != torch.uint8 or frame.dim() != 3 or frame.shape[0] != 3:
+                raise InputError(
+                    f"frame {self._pushed}: expected a (3, H, W) uint8 tensor, got shape "
+                    f"{tuple(frame.shape)} dtype {frame.dtype}"
+                )
+            if pts_seconds is None:
+                raise InputError(f"frame {self._pushed}: give its time: push(frame, pts_seconds)")
+        elif isinstance(frame, np.ndarray):
             if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
                 raise InputError(
                     f"frame {self._pushed}: expected an (H, W, 3) uint8 RGB array, got shape "
@@ -364,8 +378,8 @@ class Predictor:
                 pts_seconds = frame.pts_seconds
         else:
             raise InputError(
-                f"frame {self._pushed}: expected an (H, W, 3) uint8 array or a decoded frame, "
-                f"got {type(frame).__name__}"
+                f"frame {self._pushed}: expected an (H, W, 3) uint8 array or a decoded frame "
+                f"(or a stored (3, H, W) uint8 tensor), got {type(frame).__name__}"
             )
         pts = float(pts_seconds)
         if not math.isfinite(pts):
@@ -382,7 +396,6 @@ class Predictor:
         else:
             for kept in self._resampler.push(frame, pts):
                 self._add(kept.frame, kept.source_index, kept.pts_seconds)
-        return self._run(final=False)
 
     def flush(self, *, name: str | None = None) -> list[Prediction]:
         """End of stream: the remaining windows (see the module doc); then :meth:`reset`.
@@ -427,6 +440,12 @@ class Predictor:
     def _rgb(self, frame: Any, source: int) -> Tensor:
         if self._cached is not None and self._cached[0] == source:
             return self._cached[1]  # a frame the resampler repeats
+        if isinstance(frame, Tensor):  # stored: at the store's size already, or made so
+            if tuple(frame.shape[1:]) == self.frame_size(*frame.shape[1:]):
+                chw = self.contract.resize_crop(frame).contiguous()
+                self._cached = (source, chw)
+                return chw
+            frame = frame.permute(1, 2, 0).numpy()
         if isinstance(frame, np.ndarray):
             h, w = self.frame_size(*frame.shape[:2])
             if frame.shape[:2] != (h, w):
@@ -516,6 +535,11 @@ class Predictor:
         return out
 
     def _forward(self, wins: list[Window]) -> Tensor:
+        # uint8 (B, T, 3, H, W) -> the model's input, as eval prepares it
+        return self.model(self.contract.prepare(self._windows(wins))).float()
+
+    def _windows(self, wins: list[Window]) -> Tensor:
+        """The uint8 (B, T, 3, H, W) frames of ``wins``, on the model's device."""
         uniq = sorted({i for idx, _ in wins for i in idx})
         pos = {i: k for k, i in enumerate(uniq)}
         frames = torch.stack([self._images[i] for i in uniq]).to(self.device, non_blocking=True)
@@ -523,8 +547,7 @@ class Predictor:
         take = torch.tensor([[pos[i] for i in idx] for idx, _ in wins], device=frames.device)
         if not self._captured:
             self.first_window, self._captured = frames[take[:1]].cpu(), True
-        # uint8 (B, T, 3, H, W) -> the model's input, as eval prepares it
-        return self.model(self.contract.prepare(frames[take])).float()
+        return frames[take]
 
     def _run_reuse(self, final: bool) -> list[Prediction]:
         assert self.split is not None  # _run calls this only with a split
