@@ -69,7 +69,8 @@ class TorchvisionVideo(_Conv3dModel):
         else:
             net = getattr(tvv, arch)(weights=None, num_classes=num_classes)
         # BatchNorm3d pools statistics over T: group/layer normalise each clip by its own
-        self.backbone = replace_batch_norm(net, norm)
+        replace_batch_norm(net, norm)
+        self.backbone = net
         self.pretrained_prefix = "backbone."
         self.pretrained_optional = (f"backbone.{_TORCHVISION[arch]}",)
 

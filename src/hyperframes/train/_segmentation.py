@@ -132,7 +132,8 @@ class SegmentationDataset(HyperframeDataset):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Frames (T, C, H, W) and mask (H, W) cropped to one box and resized together."""
         assert self.crop is not None  # _finish calls this only with a crop
-        top, left, h, w = self.crop.box(*frames.shape[-2:], g)
+        height, width = frames.shape[-2:]
+        top, left, h, w = self.crop.box(int(height), int(width), g)
         size = list(self.crop.size)
         frames = TF.resized_crop(frames, top, left, h, w, size, antialias=True)
         mask = TF.resized_crop(
