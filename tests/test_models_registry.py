@@ -220,7 +220,11 @@ def test_list_and_filters():
         sub = M.list(layout=layout)
         assert sub, layout
         assert all(M.get_spec(n).layout == layout for n in sub)
-    assert set(M.list(task="segmentation")) == {"keyframe_unet", "keyframe_unet_add"}
+    assert set(M.list(task="segmentation")) == {
+        "keyframe_unet",
+        "keyframe_unet_add",
+        "channel_unet",
+    }
     assert M.list(family="tsm") == ["tsm_resnet18", "tsm_resnet50"]
     with pytest.raises(ConfigError, match="unknown layout"):
         M.list(layout="nope")

@@ -9,10 +9,15 @@ import shutil
 import numpy as np
 import pytest
 import torch
+import torchvision.transforms.v2.functional as TF
+from torchvision.transforms import InterpolationMode
 
-from hyperframes import ConfigError, DataError
+from hyperframes import ConfigError, DataError, models
 from hyperframes.build import BuildOptions, build_store
+from hyperframes.data.transforms import RandomResizedCrop, transform_generator
 from hyperframes.demo import make_segmentation_dataset
+from hyperframes.infer import Predictor, load_inference_model
+from hyperframes.models import UNet
 from hyperframes.store import open_store
 from hyperframes.train import SegmentationDataset, evaluate, load_config, run_training
 
@@ -107,10 +112,65 @@ def test_keyframe_model_trains_and_evaluates(seg_store, tmp_path):
 
 
 def test_segmentation_config_checks():
-    with pytest.raises(ConfigError, match=r"data\.augmentation\.size: crops are not applied"):
+    with pytest.raises(ConfigError, match=r"data\.augmentation\.color_jitter: not applied"):
         load_config(
             {
-                "data": {"store": "s", "augmentation": {"size": 16}},
+                "data": {"store": "s", "augmentation": {"color_jitter": 0.2}},
                 "model": {"name": "keyframe_unet"},
             }
         )
+    # crop and scale move the masks with the frames: allowed
+    cfg = load_config(
+        {"data": {"store": "s", "augmentation": {"size": 16}}, "model": {"name": "keyframe_unet"}}
+    )
+    assert cfg.data.augmentation.size == 16
+
+
+def test_crop_and_scale_move_frames_and_mask_together(seg_store):
+    store = open_store(seg_store)
+    kw = {"sampler": "sliding", "frames": 2, "layout": "keyframe", "seed": 0}
+    plain = SegmentationDataset(store, [0], **kw)[0]
+    ds = SegmentationDataset(store, [0], size=16, scale=(0.2, 0.5), hflip=1.0, **kw)
+    got = ds[0]
+    assert got.frames.context.shape == (2, 3, 16, 16) and got.target.shape == (16, 16)
+    # the box the sample drew, from its own generator: crop, then the flip
+    g = transform_generator(0, 0, 0)
+    top, left, h, w = RandomResizedCrop(16, scale=(0.2, 0.5)).box(32, 32, g)
+    assert h * w <= 0.5 * 32 * 32 + 64
+    want_frames = TF.resized_crop(plain.frames.context, top, left, h, w, [16, 16], antialias=True)
+    want_mask = TF.resized_crop(
+        plain.target[None], top, left, h, w, [16, 16], interpolation=InterpolationMode.NEAREST
+    )[0]
+    assert torch.equal(got.frames.context, want_frames.flip(-1))
+    assert torch.equal(got.target, want_mask.flip(-1))
+    assert set(got.target.unique().tolist()) <= {0, 1}  # nearest: classes, not blends
+    assert torch.equal(got.frames.key, got.frames.context[1])
+
+
+def test_channel_unet_on_identical_frames_is_the_2d_unet():
+    torch.manual_seed(0)
+    model = models.create("channel_unet", num_classes=2, frames=4, base_width=4, depth=2).eval()
+    torch.manual_seed(0)
+    unet = UNet(3, 2, base_width=4, depth=2).eval()
+    frame = torch.rand(1, 3, 16, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(model(frame.repeat(1, 4, 1, 1)), unet(frame))
+    with pytest.raises(DataError, match=r"channel layout \(B, 3\*4=12, H, W\)"):
+        model(torch.zeros(1, 9, 16, 16))
+
+
+def test_channel_unet_trains_with_crops_and_predicts_masks(seg_store, tmp_path):
+    cfg = _config(seg_store, task="segmentation")
+    cfg["model"] = {"name": "channel_unet", "options": {"base_width": 4, "depth": 2}}
+    cfg["data"]["augmentation"] = {"hflip": 0.5, "size": 24, "scale": [0.4, 1.0]}
+    s = run_training(cfg, tmp_path / "run", progress=False)
+    assert s["task"] == "segmentation" and 0.0 <= s["miou"] <= 1.0
+    loaded = load_inference_model(tmp_path / "run" / "best.pt")
+    assert loaded.contract.layout == "channel" and loaded.task == "segmentation"
+    # evaluation and prediction see whole frames: the mask is the stored frame's size
+    frames = open_store(seg_store).read(0, list(range(8)))
+    p = Predictor.from_checkpoint(loaded, stride=1)
+    preds = [q for i, f in enumerate(frames) for q in p.push(f.permute(1, 2, 0).numpy(), i / 15)]
+    preds += p.flush()
+    assert [q.key_source_frame for q in preds] == list(range(8))
+    assert preds[0].mask.shape == (32, 32)

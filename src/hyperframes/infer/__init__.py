@@ -13,6 +13,12 @@
             print(f"{pred.start_seconds:.1f}s {pred.top(1)}")
     p.flush()
 
+    streams = MultiStream(p, batch_size=16)   # K streams, one model call per step
+    streams.add_stream("door")
+    streams.push("door", rgb, t)
+    for stream_id, preds in streams.step().items():
+        ...
+
     export_onnx("runs/x/best.pt", "model.onnx").summary()
 
 A video is decoded once, streaming, in bounded memory; windows of the model's T frames at
@@ -30,6 +36,7 @@ from ._prediction import Prediction
 from ._predictor import Predictor
 from ._report import PredictReport
 from ._reuse import FrameSplit, split_model
+from ._streams import MultiStream
 from ._timeline import TimelineWriter, plot_timeline
 from ._video import iter_predictions, predict_video
 
@@ -39,6 +46,7 @@ __all__ = [
     "FrameSplit",
     "InferenceModel",
     "InputContract",
+    "MultiStream",
     "PredictReport",
     "Prediction",
     "Predictor",

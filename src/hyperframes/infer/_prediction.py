@@ -23,7 +23,9 @@ class Prediction:
     Times are the frames' presentation times in seconds: the window covers
     ``[start_seconds, end_seconds)`` (``end_seconds``: the last frame's time plus one frame
     interval at the model's rate); ``key_seconds`` is the key frame's time. ``padded``: the
-    video was shorter than a window and its last frame was repeated.
+    video was shorter than a window and its last frame was repeated. ``mirrored``: a dense
+    task's window for one of the stream's first or last frames, the frames before the first
+    (after the last) mirrored about it (``source_frames`` then repeat, out of order).
 
     ``logits``: the model's raw output for this window ((K,) or (K, H, W) for
     segmentation); ``smoothed``: after the exponential moving average over windows;
@@ -43,11 +45,12 @@ class Prediction:
     classes: list[str]
     mask: np.ndarray | None = None
     padded: bool = False
+    mirrored: bool = False
 
     @property
     def first_source_frame(self) -> int:
-        """The source frame number of the window's first frame."""
-        return self.source_frames[0]
+        """The source frame number of the window's first frame (the earliest it uses)."""
+        return min(self.source_frames)
 
     @property
     def last_source_frame(self) -> int:
@@ -103,4 +106,6 @@ class Prediction:
             out["coverage"] = {c: round(float(v), 6) for c, v in zip(self.classes, cov)}
         if self.padded:
             out["padded"] = True
+        if self.mirrored:
+            out["mirrored"] = True
         return out

@@ -37,6 +37,15 @@ TSN, CNN+LSTM, the TSM stem) and overlapping windows (S < T), each frame goes th
 part once (``frame_batch`` frames per call) and only the head runs per window; the
 predictions equal the plain path's.
 
+Edges of a dense task (segmentation): a window's output belongs to its key frame
+(position ``T // 2``), so the regular windows leave the first ``(T // 2) d`` and the last
+``(T - 1 - T // 2) d`` frames without one. Those get windows too, their key frames continuing
+the grid of key frames (``S`` apart) back towards frame 0 and on towards the last frame (both
+of which always get one), with the frames
+before the first or after the last mirrored about it (frame ``-i`` is frame ``i``, frame
+``N - 1 + i`` is frame ``N - 1 - i``), as the seed pads: with ``stride=1`` every frame gets a
+mask. These windows are marked :attr:`Prediction.mirrored`.
+
 Gaps: as in a build (``max_gap``), two frames further apart than ``max_gap_seconds`` are not
 bridged by repeated frames when resampling to the contract's rate (the frames after the gap
 start a new grid; :class:`~hyperframes.decode.FpsResampler`), so a clip whose timestamps jump
@@ -69,6 +78,23 @@ __all__ = ["Predictor", "check_options"]
 
 REUSE = ("auto", True, False)
 SHORT = ("error", "pad")  # what flush does with a stream shorter than a window
+#: tasks whose output belongs to the window's key frame: their first and last frames get
+#: mirror-padded windows (module doc)
+MIRRORED_TASKS = ("segmentation", "detection")
+
+# how a window's frames were completed: not at all, the last frame repeated (a stream
+# shorter than a window), or mirrored about the stream's first or last frame
+Pad = str  # "" | "repeat" | "mirror"
+Window = tuple[list[int], Pad]
+
+
+def mirror_index(i: int, n: int) -> int:
+    """Frame ``i`` of a stream of ``n`` frames, mirrored about its first and last frames."""
+    if i < 0:
+        i = -i
+    if i > n - 1:
+        i = 2 * (n - 1) - i
+    return min(max(i, 0), n - 1)
 
 
 def check_options(stride: Any, ema: Any, batch_size: Any = 1, short: Any = "error") -> None:
@@ -291,8 +317,9 @@ class Predictor:
         self._feats: dict[int, Tensor] = {}  # per-frame features (reuse)
         self._pts: dict[int, float] = {}
         self._source: dict[int, int] = {}  # grid frame -> source frame number
-        self._pending: deque[tuple[list[int], bool]] = deque()  # windows awaiting the model
+        self._pending: deque[Window] = deque()  # windows awaiting the model
         self._last_end = -1  # last frame of the last regular window
+        self._last_key = -1  # key frame of the last window queued
         self._smoothed: Tensor | None = None
         self._emitted = 0
         self._captured = False  # the stream's first window is in first_window
@@ -322,10 +349,24 @@ class Predictor:
 
     # -- input ------------------------------------------------------------------------------
     def push(self, frame: Any, pts_seconds: float | None = None) -> list[Prediction]:
-        """Add the next frame: an (H, W, 3) uint8 RGB array with its time in seconds, or a
-        decoded frame (``hyperframes.decode``; its own ``pts_seconds``). Returns the
+        """Add the next frame: an (H, W, 3) uint8 RGB array with its time in seconds, a
+        decoded frame (``hyperframes.decode``; its own ``pts_seconds``), or a stored frame, a
+        (3, H, W) uint8 tensor as a store reads it, with its time. Returns the
         predictions that became ready (possibly none), in window order."""
-        if isinstance(frame, np.ndarray):
+        self._accept(frame, pts_seconds)
+        return self._run(final=False)
+
+    def _accept(self, frame: Any, pts_seconds: float | None) -> None:
+        """Check and add a frame (its windows queued, none run): :meth:`push` less the model."""
+        if isinstance(frame, Tensor):  # a stored frame, (3, H, W) uint8 (MultiStream)
+            if frame.dtype != torch.uint8 or frame.dim() != 3 or frame.shape[0] != 3:
+                raise InputError(
+                    f"frame {self._pushed}: expected a (3, H, W) uint8 tensor, got shape "
+                    f"{tuple(frame.shape)} dtype {frame.dtype}"
+                )
+            if pts_seconds is None:
+                raise InputError(f"frame {self._pushed}: give its time: push(frame, pts_seconds)")
+        elif isinstance(frame, np.ndarray):
             if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
                 raise InputError(
                     f"frame {self._pushed}: expected an (H, W, 3) uint8 RGB array, got shape "
@@ -338,8 +379,8 @@ class Predictor:
                 pts_seconds = frame.pts_seconds
         else:
             raise InputError(
-                f"frame {self._pushed}: expected an (H, W, 3) uint8 array or a decoded frame, "
-                f"got {type(frame).__name__}"
+                f"frame {self._pushed}: expected an (H, W, 3) uint8 array or a decoded frame "
+                f"(or a stored (3, H, W) uint8 tensor), got {type(frame).__name__}"
             )
         pts = float(pts_seconds)
         if not math.isfinite(pts):
@@ -356,7 +397,6 @@ class Predictor:
         else:
             for kept in self._resampler.push(frame, pts):
                 self._add(kept.frame, kept.source_index, kept.pts_seconds)
-        return self._run(final=False)
 
     def flush(self, *, name: str | None = None) -> list[Prediction]:
         """End of stream: the remaining windows (see the module doc); then :meth:`reset`.
@@ -369,9 +409,14 @@ class Predictor:
             if 0 < n < span and self.short == "error":
                 raise InputError(self._too_short(name or "the stream", n))
             if 0 < n < span:
-                self._pending.append(([min(k * d, n - 1) for k in range(self.frames)], True))
+                self._pending.append(([min(k * d, n - 1) for k in range(self.frames)], "repeat"))
             elif n and self._last_end != n - 1:
-                self._pending.append((list(range(n - span, n, d)), False))
+                self._queue(list(range(n - span, n, d)))
+            if self.mirrored and n >= span:
+                keys = list(range(self._last_key + self.stride, n, self.stride))
+                if self._last_key < n - 1 and (not keys or keys[-1] != n - 1):
+                    keys.append(n - 1)  # the last frame always gets one
+                self._queue_mirrored(keys, n)
             return self._run(final=True)
         finally:
             self.reset()
@@ -396,6 +441,12 @@ class Predictor:
     def _rgb(self, frame: Any, source: int) -> Tensor:
         if self._cached is not None and self._cached[0] == source:
             return self._cached[1]  # a frame the resampler repeats
+        if isinstance(frame, Tensor):  # stored: at the store's size already, or made so
+            if tuple(frame.shape[1:]) == self.frame_size(*frame.shape[1:]):
+                chw = self.contract.resize_crop(frame).contiguous()
+                self._cached = (source, chw)
+                return chw
+            frame = frame.permute(1, 2, 0).numpy()
         if isinstance(frame, np.ndarray):
             h, w = self.frame_size(*frame.shape[:2])
             if frame.shape[:2] != (h, w):
@@ -435,8 +486,32 @@ class Predictor:
         self._source[i] = source
         start = i - self.span + 1
         if start >= 0 and start % self.stride == 0:
-            self._pending.append((list(range(start, i + 1, self.contract.frame_stride)), False))
+            if start == 0 and self.mirrored:  # the key frames before the first window's
+                first = (self.frames // 2) * self.contract.frame_stride
+                keys = list(range(first % self.stride, first, self.stride))
+                if first and (not keys or keys[0] != 0):
+                    keys.insert(0, 0)  # frame 0 always gets one
+                self._queue_mirrored(keys, i + 1)
+            self._queue(list(range(start, i + 1, self.contract.frame_stride)))
             self._last_end = i
+
+    @property
+    def mirrored(self) -> bool:
+        """Whether the stream's first and last frames get mirror-padded windows (a dense
+        task's: module doc)."""
+        return self.task in MIRRORED_TASKS
+
+    def _queue(self, idx: list[int], pad: Pad = "") -> None:
+        self._pending.append((idx, pad))
+        self._last_key = idx[len(idx) // 2]
+
+    def _queue_mirrored(self, keys: list[int], n: int) -> None:
+        """Windows whose key frames are ``keys``, frames outside ``[0, n)`` mirrored."""
+        d, half = self.contract.frame_stride, self.frames // 2
+        for key in keys:
+            self._queue(
+                [mirror_index(key + (j - half) * d, n) for j in range(self.frames)], "mirror"
+            )
 
     def _check_input_values(self, height: int, width: int) -> None:
         check_input_values(self.contract, self.batch_size, height, width, "the input contract")
@@ -460,7 +535,12 @@ class Predictor:
         self._prune()
         return out
 
-    def _forward(self, wins: list[tuple[list[int], bool]]) -> Tensor:
+    def _forward(self, wins: list[Window]) -> Tensor:
+        # uint8 (B, T, 3, H, W) -> the model's input, as eval prepares it
+        return self.model(self.contract.prepare(self._windows(wins))).float()
+
+    def _windows(self, wins: list[Window]) -> Tensor:
+        """The uint8 (B, T, 3, H, W) frames of ``wins``, on the model's device."""
         uniq = sorted({i for idx, _ in wins for i in idx})
         pos = {i: k for k, i in enumerate(uniq)}
         frames = torch.stack([self._images[i] for i in uniq]).to(self.device, non_blocking=True)
@@ -468,8 +548,7 @@ class Predictor:
         take = torch.tensor([[pos[i] for i in idx] for idx, _ in wins], device=frames.device)
         if not self._captured:
             self.first_window, self._captured = frames[take[:1]].cpu(), True
-        # uint8 (B, T, 3, H, W) -> the model's input, as eval prepares it
-        return self.model(self.contract.prepare(frames[take])).float()
+        return frames[take]
 
     def _run_reuse(self, final: bool) -> list[Prediction]:
         assert self.split is not None  # _run calls this only with a split
@@ -484,7 +563,7 @@ class Predictor:
                 self._feats[i] = f
         out: list[Prediction] = []
         while self._pending:
-            ready: list[tuple[list[int], bool]] = []
+            ready: list[Window] = []
             while self._pending and len(ready) < self.batch_size:
                 idx = self._pending[0][0]
                 if not all(i in self._feats for i in idx):
@@ -500,25 +579,25 @@ class Predictor:
     def _prune(self) -> None:
         keep = self._n - self.span  # the tail window may need the last L frames
         if self._pending:
-            keep = min(keep, self._pending[0][0][0])
+            keep = min(keep, min(min(idx) for idx, _ in self._pending))
         for store in (self._images, self._feats, self._pts, self._source):
             for i in [i for i in store if i < keep]:
                 del store[i]
 
     # -- output -----------------------------------------------------------------------------
-    def _emit(self, wins: list[tuple[list[int], bool]], logits: Tensor) -> list[Prediction]:
+    def _emit(self, wins: list[Window], logits: Tensor) -> list[Prediction]:
         out = []
-        for (idx, padded), lg in zip(wins, logits):
+        for (idx, pad), lg in zip(wins, logits):
             if self._smoothed is None or self.ema == 0:
                 s = lg
             else:
                 s = self.ema * self._smoothed + (1.0 - self.ema) * lg
             self._smoothed = s
-            out.append(self._prediction(idx, padded, lg, s))
+            out.append(self._prediction(idx, pad, lg, s))
         return out
 
-    def _prediction(self, idx: list[int], padded: bool, raw: Tensor, s: Tensor) -> Prediction:
-        first, last = idx[0], max(idx)
+    def _prediction(self, idx: list[int], pad: Pad, raw: Tensor, s: Tensor) -> Prediction:
+        first, last = min(idx), max(idx)
         t0, t1 = self._pts[first], self._pts[last]
         if last > first:
             dt = (t1 - t0) / (last - first)
@@ -542,7 +621,8 @@ class Predictor:
             probs=prob.cpu().numpy().astype(np.float64),
             classes=self.classes,
             mask=mask,
-            padded=padded,
+            padded=pad == "repeat",
+            mirrored=pad == "mirror",
         )
         self._emitted += 1
         return pred

@@ -21,7 +21,16 @@ hyperframes checkpoint with a ``"model"`` entry); nothing is downloaded.
 
 from __future__ import annotations
 
-from . import _channel, _cnn3d, _keyframe, _lstm, _transformer, _tsm, _tsn  # noqa: F401 (register)
+from . import (  # noqa: F401 (register)
+    _channel,
+    _channel_unet,
+    _cnn3d,
+    _keyframe,
+    _lstm,
+    _transformer,
+    _tsm,
+    _tsn,
+)
 from ._audiovisual import AudioVisual, AudioVisualFusion, as_audiovisual  # registers av_*
 from ._base import (
     LAYOUTS,

@@ -10,6 +10,9 @@ only seen by the first layer.
 flow, 2*(T-1) planes with ``flow=True``; ``HyperframeDataset.in_channels`` is T*C + E). The
 first conv then reads T*C + E channels; each extra plane starts with the mean of the colour
 kernels divided by T (:func:`widen_conv2d`), as a grey frame would.
+
+``dropout``: the probability of dropping a feature before the classifier (None: the
+backbone's own: none for the ResNets, 0.2 for MobileNetV3, timm's default); 0 <= p < 1.
 """
 
 from __future__ import annotations
@@ -97,9 +100,21 @@ class ChannelFusion(VideoModel):
         checkpointing: bool = False,
         timm: bool = False,
         extra_channels: int = 0,
+        dropout: float | None = None,
         **timm_kwargs: Any,
     ) -> None:
         super().__init__(num_classes, frames, in_channels, checkpointing)
+        if dropout is not None and (
+            isinstance(dropout, bool)
+            or not isinstance(dropout, (int, float))
+            or not 0 <= dropout < 1
+        ):
+            raise ConfigError(
+                f"dropout must be a number with 0 <= dropout < 1 (or null: the backbone's own), "
+                f"got {dropout!r}"
+            )
+        if timm and dropout is not None:
+            timm_kwargs = {**timm_kwargs, "drop_rate": float(dropout)}
         if isinstance(extra_channels, bool) or not isinstance(extra_channels, int):
             raise ConfigError(f"extra_channels must be an integer >= 0, got {extra_channels!r}")
         if extra_channels < 0:
@@ -148,6 +163,16 @@ class ChannelFusion(VideoModel):
             parent, _, leaf = first.rpartition(".")
             wide = widen_conv2d(inflate_conv2d(conv, frames), conv.weight, frames, extra_channels)
             setattr(net.get_submodule(parent) if parent else net, leaf, wide)
+            if dropout is not None and not backbone.startswith("resnet"):
+                head_drop = net.get_submodule("classifier.2")  # Linear, Hardswish, Dropout, Linear
+                assert isinstance(head_drop, nn.Dropout)
+                head_drop.p = float(dropout)
+        #: the ResNets' dropout before ``fc`` (None: none); others keep theirs in place
+        self.dropout = (
+            nn.Dropout(float(dropout))
+            if dropout and not timm and backbone.startswith("resnet")
+            else None
+        )
         self.backbone = net
         self.checkpointing = checkpointing  # reaches timm's own switch now
         self.first_conv = first
@@ -210,7 +235,8 @@ class ChannelFusion(VideoModel):
         if self.is_timm:
             return net(x)
         if self.backbone_name.startswith("resnet"):
-            return net.fc(resnet_features(net, x, self._ckpt))
+            feats = resnet_features(net, x, self._ckpt)
+            return net.fc(feats if self.dropout is None else self.dropout(feats))
         return net.classifier(mobilenet_features(net, x, self._ckpt))
 
 

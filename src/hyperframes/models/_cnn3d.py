@@ -13,7 +13,7 @@ from torch import Tensor, nn
 
 from .._core._errors import ConfigError, DataError
 from ._base import VideoModel, _check_int, _shape, preset
-from ._norm import check_norm, norm_layer
+from ._norm import check_norm, norm_layer, replace_batch_norm
 from ._registry import register_model
 
 __all__ = ["R2Plus1DTiny", "TorchvisionVideo"]
@@ -43,9 +43,16 @@ class TorchvisionVideo(_Conv3dModel):
     """A torchvision video classifier (``weights=None``; load Kinetics weights from a file)."""
 
     def __init__(
-        self, arch: str, num_classes: int, frames: int, dropout: float = 0.2, checkpointing=False
+        self,
+        arch: str,
+        num_classes: int,
+        frames: int,
+        dropout: float = 0.2,
+        checkpointing=False,
+        norm: str = "batch",
     ) -> None:
         super().__init__(num_classes, frames, 3, checkpointing)
+        norm = check_norm(norm)
         if arch not in _TORCHVISION:
             raise ConfigError(
                 f"unknown torchvision video network {arch!r}; expected one of "
@@ -61,6 +68,8 @@ class TorchvisionVideo(_Conv3dModel):
             net.features[13].ceil_mode = True
         else:
             net = getattr(tvv, arch)(weights=None, num_classes=num_classes)
+        # BatchNorm3d pools statistics over T: group/layer normalise each clip by its own
+        replace_batch_norm(net, norm)
         self.backbone = net
         self.pretrained_prefix = "backbone."
         self.pretrained_optional = (f"backbone.{_TORCHVISION[arch]}",)
@@ -155,8 +164,10 @@ class R2Plus1DTiny(_Conv3dModel):
 
 
 def _tv(arch: str):
-    def build(num_classes: int, frames: int, checkpointing: bool = False) -> TorchvisionVideo:
-        return TorchvisionVideo(arch, num_classes, frames, checkpointing=checkpointing)
+    def build(
+        num_classes: int, frames: int, checkpointing: bool = False, norm: str = "batch"
+    ) -> TorchvisionVideo:
+        return TorchvisionVideo(arch, num_classes, frames, checkpointing=checkpointing, norm=norm)
 
     build.__doc__ = f"3D CNN: torchvision {arch} (Kinetics weights from a local file)."
     build.__name__ = arch

@@ -4,7 +4,13 @@ Layout ``keyframe``: ``Keyframes(key=K_t (B, 3, H, W), context=(B, T, 3, H, W))`
 
 * **G**, the aggregator (:class:`Aggregator`): a shallow 3D conv over the context frames,
   a mean over (valid) time, then 2D convs -- turns the clip into a feature map H_t
-  (B, hidden_channels, H, W) aligned with K_t, at full resolution.
+  (B, hidden_channels, H, W) aligned with K_t, at full resolution. ``hidden_channels`` is
+  H_t's width. ``norm`` (``batch``, ``group``, ``layer``): G's normalisation; its 3D conv's
+  BatchNorm pools statistics over T, so a model run at another T than it was trained at is
+  better served by ``group`` or ``layer``, which normalise each clip by its own.
+* ``attention=True``: a squeeze-and-excitation gate over H_t's channels (seed 004 section
+  4.2; :class:`ChannelGate`): each channel scaled by a weight in (0, 1) computed from the
+  channels' means, so F is handed the channels that matter for this clip.
 * The hyperframe: ``concat[K_t, H_t]`` (``fusion="concat"``), or for deployment
   ``K_t + conv1x1(H_t)`` (``fusion="add"``), which keeps F a plain 3-channel network; its
   1x1 conv starts at zero, so an untrained G leaves K_t untouched.
@@ -28,9 +34,10 @@ from torch import Tensor, nn
 
 from .._core._errors import ConfigError, DataError
 from ._base import Keyframes, VideoModel, _check_int, as_keyframes, check_mask, masked_mean, preset
+from ._norm import check_norm, norm_layer
 from ._registry import register_model
 
-__all__ = ["Aggregator", "KeyframeSegmenter", "UNet", "aux_weight"]
+__all__ = ["Aggregator", "ChannelGate", "KeyframeSegmenter", "UNet", "aux_weight"]
 
 FUSIONS = ("concat", "add")
 SCHEDULES = ("linear", "cosine")
@@ -60,21 +67,45 @@ def _conv_bn_relu(cin: int, cout: int) -> list[nn.Module]:
 class Aggregator(nn.Module):
     """G: context (B, T, C, H, W) -> H_t (B, out_channels, H, W), resolution preserved."""
 
-    def __init__(self, in_channels: int = 3, width: int = 16, out_channels: int = 8) -> None:
+    def __init__(
+        self, in_channels: int = 3, width: int = 16, out_channels: int = 8, norm: str = "batch"
+    ) -> None:
         super().__init__()
+        norm = check_norm(norm)
         self.temporal = nn.Sequential(
             nn.Conv3d(in_channels, width, 3, padding=1, bias=False),
-            nn.BatchNorm3d(width),
+            norm_layer(norm, width, 3),
             nn.ReLU(True),
         )
         self.spatial = nn.Sequential(
-            *_conv_bn_relu(width, width), nn.Conv2d(width, out_channels, 3, padding=1)
+            nn.Conv2d(width, width, 3, padding=1, bias=False),
+            norm_layer(norm, width, 2),
+            nn.ReLU(True),
+            nn.Conv2d(width, out_channels, 3, padding=1),
         )
 
     def forward(self, context: Tensor, mask: Tensor | None = None) -> Tensor:
         y = self.temporal(context.transpose(1, 2))  # (B, width, T, H, W)
         y = masked_mean(y.transpose(1, 2), mask, dim=1)  # mean over valid frames
         return self.spatial(y)
+
+
+class ChannelGate(nn.Module):
+    """Squeeze-and-excitation over a map's channels: (B, C, H, W) times a (B, C, 1, 1)
+    weight in (0, 1) from the channels' spatial means (C -> C // reduction -> C)."""
+
+    def __init__(self, channels: int, reduction: int = 4) -> None:
+        super().__init__()
+        hidden = max(1, channels // reduction)
+        self.squeeze = nn.Conv2d(channels, hidden, 1)
+        self.excite = nn.Conv2d(hidden, channels, 1)
+
+    def weights(self, x: Tensor) -> Tensor:
+        """The (B, C, 1, 1) gate of ``x``."""
+        return torch.sigmoid(self.excite(F.relu(self.squeeze(x.mean((2, 3), keepdim=True)))))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * self.weights(x)
 
 
 class _DoubleConv(nn.Sequential):
@@ -127,6 +158,8 @@ class KeyframeSegmenter(VideoModel):
         hidden_channels: int = 8,
         aggregator_width: int = 16,
         checkpointing: bool = False,
+        attention: bool = False,
+        norm: str = "batch",
     ) -> None:
         super().__init__(num_classes, frames, 3, checkpointing)
         if fusion not in FUSIONS:
@@ -134,7 +167,9 @@ class KeyframeSegmenter(VideoModel):
         _check_int("hidden_channels", hidden_channels)
         _check_int("aggregator_width", aggregator_width)
         self.fusion = fusion
-        self.aggregator = Aggregator(3, aggregator_width, hidden_channels)
+        self.aggregator = Aggregator(3, aggregator_width, hidden_channels, norm)
+        #: the squeeze-and-excitation gate over H_t's channels (attention=True), else None
+        self.gate = ChannelGate(hidden_channels) if attention else None
         self.to_rgb: nn.Conv2d | None
         if fusion == "add":
             self.to_rgb = nn.Conv2d(hidden_channels, 3, 1)
@@ -162,7 +197,8 @@ class KeyframeSegmenter(VideoModel):
     def hidden(self, x, mask: Tensor | None = None) -> Tensor:
         """H_t, the aggregator's (B, hidden_channels, H, W) map (see hyperframes.viz)."""
         kf, b, t = self._inputs(x)
-        return self._ckpt(self.aggregator, kf.context, check_mask(self, mask, b, t))
+        h = self._ckpt(self.aggregator, kf.context, check_mask(self, mask, b, t))
+        return h if self.gate is None else self.gate(h)
 
     def _segment(self, key: Tensor, h: Tensor) -> Tensor:
         if self.to_rgb is not None:

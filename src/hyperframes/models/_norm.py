@@ -15,7 +15,7 @@ from torch import nn
 
 from .._core._errors import ConfigError
 
-__all__ = ["NORMS", "check_norm", "norm_layer"]
+__all__ = ["NORMS", "check_norm", "norm_layer", "replace_batch_norm"]
 
 NORMS = ("batch", "group", "layer")
 
@@ -36,3 +36,18 @@ def norm_layer(norm: str, channels: int, dims: int) -> nn.Module:
     if norm == "layer":
         return nn.GroupNorm(1, channels)
     raise ConfigError(f"norm {norm!r:.40}: allowed: {', '.join(NORMS)}")
+
+
+def replace_batch_norm(module: nn.Module, norm: str) -> nn.Module:
+    """``module`` with every BatchNorm layer in it replaced by a ``norm`` layer over the same
+    channels (in place; ``batch`` leaves it as it is): for a network built with BatchNorm
+    (torchvision's 3D CNNs) that should normalise each clip by its own statistics."""
+    norm = check_norm(norm)
+    if norm == "batch":
+        return module
+    for name, child in list(module.named_children()):
+        if isinstance(child, nn.modules.batchnorm._BatchNorm):
+            setattr(module, name, norm_layer(norm, child.num_features, 2))
+        else:
+            replace_batch_norm(child, norm)
+    return module

@@ -81,9 +81,12 @@ def _check_tracks(cfg: Config, spec) -> None:
 
 def _check_norm(cfg: Config, spec) -> None:
     if cfg.model.norm is not None and "norm" not in spec.options():
+        from ..models import get_spec, list_models  # deferred: pulls torchvision
+
+        having = [n for n in list_models() if "norm" in get_spec(n).options()]
         raise ConfigError(
             f"model.norm: model {cfg.model.name!r} has no norm choice; the models with one: "
-            "r2plus1d_tiny, cnn_lstm (allowed for this model: null)"
+            f"{', '.join(having)} (allowed for this model: null)"
         )
     if cfg.model.norm is not None and "norm" in cfg.model.options:
         raise ConfigError("model.options.norm: give model.norm, not both")
@@ -161,7 +164,8 @@ def _check_samplers(cfg: Config) -> None:
 
 
 def _check_segmentation(cfg: Config) -> None:
-    """A segmentation model: no label mixing or balancing, whole frames, hflip only."""
+    """A segmentation model: no label mixing or balancing; crop, scale and hflip only (each
+    applied to frames and masks together); whole frames in evaluation."""
     name = cfg.model.name
     if cfg.train.mixup or cfg.train.cutmix:
         raise ConfigError(
@@ -172,11 +176,6 @@ def _check_segmentation(cfg: Config) -> None:
         raise ConfigError(
             "train.balanced / train.label_smoothing apply to classification only; allowed for "
             f"the segmentation model {name!r}: false / 0"
-        )
-    if cfg.data.augmentation.size is not None:
-        raise ConfigError(
-            "data.augmentation.size: crops are not applied to segmentation masks; allowed for "
-            f"the segmentation model {name!r}: null (hflip is applied to both)"
         )
     _check_seg_augmentation(cfg)
     if cfg.eval.crops != 1:
@@ -237,7 +236,8 @@ def _check_memory(cfg: Config) -> None:
 
 
 def _check_seg_augmentation(cfg: Config) -> None:
-    """The segmentation dataset moves masks with hflip only: refuse what it would not apply."""
+    """The segmentation dataset moves masks with crop, scale and hflip only: refuse what it
+    would not apply."""
     aug = cfg.data.augmentation
     extra = [
         k
@@ -247,8 +247,8 @@ def _check_seg_augmentation(cfg: Config) -> None:
     if extra:
         raise ConfigError(
             f"data.augmentation.{extra[0]}: not applied to segmentation windows (their masks "
-            f"move with hflip only); allowed for the segmentation model {cfg.model.name!r}: "
-            "off (hflip is applied to frames and masks)"
+            "move with size/scale/ratio and hflip only); allowed for the segmentation model "
+            f"{cfg.model.name!r}: off (crop, scale and hflip are applied to frames and masks)"
         )
 
 

@@ -163,8 +163,10 @@ def make_dataset(
         kwargs.update(factor=down.factor, filter=down.filter)
         make: Callable[..., HyperframeDataset] = FrameTaskDataset
     elif task == "segmentation":
-        hflip = d.augmentation.hflip if train else 0.0
-        kwargs.update(store=store, video_ids=video_ids, hflip=hflip)
+        aug = d.augmentation
+        kwargs.update(store=store, video_ids=video_ids, hflip=aug.hflip if train else 0.0)
+        if train:  # frames and masks cropped together; evaluation sees whole frames
+            kwargs.update(size=aug.size, scale=tuple(aug.scale), ratio=tuple(aug.ratio))
         make = SegmentationDataset
     else:
         if transform == "auto":

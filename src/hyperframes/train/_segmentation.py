@@ -10,7 +10,11 @@ sample's typed ``target`` (:attr:`Hyperframe.target <hyperframes.data.Hyperframe
 int64; ``batch.target`` (B, H, W) after collation), so the standard loader, sampler positions
 and DDP split apply unchanged.
 
-``hflip`` > 0 mirrors frames and mask together (with the sample's own generator).
+Geometry moves frames and mask together, drawn from the sample's own generator: ``size``
+(not None) crops a random box of ``scale`` times the frame's area and aspect in ``ratio`` (as
+:class:`~hyperframes.data.transforms.RandomResizedCrop` draws it), the same box for every
+frame and the mask, and resizes it to ``size`` x ``size`` (frames bilinear with antialias, the
+mask nearest, so its values stay classes); then ``hflip`` > 0 mirrors both.
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torchvision.transforms.v2.functional as TF
+from torchvision.transforms import InterpolationMode
 
 from .._core._errors import DataError
 from ..data import HyperframeDataset
-from ..data.transforms import transform_generator
+from ..data.transforms import RandomResizedCrop, transform_generator
 
 __all__ = ["SegmentationDataset", "masks_path"]
 
@@ -36,9 +42,25 @@ def masks_path(video_path: str) -> Path:
 
 
 class SegmentationDataset(HyperframeDataset):
-    def __init__(self, store, video_ids, *, hflip: float = 0.0, **kwargs) -> None:
+    def __init__(
+        self,
+        store,
+        video_ids,
+        *,
+        hflip: float = 0.0,
+        size: int | None = None,
+        scale: tuple[float, float] = (0.35, 1.0),
+        ratio: tuple[float, float] = (3 / 4, 4 / 3),
+        **kwargs,
+    ) -> None:
         super().__init__(store, video_ids=video_ids, **kwargs)
         self.hflip = float(hflip)
+        #: the random crop of frames and mask (None: whole frames)
+        self.crop = (
+            None
+            if size is None
+            else RandomResizedCrop(size, scale=tuple(scale), ratio=tuple(ratio))  # type: ignore[arg-type]
+        )
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
 
     def __getstate__(self) -> dict:
@@ -97,9 +119,24 @@ class SegmentationDataset(HyperframeDataset):
         stored = np.asarray(plan.frame_indices, np.int64)
         source = int(rec.source_frame_indices[stored[len(stored) // 2]])
         target = self.target(video_id, source)
-        if self.hflip > 0:
-            g = transform_generator(self.seed, epoch, item)
-            if float(torch.rand((), generator=g)) < self.hflip:
-                frames = frames.flip(-1)
-                target = target.flip(-1)
+        g = transform_generator(self.seed, epoch, item)
+        if self.crop is not None:
+            frames, target = self._crop(frames, target, g)
+        if self.hflip > 0 and float(torch.rand((), generator=g)) < self.hflip:
+            frames = frames.flip(-1)
+            target = target.flip(-1)
         return dataclasses.replace(super()._finish(frames, plan, key, video_id), target=target)
+
+    def _crop(
+        self, frames: torch.Tensor, target: torch.Tensor, g: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Frames (T, C, H, W) and mask (H, W) cropped to one box and resized together."""
+        assert self.crop is not None  # _finish calls this only with a crop
+        height, width = frames.shape[-2:]
+        top, left, h, w = self.crop.box(int(height), int(width), g)
+        size = list(self.crop.size)
+        frames = TF.resized_crop(frames, top, left, h, w, size, antialias=True)
+        mask = TF.resized_crop(
+            target[None], top, left, h, w, size, interpolation=InterpolationMode.NEAREST
+        )
+        return frames, mask[0]
