@@ -19,7 +19,7 @@ import numpy as np
 from .._core._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
 from .._version import __version__
 from ..decode import create_decoder
-from ..inputs import Source, source_finder
+from ..inputs import BoxRows, Source, source_finder
 from ..store import repeated_frames, track_keys, track_tables, upsampled_rows
 from ..store.format import (
     AUDIO_FILE,
@@ -77,12 +77,14 @@ def assemble(
     started: float,
     skipped: list[dict] | None = None,
     trusted: frozenset[str] = frozenset(),
+    boxes: tuple[BoxRows, list[str]] | None = None,
 ) -> BuildReport:
     """Write the index and the manifest of ``store`` from its intact journal records (module
     doc) and report the build: ``failures`` ({path: error}) as the run saw them, ``reused``
     the videos kept from an earlier run, ``started`` the build's ``time.perf_counter``,
     ``skipped`` the paths that were not inputs, ``trusted`` the shards this run wrote (their
-    payloads' checksums are not read back)."""
+    payloads' checksums are not read back), ``boxes`` the rows of ``build --boxes`` and the
+    source each names."""
     suspect: set[str] = set()
     live = live_records(store, sources, trusted=trusted, suspect=suspect, need=track_keys(options))
     failures = _settled(failures, live, sources)
@@ -98,7 +100,7 @@ def assemble(
     index_files = _write_tables(index, tables)
     audio, flow = track_tables([r.tracks for r in records], shard_ids, options)
     index_files += _write_optional(index, {AUDIO_FILE: audio, FLOW_FILE: flow})
-    annotations, notes = build_annotations(kept, records, classes)
+    annotations, notes = build_annotations(kept, records, classes, boxes)
     index_files += write_annotations(index, annotations)
     strings = {
         "paths": [s.path for s in kept],
@@ -128,6 +130,9 @@ def assemble(
         filled=_upsampled(kept, tables, over_gaps=True),
     )
     manifest = _manifest(options, report, classes, shard_rows, _file_rows(index, index_files))
+    if boxes is not None:
+        manifest["box_classes"] = boxes[0].classes
+        manifest["boxes_file"] = str(Path(boxes[0].file).absolute())
     fields = {s.path: dict(s.fields) for s in kept if s.fields}
     if fields:  # the other columns of an annotation's rows (a videofolder's), by path
         manifest["fields"] = fields

@@ -20,7 +20,7 @@ from .._core._atomic import fsync_dir, remove_stale_temps, write_json_atomic
 from .._core._errors import Interrupted, StoreError
 from .._core._progress import Progress
 from .._core._signals import interrupt_on_terminate, terminated
-from ..inputs import scan_inputs
+from ..inputs import match_boxes, read_boxes, scan_inputs
 from ..store import track_keys
 from ..store.format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
 from ._assemble import assemble
@@ -51,6 +51,11 @@ def build_folder(
         allow_outside_root=options.allow_outside_root,
     )
     sources, skipped, classes = inputs.sources, inputs.skipped, inputs.classes
+    boxes = None
+    if options.boxes is not None:  # checked before anything is decoded
+        rows = read_boxes(options.boxes)
+        base = root if root is not None else (data if os.path.isdir(data) else None)
+        boxes = (rows, [sources[i].path for i in match_boxes(rows, sources, root=base)])
     inside = str(store.absolute()) + os.sep  # a store built inside its data is not an input
     skipped = [r for r in skipped if not str(Path(r["path"]).absolute()).startswith(inside)]
     if store.exists() and not store.is_dir():
@@ -73,13 +78,24 @@ def build_folder(
                 progress,
                 inputs.failed_rows,
                 dispatch=dispatch,
+                boxes=boxes,
             )
         except OSError as e:
             raise output_error(e, store) from None
 
 
 def _build_locked(
-    store, options, sources, skipped, classes, t0, progress, failed_rows=(), *, dispatch=None
+    store,
+    options,
+    sources,
+    skipped,
+    classes,
+    t0,
+    progress,
+    failed_rows=(),
+    *,
+    dispatch=None,
+    boxes=None,
 ) -> BuildReport:
     for folder in (store, store / SHARDS_DIR, store / INDEX_DIR):
         remove_stale_temps(folder)  # of killed builds
@@ -111,6 +127,7 @@ def _build_locked(
         started=t0,
         skipped=skipped,
         trusted=this_run,
+        boxes=boxes,
     )
 
 
