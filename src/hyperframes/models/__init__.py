@@ -35,6 +35,8 @@ from ._base import (
 )
 from ._channel import ChannelFusion, inflate_conv2d
 from ._cnn3d import R2Plus1DTiny, TorchvisionVideo
+from ._detection import BOX_COLUMNS as BOX_COLUMNS  # for the detection task, not public
+from ._detection import ChannelDetector  # registers fcos_channel
 from ._keyframe import Aggregator, KeyframeSegmenter, UNet, aux_weight
 from ._lstm import CNNLSTM
 from ._mae import MaskedVideoAutoencoder, patchify, tube_mask, unpatchify  # video_mae
@@ -67,6 +69,7 @@ __all__ = [
     "Aggregator",
     "AudioVisual",
     "AudioVisualFusion",
+    "ChannelDetector",
     "ChannelFusion",
     "KeyframeSegmenter",
     "Keyframes",

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     )
     from ._contract import resolve_contract
     from ._data import build_data, config_dataset, loader_workers, make_dataset
+    from ._detection import DetectionDataset, DetectionTask
     from ._estimate import estimate, format_estimate
     from ._eval import evaluate, format_metrics
     from ._frame_data import downscale
@@ -91,6 +92,8 @@ _LAZY = {
     "ModelConfig": "._config",
     "MultilabelTask": "._multilabel",
     "RecalibrateReport": "._recalibrate",
+    "DetectionDataset": "._detection",
+    "DetectionTask": "._detection",
     "SegmentationDataset": "._segmentation",
     "SegmentationTask": "._tasks",
     "Task": "._tasks",
@@ -153,6 +156,8 @@ __all__ = [
     "ClassificationTask",
     "Config",
     "DataConfig",
+    "DetectionDataset",
+    "DetectionTask",
     "EvalConfig",
     "LeakageReport",
     "MaskedVideoTask",

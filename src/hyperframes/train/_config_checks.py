@@ -113,6 +113,8 @@ def cross_checks(cfg: Config) -> None:
     check_frame_config(cfg, spec)  # odd T, whole frames, no label options
     if spec.task == "segmentation":
         _check_segmentation(cfg)
+    if spec.task == "detection":
+        _check_detection(cfg)
     _check_memory(cfg)
     _check_recipe(cfg, spec)
     if cfg.train.min_lr > cfg.train.lr:
@@ -181,6 +183,31 @@ def _check_segmentation(cfg: Config) -> None:
     _check_seg_augmentation(cfg)
     if cfg.eval.crops != 1:
         raise ConfigError("eval.crops: segmentation is evaluated on whole frames; allowed: 1")
+
+
+def _check_detection(cfg: Config) -> None:
+    """A detection model: no label mixing or balancing; of the augmentation, the geometry the
+    boxes follow (hflip, the crop: size, scale, ratio) only; whole frames at evaluation."""
+    name = cfg.model.name
+    if cfg.train.balanced:
+        raise ConfigError(
+            f"train.balanced: draws videos by their class; allowed for the detection model "
+            f"{name!r}: false"
+        )
+    aug = cfg.data.augmentation
+    extra = [
+        k
+        for k in ("affine", "noise", "reverse", "drop_frame", "duplicate_frame", "color_jitter")
+        if getattr(aug, k)
+    ]
+    if extra:
+        raise ConfigError(
+            f"data.augmentation.{extra[0]}: not applied to detection windows; allowed for the "
+            f"detection model {name!r}: off (hflip and the crop, size/scale/ratio, move frames "
+            "and boxes together)"
+        )
+    if cfg.eval.crops != 1:
+        raise ConfigError("eval.crops: detection is evaluated on whole frames; allowed: 1")
 
 
 def _check_repeats(cfg: Config, sampler, name: str) -> None:
