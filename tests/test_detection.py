@@ -4,6 +4,9 @@ conv inflated (repeat / T), COCO mAP and the flicker rate; one tiny detector tra
 
 from __future__ import annotations
 
+import csv
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -13,6 +16,7 @@ from hyperframes import open_store
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data._collate import collate_targets
 from hyperframes.demo._detection import make_detection_dataset
+from hyperframes.infer import export_onnx, predict_video
 from hyperframes.train import (
     DetectionDataset,
     evaluate,
@@ -171,3 +175,36 @@ def test_training_reports_map_and_eval_reports_map_and_flicker(run, store, tmp_p
     result = evaluate(out / "best.pt", store, out=tmp_path / "eval.json", clips=2)
     assert 0 <= result["map"] <= result["map50"] <= 1
     assert "flicker" in result
+
+
+def test_predict_writes_boxes_per_frame_with_ema_and_draws_them(run, store, tmp_path):
+    out, _ = run
+    video = sorted((store.parent / "data").glob("*.mp4"))[0]
+    plain = predict_video(out / "best.pt", video, out=tmp_path / "p0", ema=0.0, annotate=True)
+    smooth = predict_video(out / "best.pt", video, out=tmp_path / "p1", ema=0.8)
+    assert tmp_path / "p0" / "annotated.mp4" in plain.outputs
+    with open(tmp_path / "p0" / "boxes.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["frame", "time", "x1", "y1", "x2", "y2", "label", "score"]
+    frames = sorted({int(r["frame"]) for r in rows})
+    assert frames[0] == 2  # the first window's key frame: T // 2 with T = 4
+    for r in rows:
+        assert 0 <= float(r["x1"]) < float(r["x2"]) <= 1 and r["label"] in ("disc", "square")
+    assert json.loads((tmp_path / "p0" / "boxes.json").read_text())[0] == {
+        k: (int(v) if k == "frame" else v if k == "label" else float(v)) for k, v in rows[0].items()
+    }
+    first = [r for r in rows if int(r["frame"]) == frames[0]]
+    with open(tmp_path / "p1" / "boxes.csv", newline="") as f:
+        smoothed = list(csv.DictReader(f))
+    # the first window has nothing before it: the same boxes; later ones are smoothed
+    assert [r for r in smoothed if int(r["frame"]) == frames[0]] == first
+    assert smoothed != rows
+    assert smooth.windows == plain.windows
+
+
+def test_a_detector_exports_to_onnx(run, tmp_path):
+    pytest.importorskip("onnxruntime")
+    out, _ = run
+    report = export_onnx(out / "best.pt", tmp_path / "det.onnx")
+    assert report.max_abs_diff is not None and report.max_abs_diff < 1e-4
+    assert report.output_shape[-1] == 2 + 9

@@ -34,13 +34,26 @@ from ._base import VideoModel, _shape
 from ._channel import inflate_conv2d
 from ._registry import register_model
 
-__all__ = ["BOX_COLUMNS", "DETECTION_STRIDES", "ChannelDetector"]
+__all__ = [
+    "BOX_COLUMNS",
+    "DETECTION_STRIDES",
+    "MAX_DETECTIONS",
+    "ChannelDetector",
+    "anchor_levels",
+    "decode_detections",
+    "detection_head",
+    "split_output",
+]
 
 #: columns after the class logits: 4 regressions, centerness, the normalised anchor box
 BOX_COLUMNS = 9
 #: the pyramid's strides, in input pixels
 DETECTION_STRIDES = (4, 8)
 BACKBONES = ("tiny", "resnet18")
+#: detections kept per window (COCO's maxDets)
+MAX_DETECTIONS = 100
+#: the least score a decoded detection keeps
+SCORE_THRESHOLD = 0.05
 
 
 def _conv(cin: int, cout: int, stride: int = 1) -> nn.Sequential:
@@ -174,7 +187,7 @@ class ChannelDetector(VideoModel):
         )
         parts = [cls, out["bbox_regression"], out["bbox_ctrness"]]
         dense = torch.cat([p.float() for p in parts], -1)
-        return torch.cat([dense, anchors.expand(len(x), -1, -1)], -1)
+        return torch.cat([dense, anchors[None].expand(x.shape[0], -1, -1)], -1)
 
 
 @register_model("fcos_channel", layout="channel", family="detection", task="detection")
@@ -195,3 +208,56 @@ def fcos_channel(
         width=width,
         head_convs=head_convs,
     )
+
+
+def detection_head(num_classes: int) -> FCOS:
+    """A torchvision FCOS for its loss (``compute_loss``) and decoding
+    (``postprocess_detections``) on :class:`ChannelDetector`'s dense output: its own
+    weights are never used."""
+    body = torch.nn.Identity()
+    body.out_channels = 32  # type: ignore[assignment]
+    net = FCOS(
+        body,
+        num_classes,
+        score_thresh=SCORE_THRESHOLD,
+        detections_per_img=MAX_DETECTIONS,
+        topk_candidates=1000,
+    )
+    return net
+
+
+def split_output(
+    out: torch.Tensor, num_classes: int
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    if out.dim() != 3 or out.shape[-1] != num_classes + BOX_COLUMNS:
+        raise DataError(
+            f"the detection task takes the model's dense output (B, A, {num_classes} + "
+            f"{BOX_COLUMNS}); got {tuple(out.shape)}: give a detection model (fcos_channel)"
+        )
+    k = num_classes
+    head = {
+        "cls_logits": out[..., :k],
+        "bbox_regression": out[..., k : k + 4],
+        "bbox_ctrness": out[..., k + 4 : k + 5],
+    }
+    return head, out[0, :, k + 5 :]
+
+
+def anchor_levels(anchors: torch.Tensor) -> list[int]:
+    """The anchors of each pyramid level (levels are runs of one anchor width)."""
+    width = (anchors[:, 2] - anchors[:, 0]).round(decimals=6)
+    _, counts = torch.unique_consecutive(width, return_counts=True)
+    return counts.tolist()
+
+
+def decode_detections(net: FCOS, out: torch.Tensor, num_classes: int) -> list[torch.Tensor]:
+    """Per window, (D, 6) rows ``x1, y1, x2, y2, score, class`` (normalised corners), at most
+    :data:`MAX_DETECTIONS`, after FCOS's score threshold, top-k and NMS."""
+    head, anchors = split_output(out.float(), num_classes)
+    counts = anchor_levels(anchors)
+    per_level = {k: list(v.split(counts, dim=1)) for k, v in head.items()}
+    levels = list(anchors.split(counts))
+    dets = net.postprocess_detections(per_level, [levels] * len(out), [(1, 1)] * len(out))
+    return [
+        torch.cat([d["boxes"], d["scores"][:, None], d["labels"][:, None].float()], 1) for d in dets
+    ]

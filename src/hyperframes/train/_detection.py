@@ -25,21 +25,16 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from torchvision.models.detection import FCOS
 
 from .._core._errors import DataError
 from ..data import HyperframeDataset
 from ..data.transforms import transform_generator
-from ..models import BOX_COLUMNS
+from ..models import MAX_DETECTIONS, anchor_levels, decode_detections, detection_head, split_output
 from ._box_metrics import box_iou, coco_map, flicker_rate
 from ._tasks import Task, register_task
 
-__all__ = ["DetectionDataset", "DetectionTask", "decode_detections", "key_boxes"]
+__all__ = ["DetectionDataset", "DetectionTask", "key_boxes"]
 
-#: detections kept per window (COCO's maxDets)
-MAX_DETECTIONS = 100
-#: the least score a decoded detection keeps
-SCORE_THRESHOLD = 0.05
 #: the share of a box's area that must stay inside a crop for the box to be kept
 KEEP_INSIDE = 0.25
 
@@ -126,55 +121,6 @@ class DetectionDataset(HyperframeDataset):
         return dataclasses.replace(super()._finish(frames, plan, key, video_id), target=boxes)
 
 
-def _fcos(num_classes: int) -> FCOS:
-    """A torchvision FCOS whose loss and decoding the task uses (its own weights unused)."""
-    body = torch.nn.Identity()
-    body.out_channels = 32  # type: ignore[assignment]
-    net = FCOS(
-        body,
-        num_classes,
-        score_thresh=SCORE_THRESHOLD,
-        detections_per_img=MAX_DETECTIONS,
-        topk_candidates=1000,
-    )
-    return net
-
-
-def _split(out: torch.Tensor, num_classes: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    if out.dim() != 3 or out.shape[-1] != num_classes + BOX_COLUMNS:
-        raise DataError(
-            f"the detection task takes the model's dense output (B, A, {num_classes} + "
-            f"{BOX_COLUMNS}); got {tuple(out.shape)}: give a detection model (fcos_channel)"
-        )
-    k = num_classes
-    head = {
-        "cls_logits": out[..., :k],
-        "bbox_regression": out[..., k : k + 4],
-        "bbox_ctrness": out[..., k + 4 : k + 5],
-    }
-    return head, out[0, :, k + 5 :]
-
-
-def _levels(anchors: torch.Tensor) -> list[int]:
-    """The anchors of each pyramid level (levels are runs of one anchor width)."""
-    width = (anchors[:, 2] - anchors[:, 0]).round(decimals=6)
-    _, counts = torch.unique_consecutive(width, return_counts=True)
-    return counts.tolist()
-
-
-def decode_detections(net: FCOS, out: torch.Tensor, num_classes: int) -> list[torch.Tensor]:
-    """Per window, (D, 6) rows ``x1, y1, x2, y2, score, class`` (normalised corners), at most
-    :data:`MAX_DETECTIONS`, after FCOS's score threshold, top-k and NMS."""
-    head, anchors = _split(out.float(), num_classes)
-    counts = _levels(anchors)
-    per_level = {k: list(v.split(counts, dim=1)) for k, v in head.items()}
-    levels = list(anchors.split(counts))
-    dets = net.postprocess_detections(per_level, [levels] * len(out), [(1, 1)] * len(out))
-    return [
-        torch.cat([d["boxes"], d["scores"][:, None], d["labels"][:, None].float()], 1) for d in dets
-    ]
-
-
 @register_task
 class DetectionTask(Task):
     """Boxes of the window's key frame (module doc)."""
@@ -191,7 +137,7 @@ class DetectionTask(Task):
 
     def __init__(self, classes: Sequence[str], **options) -> None:
         super().__init__(classes, **options)
-        self.net = _fcos(self.num_classes)
+        self.net = detection_head(self.num_classes)
 
     @classmethod
     def resolve_classes(cls, store, *, num_classes, video_ids):
@@ -225,10 +171,10 @@ class DetectionTask(Task):
         ]
 
     def loss(self, logits, targets, *, mixed=None):
-        head, anchors = _split(logits.float(), self.num_classes)
+        head, anchors = split_output(logits.float(), self.num_classes)
         self.net.to(logits.device)
         losses = self.net.compute_loss(
-            self._truths(targets), head, [anchors] * len(logits), _levels(anchors)
+            self._truths(targets), head, [anchors] * len(logits), anchor_levels(anchors)
         )
         return sum(losses.values())
 
@@ -249,14 +195,17 @@ class DetectionTask(Task):
         return torch.tensor(total)
 
     def predictions(self, logits, targets):
-        head, anchors = _split(logits.float(), self.num_classes)
+        head, anchors = split_output(logits.float(), self.num_classes)
         self.net.to(logits.device)
         truths = self._truths(targets)
         losses = torch.stack(
             [
                 sum(
                     self.net.compute_loss(
-                        [t], {k: v[i : i + 1] for k, v in head.items()}, [anchors], _levels(anchors)
+                        [t],
+                        {k: v[i : i + 1] for k, v in head.items()},
+                        [anchors],
+                        anchor_levels(anchors),
                     ).values()
                 )
                 for i, t in enumerate(truths)
