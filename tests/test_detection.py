@@ -15,7 +15,7 @@ from hyperframes import models as M
 from hyperframes import open_store
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data._collate import collate_targets
-from hyperframes.demo._detection import make_detection_dataset
+from hyperframes.demo import make_detection_dataset, make_detection_frames
 from hyperframes.infer import export_onnx, predict_video
 from hyperframes.train import (
     DetectionDataset,
@@ -208,3 +208,21 @@ def test_a_detector_exports_to_onnx(run, tmp_path):
     report = export_onnx(out / "best.pt", tmp_path / "det.onnx")
     assert report.max_abs_diff is not None and report.max_abs_diff < 1e-4
     assert report.output_shape[-1] == 2 + 9
+
+
+def test_the_demo_clips_hide_objects_that_keep_their_boxes():
+    frames, boxes = make_detection_frames(frames=24, size=48, rng=np.random.default_rng(0))
+    hidden = 0
+    for t, frame_boxes in enumerate(boxes):
+        assert frame_boxes  # every frame has its objects' boxes, seen or not
+        for x1, y1, x2, y2, _ in frame_boxes:
+            patch = frames[t, int(y1) + 1 : int(y2) - 1, int(x1) + 1 : int(x2) - 1].astype(int)
+            hidden += int(patch.std() < 2)  # one flat grey: behind the occluder
+    assert hidden >= 2  # there, gone for frames, there again
+
+
+def test_demo_takes_the_detection_task():
+    from hyperframes.cli._parser import build_parser
+
+    args = build_parser().parse_args(["demo", "--task", "detection", "--quick"])
+    assert args.task == "detection"

@@ -23,6 +23,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._box_metrics import coco_map, flicker_rate
     from ._checkpoint import load_checkpoint, rebuild_model, save_checkpoint
     from ._config import (
         AugmentConfig,
@@ -104,6 +105,8 @@ _LAZY = {
     "build_model": "._setup",
     "check_leakage": "._leakage",
     "classification_metrics": "._metrics",
+    "coco_map": "._box_metrics",
+    "flicker_rate": "._box_metrics",
     "config_dataset": "._data",
     "config_from_dict": "._config",
     "confusion_matrix": "._metrics",
@@ -175,6 +178,7 @@ __all__ = [
     "build_model",
     "check_leakage",
     "classification_metrics",
+    "coco_map",
     "config_dataset",
     "config_from_dict",
     "confusion_matrix",
@@ -184,6 +188,7 @@ __all__ = [
     "estimate",
     "evaluate",
     "find_leakage",
+    "flicker_rate",
     "format_estimate",
     "format_metrics",
     "get_task",
