@@ -11,21 +11,22 @@ import numpy as np
 import pytest
 import torch
 
+from hyperframes import ConfigError, open_store
 from hyperframes import models as M
-from hyperframes import open_store
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data._collate import collate_targets
 from hyperframes.demo import make_detection_dataset, make_detection_frames
 from hyperframes.infer import export_onnx, predict_video
 from hyperframes.train import (
     DetectionDataset,
+    coco_map,
     evaluate,
+    flicker_rate,
     list_tasks,
     load_checkpoint,
     load_config,
     run_training,
 )
-from hyperframes.train._box_metrics import coco_map, flicker_rate
 from hyperframes.train._detection import crop_boxes
 
 
@@ -226,3 +227,9 @@ def test_demo_takes_the_detection_task():
 
     args = build_parser().parse_args(["demo", "--task", "detection", "--quick"])
     assert args.task == "detection"
+
+
+def test_augmentation_the_boxes_do_not_follow_is_refused(store):
+    cfg = _config(store, augmentation={"color_jitter": 0.2})
+    with pytest.raises(ConfigError, match=r"data.augmentation.color_jitter: not applied to detec"):
+        load_config(cfg)

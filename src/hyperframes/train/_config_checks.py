@@ -194,15 +194,10 @@ def _check_detection(cfg: Config) -> None:
             f"train.balanced: draws videos by their class; allowed for the detection model "
             f"{name!r}: false"
         )
-    aug = cfg.data.augmentation
-    extra = [
-        k
-        for k in ("affine", "noise", "reverse", "drop_frame", "duplicate_frame", "color_jitter")
-        if getattr(aug, k)
-    ]
+    extra = _unfollowed_augmentation(cfg)
     if extra:
         raise ConfigError(
-            f"data.augmentation.{extra[0]}: not applied to detection windows; allowed for the "
+            f"data.augmentation.{extra}: not applied to detection windows; allowed for the "
             f"detection model {name!r}: off (hflip and the crop, size/scale/ratio, move frames "
             "and boxes together)"
         )
@@ -263,17 +258,19 @@ def _check_memory(cfg: Config) -> None:
         )
 
 
+def _unfollowed_augmentation(cfg: Config) -> str | None:
+    """The first augmentation a dense target (masks, boxes) does not follow that is on."""
+    aug = cfg.data.augmentation
+    names = ("affine", "noise", "reverse", "drop_frame", "duplicate_frame", "color_jitter")
+    return next((k for k in names if getattr(aug, k)), None)
+
+
 def _check_seg_augmentation(cfg: Config) -> None:
     """The segmentation dataset moves masks with hflip only: refuse what it would not apply."""
-    aug = cfg.data.augmentation
-    extra = [
-        k
-        for k in ("affine", "noise", "reverse", "drop_frame", "duplicate_frame", "color_jitter")
-        if getattr(aug, k)
-    ]
+    extra = _unfollowed_augmentation(cfg)
     if extra:
         raise ConfigError(
-            f"data.augmentation.{extra[0]}: not applied to segmentation windows (their masks "
+            f"data.augmentation.{extra}: not applied to segmentation windows (their masks "
             f"move with hflip only); allowed for the segmentation model {cfg.model.name!r}: "
             "off (hflip is applied to frames and masks)"
         )
