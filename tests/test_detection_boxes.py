@@ -124,3 +124,14 @@ def test_build_takes_boxes_on_the_command_line(data, tmp_path):
     boxes = str(data / "boxes.csv")
     assert main(["build", str(data), "--out", str(out), "--boxes", boxes, "--quiet"]) == 0
     assert (out / "index" / "boxes.npy").exists()
+
+
+def test_an_hdf5_store_keeps_the_boxes(data, store, tmp_path):
+    h5 = tmp_path / "s.h5"
+    build_store(
+        data, h5, BuildOptions(format="hdf5", boxes=str(data / "boxes.csv")), progress=False
+    )
+    with open_store(h5) as s:
+        assert s.manifest["box_classes"] == ["disc", "square"]
+        want = np.load(store / "index" / "boxes.npy")
+        assert np.asarray(s.index.annotations.boxes).tobytes() == want.tobytes()
