@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,7 @@ def _average_precision(scores: np.ndarray, tp: np.ndarray, num_gt: int) -> np.nd
 
 def coco_map(
     detections: Sequence[np.ndarray], truths: Sequence[np.ndarray], num_classes: int
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """``map`` and ``map50`` (module doc) of per-image ``detections`` ((D, 6): x1, y1, x2, y2,
     score, class) against ``truths`` ((M, 5): x1, y1, x2, y2, class); NaN when no image has
     a ground-truth box. Also ``map_per_class`` (AP@[.5:.95], NaN for a class without any)."""
