@@ -528,10 +528,10 @@ class Predictor:
         else:
             dt = 1.0 / self.contract.fps if self.contract.fps else 0.0
         key = idx[len(idx) // 2]
-        boxes = None
+        boxes: np.ndarray | None = None
         if self.task == "detection":  # (A, K + 9): decoded with the smoothed class scores
-            boxes = decode_detections(self._head(), s[None], len(self.classes))[0]
-            boxes = boxes.cpu().numpy()
+            decoded = decode_detections(self._head(), s[None], len(self.classes))[0]
+            boxes = decoded.cpu().numpy()
             best = np.zeros(len(self.classes))  # each class's best score
             np.maximum.at(best, boxes[:, 5].astype(np.int64), boxes[:, 4])
             prob = torch.from_numpy(best)

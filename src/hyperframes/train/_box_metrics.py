@@ -131,7 +131,7 @@ def flicker_rate(
     detections: Sequence[np.ndarray],
     truths: Sequence[np.ndarray],
     *,
-    times: Sequence[float],
+    times: Sequence[float] | np.ndarray,
     score: float = 0.5,
 ) -> dict[str, float]:
     """Flickers per tracked object-second (module doc) over the frames of one video in time
