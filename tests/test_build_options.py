@@ -180,6 +180,7 @@ FLAGS = [
     "--max-pixels",
     "--max-frames",
     "--allow-outside-root",
+    "--boxes",
     "--max-gap",
     "--audio",
     "--audio-rate",

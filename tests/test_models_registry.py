@@ -45,6 +45,9 @@ def _expected_shape(model) -> tuple[int, ...]:
     if model.task == "masked_video":  # every patch predicted, and the mask column
         p = model.encoder.patch_size
         return (BATCH, FRAMES * (SIZE // p) ** 2, p * p * 3 + 1)
+    if model.task == "detection":  # per location: class logits, 4 + 1 box columns, anchor
+        anchors = sum((SIZE // s) ** 2 for s in (4, 8))
+        return (BATCH, anchors, NUM_CLASSES + 9)
     if model.task in ("interpolation", "super_resolution"):  # an RGB frame, upscaled for SR
         side = SIZE * getattr(model, "scale", 1)
         return (BATCH, 3, side, side)
@@ -286,7 +289,7 @@ def test_register_model_decorator():
     with pytest.raises(ConfigError, match="unknown layout"):
         M.register_model("x", layout="spatial")
     with pytest.raises(ConfigError, match="unknown task"):
-        M.register_model("x", layout="channel", task="detection")
+        M.register_model("x", layout="channel", task="tracking")
 
 
 def test_registered_layout_must_match_module():

@@ -12,9 +12,11 @@ import numpy as np
 
 from .._core._atomic import save_npy_atomic
 from .._core._signature import SIGNATURE_WIDTH
-from ..inputs import Source
+from ..inputs import BoxRows, Source
 from ..store import ANNOTATION_FILES, ANNOTATION_TOLERANCE, Annotations
 from ..store.format import (
+    BOX_DTYPE,
+    BOXES_FILE,
     SEGMENT_DTYPE,
     SEGMENT_LABEL_DTYPE,
     SEGMENT_LABELS_FILE,
@@ -39,12 +41,16 @@ def _video_end(record: JournalRecord) -> tuple[float, float]:
 
 
 def build_annotations(
-    kept: list[Source], records: list[JournalRecord], classes: list[str]
+    kept: list[Source],
+    records: list[JournalRecord],
+    classes: list[str],
+    boxes: tuple[BoxRows, list[str]] | None = None,
 ) -> tuple[Annotations, list[dict]]:
     """The annotations of the stored videos ``kept`` (index order) with their journal
     ``records``, and the notes about segments clamped to their video's end or dropped
     (``{"path", "row", "note"}``). A segment's labels must be among ``classes`` (the
-    annotation readers make sure of it)."""
+    annotation readers make sure of it). ``boxes``: the rows of ``build --boxes`` and the
+    source path each names (:func:`box_table`)."""
     label_id = {c: i for i, c in enumerate(classes)}
     seg_rows: list[tuple] = []
     seg_labels: list[int] = []
@@ -94,8 +100,51 @@ def build_annotations(
         np.array(seg_labels, SEGMENT_LABEL_DTYPE),
         np.array(video_labels, VIDEO_LABEL_DTYPE),
         signatures,
+        box_table(boxes, kept, records, notes) if boxes is not None else None,
     )
     return ann, notes
+
+
+def box_table(
+    boxes: tuple[BoxRows, list[str]],
+    kept: list[Source],
+    records: list[JournalRecord],
+    notes: list[dict],
+) -> np.ndarray:
+    """``boxes.npy``: each box on the stored frame whose pts is nearest its time, rows in
+    (video, frame) order; a box of a video not stored is left out, one more than half a frame
+    past the video's first or last frame is dropped with a note."""
+    rows, row_paths = boxes
+    label_id = {c: i for i, c in enumerate(rows.classes)}
+    video_of = {s.path: v for v, s in enumerate(kept)}
+    out = np.zeros(len(rows), BOX_DTYPE)
+    keep = np.zeros(len(rows), bool)
+    for r, path in enumerate(row_paths):
+        v = video_of.get(path)
+        if v is None:
+            continue
+        pts = np.asarray(records[v].pts_seconds, np.float64)
+        first, end = _video_end(records[v])
+        half = (end - float(pts[-1])) / 2
+        t = float(rows.time[r])
+        if t < first - half or t >= end - half + ANNOTATION_TOLERANCE:
+            notes.append(
+                {
+                    "path": path,
+                    "row": f"{rows.file}:{int(rows.lines[r])}",
+                    "note": f"box at {t:g} s lies outside the stored frames "
+                    f"({first:g}..{float(pts[-1]):g} s); dropped",
+                }
+            )
+            continue
+        k = int(np.clip(np.searchsorted(pts, t), 1, len(pts) - 1)) if len(pts) > 1 else 0
+        if len(pts) > 1 and abs(pts[k - 1] - t) <= abs(pts[k] - t):
+            k -= 1
+        x1, y1, x2, y2 = (float(c) for c in rows.xyxy[r])
+        out[r] = (v, k, x1, y1, x2, y2, label_id[rows.labels[r]])
+        keep[r] = True
+    out = out[keep]
+    return out[np.lexsort((out["frame"], out["video"]))]
 
 
 def _note(source: Source, segment, note: str) -> dict:
@@ -113,6 +162,8 @@ def write_annotations(index: Path, ann: Annotations) -> list[str]:
         arrays[VIDEO_LABELS_FILE] = ann.video_labels
     if ann.signatures is not None:
         arrays[SIGNATURES_FILE] = ann.signatures
+    if ann.boxes is not None:
+        arrays[BOXES_FILE] = ann.boxes
     for name in ANNOTATION_FILES:
         if name in arrays:
             save_npy_atomic(index / name, arrays[name])

@@ -19,7 +19,7 @@ import numpy as np
 from .._core._atomic import save_npy_atomic, write_bytes_atomic, write_json_atomic
 from .._version import __version__
 from ..decode import create_decoder
-from ..inputs import Source, source_paths, source_splits
+from ..inputs import BoxRows, Source, source_paths, source_splits
 from ..store import repeated_frames, track_keys, track_tables, upsampled_rows
 from ..store.format import (
     AUDIO_FILE,
@@ -78,13 +78,15 @@ def assemble(
     started: float,
     skipped: list[dict] | None = None,
     trusted: frozenset[str] = frozenset(),
+    boxes: tuple[BoxRows, list[str]] | None = None,
 ) -> BuildReport:
     """Write the index and the manifest of ``store`` from its intact journal records (module
     doc) and report the build: ``failures`` as the run saw them (settled against the disk
     here, and written to the store's ``failures.jsonl``: :class:`FailureLog`), ``reused``
     the videos kept from an earlier run, ``started`` the build's ``time.perf_counter``,
     ``skipped`` the paths that were not inputs, ``trusted`` the shards this run wrote (their
-    payloads' checksums are not read back)."""
+    payloads' checksums are not read back), ``boxes`` the rows of ``build --boxes`` and the
+    source each names."""
     suspect: set[str] = set()
     live = live_records(store, sources, trusted=trusted, suspect=suspect, need=track_keys(options))
     failures.finish(live, sources)
@@ -101,7 +103,7 @@ def assemble(
     index_files = _write_tables(index, tables)
     audio, flow = track_tables([r.tracks for r in records], shard_ids, options)
     index_files += _write_optional(index, {AUDIO_FILE: audio, FLOW_FILE: flow})
-    annotations, notes = build_annotations(kept, records, classes)
+    annotations, notes = build_annotations(kept, records, classes, boxes)
     index_files += write_annotations(index, annotations)
     strings = {
         "paths": [s.path for s in kept],
@@ -132,6 +134,9 @@ def assemble(
         failures_file=str(store / FAILURES_FILE) if failures.count else None,
     )
     manifest = _manifest(options, report, classes, shard_rows, _file_rows(index, index_files))
+    if boxes is not None:
+        manifest["box_classes"] = boxes[0].classes
+        manifest["boxes_file"] = str(Path(boxes[0].file).absolute())
     fields = {s.path: dict(s.fields) for s in kept if s.fields}
     if fields:  # the other columns of an annotation's rows (a videofolder's), by path
         manifest["fields"] = fields

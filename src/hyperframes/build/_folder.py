@@ -21,7 +21,7 @@ from .._core._atomic import fsync_dir, remove_stale_temps, write_json_atomic
 from .._core._errors import Interrupted, StoreError
 from .._core._progress import Progress
 from .._core._signals import interrupt_on_terminate, terminated
-from ..inputs import Source, scan_inputs, source_paths, sources_named
+from ..inputs import Source, match_boxes, read_boxes, scan_inputs, source_paths, sources_named
 from ..store import track_keys
 from ..store.format import BUILD_PARAMS, INDEX_DIR, LOCK, MANIFEST, SHARD_SUFFIX, SHARDS_DIR
 from ._assemble import assemble
@@ -54,6 +54,12 @@ def build_folder(
         defer_checks=True,  # each video is checked as it is handed out (decode_sources)
     )
     skipped = inputs.skipped
+    boxes = None
+    if options.boxes is not None:  # checked before anything is decoded
+        rows = read_boxes(options.boxes)
+        base = root if root is not None else (data if os.path.isdir(data) else None)
+        found = inputs.sources
+        boxes = (rows, [found[i].path for i in match_boxes(rows, found, root=base)])
     inside = str(store.absolute()) + os.sep  # a store built inside its data is not an input
     skipped = [r for r in skipped if not str(Path(r["path"]).absolute()).startswith(inside)]
     if store.exists() and not store.is_dir():
@@ -66,12 +72,16 @@ def build_folder(
         raise StoreError(f"the store folder {store} is not writable")
     with StoreLock(store / LOCK), interrupt_on_terminate():
         try:
-            return _build_locked(store, options, inputs, skipped, t0, progress, dispatch)
+            return _build_locked(
+                store, options, inputs, skipped, t0, progress, dispatch, boxes=boxes
+            )
         except OSError as e:
             raise output_error(e, store) from None
 
 
-def _build_locked(store, options, inputs, skipped, t0, progress, dispatch) -> BuildReport:
+def _build_locked(
+    store, options, inputs, skipped, t0, progress, dispatch, *, boxes=None
+) -> BuildReport:
     for folder in (store, store / SHARDS_DIR, store / INDEX_DIR):
         remove_stale_temps(folder)  # of killed builds
     check_params(store, options)
@@ -116,6 +126,7 @@ def _build_locked(store, options, inputs, skipped, t0, progress, dispatch) -> Bu
             started=t0,
             skipped=skipped,
             trusted=this_run,
+            boxes=boxes,
         )
 
 

@@ -242,6 +242,8 @@ def _annotation_arrays(ann) -> dict[str, np.ndarray]:
         out["video_labels"] = ann.video_labels
     if ann.signatures is not None:
         out["signatures"] = ann.signatures
+    if ann.boxes is not None:
+        out["boxes"] = ann.boxes
     return out
 
 

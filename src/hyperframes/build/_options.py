@@ -172,6 +172,13 @@ class BuildOptions(Options):
     shard_bytes: int = Field(
         1 << 30, ge=1, json_schema_extra=LIBRARY_ONLY, description="bytes per shard file"
     )
+    boxes: str | None = Field(
+        None,
+        json_schema_extra={"metavar": "CSV"},
+        description="boxes per frame for detection: a CSV of path,time,x1,y1,x2,y2,label "
+        "(corners normalised to [0, 1], time in seconds on the video's clock) or AVA's layout; "
+        "stored as index/boxes.npy, each box on the stored frame nearest its time",
+    )
     allow_outside_root: bool = Field(
         False,
         description="store files an annotation lists outside --root (a '../' or absolute path, "
@@ -187,6 +194,7 @@ class BuildOptions(Options):
         "max_pixels",
         "max_frames",
         "allow_outside_root",
+        "boxes",  # read again at every assembly: the annotation as it is now
     )
 
     @field_validator("size")

@@ -380,4 +380,9 @@ def recalibrate(args) -> int:
 def demo(args) -> int:
     from ..demo import run_demo  # deferred: the CLI loads a command's code when it runs
 
+    if getattr(args, "task", "classification") == "detection":
+        from ..demo import run_detection_demo  # deferred: the CLI loads a command's code
+
+        run_detection_demo(args.out, quick=args.quick)
+        return 0
     return run_demo(args.out, quick=args.quick)

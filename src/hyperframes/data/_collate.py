@@ -95,7 +95,29 @@ def collate_targets(targets: Sequence) -> torch.Tensor | None:
             f"cannot batch targets: samples {missing[:5]} have no target but others have one; "
             "give every sample of a dataset a target, or none"
         )
-    return _stack([_as_tensor(t) for t in targets], "targets")
+    tensors = [_as_tensor(t) for t in targets]
+    return _stack(_padded_lists(tensors), "targets")
+
+
+def _padded_lists(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Float lists of rows (N_k, D) of different lengths (a frame's boxes) padded with rows
+    of -1 to the longest; every other target as it is (equal shapes, or refused by the
+    stack)."""
+    first = tensors[0]
+    if not (
+        first.dim() == 2
+        and first.is_floating_point()
+        and all(t.dim() == 2 and t.is_floating_point() for t in tensors)
+        and len({t.shape[1] for t in tensors}) == 1
+        and len({t.shape[0] for t in tensors}) > 1
+    ):
+        return tensors
+    longest = max(t.shape[0] for t in tensors)
+    out = []
+    for t in tensors:
+        pad = t.new_full((longest - t.shape[0], t.shape[1]), -1.0)
+        out.append(torch.cat([t, pad]))
+    return out
 
 
 def collate_track(values: Sequence, name: str) -> torch.Tensor | None:

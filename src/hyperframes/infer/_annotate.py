@@ -5,7 +5,8 @@ the predictor produces them. Each frame shows the prediction whose time
 (:attr:`Prediction.centre_seconds`: the window's middle, or the key frame for masks) is
 nearest to it, so a frame waits only until a prediction past it has arrived: memory
 stays bounded. Segmentation models' masks are drawn over the frame (classes other than
-0, taken as background, in colour).
+0, taken as background, in colour); detection models' boxes scoring 0.3 or more as
+rectangles with their class and score.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ class VideoAnnotator:
         self.path = Path(path)
         self.fps = Fraction(fps).limit_denominator(1001) if fps and fps > 0 else Fraction(30)
         self.mask_alpha = float(mask_alpha)
+        #: the least score of a box drawn (detection)
+        self.box_score = 0.3
         self.crf = crf
         self._frames: deque[tuple[np.ndarray, float]] = deque()
         self._prev: Prediction | None = None
@@ -157,6 +160,8 @@ class VideoAnnotator:
         h = rgb.shape[0]
         if self._font is None:
             self._font = ImageFont.load_default(size=max(10, h // 18))
+        if pred.boxes is not None:
+            self._boxes(image, pred)
         if pred.mask is not None:
             cov = pred.coverage
             assert cov is not None  # a mask has a coverage
@@ -173,6 +178,22 @@ class VideoAnnotator:
         draw.rectangle((0, 0, min(rgb.shape[1], x1 + 4), y1 + 3), fill=(0, 0, 0))
         draw.text((4, 2), text, fill=(255, 255, 255), font=self._font)
         return np.asarray(image)
+
+    def _boxes(self, image, pred: Prediction) -> None:
+        """Draw a detection's boxes scoring at least :attr:`box_score` with their class and
+        score."""
+        from PIL import ImageDraw  # deferred: optional/heavy dependency
+
+        assert pred.boxes is not None
+        draw = ImageDraw.Draw(image)
+        w, h = image.size
+        for x1, y1, x2, y2, score, k in pred.boxes:
+            if score < self.box_score:
+                continue
+            colour = tuple(int(c) for c in _colour(int(k) + 1))
+            draw.rectangle((x1 * w, y1 * h, x2 * w, y2 * h), outline=colour, width=max(1, h // 120))
+            label = f"{pred.classes[int(k)]} {score:.2f}"
+            draw.text((x1 * w + 2, y2 * h + 1), label, fill=colour, font=self._font)
 
     def _overlay(self, rgb: np.ndarray, mask: np.ndarray) -> np.ndarray:
         from PIL import Image  # deferred: optional/heavy dependency

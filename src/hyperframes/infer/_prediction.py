@@ -46,6 +46,9 @@ class Prediction:
     mask: np.ndarray | None = None
     padded: bool = False
     mirrored: bool = False
+    #: detection: the key frame's boxes (D, 6): x1, y1, x2, y2 (normalised to [0, 1]),
+    #: score, class id; decoded from ``smoothed`` (class scores after the EMA)
+    boxes: np.ndarray | None = None
 
     @property
     def first_source_frame(self) -> int:
@@ -83,7 +86,7 @@ class Prediction:
     @property
     def centre_seconds(self) -> float:
         """The time the prediction stands for: the key frame's for masks, else the middle."""
-        if self.mask is not None:
+        if self.mask is not None or self.boxes is not None:
             return self.key_seconds
         return 0.5 * (self.start_seconds + self.end_seconds)
 
@@ -104,8 +107,21 @@ class Prediction:
         cov = self.coverage
         if cov is not None:
             out["coverage"] = {c: round(float(v), 6) for c, v in zip(self.classes, cov)}
+        if self.boxes is not None:
+            out["boxes"] = [box_row(self.classes, b) for b in self.boxes]
         if self.padded:
             out["padded"] = True
         if self.mirrored:
             out["mirrored"] = True
         return out
+
+
+def box_row(classes: list[str], box: np.ndarray) -> dict:
+    """One detection (x1, y1, x2, y2, score, class id) as a JSON-ready row."""
+    x1, y1, x2, y2, score, k = (float(v) for v in box)
+    corners = {"x1": x1, "y1": y1, "x2": x2, "y2": y2}
+    return {
+        **{n: round(v, 6) for n, v in corners.items()},
+        "label": classes[int(k)],
+        "score": round(score, 6),
+    }

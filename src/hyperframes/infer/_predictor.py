@@ -69,7 +69,7 @@ from .._core._errors import ConfigError, InputError
 from .._core._limits import check_infer_values
 from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
 from .._core._text import model_name
-from ..models import other_frames_refusal
+from ..models import decode_detections, detection_head, other_frames_refusal
 from ._load import InferenceModel, load_inference_model
 from ._prediction import Prediction
 from ._reuse import FrameSplit, split_model
@@ -590,6 +590,10 @@ class Predictor:
         for (idx, pad), lg in zip(wins, logits):
             if self._smoothed is None or self.ema == 0:
                 s = lg
+            elif self.task == "detection":  # the class scores only: boxes move
+                k = len(self.classes)
+                s = lg.clone()
+                s[:, :k] = self.ema * self._smoothed[:, :k] + (1.0 - self.ema) * lg[:, :k]
             else:
                 s = self.ema * self._smoothed + (1.0 - self.ema) * lg
             self._smoothed = s
@@ -604,8 +608,18 @@ class Predictor:
         else:
             dt = 1.0 / self.contract.fps if self.contract.fps else 0.0
         key = idx[len(idx) // 2]
+        boxes: np.ndarray | None = None
+        if self.task == "detection":  # (A, K + 9): decoded with the smoothed class scores
+            decoded = decode_detections(self._head(), s[None], len(self.classes))[0]
+            boxes = decoded.cpu().numpy()
+            best = np.zeros(len(self.classes))  # each class's best score
+            np.maximum.at(best, boxes[:, 5].astype(np.int64), boxes[:, 4])
+            prob = torch.from_numpy(best)
         # a multi-label model's classes are independent: each its own sigmoid
-        prob = torch.sigmoid(s) if self.task == "multilabel" else torch.softmax(s, dim=0)
+        elif self.task == "multilabel":
+            prob = torch.sigmoid(s)
+        else:
+            prob = torch.softmax(s, dim=0)
         mask = None
         if s.dim() == 3:  # segmentation: (K, H, W)
             mask = prob.argmax(0).to(torch.uint8).cpu().numpy()
@@ -623,6 +637,13 @@ class Predictor:
             mask=mask,
             padded=pad == "repeat",
             mirrored=pad == "mirror",
+            boxes=boxes,
         )
         self._emitted += 1
         return pred
+
+    def _head(self):
+        """The FCOS decoding of a detection model's output (made once)."""
+        if getattr(self, "_detection_head", None) is None:
+            self._detection_head = detection_head(len(self.classes)).to(self.device)
+        return self._detection_head

@@ -6,6 +6,8 @@ is :func:`predict_video`; :func:`iter_predictions` is the same loop as a generat
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import sys
 import time
@@ -13,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from .._core._atomic import write_bytes_atomic, write_json_atomic
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, InputError
 from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
@@ -20,7 +23,7 @@ from ..train import hidden_picture, takes_recipe
 from ._annotate import VideoAnnotator
 from ._frames import predict_frames
 from ._load import load_inference_model
-from ._prediction import Prediction
+from ._prediction import Prediction, box_row
 from ._predictor import Predictor, check_options
 from ._reconstruct import predict_reconstructions
 from ._report import PredictReport, choose_decoder
@@ -208,10 +211,13 @@ def _write_timeline(
     last = None
     prob_sum = None
     frames_seen = 0
+    boxes: list[dict] | None = [] if predictor.task == "detection" else None
     try:
         for pred in iter_predictions(predictor, video, decoder=decoder, on_frame=counter):
             prob_sum = pred.probs if prob_sum is None else prob_sum + pred.probs
             writer.add(pred)
+            if boxes is not None and pred.boxes is not None:
+                boxes += box_rows(pred)
             if annotator is not None:
                 annotator.add_prediction(pred)
             last = pred
@@ -227,6 +233,8 @@ def _write_timeline(
         outputs = writer.close(
             {"windows": writer.count, "frames": frames_seen, "decoded_frames": counter.decoded}
         )
+        if boxes is not None:
+            outputs += write_boxes(out, boxes)
         if annotator is not None:
             outputs.append(annotator.close())
         picture = _hidden_picture(predictor, out)
@@ -252,6 +260,34 @@ def _write_timeline(
         notes=list(predictor.notes),
         top=_top(predictor.classes, prob_sum / max(writer.count, 1), top_k),
     )
+
+
+#: the columns of ``boxes.csv`` (and the keys of each row of ``boxes.json``)
+BOX_FIELDS = ("frame", "time", "x1", "y1", "x2", "y2", "label", "score")
+
+
+def box_rows(pred) -> list[dict]:
+    """A detection's boxes on its key frame: ``frame`` (source number), ``time`` (seconds),
+    the corners normalised to [0, 1], ``label`` and ``score`` (after the EMA)."""
+    return [
+        {
+            "frame": pred.key_source_frame,
+            "time": round(pred.key_seconds, 6),
+            **box_row(pred.classes, b),
+        }
+        for b in pred.boxes
+    ]
+
+
+def write_boxes(out: Path, rows: list[dict]) -> list[Path]:
+    """``out/boxes.csv`` and ``out/boxes.json`` (:data:`BOX_FIELDS`), each written whole."""
+    text = io.StringIO()
+    w = csv.DictWriter(text, fieldnames=BOX_FIELDS, lineterminator="\n")
+    w.writeheader()
+    w.writerows({k: r[k] for k in BOX_FIELDS} for r in rows)
+    csv_path = write_bytes_atomic(out / "boxes.csv", text.getvalue().encode())
+    json_path = write_json_atomic(out / "boxes.json", [{k: r[k] for k in BOX_FIELDS} for r in rows])
+    return [Path(csv_path), Path(json_path)]
 
 
 def _hidden_picture(predictor, out: Path) -> Path | None:

@@ -6,6 +6,9 @@ Hugging Face dataset on disk, a video folder).
 
 Imports nothing of hyperframes above ``_core``; ``hyperframes.build`` is its user."""
 
+from ._boxes import BoxRows as BoxRows  # for the build, not public
+from ._boxes import match_boxes as match_boxes
+from ._boxes import read_boxes as read_boxes
 from ._columns import source_finder as source_finder  # for the build, not public
 from ._columns import source_paths as source_paths  # for the build, not public
 from ._columns import source_splits as source_splits  # for the build, not public

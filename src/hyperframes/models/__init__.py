@@ -44,6 +44,12 @@ from ._base import (
 )
 from ._channel import ChannelFusion, inflate_conv2d
 from ._cnn3d import R2Plus1DTiny, TorchvisionVideo
+from ._detection import MAX_DETECTIONS as MAX_DETECTIONS  # for the task and infer, not public
+from ._detection import ChannelDetector  # registers fcos_channel
+from ._detection import anchor_levels as anchor_levels
+from ._detection import decode_detections as decode_detections
+from ._detection import detection_head as detection_head
+from ._detection import split_output as split_output
 from ._keyframe import Aggregator, KeyframeSegmenter, UNet, aux_weight
 from ._lstm import CNNLSTM
 from ._mae import MaskedVideoAutoencoder, patchify, tube_mask, unpatchify  # video_mae
@@ -76,6 +82,7 @@ __all__ = [
     "Aggregator",
     "AudioVisual",
     "AudioVisualFusion",
+    "ChannelDetector",
     "ChannelFusion",
     "KeyframeSegmenter",
     "Keyframes",

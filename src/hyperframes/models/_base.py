@@ -42,7 +42,14 @@ __all__ = [
     "to_layout",
 ]
 
-TASKS = ("classification", "segmentation", "masked_video", "interpolation", "super_resolution")
+TASKS = (
+    "classification",
+    "segmentation",
+    "masked_video",
+    "interpolation",
+    "super_resolution",
+    "detection",
+)
 
 
 #: input of the ``keyframe`` layout: ``key`` K_t (B, C, H, W), the middle frame ``T // 2`` of

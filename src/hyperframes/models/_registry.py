@@ -35,7 +35,16 @@ __all__ = [
 
 #: Families in the order ``list_models`` shows them (cheap early fusion first, dense last);
 #: families registered by users follow, in registration order.
-FAMILY_ORDER = ("channel", "tsn", "tsm", "cnn3d", "transformer", "lstm", "keyframe")
+FAMILY_ORDER = (
+    "channel",
+    "tsn",
+    "tsm",
+    "cnn3d",
+    "transformer",
+    "lstm",
+    "keyframe",
+    "detection",
+)
 
 DEFAULT_NUM_CLASSES = 10
 DEFAULT_FRAMES = 8

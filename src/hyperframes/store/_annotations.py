@@ -20,6 +20,8 @@ from .._core._errors import StoreError
 from .._core._signature import SIGNATURE_FRAMES, SIGNATURE_WIDTH
 from ._table_checks import ALTERED, _Rows
 from .format import (
+    BOX_DTYPE,
+    BOXES_FILE,
     SEGMENT_DTYPE,
     SEGMENT_LABEL_DTYPE,
     SEGMENT_LABELS_FILE,
@@ -38,7 +40,13 @@ __all__ = [
 ]
 
 #: the optional index files, in the order they are listed
-ANNOTATION_FILES = (SEGMENTS_FILE, SEGMENT_LABELS_FILE, VIDEO_LABELS_FILE, SIGNATURES_FILE)
+ANNOTATION_FILES = (
+    SEGMENTS_FILE,
+    SEGMENT_LABELS_FILE,
+    VIDEO_LABELS_FILE,
+    SIGNATURES_FILE,
+    BOXES_FILE,
+)
 
 #: seconds a segment may end past its video's end before it counts as clamped
 ANNOTATION_TOLERANCE = 1e-6
@@ -49,13 +57,15 @@ class Annotations:
     """``segments`` (``SEGMENT_DTYPE`` rows, a video's together, in video order) and their
     ``segment_labels`` (int32 class ids); ``video_labels`` (``VIDEO_LABEL_DTYPE``: the classes
     of multi-label videos); ``signatures`` ((num_videos, SIGNATURE_WIDTH) uint64; (num_videos,
-    SIGNATURE_FRAMES) in a store built before crops were hashed) or None.
+    SIGNATURE_FRAMES) in a store built before crops were hashed) or None; ``boxes``
+    (``BOX_DTYPE`` rows in (video, frame) order: ``build --boxes``) or None.
     Arrays may be memory maps: read-only."""
 
     segments: np.ndarray
     segment_labels: np.ndarray
     video_labels: np.ndarray
     signatures: np.ndarray | None = None
+    boxes: np.ndarray | None = None
 
     @classmethod
     def empty(cls) -> Annotations:
@@ -94,6 +104,23 @@ class Annotations:
         lo, hi = np.searchsorted(v, video, side="left"), np.searchsorted(v, video, side="right")
         return np.asarray(self.video_labels["label_id"][lo:hi], np.int64)
 
+    def boxes_of(self, video: int, frame: int) -> tuple[np.ndarray, np.ndarray]:
+        """The boxes of stored frame ``frame`` of ``video``: corners (N, 4) float32 normalised
+        to [0, 1] (x1, y1, x2, y2) and class ids (N,) int64; N = 0 when it has none."""
+        b = self.boxes
+        if b is None or not len(b):
+            return np.zeros((0, 4), np.float32), np.zeros(0, np.int64)
+        lo, hi = _span(b["video"], video)
+        f = b["frame"][lo:hi]
+        a, z = lo + np.searchsorted(f, frame, "left"), lo + np.searchsorted(f, frame, "right")
+        rows = b[a:z]
+        xyxy = np.stack([rows["x1"], rows["y1"], rows["x2"], rows["y2"]], 1).astype(np.float32)
+        return xyxy.reshape(-1, 4), rows["label_id"].astype(np.int64)
+
+
+def _span(column: np.ndarray, value: int) -> tuple[int, int]:
+    return int(np.searchsorted(column, value, "left")), int(np.searchsorted(column, value, "right"))
+
 
 # -- building ----------------------------------------------------------------------------
 
@@ -108,10 +135,13 @@ def read_annotations(
     where: Callable[[str], str],
     paths: list[str],
     num_classes: int,
+    num_box_classes: int = 0,
+    num_frames: np.ndarray | None = None,
 ) -> Annotations | None:
     """The annotations of an opened store, checked (:func:`check_annotations`): ``load(name)``
     reads the optional file ``name`` (one of ``present``); ``where(name)`` names it in
-    messages. None when the store has none of them."""
+    messages. None when the store has none of them. ``num_box_classes``: the manifest's
+    box classes; ``num_frames``: each video's stored frames (the boxes' bounds)."""
     if not present & set(ANNOTATION_FILES):
         return None
     if (SEGMENTS_FILE in present) != (SEGMENT_LABELS_FILE in present):
@@ -127,9 +157,66 @@ def read_annotations(
         load(SEGMENT_LABELS_FILE) if SEGMENT_LABELS_FILE in present else empty.segment_labels,
         load(VIDEO_LABELS_FILE) if VIDEO_LABELS_FILE in present else empty.video_labels,
         load(SIGNATURES_FILE) if SIGNATURES_FILE in present else None,
+        load(BOXES_FILE) if BOXES_FILE in present else None,
     )
     check_annotations(ann, paths=paths, num_classes=num_classes, where=where)
+    if ann.boxes is not None:
+        check_boxes(
+            ann.boxes,
+            paths=paths,
+            num_box_classes=num_box_classes,
+            num_frames=num_frames,
+            file=where(BOXES_FILE),
+        )
     return ann
+
+
+def check_boxes(
+    boxes: np.ndarray,
+    *,
+    paths: list[str],
+    num_box_classes: int,
+    num_frames: np.ndarray | None,
+    file: str,
+) -> None:
+    """Every box names a video and one of its stored frames, rows in (video, frame) order,
+    corners in [0, 1] with x1 < x2 and y1 < y2, and a class among ``num_box_classes``."""
+    rows = _Rows(paths)
+    _table(boxes, BOX_DTYPE, file, "box")
+    v, f = boxes["video"], boxes["frame"]
+    n = len(paths)
+    bad = _first_bad((v >= 0) & (v < n))
+    if bad is not None:
+        raise StoreError(f"{file}: row {bad} names video {v[bad]}; the store holds {n}; {ALTERED}")
+    limit = np.asarray(num_frames, np.int64)[v] if num_frames is not None else None
+    bad = _first_bad((f >= 0) & (f < limit) if limit is not None else f >= 0)
+    if bad is not None:
+        raise StoreError(
+            f"{file}: row {bad} of {rows.who(int(v[bad]))} names stored frame {f[bad]}, not one "
+            f"of the video's; {ALTERED}"
+        )
+    order = (np.diff(v) > 0) | ((np.diff(v) == 0) & (np.diff(f) >= 0))
+    bad = _first_bad(order)
+    if bad is not None:
+        raise StoreError(
+            f"{file}: row {bad + 1} ({rows.who(int(v[bad + 1]))}) is out of (video, frame) "
+            f"order; {ALTERED}"
+        )
+    x1, y1, x2, y2 = (boxes[k] for k in ("x1", "y1", "x2", "y2"))
+    ok = (x1 >= 0) & (y1 >= 0) & (x2 <= 1) & (y2 <= 1) & (x1 < x2) & (y1 < y2)
+    bad = _first_bad(ok)
+    if bad is not None:
+        raise StoreError(
+            f"{file}: row {bad} of {rows.who(int(v[bad]))}: box ({x1[bad]:g}, {y1[bad]:g}, "
+            f"{x2[bad]:g}, {y2[bad]:g}) is not inside [0, 1] with x1 < x2, y1 < y2; {ALTERED}"
+        )
+    ids = boxes["label_id"]
+    bad = _first_bad((ids >= 0) & (ids < num_box_classes))
+    if bad is not None:
+        raise StoreError(
+            f"{file}: row {bad}: box class id {ids[bad]} is not one of the manifest's "
+            f"{num_box_classes} box_classes; {ALTERED}"
+        )
 
 
 def _table(arr: np.ndarray, dtype: np.dtype, file: str, what: str) -> None:

@@ -227,6 +227,8 @@ def open_index(src: IndexSource) -> OpenedIndex:
         where=src.where,
         paths=paths,
         num_classes=len(strings["classes"]),
+        num_box_classes=len(m.get("box_classes") or ()),
+        num_frames=videos["num_frames"],
     )
     audio = src.npy(AUDIO_FILE) if src.has(AUDIO_FILE) else None
     flow = src.npy(FLOW_FILE) if src.has(FLOW_FILE) else None

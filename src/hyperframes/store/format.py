@@ -37,6 +37,10 @@ A store is a folder::
                                  hashed hold (num_videos, ``SIGNATURE_FRAMES``) whole-frame
                                  hashes of an older kind: read, and recomputed from the frames
                                  by the leakage check
+      index/boxes.npy            optional (build --boxes): one row per box of a stored frame
+                                 (``BOX_DTYPE``), in (video, frame) order; a box annotated
+                                 at time t is on the stored frame whose pts is nearest t;
+                                 its class names are the manifest's ``box_classes``
       index/audio.npy            optional (build --audio): one row per video (``AUDIO_DTYPE``):
                                  where its audio lies in its shard, or has_audio 0
       index/flow.npy             optional (build --flow): one row per video (``FLOW_DTYPE``):
@@ -152,6 +156,7 @@ SEGMENTS_FILE = "segments.npy"
 SEGMENT_LABELS_FILE = "segment_labels.npy"
 VIDEO_LABELS_FILE = "video_labels.npy"
 SIGNATURES_FILE = "signatures.npy"
+BOXES_FILE = "boxes.npy"
 AUDIO_FILE = "audio.npy"
 FLOW_FILE = "flow.npy"
 FLOW_SCORE_FILE = "flow_score.npy"
@@ -216,6 +221,18 @@ SEGMENT_DTYPE = np.dtype(
 SEGMENT_LABEL_DTYPE = np.dtype("<i4")  # class id (index into the store's classes)
 
 VIDEO_LABEL_DTYPE = np.dtype([("video", "<i8"), ("label_id", "<i4")])
+#: one row per box of a stored frame (``build --boxes``), rows in (video, frame) order
+BOX_DTYPE = np.dtype(
+    [
+        ("video", "<i8"),  # row of videos.npy
+        ("frame", "<i8"),  # the video's stored frame (0 .. num_frames - 1)
+        ("x1", "<f4"),  # corners, normalised to [0, 1] of the frame's width and height
+        ("y1", "<f4"),
+        ("x2", "<f4"),
+        ("y2", "<f4"),
+        ("label_id", "<i4"),  # row of the manifest's box_classes
+    ]
+)
 
 SIGNATURE_DTYPE = np.dtype("<u8")  # signatures.npy: (num_videos, SIGNATURE_FRAMES) of these
 

@@ -23,6 +23,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._box_metrics import coco_map, flicker_rate
     from ._checkpoint import load_checkpoint, rebuild_model, save_checkpoint
     from ._config import (
         AugmentConfig,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     )
     from ._contract import resolve_contract
     from ._data import build_data, config_dataset, loader_workers, make_dataset
+    from ._detection import DetectionDataset, DetectionTask
     from ._estimate import estimate, format_estimate
     from ._eval import evaluate, format_metrics
     from ._frame_data import downscale
@@ -91,6 +93,8 @@ _LAZY = {
     "ModelConfig": "._config",
     "MultilabelTask": "._multilabel",
     "RecalibrateReport": "._recalibrate",
+    "DetectionDataset": "._detection",
+    "DetectionTask": "._detection",
     "SegmentationDataset": "._segmentation",
     "SegmentationTask": "._tasks",
     "Task": "._tasks",
@@ -101,6 +105,8 @@ _LAZY = {
     "build_model": "._setup",
     "check_leakage": "._leakage",
     "classification_metrics": "._metrics",
+    "coco_map": "._box_metrics",
+    "flicker_rate": "._box_metrics",
     "config_dataset": "._data",
     "config_from_dict": "._config",
     "confusion_matrix": "._metrics",
@@ -153,6 +159,8 @@ __all__ = [
     "ClassificationTask",
     "Config",
     "DataConfig",
+    "DetectionDataset",
+    "DetectionTask",
     "EvalConfig",
     "LeakageReport",
     "MaskedVideoTask",
@@ -170,6 +178,7 @@ __all__ = [
     "build_model",
     "check_leakage",
     "classification_metrics",
+    "coco_map",
     "config_dataset",
     "config_from_dict",
     "confusion_matrix",
@@ -179,6 +188,7 @@ __all__ = [
     "estimate",
     "evaluate",
     "find_leakage",
+    "flicker_rate",
     "format_estimate",
     "format_metrics",
     "get_task",

@@ -116,6 +116,8 @@ def cross_checks(cfg: Config) -> None:
     check_frame_config(cfg, spec)  # odd T, whole frames, no label options
     if spec.task == "segmentation":
         _check_segmentation(cfg)
+    if spec.task == "detection":
+        _check_detection(cfg)
     _check_memory(cfg)
     _check_recipe(cfg, spec)
     if cfg.train.min_lr > cfg.train.lr:
@@ -182,6 +184,26 @@ def _check_segmentation(cfg: Config) -> None:
         raise ConfigError("eval.crops: segmentation is evaluated on whole frames; allowed: 1")
 
 
+def _check_detection(cfg: Config) -> None:
+    """A detection model: no label mixing or balancing; of the augmentation, the geometry the
+    boxes follow (hflip, the crop: size, scale, ratio) only; whole frames at evaluation."""
+    name = cfg.model.name
+    if cfg.train.balanced:
+        raise ConfigError(
+            f"train.balanced: draws videos by their class; allowed for the detection model "
+            f"{name!r}: false"
+        )
+    extra = _unfollowed_augmentation(cfg)
+    if extra:
+        raise ConfigError(
+            f"data.augmentation.{extra}: not applied to detection windows; allowed for the "
+            f"detection model {name!r}: off (hflip and the crop, size/scale/ratio, move frames "
+            "and boxes together)"
+        )
+    if cfg.eval.crops != 1:
+        raise ConfigError("eval.crops: detection is evaluated on whole frames; allowed: 1")
+
+
 def _check_repeats(cfg: Config, sampler, name: str) -> None:
     """``data.repeats``: a random sampler, and batches of whole items (K windows each)."""
     k = cfg.data.repeats
@@ -235,18 +257,20 @@ def _check_memory(cfg: Config) -> None:
         )
 
 
+def _unfollowed_augmentation(cfg: Config) -> str | None:
+    """The first augmentation a dense target (masks, boxes) does not follow that is on."""
+    aug = cfg.data.augmentation
+    names = ("affine", "noise", "reverse", "drop_frame", "duplicate_frame", "color_jitter")
+    return next((k for k in names if getattr(aug, k)), None)
+
+
 def _check_seg_augmentation(cfg: Config) -> None:
     """The segmentation dataset moves masks with crop, scale and hflip only: refuse what it
     would not apply."""
-    aug = cfg.data.augmentation
-    extra = [
-        k
-        for k in ("affine", "noise", "reverse", "drop_frame", "duplicate_frame", "color_jitter")
-        if getattr(aug, k)
-    ]
+    extra = _unfollowed_augmentation(cfg)
     if extra:
         raise ConfigError(
-            f"data.augmentation.{extra[0]}: not applied to segmentation windows (their masks "
+            f"data.augmentation.{extra}: not applied to segmentation windows (their masks "
             "move with size/scale/ratio and hflip only); allowed for the segmentation model "
             f"{cfg.model.name!r}: off (crop, scale and hflip are applied to frames and masks)"
         )

@@ -36,6 +36,7 @@ from ..data.transforms import (
 from ..models import get_spec
 from ..store import open_store
 from ._contract import resolve_contract
+from ._detection import DetectionDataset
 from ._frame_config import FRAME_TASKS
 from ._frame_data import FrameTaskDataset
 from ._segmentation import SegmentationDataset
@@ -162,6 +163,12 @@ def make_dataset(
         kwargs.update(store=store, video_ids=video_ids, kind=task, hflip=hflip)
         kwargs.update(factor=down.factor, filter=down.filter)
         make: Callable[..., HyperframeDataset] = FrameTaskDataset
+    elif task == "detection":  # frames and boxes transformed together
+        aug = d.augmentation
+        kwargs.update(store=store, video_ids=video_ids, hflip=aug.hflip if train else 0.0)
+        if train:
+            kwargs.update(size=aug.size, scale=tuple(aug.scale), ratio=tuple(aug.ratio))
+        make = DetectionDataset
     elif task == "segmentation":
         aug = d.augmentation
         kwargs.update(store=store, video_ids=video_ids, hflip=aug.hflip if train else 0.0)

@@ -44,6 +44,16 @@ def format_metrics(r: dict) -> str:
         lines.append(f"  baseline: {r['baseline']}")
         lines.append(f"  metrics: {r.get('metrics_json', '')}")
         return "\n".join(lines + notes)
+    if r.get("task") == "detection":
+        lines.append(f"  windows         {r['windows']}")
+        lines.append(f"  mAP@[.5:.95]    {r['map']:.4f}")
+        lines.append(f"  mAP@0.5         {r['map50']:.4f}")
+        lines.append(
+            f"  flicker         {r['flicker']:.4f} per object-second "
+            f"(over {r['flicker_object_seconds']:.1f} object-seconds)"
+        )
+        lines.append(f"  metrics: {r.get('metrics_json', '')}")
+        return "\n".join(lines + notes)
     if "clip_level" not in r:  # tasks without clip/video levels (segmentation)
         lines.append(f"  windows         {r['windows']}")
         lines.append(f"  mIoU            {r['miou']:.4f}")

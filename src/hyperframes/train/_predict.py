@@ -57,6 +57,17 @@ def forward(model, x, mask):
     return model(x, mask=mask)
 
 
+def _key_seconds(meta, n: int) -> list[float]:
+    """The time of each window's key frame (position T // 2; NaN where unknown)."""
+    pts = meta.get("pts_seconds") if hasattr(meta, "get") else None
+    if pts is None:
+        return [float("nan")] * n
+    pts = np.asarray(pts, np.float64)
+    if pts.ndim != 2 or len(pts) != n:
+        return [float("nan")] * n
+    return pts[:, pts.shape[1] // 2].tolist()
+
+
 @torch.no_grad()
 def predict(
     model,
@@ -71,7 +82,8 @@ def predict(
     progress=None,
 ) -> dict:
     """``items``, ``video_ids``, ``segments`` (the store's segment row of a ``per_segment``
-    item, else -1) and the task's per-item predictions
+    item, else -1), ``key_seconds`` (the time of each window's key frame, T // 2) and the
+    task's per-item predictions
     (:meth:`~hyperframes.train.Task.predictions`; classification: ``scores (N, C), labels,
     losses``; segmentation: ``confusion (N, C, C), losses``). Numpy arrays, sorted by item.
     ``task``: a :class:`~hyperframes.train.Task`, or a task name (``num_classes`` classes)."""
@@ -82,6 +94,7 @@ def predict(
     items: list[int] = []
     video_ids: list[int] = []
     segments: list[int] = []
+    key_seconds: list[float] = []
     parts: list[dict[str, np.ndarray]] = []
     try:
         for batch, x, target in _prepared(loader, contract, task, device):
@@ -92,6 +105,7 @@ def predict(
             items.extend(np.asarray(meta["item"]).tolist())
             video_ids.extend(np.asarray(meta["video_id"]).tolist())
             segments.extend(np.asarray(meta.get("segment", [-1] * len(batch))).tolist())
+            key_seconds.extend(_key_seconds(meta, len(batch)))
             if progress is not None:
                 progress(len(batch))
     finally:
@@ -100,6 +114,7 @@ def predict(
         "items": np.asarray(items, dtype=np.int64),
         "video_ids": np.asarray(video_ids, dtype=np.int64),
         "segments": np.asarray(segments, dtype=np.int64),
+        "key_seconds": np.asarray(key_seconds, dtype=np.float64),
         **(
             {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
             if parts

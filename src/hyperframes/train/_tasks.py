@@ -226,10 +226,11 @@ def register_task(cls: type[Task]) -> type[Task]:
 
 def _builtin_tasks() -> None:
     """Register the built-in tasks that live in modules of their own: "masked_video"
-    (masked-patch loss, PSNR), "multilabel" (BCE, mAP), "interpolation" and
+    (masked-patch loss, PSNR), "multilabel" (BCE, mAP), "detection" (FCOS, COCO mAP),
+    "interpolation" and
     "super_resolution" (PSNR / SSIM against their baselines)."""
     # deferred: those modules import this one to register (a registry loads its entries)
-    from . import _frame_tasks, _masked, _multilabel  # noqa: F401
+    from . import _detection, _frame_tasks, _masked, _multilabel  # noqa: F401
 
 
 def list_tasks() -> list[str]:
