@@ -210,3 +210,53 @@ def test_python_m_build_makes_a_wheel_and_an_sdist_that_twine_accepts(tmp_path):
     wanted = {"export", "s3", "ray", "lightning", "hf", "mlflow", "torchcodec", "decord", "all"}
     assert wanted <= extras, wanted - extras
     assert "opencv-python-headless" in text.split("Provides-Extra")[0]  # a core dependency
+
+
+# each optional extra hidden in a fresh interpreter, then the call that needs it: its error
+# names the extra by the distribution's name (one line each)
+EXTRA_ERRORS = """
+import sys
+for m in ("fsspec", "ray", "datasets", "mlflow", "lightning", "torchdata", "timm", "onnx"):
+    sys.modules[m] = None
+from pathlib import Path
+from hyperframes import ConfigError, InputError
+from hyperframes.build._ray_cluster import import_ray
+from hyperframes.inputs._formats._hf_disk import read_hf_disk
+from hyperframes.models import create
+from hyperframes.remote import filesystem
+from hyperframes.train._mlflow import _import_mlflow
+
+calls = {
+    "s3": lambda: filesystem("s3://bucket/store"),
+    "ray": import_ray,
+    "hf": lambda: read_hf_disk(Path(sys.argv[1]), None),
+    "mlflow": _import_mlflow,
+    "lightning": lambda: __import__("hyperframes.integrations.lightning"),
+    "torchdata": lambda: __import__("hyperframes.integrations.torchdata").integrations.torchdata.stateful_loader(None),
+    "timm": lambda: create("channel_timm", num_classes=2, frames=2),
+    "export": lambda: __import__("hyperframes.infer").infer.export_onnx(None, "m.onnx"),
+}
+for extra, call in calls.items():
+    try:
+        call()
+    except (ConfigError, InputError) as e:
+        said = str(e)
+        assert f"pip install 'hyperframes-video[{extra}]'" in said and "\\n" not in said, said
+    else:
+        raise AssertionError(extra)
+print("ok", len(calls))
+"""
+
+
+def test_each_missing_extra_is_named_in_its_error(tmp_path):
+    saved = tmp_path / "saved"  # what detection takes for a save_to_disk folder
+    saved.mkdir()
+    (saved / "dataset_info.json").write_text("{}")
+    (saved / "state.json").write_text("{}")
+    done = subprocess.run(
+        [sys.executable, "-c", EXTRA_ERRORS, str(saved)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok 8", done.stderr[-3000:]
