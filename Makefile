@@ -35,12 +35,12 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
 
 lint: setup
-	$(BIN)/ruff format --check src tests benchmarks
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks examples docs/_hooks.py
+	$(BIN)/ruff check src tests benchmarks examples docs/_hooks.py
 
 format: setup
-	$(BIN)/ruff format src tests benchmarks
-	$(BIN)/ruff check --fix src tests benchmarks
+	$(BIN)/ruff format src tests benchmarks examples docs/_hooks.py
+	$(BIN)/ruff check --fix src tests benchmarks examples docs/_hooks.py
 
 typecheck: setup
 	$(BIN)/mypy
