@@ -15,7 +15,7 @@ ifeq ($(COVERAGE),1)
 COV_ARGS := --cov=hyperframes --cov-report=term:skip-covered --cov-fail-under=$(COV_FLOOR)
 endif
 
-.PHONY: setup demo test test-fast lint typecheck format bench bench-peers clean system-deps
+.PHONY: setup demo docs test test-fast lint typecheck format bench bench-peers clean system-deps
 
 $(STAMP): requirements.lock pyproject.toml setup.py src/hyperframes/store/_jpegcrop.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,13 +28,19 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/hyperframes demo --out $(DEMO_OUT)
 
+# The docs site (mkdocs-material + mkdocstrings, pinned in the lock): strict, so a broken link or
+# reference fails the build; into site/ (git-ignored). The CLI reference and the performance page
+# are generated at build time (docs/_hooks.py).
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict
+
 lint: setup
-	$(BIN)/ruff format --check src tests benchmarks
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks examples docs/_hooks.py
+	$(BIN)/ruff check src tests benchmarks examples docs/_hooks.py
 
 format: setup
-	$(BIN)/ruff format src tests benchmarks
-	$(BIN)/ruff check --fix src tests benchmarks
+	$(BIN)/ruff format src tests benchmarks examples docs/_hooks.py
+	$(BIN)/ruff check --fix src tests benchmarks examples docs/_hooks.py
 
 typecheck: setup
 	$(BIN)/mypy
@@ -81,7 +87,8 @@ bench-peers: setup $(PEERS_VENV)/.installed
 	$(BIN)/python benchmarks/bench_peers.py
 	$(BIN)/python benchmarks/readme_table.py
 
-# System packages: the FFmpeg libraries torchcodec loads; Chromium for the report page test.
+# System packages: the FFmpeg libraries torchcodec loads; Chromium for the report page's and the
+# docs site's browser tests.
 system-deps:
 	@if ! ldconfig -p | grep -q libavcodec; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq ffmpeg >/dev/null; \
@@ -93,4 +100,4 @@ system-deps:
 	fi
 
 clean:
-	rm -rf $(VENV) $(DEMO_OUT) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO_OUT) site .pytest_cache .ruff_cache

@@ -1,4 +1,10 @@
-"""Fill the README's performance table from benchmarks/results/*.json (run after the benchmarks)."""
+"""The performance page of the docs, generated from benchmarks/results/*.json.
+
+The docs build (``docs/_hooks.py``) calls :func:`performance_page`, so the site always shows the
+result files as they are; run as a script (``make bench`` does, after the benchmarks) it prints
+the page and refreshes the README's frontier picture block (the picture, when
+``benchmarks/results/codecs.png`` exists; nothing, and no error, when it does not).
+"""
 
 from __future__ import annotations
 
@@ -10,11 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RES = ROOT / "benchmarks" / "results"
 
 
-TEMPLATE = """## Performance
+TEMPLATE = """## The measurements
 
 Measured on this project's 2-core, no-GPU machine by the stand-alone scripts in `benchmarks/`
 (each measures its anchor in the same run and writes `benchmarks/results/NAME.json`; `make bench`
-runs them all and refreshes this table). Sources: 12 copies of a real Kinetics-style clip (H.264
+runs them all; this page is generated from those files at every docs build). Sources: 12 copies of a real Kinetics-style clip (H.264
 340x256, 30 fps, 300 frames, keyframes at 0 and 235); windows of 16 frames of 3x112x112, batches
 of 32, store in the page cache. Targets not met are marked **missed**.
 
@@ -96,8 +102,8 @@ as waiting.
 """
 
 
-def load(name: str) -> dict:
-    return json.loads((RES / f"{name}.json").read_text())
+def load(name: str, res: Path = RES) -> dict:
+    return json.loads((res / f"{name}.json").read_text())
 
 
 def _met(target: dict, fmt: str) -> str:
@@ -141,12 +147,12 @@ def _batched_tracks_cell(tracks: dict) -> str:
     return "; ".join(parts)
 
 
-def peers_row() -> str:
+def peers_row(res: Path = RES) -> str:
     """Each reader's windows/s local / cold / warm and MB stored; a peer hyperframes is not
     ahead of is marked."""
-    if not (RES / "peers.json").exists():
+    if not (res / "peers.json").exists():
         return "not measured"
-    peers = load("peers")
+    peers = load("peers", res)
     rates, stored = peers["windows_per_s"], peers["bytes_stored"]
     hf = rates["hyperframes"]
     cells = []
@@ -180,13 +186,15 @@ def s3_targets(s3: dict) -> str:
     )
 
 
-def main() -> None:
-    read, build, opened, pred = load("read"), load("build"), load("open"), load("predict")
-    s3 = load("s3")
-    wait = load("train_wait")
-    startup = load("startup")
-    tracks = load("tracks")
-    pipe = load("pipeline")
+def table_section(res: Path = RES) -> str:
+    """The measurements table and its notes, filled from the result files in ``res``."""
+    read, build = load("read", res), load("build", res)
+    opened, pred = load("open", res), load("predict", res)
+    s3 = load("s3", res)
+    wait = load("train_wait", res)
+    startup = load("startup", res)
+    tracks = load("tracks", res)
+    pipe = load("pipeline", res)
     pr = pipe["ratios"]
 
     def pipe_ratio(name: str) -> str:
@@ -240,7 +248,7 @@ def main() -> None:
         "S3_ROW": "{s3_cold:.0f} / {cache_warm:.0f} / {local:.0f}".format(**s3["windows_per_s"])
         + f" (warm cache {s3['cache_warm_over_cold']:.1f}x cold)",
         "S3_TARGETS": s3_targets(s3),
-        "PEERS_ROW": peers_row(),
+        "PEERS_ROW": peers_row(res),
         "PLAN": "; ".join(
             f"{name} {p['count_seconds'] * 1e3:.1f} ms / {p['plan_microseconds']:.0f} µs"
             for name, p in opened["planning"].items()
@@ -275,14 +283,94 @@ def main() -> None:
         )
         + " windows/s",
     }
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("## Performance")
-    end = readme.index("## Development")
     section = TEMPLATE
     for key, value in values.items():
         section = re.sub(rf"\b{key}\b", value, section)
-    (ROOT / "README.md").write_text(readme[:start] + section + readme[end:])
-    print(section)
+    return section
+
+
+FRONTIER = "codecs"  # benchmarks/results/codecs.png (the picture) and codecs.json (its rows)
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return str(value).replace("|", "\\|")
+
+
+def frontier_rows(res: Path = RES) -> list[dict]:
+    """The rows of ``codecs.json`` (a list of objects, or an object holding one under ``rows``);
+    [] when the file is absent or holds no such rows."""
+    path = res / f"{FRONTIER}.json"
+    if not path.exists():
+        return []
+    data = json.loads(path.read_text())
+    rows = data.get("rows") if isinstance(data, dict) else data
+    if not isinstance(rows, list):
+        return []
+    return [r for r in rows if isinstance(r, dict)]
+
+
+def frontier_section(res: Path = RES, image: str | None = None) -> str:
+    """The frontier of bytes stored vs windows/s (the picture and its rows), or "" when
+    ``codecs.png`` is not there yet. ``image``: the picture's link (default its path here)."""
+    if not (res / f"{FRONTIER}.png").exists():
+        return ""
+    link = image or f"benchmarks/results/{FRONTIER}.png"
+    out = [
+        "## The frontier: bytes stored vs windows/s",
+        "",
+        f"![bytes stored against windows/s, hyperframes' codecs and the peers]({link})",
+        "",
+    ]
+    rows = frontier_rows(res)
+    if rows:
+        keys = list(dict.fromkeys(k for r in rows for k in r))
+        out += ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        out += ["| " + " | ".join(_cell(r.get(k, "")) for k in keys) + " |" for r in rows]
+        out.append("")
+        out.append(f"Rows: `benchmarks/results/{FRONTIER}.json`.")
+        out.append("")
+    return "\n".join(out)
+
+
+PAGE_HEAD = """# Performance
+
+Every figure on this page is read from `benchmarks/results/*.json` when the site is built; the
+scripts that write them are in `benchmarks/` (`make bench`, `make bench-peers`). Each measures
+its anchor (a memcpy of the same bytes, decoding on the fly, a peer) in the same run, so the
+ratios are what counts; the absolute rates move with the machine and its load.
+
+"""
+
+
+def performance_page(res: Path = RES, image: str | None = None) -> str:
+    """The docs' performance page: the frontier picture (when present) and the table."""
+    return PAGE_HEAD + frontier_section(res, image) + "\n" + table_section(res)
+
+
+README_START, README_END = "<!-- frontier:start -->", "<!-- frontier:end -->"
+
+
+def refresh_readme(res: Path = RES, readme: Path = ROOT / "README.md") -> None:
+    """Put the frontier picture between the README's frontier markers when it exists (else
+    leave the block empty)."""
+    text = readme.read_text()
+    start, end = text.index(README_START) + len(README_START), text.index(README_END)
+    block = ""
+    if (res / f"{FRONTIER}.png").exists():
+        block = (
+            f"\n![bytes stored against windows/s: hyperframes' codecs and the peers]"
+            f"(benchmarks/results/{FRONTIER}.png)\n"
+        )
+    readme.write_text(text[:start] + block + text[end:])
+
+
+def main() -> None:
+    refresh_readme()
+    print(performance_page())
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ def store(class_folder, tmp_path_factory):
 @pytest.mark.parametrize("name", ["pyav", "torchcodec", "decord", "opencv"])
 def test_on_the_fly_windows_equal_store_windows(store, name):
     if name not in available_window_decoders():
-        pytest.skip(f"{name} is not installed (pip install 'hyperframes[{name}]')")
+        pytest.skip(f"{name} is not installed (pip install 'hyperframes-video[{name}]')")
     fn = window_decoder(name)
     for v, idx in plan_windows(store, windows=6, frames=5, seed=1):
         rec = store.videos[v]

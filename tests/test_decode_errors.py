@@ -217,7 +217,7 @@ def test_decode_imports_without_optional_backends():
         "assert set(list_decoders()) >= {'pyav', 'torchcodec', 'decord', 'opencv', 'frames'}\n"
         "for name in ('decord', 'opencv', 'torchcodec'):\n"
         "    try: create_decoder(name)\n"
-        '    except ConfigError as e: assert f"hyperframes[{name}]" in str(e), e\n'
+        '    except ConfigError as e: assert f"hyperframes-video[{name}]" in str(e), e\n'
         "    else: raise AssertionError(name)\n"
         "create_decoder('pyav')\n"
     )

@@ -146,7 +146,7 @@ def test_missing_export_packages_are_named_at_once_with_the_extra(tmp_path, monk
         export_onnx(_model("r2plus1d_tiny"), tmp_path / "m.onnx", size=32)
     said = str(e.value)
     assert "not installed here: onnx, onnxruntime." in said and "\n" not in said
-    assert "pip install 'hyperframes[export]'" in said
+    assert "pip install 'hyperframes-video[export]'" in said
     assert not any(tmp_path.iterdir())
     with pytest.raises(
         ConfigError, match=r"\(check=False\) needs onnx, onnxscript; not installed here: onnx\."

@@ -45,7 +45,7 @@ def _wheel(tmp: Path) -> Path:
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     opts = ["--no-deps", "--no-build-isolation", "--no-index", "-w", str(tmp / "wheels")]
     subprocess.run([*pip, "wheel", *opts, str(src)], check=True, timeout=300)
-    (wheel,) = (tmp / "wheels").glob("hyperframes-*.whl")
+    (wheel,) = (tmp / "wheels").glob("hyperframes_video-*.whl")
     return wheel
 
 
@@ -109,7 +109,7 @@ def _default_install(tmp: Path) -> Path:
             "--no-compile",
             "--find-links",
             str(wheel.parent),
-            "hyperframes",
+            "hyperframes-video",
         ],
         check=True,
         timeout=300,
@@ -164,5 +164,99 @@ def test_a_default_install_trains_evaluates_and_predicts(tiny_motion_store, tmp_
     assert str(tmp_path / "venv") in done.stdout.splitlines()[-1]  # the installed copy ran
     (said,) = [line for line in done.stderr.splitlines() if "hyperframes export" in line]
     assert "not installed here: onnx, onnxscript, onnxruntime." in said
-    assert said.endswith("pip install 'hyperframes[export]'")
+    assert said.endswith("pip install 'hyperframes-video[export]'")
     assert (tmp_path / "pred").is_dir() and (tmp_path / "run" / "eval").is_dir()
+
+
+@pytest.mark.slow
+def test_python_m_build_makes_a_wheel_and_an_sdist_that_twine_accepts(tmp_path):
+    """``python -m build`` (no isolation: offline, the lock's setuptools) makes both
+    distributions under the free name ``hyperframes-video``; ``twine check`` renders the README
+    as their long description and accepts them; the wheel still installs the ``hyperframes``
+    package and command."""
+    pytest.importorskip("build", reason="build is in the dev extra and the lock")
+    pytest.importorskip("twine", reason="twine is in the dev extra and the lock")
+    src = tmp_path / "src_copy"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    dist = tmp_path / "dist"
+    cmd = [sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel"]
+    subprocess.run(
+        [*cmd, "--outdir", str(dist), str(src)], check=True, capture_output=True, timeout=300
+    )
+    (wheel,) = dist.glob("hyperframes_video-*-py3-none-any.whl")
+    (sdist,) = dist.glob("hyperframes_video-*.tar.gz")
+    done = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", str(wheel), str(sdist)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("PASSED") == 2, done.stdout
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        (meta,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        text = z.read(meta).decode()
+        (entry,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        assert "hyperframes = hyperframes.cli:main" in z.read(entry).decode()
+    assert "Name: hyperframes-video\n" in text
+    assert "hyperframes/__init__.py" in names and "Description-Content-Type: text/markdown" in text
+    extras = {
+        line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("Provides-Extra")
+    }
+    wanted = {"export", "s3", "ray", "lightning", "hf", "mlflow", "torchcodec", "decord", "all"}
+    assert wanted <= extras, wanted - extras
+    assert "opencv-python-headless" in text.split("Provides-Extra")[0]  # a core dependency
+
+
+# each optional extra hidden in a fresh interpreter, then the call that needs it: its error
+# names the extra by the distribution's name (one line each)
+EXTRA_ERRORS = """
+import sys
+for m in ("fsspec", "ray", "datasets", "mlflow", "lightning", "torchdata", "timm", "onnx"):
+    sys.modules[m] = None
+from pathlib import Path
+from hyperframes import ConfigError, InputError
+from hyperframes.build._ray_cluster import import_ray
+from hyperframes.inputs._formats._hf_disk import read_hf_disk
+from hyperframes.models import create
+from hyperframes.remote import filesystem
+from hyperframes.train._mlflow import _import_mlflow
+
+calls = {
+    "s3": lambda: filesystem("s3://bucket/store"),
+    "ray": import_ray,
+    "hf": lambda: read_hf_disk(Path(sys.argv[1]), None),
+    "mlflow": _import_mlflow,
+    "lightning": lambda: __import__("hyperframes.integrations.lightning"),
+    "torchdata": lambda: __import__("hyperframes.integrations.torchdata").integrations.torchdata.stateful_loader(None),
+    "timm": lambda: create("channel_timm", num_classes=2, frames=2),
+    "export": lambda: __import__("hyperframes.infer").infer.export_onnx(None, "m.onnx"),
+}
+for extra, call in calls.items():
+    try:
+        call()
+    except (ConfigError, InputError) as e:
+        said = str(e)
+        assert f"pip install 'hyperframes-video[{extra}]'" in said and "\\n" not in said, said
+    else:
+        raise AssertionError(extra)
+print("ok", len(calls))
+"""
+
+
+def test_each_missing_extra_is_named_in_its_error(tmp_path):
+    saved = tmp_path / "saved"  # what detection takes for a save_to_disk folder
+    saved.mkdir()
+    (saved / "dataset_info.json").write_text("{}")
+    (saved / "state.json").write_text("{}")
+    done = subprocess.run(
+        [sys.executable, "-c", EXTRA_ERRORS, str(saved)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok 8", done.stderr[-3000:]

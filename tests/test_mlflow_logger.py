@@ -14,7 +14,9 @@ from _stores import tiny_train_config
 from hyperframes import ConfigError
 from hyperframes.train import load_config, run_training
 
-mlflow = pytest.importorskip("mlflow", reason="mlflow is an optional extra (hyperframes[mlflow])")
+mlflow = pytest.importorskip(
+    "mlflow", reason="mlflow is an optional extra (hyperframes-video[mlflow])"
+)
 
 
 def _client(run):

@@ -57,6 +57,17 @@ class Interrupted(HyperframesError):
     message says how to resume."""
 
 
+#: the name this project is installed by: ``pip install hyperframes-video`` (the name
+#: ``hyperframes`` on PyPI is an unrelated project); the package and the command are ``hyperframes``
+DISTRIBUTION = "hyperframes-video"
+
+
+def install_command(extra: str) -> str:
+    """The pip command that installs the optional ``extra``: ``pip install
+    'hyperframes-video[s3]'``."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
+
+
 def require_extra(modules: Sequence[str], extra: str, what: str) -> None:
     """:class:`ConfigError` naming, in one line, every one of ``modules`` not importable here
     and the pip extra that installs them all; nothing when they all are."""
@@ -64,5 +75,5 @@ def require_extra(modules: Sequence[str], extra: str, what: str) -> None:
     if missing:
         raise ConfigError(
             f"{what} needs {', '.join(modules)}; not installed here: {', '.join(missing)}. "
-            f"Install them with: pip install 'hyperframes[{extra}]'"
+            f"Install them with: {install_command(extra)}"
         )

@@ -56,7 +56,7 @@ def require_opencv():
     except ImportError:
         raise ConfigError(
             "flow needs OpenCV, which is not installed: pip install opencv-python-headless "
-            "(or hyperframes[opencv])"
+            "(or hyperframes-video[opencv])"
         ) from None
     return cv2
 

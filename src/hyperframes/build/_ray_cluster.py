@@ -22,7 +22,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .._core._errors import ConfigError
+from .._core._errors import ConfigError, install_command
 
 __all__ = ["connect", "import_ray"]
 
@@ -30,10 +30,10 @@ __all__ = ["connect", "import_ray"]
 def import_ray():
     """The ``ray`` module, or a ConfigError saying how to install it."""
     try:
-        import ray  # optional (hyperframes[ray]), and slow to import: only for engine "ray"
+        import ray  # optional (hyperframes-video[ray]), and slow to import: only for engine "ray"
     except ImportError:
         raise ConfigError(
-            "engine 'ray' needs Ray, which is not installed: pip install 'hyperframes[ray]'"
+            f"engine 'ray' needs Ray, which is not installed: {install_command('ray')}"
         ) from None
     return ray
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .._core._errors import DecodeError
+from .._core._errors import DecodeError, install_command
 from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
 from ._library import LibraryDecoder, check_upright, decode_errors
 from ._pyav import Inspection
@@ -28,7 +28,7 @@ _RULE = "it always decodes FFmpeg's best video stream"
 _BATCH = 8  # frames decoded per get_batch call
 
 
-@register_decoder("decord", install_hint="pip install 'hyperframes[decord]'")
+@register_decoder("decord", install_hint=install_command("decord"))
 class DecordDecoder(LibraryDecoder):
     """decord's CPU VideoReader."""
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .._core._errors import DecodeError
+from .._core._errors import DecodeError, install_command
 from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
 from ._library import LibraryDecoder, check_upright, decode_errors
 from ._pyav import Inspection
@@ -25,7 +25,7 @@ from ._streams import check_library_stream, library_pick
 _RULE = "it always decodes the first video stream"
 
 
-@register_decoder("opencv", install_hint="pip install 'hyperframes[opencv]'")
+@register_decoder("opencv", install_hint=install_command("opencv"))
 class OpenCVDecoder(LibraryDecoder):
     """OpenCV's VideoCapture (FFmpeg backend); BGR converted to RGB with ``cvtColor``."""
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .._core._errors import DecodeError
+from .._core._errors import DecodeError, install_command
 from ._base import DecodeReport, Timeline, VideoInfo, register_decoder
 from ._library import LibraryDecoder, decode_errors
 from ._pyav import Inspection
@@ -26,7 +26,7 @@ _MAX_FAILED_IN_A_ROW = 1000  # then the decoder is stuck, not skipping damage
 
 @register_decoder(
     "torchcodec",
-    install_hint="pip install 'hyperframes[torchcodec]', and the system's FFmpeg libraries "
+    install_hint=install_command("torchcodec") + ", and the system's FFmpeg libraries "
     "(apt-get install ffmpeg)",
 )
 class TorchCodecDecoder(LibraryDecoder):

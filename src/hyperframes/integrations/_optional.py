@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .._core._errors import ConfigError
+from .._core._errors import ConfigError, install_command
 
 
 def require(module: str, extra: str, what: str) -> ModuleType:
@@ -15,5 +15,5 @@ def require(module: str, extra: str, what: str) -> ModuleType:
     except ImportError as e:
         raise ConfigError(
             f"{what} needs the {module!r} package, which is not importable here ({e}); "
-            f"install it with: pip install 'hyperframes[{extra}]'"
+            f"install it with: {install_command(extra)}"
         ) from None

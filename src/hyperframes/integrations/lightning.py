@@ -35,7 +35,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from .._core._errors import ConfigError
+from .._core._errors import ConfigError, install_command
 from ..store import open_store
 
 try:  # an optional extra: imported by this module, which only a Lightning user imports
@@ -43,7 +43,7 @@ try:  # an optional extra: imported by this module, which only a Lightning user 
 except ImportError as e:
     raise ConfigError(
         f"hyperframes.integrations.lightning needs the 'lightning' package, which is not "
-        f"importable here ({e}); install it with: pip install 'hyperframes[lightning]'"
+        f"importable here ({e}); install it with: {install_command('lightning')}"
     ) from None
 
 __all__ = ["HyperframeDataModule"]

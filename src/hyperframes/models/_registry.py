@@ -16,7 +16,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from torch import nn
 
-from .._core._errors import ConfigError
+from .._core._errors import ConfigError, install_command
 from .._core._limits import MAX_MODEL_PARAMS
 from .._core._validate import did_you_mean, validate
 from ._base import LAYOUTS, TASKS
@@ -218,7 +218,11 @@ def create(
     if missing:
         raise ConfigError(
             f"model {name!r} needs the optional package(s) {', '.join(missing)}: "
-            f"pip install {' '.join(missing)}"
+            + (
+                install_command("timm")
+                if missing == ["timm"]
+                else f"pip install {' '.join(missing)}"
+            )
         )
     spec.check_options(options)
     model = spec.builder(num_classes=num_classes, frames=frames, **options)

@@ -261,12 +261,13 @@ class BlockCache:
                 with contextlib.suppress(OSError):
                     os.unlink(stale.path)
             entries = []
-            for e in os.scandir(self.blocks):
-                if e.name == name:
-                    return True  # another process put it meanwhile
-                with contextlib.suppress(OSError):
-                    st = e.stat()
-                    entries.append((st.st_mtime_ns, e.path, st.st_size))
+            with os.scandir(self.blocks) as listing:  # closed on the early return too
+                for e in listing:
+                    if e.name == name:
+                        return True  # another process put it meanwhile
+                    with contextlib.suppress(OSError):
+                        st = e.stat()
+                        entries.append((st.st_mtime_ns, e.path, st.st_size))
             total = sum(size for _, _, size in entries)
             for _, path, size in sorted(entries):
                 if total + need <= self.limit:

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from .._core._errors import ConfigError, StoreError
+from .._core._errors import ConfigError, StoreError, install_command
 from .._core._urls import is_url
 
 __all__ = [
@@ -67,7 +67,7 @@ def filesystem(url: str):
                 except ImportError:
                     raise ConfigError(
                         f"{url}: reading a store from object storage needs the s3 extra; "
-                        "install it with `pip install hyperframes[s3]`"
+                        f"install it with `{install_command('s3')}`"
                     ) from None
                 try:
                     # skip_instance_cache: fsspec's own cache would hand back an instance
@@ -76,7 +76,7 @@ def filesystem(url: str):
                 except (ImportError, ValueError) as e:
                     raise ConfigError(
                         f"{url}: no object-storage client for {scheme}:// ({e}); s3:// comes "
-                        "with `pip install hyperframes[s3]`, gs:// with gcsfs, az:// with adlfs"
+                        f"with `{install_command('s3')}`, gs:// with gcsfs, az:// with adlfs"
                     ) from None
                 _fs_cache[key] = fs
     return fs

@@ -280,7 +280,7 @@ class TrainConfig(_Section):
     loggers: list[_Logger] = Field(
         default_factory=lambda: list[_Logger](["tensorboard"]),
         description="where scalars go besides log.jsonl; mlflow also gets the config, the "
-        "plots and best.pt (pip install 'hyperframes[mlflow]')",
+        "plots and best.pt (pip install 'hyperframes-video[mlflow]')",
     )
     mlflow_uri: str | None = Field(
         None, description="MLflow tracking URI; null: sqlite:///<out>/mlflow.db"

@@ -29,7 +29,7 @@ import warnings
 from pathlib import Path
 
 from .._core._atomic import write_text_atomic
-from .._core._errors import ConfigError
+from .._core._errors import ConfigError, install_command
 
 __all__ = ["MlflowLogger", "flat_params"]
 
@@ -84,7 +84,7 @@ def _import_mlflow():
     except ImportError as e:
         raise ConfigError(
             f"train.loggers: mlflow needs the mlflow package, which is not importable here "
-            f"({e}); install it with: pip install 'hyperframes[mlflow]', or remove mlflow from "
+            f"({e}); install it with: {install_command('mlflow')}, or remove mlflow from "
             "train.loggers"
         ) from None
     return MlflowClient, Metric, Param

@@ -3,7 +3,7 @@ with ``dataset_info.json`` + ``state.json``, or a ``DatasetDict``'s ``dataset_di
 one folder per split), whose video column holds paths: a ``Video`` feature (read without
 decoding) or a string column whose values are video file names (the first such column; one
 named ``video`` is preferred). Relative paths are relative to ``--root`` (default: the saved
-dataset's folder). Needs the ``hf`` extra (``pip install hyperframes[hf]``).
+dataset's folder). Needs the ``hf`` extra (``pip install 'hyperframes-video[hf]'``).
 
 Splits: a ``DatasetDict``'s split names. Labels: the first ``ClassLabel`` column (``label``
 preferred): class ids and names are its ``names``, in its order; without one the videos are
@@ -17,7 +17,7 @@ import json
 import os
 from pathlib import Path
 
-from ..._core._errors import InputError
+from ..._core._errors import InputError, install_command
 from ..._core._json import TOO_DEEP, loads_json
 from .._sources import VIDEO_EXTENSIONS, Inputs
 from ._registry import SPECIFIC, Probe, register_input_format
@@ -38,7 +38,7 @@ def _load(data: Path):
     except ImportError:
         raise InputError(
             f"{data}: a saved Hugging Face dataset is read with the 'datasets' package: "
-            "pip install hyperframes[hf]"
+            + install_command("hf")
         ) from None
     try:
         loaded = datasets.load_from_disk(os.fspath(data))
