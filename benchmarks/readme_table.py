@@ -336,6 +336,53 @@ def frontier_section(res: Path = RES, image: str | None = None) -> str:
     return "\n".join(out)
 
 
+def _verdict(value: float, target: float, *, at_most: bool = False) -> str:
+    met = value <= target if at_most else value >= target
+    return f"{value:.2f}x" + ("" if met else " **missed**")
+
+
+def compact_section(res: Path = RES) -> str:
+    """Issue 34's targets for compact stores, from jpeg_crop.json, yuv420.json and
+    plan_accuracy.json (a row each where its file exists)."""
+    rows = []
+    if (res / "jpeg_crop.json").exists():
+        fps = load("jpeg_crop", res)["frames_per_s"]
+        anchor = fps["anchor"]
+        rows.append(
+            "| jpeg `CenterCrop(112)`, crop during decode, vs decoding the same JPEGs whole "
+            f"(one thread; `bench_jpeg_crop.py`) | {_verdict(fps['center'] / anchor, 1.3)} "
+            f"(whole-frame path {fps['center_whole'] / anchor:.2f}x) | >= 1.3x |"
+        )
+        rows.append(
+            "| jpeg `RandomResizedCrop(112)` + flip, same anchor | "
+            f"{_verdict(fps['rrc_flip'] / anchor, 1.0)} "
+            f"(whole-frame path {fps['rrc_flip_whole'] / anchor:.2f}x) | >= 1.0x |"
+        )
+    if (res / "yuv420.json").exists():
+        y = load("yuv420", res)
+        rows.append(
+            "| yuv420 store bytes / raw store bytes (`bench_yuv420.py`) | "
+            f"{_verdict(y['bytes_vs_raw']['ratio'], 0.55, at_most=True)} | <= 0.55x |"
+        )
+        rr = y["ratios"]["yuv420_rrc_flip_vs_raw"]["ratio"]
+        rows.append(
+            "| yuv420 `RandomResizedCrop(112)` + flip windows/s vs raw, through the loader | "
+            f"{_verdict(rr, 1.0)} | >= 1.0x |"
+        )
+    if (res / "plan_accuracy.json").exists():
+        plan = load("plan_accuracy", res)["rows"]
+        err = max(abs(r["bytes_error"]) for r in plan.values())
+        speed = [r["windows_per_s_ratio"] for r in plan.values()]
+        rows.append(
+            "| `plan`: worst bytes error / windows/s predicted vs built (`bench_plan.py`) | "
+            f"{err:.1%} / {min(speed):.2f}-{max(speed):.2f}x | 25% / within 2x |"
+        )
+    if not rows:
+        return ""
+    head = ["## Compact stores", "", "| what | measured | target |", "|---|---|---|"]
+    return "\n".join(head + rows) + "\n\n"
+
+
 PAGE_HEAD = """# Performance
 
 Every figure on this page is read from `benchmarks/results/*.json` when the site is built; the
@@ -348,7 +395,9 @@ ratios are what counts; the absolute rates move with the machine and its load.
 
 def performance_page(res: Path = RES, image: str | None = None) -> str:
     """The docs' performance page: the frontier picture (when present) and the table."""
-    return PAGE_HEAD + frontier_section(res, image) + "\n" + table_section(res)
+    return (
+        PAGE_HEAD + frontier_section(res, image) + "\n" + compact_section(res) + table_section(res)
+    )
 
 
 README_START, README_END = "<!-- frontier:start -->", "<!-- frontier:end -->"
