@@ -301,7 +301,10 @@ def dry_run(
     options = options or BuildOptions()
     est_frames, est_bytes, src_bytes, readable, unreadable_count = 0, 0, 0, 0, 0
     unreadable: list[dict] = []
-    ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08, "yuv420": 0.5}[options.codec]
+    # a codec without a rough ratio here (a registered one) is estimated at raw's size
+    ratio = {"raw": 1.0, "lz4": 0.8, "zstd": 0.6, "jpeg": 0.08, "yuv420": 0.5}.get(
+        options.codec, 1.0
+    )
     itemsize = 2 if options.dtype == "float16" else 1
     for h in iter_header_sizes(data, options, input_format=input_format, root=root):
         if not isinstance(h, HeaderSize):
