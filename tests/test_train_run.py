@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 import torch
@@ -40,22 +39,6 @@ def motion_store(motion_data, tmp_path_factory):
 
 def _config(store, **train) -> dict:
     return tiny_train_config(store, **train)
-
-
-@pytest.fixture(scope="module")
-def one_epoch_run(motion_store, tmp_path_factory) -> Path:
-    """The folder of a one-epoch run of ``_config``: what evaluation reads and a second run
-    into the same folder is refused over (the refusals write nothing into it)."""
-    run = tmp_path_factory.mktemp("one_epoch") / "run"
-    run_training(_config(motion_store, epochs=1), run, progress=False)
-    return run
-
-
-@pytest.fixture(scope="module")
-def straight_run(motion_store, tmp_path_factory) -> tuple[dict, Path]:
-    """The summary and folder of the never-stopped two-epoch run the resumed runs match."""
-    run = tmp_path_factory.mktemp("straight") / "a"
-    return run_training(_config(motion_store, warmup_epochs=0.5), run, progress=False), run
 
 
 def _metrics(history: list[dict]) -> list[dict]:
@@ -140,18 +123,17 @@ def test_a_run_writes_logs_plots_and_checkpoints(motion_store, tmp_path, capfd):
     assert "allow_leakage: false" in text and str(motion_store) in text
 
 
-def test_a_second_run_in_the_same_folder_needs_resume(motion_store, one_epoch_run):
+def test_a_second_run_in_the_same_folder_needs_resume(motion_store, tmp_path):
     cfg = _config(motion_store, epochs=1)
-    last = (one_epoch_run / "last.pt").read_bytes()
+    run_training(cfg, tmp_path / "run", progress=False)
     with pytest.raises(
         ConfigError,
         match=r"already holds a run \(last\.pt\); resume to continue it, or choose another out",
     ):
-        run_training(cfg, one_epoch_run, progress=False)
+        run_training(cfg, tmp_path / "run", progress=False)
     changed = _config(motion_store, epochs=1, lr=0.1)
     with pytest.raises(ConfigError, match=r"config differs.*train\.lr: 0\.003 -> 0\.1"):
-        run_training(changed, one_epoch_run, resume=True, progress=False)
-    assert (one_epoch_run / "last.pt").read_bytes() == last  # refused: nothing written
+        run_training(changed, tmp_path / "run", resume=True, progress=False)
 
 
 def test_a_run_that_fails_before_training_leaves_no_folder(motion_store, tmp_path):
@@ -170,15 +152,15 @@ def test_a_run_that_fails_before_training_leaves_no_folder(motion_store, tmp_pat
 
 
 @pytest.mark.parametrize("stop", [3, 4], ids=["epoch-boundary", "mid-epoch"])
-def test_resume_continues_as_if_never_stopped(motion_store, straight_run, tmp_path, stop):
+def test_resume_continues_as_if_never_stopped(motion_store, tmp_path, stop):
     # 6 train videos, batch 2 -> 3 steps per epoch; stop after step 3 (end of epoch 1) or 4
     cfg = _config(motion_store, warmup_epochs=0.5)
-    straight, straight_dir = straight_run
+    straight = run_training(cfg, tmp_path / "a", progress=False)
     part = run_training(cfg, tmp_path / "b", progress=False, stop_after_steps=stop)
     assert part["stopped"] and part["steps"] == stop
     resumed = run_training(cfg, tmp_path / "b", resume=True, progress=False)
     assert not resumed["stopped"] and resumed["steps"] == straight["steps"] == 6
-    a, b = load_checkpoint(straight_dir / "last.pt"), load_checkpoint(tmp_path / "b" / "last.pt")
+    a, b = load_checkpoint(tmp_path / "a" / "last.pt"), load_checkpoint(tmp_path / "b" / "last.pt")
     assert _same_weights(a["model"], b["model"])
     assert _metrics(a["history"]) == _metrics(b["history"])
     assert straight["best"] == resumed["best"]
@@ -231,8 +213,9 @@ def test_every_training_option_runs(motion_store, tmp_path):
     assert (tmp_path / "run" / "eval_metrics.json").is_file()
 
 
-def test_evaluate_multi_clip_multi_crop(motion_store, one_epoch_run, tmp_path, capsys):
-    run = one_epoch_run
+def test_evaluate_multi_clip_multi_crop(motion_store, tmp_path, capsys):
+    run = tmp_path / "run"
+    run_training(_config(motion_store, epochs=1), run, progress=False)
     capsys.readouterr()
     m = evaluate(run / "best.pt", clips=3, crops=3)
     out = capsys.readouterr().out
