@@ -50,11 +50,16 @@ def store(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def pretrained(store, tmp_path_factory) -> Path:
-    """best.pt of a one-epoch masked-video run on ``store``."""
-    out = tmp_path_factory.mktemp("masked") / "pre"
-    run_training(CONFIG, out, overrides=_overrides(store, "train.epochs=1"), progress=False)
-    return out / "best.pt"
+def trained(store, tmp_path_factory) -> tuple[Path, dict]:
+    """The folder and summary of a two-epoch masked-video run on ``store``: the run the
+    trainer's test checks, whose best.pt predict, fine-tuning and the export read."""
+    out = tmp_path_factory.mktemp("masked") / "whole"
+    return out, run_training(CONFIG, out, overrides=_overrides(store), progress=False)
+
+
+@pytest.fixture(scope="module")
+def pretrained(trained) -> Path:
+    return trained[0] / "best.pt"
 
 
 def _overrides(store: Path, *more: str) -> list[str]:
@@ -128,11 +133,12 @@ def test_the_loss_sees_only_masked_patches_and_the_encoder_only_visible_ones():
     assert not torch.equal(model(changed(~masked).float() / 255), out)
 
 
-def test_a_masked_video_run_trains_resumes_evaluates_and_reconstructs(store, tmp_path, capsys):
+def test_a_masked_video_run_trains_resumes_evaluates_and_reconstructs(
+    store, trained, tmp_path, capsys
+):
     over = _overrides(store)
-    whole = run_training(CONFIG, tmp_path / "whole", overrides=over, progress=False)
+    run, whole = trained
     assert whole["task"] == "masked_video" and whole["best"]["metric"] == "val_loss"
-    run = tmp_path / "whole"
     for name in ("best.pt", "last.pt", "curves.png", "epochs.csv", "log.jsonl", "summary.json"):
         assert (run / name).is_file(), name
     rows = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
@@ -293,22 +299,6 @@ def test_repeats_give_k_seeded_windows_of_one_video_for_any_worker_count(store):
         load_config(CONFIG, _overrides(store, "data.sampler=sliding"))
 
 
-@pytest.mark.slow
-def test_the_encoder_exports_to_onnx_with_its_contract(pretrained, tmp_path):
-    onnx = pytest.importorskip("onnx")
-    pytest.importorskip("onnxruntime")
-    from hyperframes.infer import export_onnx
-
-    report = export_onnx(pretrained, tmp_path / "enc.onnx", size=32)
-    assert report.output_name == "features" and report.output_shape == ["batch", 4 * 16, 32]
-    assert report.max_abs_diff is not None and report.max_abs_diff < 1e-4
-    meta = {p.key: p.value for p in onnx.load(str(tmp_path / "enc.onnx")).metadata_props}
-    assert meta["task"] == "masked_video" and json.loads(meta["frames"]) == 4
-    assert json.loads(meta["hyperframes.contract"])["frames"] == 4
-    side = json.loads((tmp_path / "enc.onnx.json").read_text())
-    assert side["output"] == {"features": ["batch", 64, 32]}
-
-
 @pytest.fixture(scope="module")
 def mixed_run(tmp_path_factory) -> Path:
     """best.pt of a one-step masked-video run with ``augmentation.size: 64`` on a store of
@@ -355,11 +345,19 @@ def test_a_run_on_mixed_frame_shapes_keeps_its_crop_for_eval_and_predict(mixed_r
 
 
 @pytest.mark.slow
-def test_a_run_on_mixed_frame_shapes_exports_its_crop(mixed_run, tmp_path):
-    pytest.importorskip("onnx")
+def test_the_encoder_exports_to_onnx_with_its_contract_and_crop(mixed_run, tmp_path):
+    """One export (each costs seconds): the encoder's features, checked against torch by
+    onnxruntime, the contract in the metadata, and the run's 64 x 64 crop as its input."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
     from hyperframes.infer import export_onnx
 
-    export_onnx(mixed_run, tmp_path / "enc.onnx", check=False)
+    report = export_onnx(mixed_run, tmp_path / "enc.onnx")
+    assert report.output_name == "features" and report.output_shape == ["batch", 4 * 64, 32]
+    assert report.max_abs_diff is not None and report.max_abs_diff < 1e-4
+    meta = {p.key: p.value for p in onnx.load(str(tmp_path / "enc.onnx")).metadata_props}
+    assert meta["task"] == "masked_video" and json.loads(meta["frames"]) == 4
+    assert json.loads(meta["hyperframes.contract"])["frames"] == 4
     side = json.loads((tmp_path / "enc.onnx.json").read_text())
     assert side["preprocessing"]["crop"] == 64
     assert side["output"] == {"features": ["batch", 4 * 64, 32]}  # T=4 x an 8x8 patch grid

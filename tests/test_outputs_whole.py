@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 import hyperframes
-from hyperframes import DecodeError, InputError
+from hyperframes import DecodeError, InputError, models
 from hyperframes.demo import make_motion_frames, write_h264
 from hyperframes.infer import predict_video
 from hyperframes.train._checkpoint import save_checkpoint
-from test_hostile_inputs import _state
+from test_hostile_inputs import T, _state
 
 #: the code under test, for the child processes (the tree this process imported)
 SRC = str(Path(hyperframes.__file__).resolve().parents[1])
@@ -66,14 +66,27 @@ def test_a_failed_run_keeps_the_previous_timeline(checkpoint, tmp_path):
     assert sorted(os.listdir(out)) == sorted(FINAL)
 
 
+def _wide_checkpoint(path: Path, classes: int) -> Path:
+    """A checkpoint of ``classes`` classes: a timeline row of ~9 bytes a class, so the CSV's
+    first 8 KiB (what its buffer writes out at once) hold a few windows, not a hundred."""
+    import torch
+
+    names = [f"class_{i:02d}" for i in range(classes)]
+    state = _state(num_classes=classes, classes=names, **{"config.model.num_classes": classes})
+    torch.manual_seed(0)
+    state["model"] = models.create("cnn_lstm", num_classes=classes, frames=T).state_dict()
+    return save_checkpoint(path, state)
+
+
 def test_kill_9_during_predict_leaves_nothing_at_the_final_names(checkpoint, tmp_path):
     clip = make_motion_frames("up", frames=250, size=32, rng=np.random.default_rng(0))
     video = write_h264(tmp_path / "long.mp4", clip, fps=25)
     out = tmp_path / "o"
+    wide = _wide_checkpoint(tmp_path / "wide.pt", classes=48)  # ~15 windows fill 8 KiB
     code = textwrap.dedent(
         f"""
         from hyperframes.infer import predict_video
-        predict_video({str(checkpoint)!r}, {str(video)!r}, out={str(out)!r}, batch_size=1)
+        predict_video({str(wide)!r}, {str(video)!r}, out={str(out)!r}, batch_size=1)
         """
     )
     env = {**os.environ, "PYTHONPATH": SRC}
@@ -83,7 +96,7 @@ def test_kill_9_during_predict_leaves_nothing_at_the_final_names(checkpoint, tmp
         written = None
         while written is None and time.monotonic() < deadline:  # rows being streamed
             for p in out.glob("*timeline.csv*") if out.is_dir() else ():
-                if p.stat().st_size > 400:
+                if p.stat().st_size > 4096:  # more than the header (~600 bytes): rows
                     written = p
             time.sleep(0.005)
         assert written is not None and child.poll() is None, "predict ended before the kill"
@@ -134,7 +147,7 @@ def test_a_full_disk_while_saving_is_one_line_and_loses_nothing(tmp_path):
             import resource, signal, sys
             import torch
             sys.path.insert(0, {str(Path(__file__).parent)!r})
-            from test_hostile_inputs import _state
+            from test_hostile_inputs import T, _state
             from hyperframes.train._checkpoint import save_checkpoint
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not a signal
             resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, resource.RLIM_INFINITY))
