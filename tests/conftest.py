@@ -76,10 +76,33 @@ def _decoder_unavailable(name: str) -> str | None:
     return None
 
 
+#: the longest files (measured with --durations), run first: `--dist loadfile` hands out whole
+#: files in collection order, and a long file left for the end keeps one worker busy alone
+LONGEST_FIRST = (
+    "test_train_demo.py",
+    "test_build_ray.py",
+    "test_examples.py",
+    "test_masked_video.py",
+    "test_demo.py",
+    "test_annotation_rows.py",
+    "test_plan.py",
+    "test_train_run.py",
+    "test_s3.py",
+    "test_train_elastic.py",
+)
+
+
+def _longest_first(item) -> int:
+    name = item.path.name
+    return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
     """A test parametrised over a decoder that cannot load here (torchcodec without the
     system's FFmpeg libraries) is skipped with the decoder's own reason; CI installs FFmpeg
-    (`make system-deps`), so there every backend runs."""
+    (`make system-deps`), so there every backend runs. The longest files go first
+    (:data:`LONGEST_FIRST`; a stable sort, each file's own order kept)."""
+    items.sort(key=_longest_first)
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         for key in _DECODER_PARAMS:
