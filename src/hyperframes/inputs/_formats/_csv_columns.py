@@ -24,16 +24,18 @@ def read_columns(data: Path, header: list[str], root: Path) -> Rows | None:
     """Every row of ``data`` (header ``header``) as columns of a :class:`Rows`; None when the
     file is not one this reader takes, or pyarrow is not installed."""
     try:
-        import pyarrow as pa  # optional (the hf extra brings it)
-        import pyarrow.compute as pc
-        import pyarrow.csv as pacsv
+        import pyarrow as pa  # type: ignore[import-untyped]  # optional (the hf extra)
+        import pyarrow.compute as pc  # type: ignore[import-untyped]
+        import pyarrow.csv as pacsv  # type: ignore[import-untyped]
     except ImportError:
         return None
     lines = _data_lines(data)
     if lines is None:
         return None
     names = [f"c{i}" for i in range(len(header))]
-    wanted = {h: names[header.index(h)] for h in ("path", "label", "split") if h in header}
+    wanted: dict[str, str] = {
+        h: names[header.index(h)] for h in ("path", "label", "split") if h in header
+    }
     try:
         reader = pacsv.open_csv(
             data,
