@@ -253,3 +253,28 @@ def source_finder(sources: Sequence[Source]):
     if isinstance(sources, SourceColumns):
         return sources.find
     return {s.path: s for s in sources}.get
+
+
+def append_columns(
+    columns: SourceColumns,
+    blob: bytes,
+    ends: np.ndarray,
+    labels: tuple[np.ndarray, list[str]],
+    splits: tuple[np.ndarray, list[str]],
+    file: str,
+    lines: np.ndarray,
+) -> None:
+    """Append rows given as whole columns (no Python work per row): ``blob`` the paths'
+    bytes end to end, ``ends`` where each ends in it; ``labels`` and ``splits`` as ``(codes,
+    names)`` (code -1: none); every row ``"file:line"`` with its line from ``lines``. The
+    rows' files are not looked at (their kind is unseen)."""
+    n = len(ends)
+    base = len(columns._blob)
+    columns._blob += blob
+    columns._ends.frombytes((np.asarray(ends, np.int64) + base).tobytes())
+    for col, (codes, names) in ((columns._label, labels), (columns._split, splits)):
+        ids = np.array([*(columns.strings.id(s) for s in names), -1], dtype=np.int32)
+        col.frombytes(ids[np.asarray(codes, np.int64)].tobytes())
+    columns._kind += bytes([_UNSEEN]) * n
+    columns._file.frombytes(np.full(n, columns.strings.id(file), np.int32).tobytes())
+    columns._line.frombytes(np.asarray(lines, np.uint32).tobytes())

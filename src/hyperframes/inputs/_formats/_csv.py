@@ -12,8 +12,9 @@ from pathlib import Path
 
 from ..._core._errors import InputError
 from .._sources import ANNOTATION_EXTENSIONS, Inputs, Segment
+from ._csv_columns import read_columns
 from ._registry import GENERIC, SPECIFIC, Probe, register_input_format
-from ._rows import RowError, Rows, csv_rows, segment
+from ._rows import RowError, Rows, csv_header, csv_rows, segment
 
 COLUMNS = ("path", "label", "split", "start", "end")
 
@@ -32,10 +33,14 @@ def _detect(probe: Probe) -> int:
     detect=_detect,
 )
 def read_csv(data: Path, root: Path | None) -> Inputs:
-    header, lines = csv_rows(data)
+    header = csv_header(data)
     _check_header(data, header)
-    rows = Rows(data, root or data.parent)
     timed = "start" in header
+    read = None if timed else read_columns(data, header, root or data.parent)
+    if read is not None:  # a plain CSV: read as whole columns, no Python work per row
+        return read.inputs()
+    header, lines = csv_rows(data)
+    rows = Rows(data, root or data.parent)
     for lineno, row in lines:
         where = f"{data}:{lineno}"
         listed = row.get("path", "")

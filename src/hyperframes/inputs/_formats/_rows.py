@@ -20,7 +20,7 @@ import numpy as np
 
 from ..._core._errors import InputError
 from ..._core._json import TOO_DEEP, loads_json
-from .._columns import SourceColumns, path_hash, source_paths
+from .._columns import SourceColumns, append_columns, path_hash, source_paths
 from .._sources import (
     IMAGE_EXTENSIONS,
     VIDEO_EXTENSIONS,
@@ -77,12 +77,25 @@ def text_lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield lineno, line
 
 
+def csv_header(path: Path) -> list[str]:
+    """The lower-cased header of a CSV (its first line; the file closed again)."""
+    lines = _streamed(path, _open_text(path))
+    try:
+        return _header(csv.reader(lines))
+    finally:
+        lines.close()
+
+
+def _header(reader) -> list[str]:
+    return [h.strip().lower() for h in next(reader, [])]
+
+
 def csv_rows(path: Path) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
     """The lower-cased header of a CSV and its rows as ``(line number, {column: value})``;
     blank lines are not rows. The rows are read as they are asked for (a line at a time)."""
     lines = _streamed(path, _open_text(path))
     reader = csv.reader(lines)
-    header = [h.strip().lower() for h in next(reader, [])]
+    header = _header(reader)
 
     def rows():
         for cells in reader:
@@ -240,6 +253,27 @@ class Rows:
             self._first_listed = listed or key
         self._columns.append(new, seen=kind is not None)
         self._hashes.append(path_hash(key))
+
+    def add_columns(
+        self,
+        blob: bytes,
+        ends: np.ndarray,
+        hashes: np.ndarray,
+        labels: tuple[np.ndarray, list[str]],
+        splits: tuple[np.ndarray, list[str]],
+        lines: np.ndarray,
+        first_listed: str,
+    ) -> None:
+        """Add rows given as columns (:func:`append_columns`; ``hashes``: each path's
+        :func:`path_hash`), each ``"{data}:line"``, none looked at: what :meth:`add` does
+        for each, with no Python work per row."""
+        if not len(ends):
+            return
+        self.rows += len(ends)
+        if self._first_listed is None:
+            self._first_listed = first_listed
+        append_columns(self._columns, blob, ends, labels, splits, str(self.data), lines)
+        self._hashes.frombytes(np.asarray(hashes, np.uint64).tobytes())
 
     def fail(self, path: str | os.PathLike, row: str, why: str) -> None:
         """The row names ``path`` but cannot be used: ``path`` is not stored, and is listed in
