@@ -117,10 +117,9 @@ class BatchPlanner:
 
 
 def _by_shard(shard: np.ndarray, offsets: np.ndarray, nbytes: np.ndarray) -> list:
+    if len(shard) and (shard == shard[0]).all():  # (the usual batch: one shard, no sort)
+        return [(int(shard[0]), offsets, nbytes)]
     order = np.argsort(shard, kind="stable")
     shard, offsets, nbytes = shard[order], offsets[order], nbytes[order]
-    cut = np.flatnonzero(np.diff(shard)) + 1
-    return [
-        (int(k[0]), o, n)
-        for k, o, n in zip(np.split(shard, cut), np.split(offsets, cut), np.split(nbytes, cut))
-    ]
+    cut = np.concatenate([[0], np.flatnonzero(np.diff(shard)) + 1, [len(shard)]]).tolist()
+    return [(int(shard[a]), offsets[a:z], nbytes[a:z]) for a, z in zip(cut[:-1], cut[1:])]

@@ -61,7 +61,8 @@ class BatchReads(StoreBase):
         if size is not None or boxes is not None:
             return self._read_boxes(reqs, size, boxes, out)
         geoms = [self._geom(v) for v, _ in reqs]
-        self.fetch_batch(reqs)
+        if not self._source.is_local:  # (reqs checked: planned as they are)
+            self._source.prefetch(self._batch_plan(reqs))
         shapes = {(len(ix), *g[4:7]) for (_, ix), g in zip(reqs, geoms)}
         order = sorted(
             range(len(reqs)), key=lambda b: (geoms[b][0], geoms[b][1], reqs[b][1][:1].tolist())
