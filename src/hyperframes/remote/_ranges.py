@@ -6,6 +6,9 @@ fetches every range at once (``_source.RemoteShards.prefetch``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import pairwise
+
 import numpy as np
 
 __all__ = ["BatchPlanner", "frame_runs", "read_ranges"]
@@ -93,7 +96,7 @@ class BatchPlanner:
         self.row_offset = chunks["offset"].astype(np.int64)
         self.row_nbytes = chunks["nbytes"].astype(np.int64)
 
-    def plan(self, vids: np.ndarray, idx: list[np.ndarray]) -> list:
+    def plan(self, vids: Sequence[int] | np.ndarray, idx: list[np.ndarray]) -> list:
         lengths = np.fromiter((len(ix) for ix in idx), np.int64, len(idx))
         if not lengths.sum():
             return []
@@ -122,4 +125,4 @@ def _by_shard(shard: np.ndarray, offsets: np.ndarray, nbytes: np.ndarray) -> lis
     order = np.argsort(shard, kind="stable")
     shard, offsets, nbytes = shard[order], offsets[order], nbytes[order]
     cut = np.concatenate([[0], np.flatnonzero(np.diff(shard)) + 1, [len(shard)]]).tolist()
-    return [(int(shard[a]), offsets[a:z], nbytes[a:z]) for a, z in zip(cut[:-1], cut[1:])]
+    return [(int(shard[a]), offsets[a:z], nbytes[a:z]) for a, z in pairwise(cut)]
