@@ -20,11 +20,12 @@ from ._files import (
     is_precondition_failed,
     join_url,
 )
-from ._ranges import frame_runs, read_ranges
+from ._ranges import BatchPlanner, frame_runs, read_ranges
 
 __all__ = [
     "BLOCK_BYTES",
     "PIECE_BYTES",
+    "BatchPlanner",
     "BlockCache",
     "CacheWarning",
     "LocalShards",

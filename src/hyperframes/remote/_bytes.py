@@ -161,9 +161,13 @@ class RemoteShards:
         """Through the cache: the ranges as pieces that each lie in one cache block, so every
         piece is served as a view of its block's map (no join), except a range that itself
         crosses a block boundary (a piece of its own, joined). Ranges that overlap are merged;
-        touching ranges of one block are one piece."""
-        order = np.argsort(starts, kind="stable")
-        s, e = starts[order], ends[order]
+        the ranges inside one block are one piece, gaps and all (a view costs nothing more,
+        and the cache serves the block from the first to the last byte wanted anyway)."""
+        if len(starts) > 1 and (starts[1:] < starts[:-1]).any():
+            order = np.argsort(starts, kind="stable")
+            s, e = starts[order], ends[order]
+        else:  # (a batch's plan: in order already)
+            s, e = starts, ends
         reach = np.maximum.accumulate(e)
         new = np.ones(len(s), bool)
         new[1:] = s[1:] >= reach[:-1]  # (touching ranges stay apart here)
@@ -173,7 +177,7 @@ class RemoteShards:
         b0, b1 = a_s // bb, (a_e - 1) // bb
         one = b0 == b1
         cont = np.zeros(len(a_s), bool)
-        cont[1:] = (a_s[1:] == a_e[:-1]) & one[1:] & one[:-1] & (b0[1:] == b0[:-1])
+        cont[1:] = one[1:] & one[:-1] & (b0[1:] == b0[:-1])
         pf = np.flatnonzero(~cont)
         return a_s[pf], a_e[np.append(pf[1:], len(a_s)) - 1]
 

@@ -120,6 +120,8 @@ class _Mapped:
     def check(self, first: int, last: int) -> bool:
         """Pieces ``first..last`` match their checksums (each hashed once per mapping)."""
         ok, sums, view = self.ok, self.sums, self.view
+        if ok.find(0, first, last + 1) < 0:  # (all checked before: no loop over them)
+            return True
         for j in range(first, last + 1):
             if ok[j]:
                 continue
@@ -164,10 +166,16 @@ class BlockCache:
         self._counts = threading.Lock()
         #: entries mapped by this process (a fork inherits them: the maps stay valid)
         self._maps: dict[str, _Mapped] = {}
+        #: keys made by this object, by (url, size, etag): a read hashes none
+        self._keys: dict[tuple[str, int, str], str] = {}
+        self._blocks_dir = str(self.blocks) + os.sep
 
     def key(self, url: str, size: int, etag: str) -> str:
-        text = f"{url}\n{size}\n{etag}\n{self.block_bytes}\n{_LAYOUT}"
-        return xxhash.xxh3_128_hexdigest(text.encode())
+        got = self._keys.get((url, size, etag))
+        if got is None:
+            text = f"{url}\n{size}\n{etag}\n{self.block_bytes}\n{_LAYOUT}"
+            got = self._keys[url, size, etag] = xxhash.xxh3_128_hexdigest(text.encode())
+        return got
 
     # -- entries --------------------------------------------------------------------------
     def get(self, name: str, lo: int = 0, hi: int | None = None) -> Bytes | None:
@@ -176,7 +184,7 @@ class BlockCache:
         is mapped, each piece the first time a read serves it; a later read checks them again
         only when the entry's file changed since (its inode, size, mtime or ctime differ: one
         ``stat`` a read, see the module)."""
-        path = os.path.join(self.blocks, name)  # (a str: no Path object per read)
+        path = self._blocks_dir + name  # (a str: no Path object or join per read)
         try:
             st = os.stat(path)
         except FileNotFoundError:
@@ -384,7 +392,18 @@ class BlockCache:
         bb = self.block_bytes
         span: dict[int, list[int]] = {}  # block -> [lo, hi] needed of it, block-relative
         for s, e in zip(starts, ends):
-            for b in range(s // bb, (e - 1) // bb + 1) if e > s else ():
+            if e <= s:
+                continue
+            b0, b1 = s // bb, (e - 1) // bb
+            if b0 == b1:  # (the usual range: inside one block)
+                lo, hi = s - b0 * bb, e - b0 * bb
+                have = span.get(b0)
+                if have is None:
+                    span[b0] = [lo, hi]
+                else:
+                    have[0], have[1] = min(have[0], lo), max(have[1], hi)
+                continue
+            for b in range(b0, b1 + 1):
                 lo, hi = max(s, b * bb) - b * bb, min(e, (b + 1) * bb) - b * bb
                 have = span.setdefault(b, [lo, hi])
                 have[0], have[1] = min(have[0], lo), max(have[1], hi)
@@ -424,8 +443,13 @@ class BlockCache:
                             self.skipped += 1
             if failure is not None:
                 self._failed(failure)
-        out = []
+        out: list[Bytes] = []
         for s, e in zip(starts, ends):
+            b0 = s // bb
+            if e > s and (e - 1) // bb == b0:  # (inside one block: a view of it)
+                lo, data = blocks[b0]
+                out.append(data[s - b0 * bb - lo : e - b0 * bb - lo])
+                continue
             parts = []
             for b in range(s // bb, (e - 1) // bb + 1) if e > s else ():
                 lo, data = blocks[b]

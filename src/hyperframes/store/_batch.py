@@ -14,6 +14,7 @@ import numpy as np
 
 from .._core._device import batch_out, window_columns, window_requests
 from .._core._errors import DataError, StoreError
+from ..remote import BatchPlanner
 from ._base import StoreBase
 from ._crop import centre_boxes, read_boxes
 
@@ -27,6 +28,9 @@ class BatchReads(StoreBase):
     _codec: Any
     _source: Any
     _views: dict[int, np.ndarray]
+    _videos: np.ndarray
+    #: plans a batch's byte ranges in one numpy step (made at the first remote batch)
+    _planner: BatchPlanner | None = None
 
     def _geom(self, i: int) -> tuple[int, ...]:
         raise NotImplementedError
@@ -57,7 +61,8 @@ class BatchReads(StoreBase):
         if size is not None or boxes is not None:
             return self._read_boxes(reqs, size, boxes, out)
         geoms = [self._geom(v) for v, _ in reqs]
-        self.fetch_batch(reqs)
+        if not self._source.is_local:  # (reqs checked: planned as they are)
+            self._source.prefetch(self._batch_plan(reqs))
         shapes = {(len(ix), *g[4:7]) for (_, ix), g in zip(reqs, geoms)}
         order = sorted(
             range(len(reqs)), key=lambda b: (geoms[b][0], geoms[b][1], reqs[b][1][:1].tolist())
@@ -121,6 +126,17 @@ class BatchReads(StoreBase):
         return out
 
     def _batch_plan(self, reqs) -> list:
+        """``[(shard, offsets, nbytes)]``: the byte ranges the ``(video, frame_indices)`` reads
+        ``reqs`` (checked) need, planned for the whole batch at once (:class:`BatchPlanner`);
+        window by window only for an index laid out otherwise."""
+        planner = self._planner
+        if planner is None:
+            planner = BatchPlanner(
+                self._videos, self._chunks, self.dtype.itemsize, self._codec is not None
+            )
+            self._planner = planner
+        if planner.usable:
+            return planner.plan([v for v, _ in reqs], [ix for _, ix in reqs])
         return [(self._geom(v)[0], *self._ranges(self._geom(v), ix)) for v, ix in reqs]
 
     def fetch_batch(self, requests: Sequence[tuple]) -> None:
