@@ -127,7 +127,7 @@ def test_model_options_are_checked_once_by_the_registry():
     spec.check_options({"extra_channels": 2})
     message = (
         "channel_resnet18 has no option(s) 'extra_chanels'; did you mean extra_channels? "
-        "(allowed: checkpointing, extra_channels)"
+        "(allowed: checkpointing, extra_channels, dropout)"
     )
     with pytest.raises(ConfigError) as err:
         spec.check_options({"extra_chanels": 2})

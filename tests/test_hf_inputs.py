@@ -225,6 +225,6 @@ def test_without_the_datasets_package_a_saved_dataset_says_which_extra(tmp_path,
     monkeypatch.setitem(sys.modules, "datasets", None)  # as if it were not installed
     assert detect_input_format(saved) == "hf_disk"  # detection reads file names only
     with pytest.raises(
-        InputError, match=r"saved\b.*'datasets' package: pip install hyperframes\[hf\]"
+        InputError, match=r"saved\b.*'datasets' package: pip install 'hyperframes-video\[hf\]'"
     ):
         scan_inputs(saved, root=tmp_path)

@@ -139,6 +139,7 @@ def test_eval_and_predict_give_the_same_logits(stores, tmp_path, monkeypatch, na
         for k, f in enumerate(frames):
             preds += p.push(np.ascontiguousarray(f.transpose(1, 2, 0)), k / 10)
         preds += p.flush()
+        preds = [q for q in preds if not q.mirrored]  # a dense model's padded ends aside
         assert (preds[0].first_source_frame, preds[0].last_source_frame) == (0, len(span) - 1)
         got = torch.from_numpy(preds[0].logits)
         diff = (got - evaluated[item]).abs().max().item()

@@ -156,8 +156,10 @@ def test_rows_outside_the_root_fail_as_they_are_handed_out(tmp_path):
     assert "no such file" in errors[str(root / "missing.mp4")]
 
 
-#: the slow tier's generated annotation: WebVid-10M's size
-TEN_MILLION = 10**7
+#: rows of the suite's run of the peak test; ``make test-scale`` runs it at WebVid-10M's size
+#: (HYPERFRAMES_MANY_ROWS=10000000), which a build at about 140 us per failed row on this
+#: machine turns into 25 minutes: too long for the gate
+SUITE_ROWS = 100_000
 _BUILD_PEAK = """
 import resource, sys
 from hyperframes.build import BuildOptions, build_store
@@ -167,10 +169,11 @@ print(r.videos, r.num_failed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 @pytest.mark.slow
-def test_ten_million_rows_build_in_under_a_gigabyte(tmp_path):
-    """A build of 10^7 rows (one real video, the rest missing: each a failed row) peaks
-    under 1 GB (measured: see docs/guides/large-annotations.md)."""
-    rows = int(os.environ.get("HYPERFRAMES_MANY_ROWS", TEN_MILLION))
+def test_many_rows_build_in_under_a_gigabyte(tmp_path):
+    """A build of many rows (one real video, the rest missing: each a failed row) peaks
+    under 1 GB: 10^5 rows in the suite, 10^7 with ``make test-scale`` (measured: see
+    docs/guides/large-annotations.md)."""
+    rows = int(os.environ.get("HYPERFRAMES_MANY_ROWS", SUITE_ROWS))
     data = _annotation(tmp_path, rows - 1)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     out = subprocess.run(

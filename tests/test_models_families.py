@@ -85,7 +85,7 @@ def test_channel_timm_missing_is_a_clear_error(monkeypatch):
         importlib.util, "find_spec", lambda n, *a: None if n == "timm" else real(n, *a)
     )
     assert not M.get_spec("channel_timm").available
-    with pytest.raises(ConfigError, match="pip install timm"):
+    with pytest.raises(ConfigError, match=r"pip install 'hyperframes-video\[timm\]'"):
         M.create("channel_timm")
 
 

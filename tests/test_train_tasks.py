@@ -69,6 +69,21 @@ def _example(name: str):
         labels, mask = torch.zeros(B, dtype=torch.int64), torch.ones(B, 2, dtype=torch.bool)
         batch = HyperframeBatch(frames, labels, mask, meta)
         return create_task(name, ["pixels"]), out, batch
+    if name == "detection":  # a real detector's output on 2 stacked 32x32 frames
+        from hyperframes import models
+
+        frames = torch.randint(0, 256, (B, 2, 3, 32, 32), generator=g, dtype=torch.uint8)
+        torch.manual_seed(0)
+        net = models.create("fcos_channel", num_classes=2, frames=2).eval()
+        with torch.no_grad():
+            out = net(frames.flatten(1, 2).float() / 255)
+        boxes = torch.full((B, 2, 5), -1.0)  # x1, y1, x2, y2, class; -1 pads
+        boxes[:, 0] = torch.tensor([0.1, 0.2, 0.6, 0.7, 1.0])
+        boxes[0, 1] = torch.tensor([0.5, 0.5, 0.9, 0.8, 0.0])
+        labels, mask = torch.zeros(B, dtype=torch.int64), torch.ones(B, 2, dtype=torch.bool)
+        meta = [{"item": i, "video_id": i // 2} for i in range(B)]
+        batch = HyperframeBatch(frames, labels, mask, meta, target=boxes)
+        return create_task(name, ["person", "car"]), out, batch
     raise AssertionError(f"add an example of the task {name!r} to _example")
 
 
@@ -108,7 +123,16 @@ def test_a_registered_task_keeps_the_contract(name):
     keys = set(record) | {task.train_metric}
     assert {k for k, _ in task.curves} <= keys and {k for k, _ in task.shown} <= keys
     # hyperframes eval: one pass of views, each item a view
-    views = task.evaluate_views([{**pred, "items": np.arange(len(batch)), "video_ids": [0] * 4}])
+    views = task.evaluate_views(
+        [
+            {
+                **pred,
+                "items": np.arange(len(batch)),
+                "video_ids": [0] * 4,
+                "key_seconds": np.arange(len(batch)) / 10,
+            }
+        ]
+    )
     assert views
 
 

@@ -260,8 +260,9 @@ class PyAVFrame:
         return kwargs
 
     def to_rgb(self, size: tuple[int, int] | None = None) -> np.ndarray:
+        scaling = self._scaling(size)  # a bad size is the caller's ConfigError, raised here
         try:
-            rgb = self._frame.to_ndarray(format="rgb24", **self._scaling(size))
+            rgb = self._frame.to_ndarray(format="rgb24", **scaling)
         except Exception as e:
             raise DecodeError(
                 f"{self._path}: frame {self.index}: RGB conversion failed: {e}"
@@ -280,8 +281,9 @@ class PyAVFrame:
         source = self._frame.format.name
         if not source.startswith("yuv"):
             return None
+        scaling = self._scaling(size)
         try:
-            yuv = self._frame.reformat(format="yuv420p", **self._scaling(size))
+            yuv = self._frame.reformat(format="yuv420p", **scaling)
         except Exception as e:
             raise DecodeError(
                 f"{self._path}: frame {self.index}: I420 conversion failed: {e}"
