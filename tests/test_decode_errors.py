@@ -200,7 +200,9 @@ def test_unknown_or_missing_decoder_is_a_config_error(monkeypatch):
     with pytest.raises(ConfigError, match="unknown decoder 'nope'"):
         create_decoder("nope")
     monkeypatch.setitem(sys.modules, "decord", None)  # as if not installed
-    with pytest.raises(ConfigError, match=r"not installed.*pip install 'hyperframes-video\[decord\]'"):
+    with pytest.raises(
+        ConfigError, match=r"not installed.*pip install 'hyperframes-video\[decord\]'"
+    ):
         create_decoder("decord")
     with pytest.raises(ConfigError, match="unknown option"):
         create_decoder("pyav", fps=3)

@@ -13,7 +13,7 @@ import math
 import os
 import re
 from array import array
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +55,7 @@ def _open_text(path: Path) -> io.TextIOWrapper:
         raise InputError(f"{path}: cannot be read ({e.strerror})") from None
 
 
-def _streamed(path: Path, f: io.TextIOWrapper) -> Iterator[str]:
+def _streamed(path: Path, f: io.TextIOWrapper) -> Generator[str, None, None]:
     """The lines of the open file ``f`` (closed at the end), a read error an InputError."""
     with f:
         try:
