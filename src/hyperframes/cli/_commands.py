@@ -157,8 +157,9 @@ def report(args) -> int:
 
 
 def convert(args) -> int:
+    from .._core._errors import ConfigError  # deferred: the CLI loads a command's code when it runs
+
     # deferred: the CLI loads a command's code when it runs
-    from .._core._errors import ConfigError
     from ..build import conversion_summary, convert_codec, convert_to_hdf5
 
     fmt = args.format or ("folder" if args.codec else "hdf5")
