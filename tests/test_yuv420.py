@@ -16,7 +16,7 @@ import pytest
 from _stores import reseal
 from hyperframes import StoreError
 from hyperframes._core._resize import resize_planes
-from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
+from hyperframes.build import BuildOptions, build_store, convert_codec, convert_to_hdf5
 from hyperframes.build._publish import publish_store
 from hyperframes.cli._main import main
 from hyperframes.store import open_store, verify_store
@@ -315,3 +315,17 @@ def test_a_stopped_conversion_leaves_nothing_at_out_and_a_rerun_finishes_it(
     argv = ["convert", str(src), "--codec", "yuv420", "--format", "hdf5", "--out", "x.h5"]
     assert main(argv) != 0
     assert "takes no --codec" in capsys.readouterr().err
+
+
+def test_a_store_with_flow_converts_with_its_tracks(stores, tmp_path):
+    """The flow and homographies are copied after each video's frames, as they were."""
+    synth = Path(stores["yuv420"][1]).parent / "synth"
+    src = tmp_path / "flow"
+    build_store(synth, src, BuildOptions(size="33x45", flow="dis"), progress=False)
+    out = convert_codec(src, tmp_path / "flow-yuv", "yuv420", progress=False)
+    assert verify_store(out) == []
+    with open_store(src) as a, open_store(out) as b:
+        assert b.has_flow and b.codec_name == "yuv420"
+        pairs = np.arange(a.videos.num_frames[0] - 1)
+        np.testing.assert_array_equal(b.read_flow(0, pairs), a.read_flow(0, pairs))
+        np.testing.assert_array_equal(b.homographies(0), a.homographies(0))

@@ -246,7 +246,7 @@ def _assemble(src: Store, staging: Path, codec: str, params: dict, opts: BuildOp
     videos = np.zeros(len(old), VIDEO_DTYPE)
     for col in old.dtype.names or ():
         videos[col] = old[col]
-    chunks = []
+    chunks: list[tuple] = []
     for v in range(len(old)):
         name, rec = done[v]
         videos[v]["shard"] = shard_id[name]
