@@ -89,8 +89,8 @@ def convert_codec(
     ``chunk_frames`` (lz4, zstd) as for a build."""
     if is_url(out):
         raise ConfigError(
-            f"convert --codec writes a store folder here, not {out}; convert to a folder, "
-            "then publish it with `hyperframes build` options or copy it"
+            f"convert --codec writes a store folder on this machine, not {out}; convert to a "
+            "local folder, then upload that folder"
         )
     if codec not in list_codecs():
         raise ConfigError(f"unknown codec {codec!r}; choose one of {', '.join(list_codecs())}")
