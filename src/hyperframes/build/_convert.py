@@ -118,7 +118,7 @@ def convert_codec(
 def _open_source(store) -> Store:
     if isinstance(store, Store):
         return store
-    src = open_store(store) if is_url(store) else Store(store)
+    src = open_store(store)
     if not isinstance(src, Store):  # an HDF5 file: no shards, nor chunk tables, to rewrite
         src.close()
         raise ConfigError(
