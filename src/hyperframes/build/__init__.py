@@ -18,6 +18,7 @@ The modules, in the order a build goes through them:
 - ``_publish``: staging and uploading to a URL, and :func:`gc_store` for what a killed run
   left there;
 - ``_hdf5``: :func:`convert_to_hdf5` (to a path or a URL) and ``build --format hdf5``;
+  ``_convert``: :func:`convert_codec`, a store folder written again in another codec;
 - ``_options``: :class:`BuildOptions`, every option of a build, checked once.
 
 The entry points load on first use: ``_build`` imports the decoders (PyAV), which
@@ -34,6 +35,7 @@ __all__ = [
     "HeaderSize",
     "build_store",
     "conversion_summary",
+    "convert_codec",
     "convert_to_hdf5",
     "dry_run",
     "gc_store",
@@ -48,6 +50,7 @@ _LAZY = {
     "header_sizes": "._build",
     "HeaderSize": "._build",
     "gc_store": "._publish",
+    "convert_codec": "._convert",
     "convert_to_hdf5": "._hdf5",
     "conversion_summary": "._hdf5",
 }

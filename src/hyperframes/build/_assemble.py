@@ -49,7 +49,7 @@ from ._report import BuildReport, as_given, damage_row
 from ._resume import live_records
 from ._shard import checksum_file, load_shard
 
-__all__ = ["assemble", "git_commit"]
+__all__ = ["assemble", "codec_params", "file_rows", "git_commit", "shard_rows"]
 
 
 def git_commit() -> str | None:
@@ -114,12 +114,12 @@ def assemble(
     write_json_atomic(index / STRINGS_FILE, strings)
     details = "".join(json.dumps(d) + "\n" for d in tables.details)
     write_bytes_atomic(index / DETAILS_FILE, details.encode())
-    shard_rows = _shard_rows(store, shards, suspect)
+    rows = shard_rows(store, shards, suspect)
     report = BuildReport(
         store=str(store),
         videos=len(kept),
         frames=tables.num_frames,
-        store_bytes=sum(r["bytes"] for r in shard_rows),
+        store_bytes=sum(r["bytes"] for r in rows),
         source_bytes=int(tables.videos["source_bytes"].sum()),
         failed=failures.listed,
         reused=reused,
@@ -133,7 +133,7 @@ def assemble(
         failed_count=failures.count,
         failures_file=str(store / FAILURES_FILE) if failures.count else None,
     )
-    manifest = _manifest(options, report, classes, shard_rows, _file_rows(index, index_files))
+    manifest = _manifest(options, report, classes, rows, file_rows(index, index_files))
     if boxes is not None:
         manifest["box_classes"] = boxes[0].classes
         manifest["boxes_file"] = str(Path(boxes[0].file).absolute())
@@ -188,7 +188,7 @@ def _upsampled(kept: list[Source], tables: IndexTables, *, over_gaps: bool = Fal
     )
 
 
-def _shard_rows(store: Path, shards: list[str], suspect: set[str]) -> list[dict]:
+def shard_rows(store: Path, shards: list[str], suspect: set[str]) -> list[dict]:
     """The manifest's row of each kept shard: its name, bytes and checksum."""
     rows = []
     for name in shards:
@@ -202,7 +202,7 @@ def _shard_rows(store: Path, shards: list[str], suspect: set[str]) -> list[dict]
     return rows
 
 
-def _file_rows(index: Path, names: list[str]) -> list[dict]:
+def file_rows(index: Path, names: list[str]) -> list[dict]:
     """The manifest's row of each index file: its name, bytes and checksum."""
     return [
         {
@@ -238,7 +238,7 @@ def _manifest(
             "else the decoder's default (BT.601, limited range)",
             "rotation": "display rotation applied: frames are stored upright",
         },
-        "codec": {"name": options.codec, **_codec_params(options)},
+        "codec": {"name": options.codec, **codec_params(options)},
         "dtype": options.dtype,
         "layout": "FCHW",
         "normalize": (
@@ -264,7 +264,7 @@ def _manifest(
     return manifest
 
 
-def _codec_params(options: BuildOptions) -> dict:
+def codec_params(options: BuildOptions) -> dict:
     if options.codec == "jpeg":
         return {"quality": options.jpeg_quality, "subsampling": "420", "library": "libjpeg-turbo"}
     if options.codec in ("lz4", "zstd"):

@@ -29,6 +29,7 @@ from ..store import (
     h5_index_checksum,
     open_store,
 )
+from ..store.format import MANIFEST
 from ._publish import check_write_access, publish_file, staging_dir
 
 COMPRESSIONS = ("lzf", "blosc", "gzip", "none")
@@ -83,6 +84,9 @@ def _converted_manifest(src: Store, layout: dict, frames_bytes: int, built: bool
 def conversion_summary(path: str | os.PathLike) -> str:
     """One line for ``hyperframes convert``: the file, its size, and what the conversion
     changed (the manifest's ``converted_from`` note)."""
+    if not is_url(path) and Path(path).is_dir():  # a store folder (``convert --codec``)
+        m = json.loads((Path(path) / MANIFEST).read_text())
+        return f"wrote {path} ({m['store_bytes'] / 1e6:.2f} MB): {m['converted_from']['note']}"
     if is_url(path):
         m = _remote_manifest(str(path))
         size, note = m["file_bytes"], m["converted_from"].get("note")

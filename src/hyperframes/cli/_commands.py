@@ -157,9 +157,30 @@ def report(args) -> int:
 
 
 def convert(args) -> int:
-    # deferred: the CLI loads a command's code when it runs
-    from ..build import conversion_summary, convert_to_hdf5
+    from .._core._errors import ConfigError  # deferred: the CLI loads a command's code when it runs
 
+    # deferred: the CLI loads a command's code when it runs
+    from ..build import conversion_summary, convert_codec, convert_to_hdf5
+
+    fmt = args.format or ("folder" if args.codec else "hdf5")
+    if fmt == "folder":
+        if args.codec is None:
+            raise ConfigError("convert --format folder needs --codec (as build --codec takes)")
+        out = convert_codec(
+            args.store,
+            args.out,
+            args.codec,
+            jpeg_quality=args.jpeg_quality,
+            chunk_frames=args.chunk_frames,
+            progress=not args.quiet,
+        )
+        print(conversion_summary(out))
+        return EXIT_OK
+    if args.codec is not None:
+        raise ConfigError(
+            f"convert --format hdf5 stores decoded frames and takes no --codec (got "
+            f"{args.codec}); convert to a folder with --codec, or leave --codec out"
+        )
     out = convert_to_hdf5(
         args.store, args.out, compression=args.compression, progress=not args.quiet
     )

@@ -17,6 +17,7 @@ from .._core._sizes import DEFAULT_MAX_GAP_SECONDS, DEFAULT_SIZE
 from .._version import __version__
 from . import _commands as run
 from ._build_flags import add_build_options, add_plan_options, seconds_or_none
+from ._choices import CODECS
 from ._frames import add_recalibrate, frames_option
 
 COMPRESSIONS = ["lzf", "blosc", "gzip", "none"]
@@ -28,7 +29,8 @@ EXAMPLES = {
     "gc": "hyperframes gc s3://bucket/store --delete",
     "show": "hyperframes show store --video 3 --start 40 --frames 16 --stride 2 --out w.png",
     "report": "hyperframes report store --out report --sampler keyframes --frames 8",
-    "convert": "hyperframes convert store --format hdf5 --out store.h5",
+    "convert": "hyperframes convert store --codec yuv420 --out store-yuv  (or --format hdf5 "
+    "--out store.h5)",
     "bench": "hyperframes bench videos/ --codecs raw,jpeg --windows 256 --keep bench_stores",
     "plan": "hyperframes plan videos/ --size 128 --sample 4 --budget 500GB",
     "models": "hyperframes models --json",
@@ -387,9 +389,28 @@ def _report_options(r) -> None:
 
 def _convert_options(c) -> None:
     c.add_argument("store", help="a store folder, or its URL (s3://bucket/prefix)")
-    c.add_argument("--format", default="hdf5", choices=["hdf5"], help="the format to write (hdf5)")
     c.add_argument(
-        "--out", required=True, help="the file to write (store.h5, or s3://bucket/store.h5)"
+        "--format",
+        choices=["hdf5", "folder"],
+        help="the format to write: hdf5 (decoded frames in one file; the default without "
+        "--codec) or folder (a store folder in --codec; the default with it)",
+    )
+    c.add_argument(
+        "--codec",
+        choices=CODECS,
+        help="write a store folder with its frames in this codec (raw, lz4, zstd, jpeg, "
+        "yuv420; from RGB, yuv420 stores BT.601 full range)",
+    )
+    c.add_argument(
+        "--jpeg-quality", type=int, default=90, help="with --codec jpeg: quality 1-100 (90)"
+    )
+    c.add_argument(
+        "--chunk-frames", type=int, default=4, help="with --codec lz4/zstd: frames per chunk (4)"
+    )
+    c.add_argument(
+        "--out",
+        required=True,
+        help="what to write: store.h5 (or s3://bucket/store.h5) for hdf5, a new folder for --codec",
     )
     c.add_argument(
         "--compression",

@@ -290,7 +290,10 @@ def _codec_lines(d: dict) -> list[str]:
     norm = f", normalize {d['normalize']}" if d["normalize"] else ""
     h = d["hdf5"]
     if h is None:
-        return [f"codec          {d['codec']}, dtype {d['dtype']}{norm}"]
+        lines = [f"codec          {d['codec']}, dtype {d['dtype']}{norm}"]
+        if d["converted_from"]:  # convert --codec: the frames were another codec's
+            lines.append(_converted_line(d["converted_from"]))
+        return lines
     compression = ", ".join(f"{k} ({n} videos)" for k, n in h["compression"].items())
     chunks = " or ".join(
         "one contiguous block" if c == 0 else f"chunks of {c} frame{'s' if c > 1 else ''}"
@@ -306,17 +309,22 @@ def _codec_lines(d: dict) -> list[str]:
     if src and src.get("built") is True:  # build --format hdf5: its staging store is no source
         lines.append("built          as HDF5 directly (build --format hdf5), not converted")
     elif src:
-        codec = dict(src["codec"])
-        name = codec.pop("name", "?")
-        params = ", ".join(f"{k}={v}" for k, v in codec.items())
-        was = src.get("store_bytes")
-        lines.append(
-            f"converted from a {name} store"
-            + (f" ({params})" if params else "")
-            + (f" of {was / 1e6:.2f} MB" if isinstance(was, int) else "")
-            + f" in {src.get('shards', '?')} shard(s)"
-        )
+        lines.append(_converted_line(src))
     return lines
+
+
+def _converted_line(src: dict) -> str:
+    """The line saying which store the frames were converted from (``converted_from``)."""
+    codec = dict(src["codec"])
+    name = codec.pop("name", "?")
+    params = ", ".join(f"{k}={v}" for k, v in codec.items())
+    was = src.get("store_bytes")
+    return (
+        f"converted from a {name} store"
+        + (f" ({params})" if params else "")
+        + (f" of {was / 1e6:.2f} MB" if isinstance(was, int) else "")
+        + f" in {src.get('shards', '?')} shard(s)"
+    )
 
 
 def _streams_line(s: dict) -> str:

@@ -219,6 +219,10 @@ class LocalFolder:
     def json(self, name: str):
         return _load_json(self.path / INDEX_DIR / name)
 
+    def index_bytes(self, name: str) -> bytes:
+        """The bytes of the index file ``name`` (what ``convert --codec`` copies)."""
+        return (self.path / INDEX_DIR / name).read_bytes()
+
     def shards(self, names: list[str], sizes) -> LocalShards:
         return LocalShards([self.path / SHARDS_DIR / n for n in names])
 

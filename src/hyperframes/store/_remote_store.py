@@ -186,6 +186,14 @@ class RemoteFolder:
             raise StoreError(f"{where}: not listed in the manifest; {ALTERED}")
         return parse_json(self._index[name], where)
 
+    def index_bytes(self, name: str) -> bytes:
+        """The bytes of the index file ``name``, as checked at open."""
+        if name not in self._index:
+            raise StoreError(
+                f"{self.where(INDEX_DIR, name)}: not listed in the manifest; {ALTERED}"
+            )
+        return self._index[name]
+
     def shards(self, names: list[str], sizes) -> RemoteShards:
         listing = self.files.listing()
         return RemoteShards(
