@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from array import array
 from collections.abc import Collection, Iterator, Sequence
 from typing import overload
@@ -20,6 +21,10 @@ from ._sources import Source, listed_kind
 _KINDS = ("video", "frames")
 #: the kind code of a row whose file is not looked at yet (:meth:`SourceColumns.row` does)
 _UNSEEN = 2
+#: how ``os.fsdecode`` turns a path's bytes into text (the same, without its checks per call)
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+#: rows :meth:`SourceColumns.plain_rows` looks up at a time
+_CHUNK = 4096
 
 
 def path_hash(path: str) -> int:
@@ -93,7 +98,28 @@ class SourceColumns(Sequence[Source]):
 
     def path(self, n: int) -> str:
         start = self._ends[n - 1] if n else 0
-        return os.fsdecode(bytes(self._blob[start : self._ends[n]]))
+        return self._blob[start : self._ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
+
+    def plain_rows(self, positions: Sequence[int]) -> Iterator[tuple[int, str, str | None, bool]]:
+        """``(position, path, row, whole)`` of each of ``positions`` (in the selection), in
+        order, with no :class:`Source` made nor file looked at; ``row`` is its
+        ``"file:line"``; ``whole``: the row is kept whole (segments, several labels, a link's
+        given path), so only :meth:`row` says all of it."""
+        blob, ends, kept, line, file = self._blob, self._ends, self._whole, self._line, self._file
+        names = self.strings.names
+        for i, n in self._numbered(positions):
+            path = blob[ends[n - 1] if n else 0 : ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
+            f = names[file[n]] if file[n] >= 0 else None
+            yield i, path, f if not line[n] else f"{f}:{line[n]}", n in kept
+
+    def _numbered(self, positions: Sequence[int]) -> Iterator[tuple[int, int]]:
+        """``(position, row number)`` of each of ``positions``, looked up a chunk at a time."""
+        for at in range(0, len(positions), _CHUNK):
+            chunk = positions[at : at + _CHUNK]
+            if self._order is None:
+                yield from zip(chunk, chunk)
+            else:
+                yield from zip(chunk, self._order[np.asarray(chunk, np.int64)].tolist())
 
     def row(self, n: int) -> Source:
         """Row ``n`` (of every row appended, selected or not) as a :class:`Source`."""
@@ -122,9 +148,9 @@ class SourceColumns(Sequence[Source]):
 
     def paths(self) -> Iterator[str]:
         """The selected rows' paths, in order (no file looked at, no :class:`Source` made)."""
-        rows = range(len(self._ends)) if self._order is None else self._order
-        for n in rows:
-            yield self.path(int(n))
+        blob, ends = self._blob, self._ends
+        for _, n in self._numbered(range(len(self))):
+            yield blob[ends[n - 1] if n else 0 : ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
 
     def take(self, rows) -> SourceColumns:
         """The same columns with only ``rows`` (row numbers, in the order given) selected."""
@@ -231,6 +257,14 @@ def source_paths(sources: Sequence[Source]) -> Iterator[str]:
     if isinstance(sources, SourceColumns):
         return sources.paths()
     return (s.path for s in sources)
+
+
+def paths_at(sources: Sequence[Source], positions: Sequence[int]) -> Iterator[tuple[int, str]]:
+    """``(position, path)`` of each of ``positions`` in ``sources`` (columns make no
+    :class:`Source`, nor look at a file, for it)."""
+    if isinstance(sources, SourceColumns):
+        return ((i, path) for i, path, _, _ in sources.plain_rows(positions))
+    return ((i, sources[i].path) for i in positions)
 
 
 def source_splits(sources: Sequence[Source]) -> set[str]:
