@@ -60,6 +60,8 @@ class SourceColumns(Sequence[Source]):
     def __init__(self) -> None:
         self._blob = bytearray()
         self._ends = array("q")
+        self._prefix = ""  # what the paths of the rows marked in ``_under`` start with
+        self._under = bytearray()  # 1: the row's path is ``_prefix`` + its bytes in the blob
         self._label = array("i")
         self._split = array("i")
         self._kind = bytearray()
@@ -76,6 +78,7 @@ class SourceColumns(Sequence[Source]):
         n = len(self._ends)
         self._blob += os.fsencode(source.path)
         self._ends.append(len(self._blob))
+        self._under.append(0)
         self._label.append(self.strings.id(source.label))
         self._split.append(self.strings.id(source.split))
         self._kind.append(_KINDS.index(source.kind) if seen else _UNSEEN)
@@ -98,7 +101,8 @@ class SourceColumns(Sequence[Source]):
 
     def path(self, n: int) -> str:
         start = self._ends[n - 1] if n else 0
-        return self._blob[start : self._ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
+        text = self._blob[start : self._ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
+        return self._prefix + text if self._under[n] else text
 
     def plain_rows(self, positions: Sequence[int]) -> Iterator[tuple[int, str, str | None, bool]]:
         """``(position, path, row, whole)`` of each of ``positions`` (in the selection), in
@@ -106,9 +110,11 @@ class SourceColumns(Sequence[Source]):
         ``"file:line"``; ``whole``: the row is kept whole (segments, several labels, a link's
         given path), so only :meth:`row` says all of it."""
         blob, ends, kept, line, file = self._blob, self._ends, self._whole, self._line, self._file
-        names = self.strings.names
+        names, prefix, under = self.strings.names, self._prefix, self._under
         for i, n in self._numbered(positions):
             path = blob[ends[n - 1] if n else 0 : ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
+            if under[n]:
+                path = prefix + path
             f = names[file[n]] if file[n] >= 0 else None
             yield i, path, f if not line[n] else f"{f}:{line[n]}", n in kept
 
@@ -148,9 +154,10 @@ class SourceColumns(Sequence[Source]):
 
     def paths(self) -> Iterator[str]:
         """The selected rows' paths, in order (no file looked at, no :class:`Source` made)."""
-        blob, ends = self._blob, self._ends
+        blob, ends, prefix, under = self._blob, self._ends, self._prefix, self._under
         for _, n in self._numbered(range(len(self))):
-            yield blob[ends[n - 1] if n else 0 : ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
+            path = blob[ends[n - 1] if n else 0 : ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
+            yield prefix + path if under[n] else path
 
     def take(self, rows) -> SourceColumns:
         """The same columns with only ``rows`` (row numbers, in the order given) selected."""
@@ -297,15 +304,26 @@ def append_columns(
     splits: tuple[np.ndarray, list[str]],
     file: str,
     lines: np.ndarray,
+    under: tuple[str, np.ndarray] | None = None,
 ) -> None:
     """Append rows given as whole columns (no Python work per row): ``blob`` the paths'
     bytes end to end, ``ends`` where each ends in it; ``labels`` and ``splits`` as ``(codes,
-    names)`` (code -1: none); every row ``"file:line"`` with its line from ``lines``. The
+    names)`` (code -1: none); every row ``"file:line"`` with its line from ``lines``;
+    ``under``: ``(prefix, marked)``, the rows ``marked`` (booleans) hold only what follows
+    ``prefix`` in their path (a root's rows: the root is kept once, not once a row). The
     rows' files are not looked at (their kind is unseen)."""
     n = len(ends)
     base = len(columns._blob)
     columns._blob += blob
     columns._ends.frombytes((np.asarray(ends, np.int64) + base).tobytes())
+    if under is None:
+        columns._under += bytes(n)
+    else:
+        prefix, marked = under
+        if columns._prefix and columns._prefix != prefix:
+            raise ValueError(f"rows under {prefix!r} added to columns under {columns._prefix!r}")
+        columns._prefix = prefix
+        columns._under += np.asarray(marked, np.uint8).tobytes()
     for col, (codes, names) in ((columns._label, labels), (columns._split, splits)):
         ids = np.array([*(columns.strings.id(s) for s in names), -1], dtype=np.int32)
         col.frombytes(ids[np.asarray(codes, np.int64)].tobytes())

@@ -264,6 +264,7 @@ class Rows:
         splits: tuple[np.ndarray, list[str]],
         lines: np.ndarray,
         first_listed: str,
+        under: tuple[str, np.ndarray] | None = None,
     ) -> None:
         """Add rows given as columns (:func:`append_columns`; ``hashes``: each path's
         :func:`path_hash`), each ``"{data}:line"``, none looked at: what :meth:`add` does
@@ -273,7 +274,7 @@ class Rows:
         self.rows += len(ends)
         if self._first_listed is None:
             self._first_listed = first_listed
-        append_columns(self._columns, blob, ends, labels, splits, str(self.data), lines)
+        append_columns(self._columns, blob, ends, labels, splits, str(self.data), lines, under)
         self._hashes.frombytes(np.asarray(hashes, np.uint64).tobytes())
 
     def fail(self, path: str | os.PathLike, row: str, why: str) -> None:
