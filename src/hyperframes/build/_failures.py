@@ -140,7 +140,7 @@ class FailureLog:
 
 
 #: bytes of the running file read at a time when it is settled
-_BLOCK = 1 << 22
+_BLOCK = 1 << 20
 #: stored videos looked for in each block of failures (with more, each line is read)
 _SEARCHED = 64
 #: how a plain failure line starts, and what follows its path
