@@ -25,6 +25,8 @@ _UNSEEN = 2
 _FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 #: rows :meth:`SourceColumns.plain_rows` looks up at a time
 _CHUNK = 4096
+#: positions in a selection of rows: a range, an array of them
+Positions = Sequence[int] | np.ndarray
 
 
 def path_hash(path: str) -> int:
@@ -104,7 +106,7 @@ class SourceColumns(Sequence[Source]):
         text = self._blob[start : self._ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
         return self._prefix + text if self._under[n] else text
 
-    def plain_rows(self, positions: Sequence[int]) -> Iterator[tuple[int, str, str | None, bool]]:
+    def plain_rows(self, positions: Positions) -> Iterator[tuple[int, str, str | None, bool]]:
         """``(position, path, row, whole)`` of each of ``positions`` (in the selection), in
         order, with no :class:`Source` made nor file looked at; ``row`` is its
         ``"file:line"``; ``whole``: the row is kept whole (segments, several labels, a link's
@@ -118,14 +120,15 @@ class SourceColumns(Sequence[Source]):
             f = names[file[n]] if file[n] >= 0 else None
             yield i, path, f if not line[n] else f"{f}:{line[n]}", n in kept
 
-    def _numbered(self, positions: Sequence[int]) -> Iterator[tuple[int, int]]:
+    def _numbered(self, positions: Positions) -> Iterator[tuple[int, int]]:
         """``(position, row number)`` of each of ``positions``, looked up a chunk at a time."""
         for at in range(0, len(positions), _CHUNK):
-            chunk = positions[at : at + _CHUNK]
+            chunk = np.asarray(positions[at : at + _CHUNK], np.int64)
+            listed = chunk.tolist()
             if self._order is None:
-                yield from zip(chunk, chunk)
+                yield from zip(listed, listed)
             else:
-                yield from zip(chunk, self._order[np.asarray(chunk, np.int64)].tolist())
+                yield from zip(listed, self._order[chunk].tolist())
 
     def row(self, n: int) -> Source:
         """Row ``n`` (of every row appended, selected or not) as a :class:`Source`."""
@@ -266,12 +269,12 @@ def source_paths(sources: Sequence[Source]) -> Iterator[str]:
     return (s.path for s in sources)
 
 
-def paths_at(sources: Sequence[Source], positions: Sequence[int]) -> Iterator[tuple[int, str]]:
+def paths_at(sources: Sequence[Source], positions: Positions) -> Iterator[tuple[int, str]]:
     """``(position, path)`` of each of ``positions`` in ``sources`` (columns make no
     :class:`Source`, nor look at a file, for it)."""
     if isinstance(sources, SourceColumns):
         return ((i, path) for i, path, _, _ in sources.plain_rows(positions))
-    return ((i, sources[i].path) for i in positions)
+    return ((i, sources[i].path) for i in map(int, positions))
 
 
 def source_splits(sources: Sequence[Source]) -> set[str]:
