@@ -226,7 +226,7 @@ def test_the_root_check_resolves_a_path_as_realpath_does(tmp_path, folder, name)
 
 
 #: rows of the suite's run of the peak test; ``make test-scale`` runs it at WebVid-10M's size
-#: (HYPERFRAMES_MANY_ROWS=10000000): 617 s and 840 MiB measured on the 2 shared cores of the
+#: (HYPERFRAMES_MANY_ROWS=10000000): 377 s and 883 MiB measured on the 2 shared cores of the
 #: development machine (docs/guides/large-annotations.md), too long for the gate
 SUITE_ROWS = 100_000
 _BUILD_PEAK = """
