@@ -14,7 +14,7 @@ from typing import BinaryIO
 import numpy as np
 
 from .._core._atomic import temp_path, write_atomic
-from ..inputs import Source, source_paths
+from ..inputs import Source, paths_at
 from ..store.format import FAILURES_FILE
 from ._report import as_given
 
@@ -51,9 +51,14 @@ class FailureLog:
         self._file.write("\n")
         self._failed[i] = True
 
+    def add_path(self, i: int, path: str, error: str) -> None:
+        """Source ``i``, of ``path`` as the user gave it (no link), failed with ``error``."""
+        self._file.write(_line(path, error))
+        self._failed[i] = True
+
     def add_row(self, row: dict) -> None:
         """A row that is no source (``{"path", "error"}``: unusable before decoding) failed."""
-        self._file.write(json.dumps({"path": row["path"], "error": row["error"]}) + "\n")
+        self._file.write(_line(row["path"], row["error"]))
 
     def finish(self, live: Collection[str], sources: Sequence[Source]) -> None:
         """The failures as the disk says: a video stored after all (in ``live``) is not failed;
@@ -64,13 +69,16 @@ class FailureLog:
         self.count, self.listed = 0, []
 
         def write(out: BinaryIO) -> None:
-            with open(self._running, encoding="utf-8") as f:
-                for line in f:
-                    row = json.loads(line)
-                    if row.get("target", row["path"]) not in live:
-                        self._keep(out, row)
-            for i, p in enumerate(source_paths(sources)):
-                if p not in live and not self._failed[i]:
+            quoted = [json.dumps(p).encode() for p in live] if len(live) <= _SEARCHED else None
+            with open(self._running, "rb") as f:
+                rest = b""
+                while block := f.read(_BLOCK):
+                    lines, _, rest = (rest + block).rpartition(b"\n")
+                    self._keep_block(out, lines + b"\n" if lines else b"", live, quoted)
+                self._keep_block(out, rest + b"\n" if rest else b"", live, quoted)
+            unsaid = np.flatnonzero(~self._failed)  # (the stored, and any not said to fail)
+            for i, p in paths_at(sources, unsaid):
+                if p not in live:
                     self._keep(out, as_given({"path": p, "error": NOT_STORED}, sources[i]))
 
         final = self.store / FAILURES_FILE
@@ -81,11 +89,43 @@ class FailureLog:
         if not self.count:
             final.unlink(missing_ok=True)
 
+    def _keep_block(
+        self, out: BinaryIO, block: bytes, live: Collection[str], quoted: list[bytes] | None
+    ) -> None:
+        """The lines of ``block`` (of the running file) whose video is not in ``live``;
+        ``quoted``: the paths of ``live`` as JSON (None: too many to look for). A block that
+        names none of them is copied whole once the first failures are listed."""
+        if not block:
+            return
+        if len(self.listed) >= LISTED_FAILURES and not (
+            quoted is None or any(q in block for q in quoted)
+        ):
+            out.write(block)
+            self.count += block.count(b"\n")
+            return
+        for text in block.decode("utf-8").split("\n")[:-1]:
+            line = text + "\n"
+            path = _plain_path(line)
+            if path is None:  # (escapes, a link's target: read whole)
+                row = json.loads(line)
+                if row.get("target", row["path"]) not in live:
+                    self._keep(out, row)
+            elif path not in live:
+                self._keep_line(out, line)
+
     def _keep(self, out: BinaryIO, row: dict) -> None:
         out.write(json.dumps(row).encode() + b"\n")
         self.count += 1
         if len(self.listed) < LISTED_FAILURES:
             self.listed.append(row)
+
+    def _keep_line(self, out: BinaryIO, line: str) -> None:
+        """:meth:`_keep` of a row written as ``json.dumps`` writes it (no parse, no dump)."""
+        if len(self.listed) < LISTED_FAILURES:
+            self._keep(out, json.loads(line))
+            return
+        out.write(line.encode())
+        self.count += 1
 
     def close(self) -> None:
         """Stop, leaving no running file (a build that stopped before it finished)."""
@@ -97,3 +137,35 @@ class FailureLog:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+#: bytes of the running file read at a time when it is settled
+_BLOCK = 1 << 20
+#: stored videos looked for in each block of failures (with more, each line is read)
+_SEARCHED = 64
+#: how a plain failure line starts, and what follows its path
+_PATH, _ERROR = '{"path": "', '", "error": "'
+
+
+def _plain(text: str) -> bool:
+    """Whether ``json.dumps`` writes ``text`` as it is, between quotes (printable ASCII,
+    no quote or backslash)."""
+    return text.isascii() and text.isprintable() and '"' not in text and "\\" not in text
+
+
+def _line(path: str, error: str) -> str:
+    """``{"path", "error"}`` as a line of ``failures.jsonl``, exactly as ``json.dumps``
+    writes it (without it, for plain text)."""
+    if _plain(path) and _plain(error):
+        return f'{_PATH}{path}{_ERROR}{error}"}}\n'
+    return json.dumps({"path": path, "error": error}) + "\n"
+
+
+def _plain_path(line: str) -> str | None:
+    """The path of a line :func:`_line` wrote of plain text, else None (read it whole)."""
+    if "\\" in line or not line.startswith(_PATH) or not line.endswith('"}\n'):
+        return None
+    end = line.find(_ERROR)
+    if end < 0 or line.count('"') != 8:  # (a link's row holds a "target" as well)
+        return None
+    return line[len(_PATH) : end]

@@ -32,14 +32,19 @@ def check_source(source: Source) -> None:
     except OSError as e:
         if e.errno not in _NO_SUCH_FILE:
             raise
-        listed = f" (listed at {source.row})" if source.row else ""
-        raise InputError(f"{p}: no such file{listed}") from None
+        raise no_such_file(p, source.row) from None
     if source.kind == "video" and stat.S_ISDIR(st.st_mode):
         raise InputError(f"{p}: is a directory, expected a video file or a folder of frames")
     if not os.access(p, os.R_OK):
         raise InputError(f"{p}: permission denied (cannot read)")
     if stat.S_ISREG(st.st_mode) and st.st_size == 0:
         raise InputError(f"{p}: is empty (0 bytes)")
+
+
+def no_such_file(path: str, row: str | None) -> InputError:
+    """The refusal of ``path`` (listed at ``row``), which leads to no file."""
+    listed = f" (listed at {row})" if row else ""
+    return InputError(f"{path}: no such file{listed}")
 
 
 #: what a stat of a path that does not lead to a file raises (as ``Path.exists`` reads them)

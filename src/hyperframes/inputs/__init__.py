@@ -9,11 +9,14 @@ Imports nothing of hyperframes above ``_core``; ``hyperframes.build`` is its use
 from ._boxes import BoxRows as BoxRows  # for the build, not public
 from ._boxes import match_boxes as match_boxes
 from ._boxes import read_boxes as read_boxes
+from ._columns import SourceColumns as SourceColumns  # for the build, not public
+from ._columns import paths_at as paths_at  # for the build, not public
 from ._columns import source_finder as source_finder  # for the build, not public
 from ._columns import source_paths as source_paths  # for the build, not public
 from ._columns import source_splits as source_splits  # for the build, not public
 from ._columns import sources_named as sources_named  # for the build, not public
 from ._formats import list_input_formats
+from ._formats._rows import RootCheck as RootCheck  # for the build, not public
 from ._scan import scan_inputs
 from ._sources import Source, source_stat
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from array import array
 from collections.abc import Collection, Iterator, Sequence
 from typing import overload
@@ -20,6 +21,12 @@ from ._sources import Source, listed_kind
 _KINDS = ("video", "frames")
 #: the kind code of a row whose file is not looked at yet (:meth:`SourceColumns.row` does)
 _UNSEEN = 2
+#: how ``os.fsdecode`` turns a path's bytes into text (the same, without its checks per call)
+_FS_ENCODING, _FS_ERRORS = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
+#: rows :meth:`SourceColumns.plain_rows` looks up at a time
+_CHUNK = 4096
+#: positions in a selection of rows: a range, an array of them
+Positions = Sequence[int] | np.ndarray
 
 
 def path_hash(path: str) -> int:
@@ -55,6 +62,8 @@ class SourceColumns(Sequence[Source]):
     def __init__(self) -> None:
         self._blob = bytearray()
         self._ends = array("q")
+        self._prefix = ""  # what the paths of the rows marked in ``_under`` start with
+        self._under = bytearray()  # 1: the row's path is ``_prefix`` + its bytes in the blob
         self._label = array("i")
         self._split = array("i")
         self._kind = bytearray()
@@ -71,6 +80,7 @@ class SourceColumns(Sequence[Source]):
         n = len(self._ends)
         self._blob += os.fsencode(source.path)
         self._ends.append(len(self._blob))
+        self._under.append(0)
         self._label.append(self.strings.id(source.label))
         self._split.append(self.strings.id(source.split))
         self._kind.append(_KINDS.index(source.kind) if seen else _UNSEEN)
@@ -93,7 +103,32 @@ class SourceColumns(Sequence[Source]):
 
     def path(self, n: int) -> str:
         start = self._ends[n - 1] if n else 0
-        return os.fsdecode(bytes(self._blob[start : self._ends[n]]))
+        text = self._blob[start : self._ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
+        return self._prefix + text if self._under[n] else text
+
+    def plain_rows(self, positions: Positions) -> Iterator[tuple[int, str, str | None, bool]]:
+        """``(position, path, row, whole)`` of each of ``positions`` (in the selection), in
+        order, with no :class:`Source` made nor file looked at; ``row`` is its
+        ``"file:line"``; ``whole``: the row is kept whole (segments, several labels, a link's
+        given path), so only :meth:`row` says all of it."""
+        blob, ends, kept, line, file = self._blob, self._ends, self._whole, self._line, self._file
+        names, prefix, under = self.strings.names, self._prefix, self._under
+        for i, n in self._numbered(positions):
+            path = blob[ends[n - 1] if n else 0 : ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
+            if under[n]:
+                path = prefix + path
+            f = names[file[n]] if file[n] >= 0 else None
+            yield i, path, f if not line[n] else f"{f}:{line[n]}", n in kept
+
+    def _numbered(self, positions: Positions) -> Iterator[tuple[int, int]]:
+        """``(position, row number)`` of each of ``positions``, looked up a chunk at a time."""
+        for at in range(0, len(positions), _CHUNK):
+            chunk = np.asarray(positions[at : at + _CHUNK], np.int64)
+            listed = chunk.tolist()
+            if self._order is None:
+                yield from zip(listed, listed)
+            else:
+                yield from zip(listed, self._order[chunk].tolist())
 
     def row(self, n: int) -> Source:
         """Row ``n`` (of every row appended, selected or not) as a :class:`Source`."""
@@ -122,9 +157,10 @@ class SourceColumns(Sequence[Source]):
 
     def paths(self) -> Iterator[str]:
         """The selected rows' paths, in order (no file looked at, no :class:`Source` made)."""
-        rows = range(len(self._ends)) if self._order is None else self._order
-        for n in rows:
-            yield self.path(int(n))
+        blob, ends, prefix, under = self._blob, self._ends, self._prefix, self._under
+        for _, n in self._numbered(range(len(self))):
+            path = blob[ends[n - 1] if n else 0 : ends[n]].decode(_FS_ENCODING, _FS_ERRORS)
+            yield prefix + path if under[n] else path
 
     def take(self, rows) -> SourceColumns:
         """The same columns with only ``rows`` (row numbers, in the order given) selected."""
@@ -233,6 +269,14 @@ def source_paths(sources: Sequence[Source]) -> Iterator[str]:
     return (s.path for s in sources)
 
 
+def paths_at(sources: Sequence[Source], positions: Positions) -> Iterator[tuple[int, str]]:
+    """``(position, path)`` of each of ``positions`` in ``sources`` (columns make no
+    :class:`Source`, nor look at a file, for it)."""
+    if isinstance(sources, SourceColumns):
+        return ((i, path) for i, path, _, _ in sources.plain_rows(positions))
+    return ((i, sources[i].path) for i in map(int, positions))
+
+
 def source_splits(sources: Sequence[Source]) -> set[str]:
     """The splits ``sources`` name (columns make no :class:`Source` for it)."""
     if isinstance(sources, SourceColumns):
@@ -263,15 +307,26 @@ def append_columns(
     splits: tuple[np.ndarray, list[str]],
     file: str,
     lines: np.ndarray,
+    under: tuple[str, np.ndarray] | None = None,
 ) -> None:
     """Append rows given as whole columns (no Python work per row): ``blob`` the paths'
     bytes end to end, ``ends`` where each ends in it; ``labels`` and ``splits`` as ``(codes,
-    names)`` (code -1: none); every row ``"file:line"`` with its line from ``lines``. The
+    names)`` (code -1: none); every row ``"file:line"`` with its line from ``lines``;
+    ``under``: ``(prefix, marked)``, the rows ``marked`` (booleans) hold only what follows
+    ``prefix`` in their path (a root's rows: the root is kept once, not once a row). The
     rows' files are not looked at (their kind is unseen)."""
     n = len(ends)
     base = len(columns._blob)
     columns._blob += blob
     columns._ends.frombytes((np.asarray(ends, np.int64) + base).tobytes())
+    if under is None:
+        columns._under += bytes(n)
+    else:
+        prefix, marked = under
+        if columns._prefix and columns._prefix != prefix:
+            raise ValueError(f"rows under {prefix!r} added to columns under {columns._prefix!r}")
+        columns._prefix = prefix
+        columns._under += np.asarray(marked, np.uint8).tobytes()
     for col, (codes, names) in ((columns._label, labels), (columns._split, splits)):
         ids = np.array([*(columns.strings.id(s) for s in names), -1], dtype=np.int32)
         col.frombytes(ids[np.asarray(codes, np.int64)].tobytes())

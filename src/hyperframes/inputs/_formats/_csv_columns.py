@@ -49,10 +49,13 @@ def read_columns(data: Path, header: list[str], root: Path) -> Rows | None:
         )
         rows = Rows(data, root)
         at = 0
-        for blob, ends, hashes, labels, splits, first in _columns(reader, wanted, root, pa, pc):
+        for blob, ends, hashes, labels, splits, first, under in _columns(
+            reader, wanted, root, pa, pc
+        ):
             if at + len(ends) > len(lines):
                 return None
-            rows.add_columns(blob, ends, hashes, labels, splits, lines[at : at + len(ends)], first)
+            block_lines = lines[at : at + len(ends)]
+            rows.add_columns(blob, ends, hashes, labels, splits, block_lines, first, under)
             at += len(ends)
     except (pa.ArrowInvalid, _NotPlain):
         return None
@@ -70,7 +73,9 @@ _NOT_NORMAL = r"//|/\.\.?(/|$)|/$"
 
 
 def _columns(reader, wanted: dict[str, str], root: Path, pa, pc):
-    """Per block of rows: ``(blob, ends, hashes, labels, splits, first listed path)``."""
+    """Per block of rows: ``(blob, ends, hashes, labels, splits, first listed path,
+    under)``; the blob holds a path listed relative to the root without the root (``under``:
+    ``(root + "/", which rows)``, see :func:`append_columns`)."""
     base = os.path.abspath(root)
     prefix = base if base.endswith("/") else base + "/"
     for batch in reader:
@@ -87,13 +92,14 @@ def _columns(reader, wanted: dict[str, str], root: Path, pa, pc):
             for i in np.flatnonzero(odd.to_numpy(zero_copy_only=False)).tolist():
                 paths[i] = os.path.abspath(paths[i])
             joined = pa.array(paths, pa.string())
-        joined = joined.cast(pa.large_string())
-        offsets = np.frombuffer(joined.buffers()[1], np.int64)[
-            joined.offset : joined.offset + len(joined) + 1
+        whole = pc.or_(absolute, odd)  # (the rest are the root's: kept without it)
+        stored = pc.if_else(whole, joined, listed).cast(pa.large_string())
+        offsets = np.frombuffer(stored.buffers()[1], np.int64)[
+            stored.offset : stored.offset + len(stored) + 1
         ]
-        blob = joined.buffers()[2].to_pybytes()[offsets[0] : offsets[-1]]
+        blob = stored.buffers()[2].to_pybytes()[offsets[0] : offsets[-1]]
         hashes = np.fromiter(
-            map(xxhash.xxh3_64_intdigest, joined.cast(pa.large_binary()).to_pylist()),
+            map(xxhash.xxh3_64_intdigest, joined.cast(pa.binary()).to_pylist()),
             np.uint64,
             len(joined),
         )
@@ -104,6 +110,7 @@ def _columns(reader, wanted: dict[str, str], root: Path, pa, pc):
             _codes(batch, wanted.get("label"), pa, pc),
             _codes(batch, wanted.get("split"), pa, pc),
             listed[0].as_py(),
+            (prefix, np.logical_not(whole.to_numpy(zero_copy_only=False))),
         )
 
 

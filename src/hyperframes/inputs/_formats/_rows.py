@@ -12,6 +12,7 @@ import json
 import math
 import os
 import re
+import stat
 from array import array
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -263,6 +264,7 @@ class Rows:
         splits: tuple[np.ndarray, list[str]],
         lines: np.ndarray,
         first_listed: str,
+        under: tuple[str, np.ndarray] | None = None,
     ) -> None:
         """Add rows given as columns (:func:`append_columns`; ``hashes``: each path's
         :func:`path_hash`), each ``"{data}:line"``, none looked at: what :meth:`add` does
@@ -272,7 +274,7 @@ class Rows:
         self.rows += len(ends)
         if self._first_listed is None:
             self._first_listed = first_listed
-        append_columns(self._columns, blob, ends, labels, splits, str(self.data), lines)
+        append_columns(self._columns, blob, ends, labels, splits, str(self.data), lines, under)
         self._hashes.frombytes(np.asarray(hashes, np.uint64).tobytes())
 
     def fail(self, path: str | os.PathLike, row: str, why: str) -> None:
@@ -380,23 +382,66 @@ class RootCheck:
     """The refusal of a source whose file is not inside ``root`` once links are followed (a
     ``../`` or absolute path, or a link whose target is elsewhere); nothing of it is opened.
     A build makes it as it hands each video out (:attr:`Inputs.root_check`), so ten million
-    rows are not each resolved before the first is decoded."""
+    rows are not each resolved before the first is decoded. A path is resolved as
+    ``os.path.realpath`` resolves it, with one ``lstat`` of the file and the real path of
+    its folder (found once per folder: a folder of a million rows is resolved once)."""
 
     def __init__(self, root: Path):
         self.root = root
         self.base = os.path.realpath(root)
+        self._inside = self.base.rstrip("/") + "/"
+        self._odd = self.base.startswith("//")
+        self._folders: dict[str, str] = {}  # a folder -> its real path
 
     def __call__(self, s: Source) -> dict | None:
         """``{"path", "error"}`` (the failed row) when ``s`` is outside the root, else None."""
-        real = os.path.realpath(s.path)
-        if os.path.commonpath([self.base, real]) == self.base:
-            return None
-        link = "" if real == s.path else f" (a link to {real})"
+        return self.refusal(s.path, s.row)[0]
+
+    def refusal(self, path: str, row: str | None) -> tuple[dict | None, bool]:
+        """:meth:`__call__` of the source of ``path`` listed at ``row``, and whether nothing
+        is at ``path`` (its ``lstat`` found no such file: the build fails it unopened)."""
+        real, missing = self.resolve(path)
+        if self._odd or real.startswith("//"):  # (two slashes first: commonpath says)
+            inside = os.path.commonpath([self.base, real]) == self.base
+        else:
+            inside = real == self.base or real.startswith(self._inside)
+        if inside:
+            return None, missing
+        link = "" if real == path else f" (a link to {real})"
         return {
-            "path": s.path,
-            "error": f"InputError: {s.path}{link} is outside root {self.root} (at {s.row}); "
+            "path": path,
+            "error": f"InputError: {path}{link} is outside root {self.root} (at {row}); "
             "pass a root that holds it, or allow_outside_root (build --allow-outside-root)",
-        }
+        }, missing
+
+    def resolve(self, path: str) -> tuple[str, bool]:
+        """``(os.path.realpath(path), whether nothing is at path)``: a file that is no link
+        (or is missing) is its folder's real path joined with its name, as ``realpath``
+        makes it; a link, or a path not plainly absolute, is resolved whole."""
+        folder, _, name = path.rpartition("/")
+        if name in ("", ".", "..") or not path.startswith("/"):
+            return os.path.realpath(path), False
+        try:
+            link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            link, missing = False, True
+        except OSError:  # (a loop, no permission): realpath takes the name as it is
+            link, missing = False, False
+        else:
+            missing = False
+        if link:
+            return os.path.realpath(path), False
+        real = self._folders.get(folder)
+        if real is None:
+            if len(self._folders) >= _FOLDERS_KEPT:
+                self._folders.clear()
+            real = os.path.realpath(folder or "/")
+            real = self._folders[folder] = real if real.endswith("/") else real + "/"
+        return real + name, missing
+
+
+#: folders whose real path a :class:`RootCheck` keeps (then it starts over)
+_FOLDERS_KEPT = 1 << 16
 
 
 def inside_root(inputs: Inputs, root: Path, data: Path, *, defer: bool = False) -> Inputs:
