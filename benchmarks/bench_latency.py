@@ -119,9 +119,10 @@ def measure(
             "gflops_per_output_frame": flops(m, inputs[n]) / 1e9,
             **spread(samples[n]),
         }
-    base = rows[KEYFRAME[0]]["median_ms"]
-    for row in rows.values():
-        row["vs_keyframe_unet"] = row["median_ms"] / base
+    if KEYFRAME[0] in rows:
+        base = rows[KEYFRAME[0]]["median_ms"]
+        for row in rows.values():
+            row["vs_keyframe_unet"] = row["median_ms"] / base
     return rows
 
 
