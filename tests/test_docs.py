@@ -1,7 +1,8 @@
 """The docs site (issue 37): ``make docs`` builds it strictly (a broken link or reference fails)
 into site/; headless Chromium opens the built site, follows every navigation link without a
 console error or a missing file, and the search finds "RandomResizedCrop". The CLI reference is
-the parser's, and the performance page shows the codec frontier when its picture exists.
+the parser's, and the performance page shows the codec frontier when its picture exists and
+the latency table when `latency.json` does.
 
 The build takes seconds; it is skipped when site/ was built from the same inputs (docs, the
 package's sources, the benchmark results), so the suite pays for it only after a change."""
@@ -109,13 +110,19 @@ def test_every_readme_section_has_a_page(site):
     assert "manifest.json" in (site / "reference" / "format.html").read_text()
 
 
-def _frontier(tmp: Path, picture: bool):
+def _table():
+    """benchmarks/readme_table.py as a module."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("rt", ROOT / "benchmarks" / "readme_table.py")
     assert spec is not None and spec.loader is not None
     table = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(table)
+    return table
+
+
+def _frontier(tmp: Path, picture: bool):
+    table = _table()
     res = tmp / "results"
     shutil.copytree(ROOT / "benchmarks" / "results", res)
     for name in ("codecs.png", "codecs.json"):
@@ -140,6 +147,19 @@ def test_the_frontier_picture_is_shown_when_present_and_absent_without_failing(t
     page, readme = _frontier(tmp_path / "without", picture=False)
     assert "codecs.png" not in page and "## The measurements" in page
     assert "codecs.png" not in readme and readme.endswith("-->\nrest\n")
+
+
+def test_the_latency_table_is_on_the_performance_page_when_measured(tmp_path):
+    table, res = _table(), tmp_path / "results"
+    shutil.copytree(ROOT / "benchmarks" / "results", res)
+    latency = json.loads((res / "latency.json").read_text())
+    page = table.performance_page(res)
+    assert "## Latency per output frame: keyframe model vs 3D CNNs" in page
+    row = latency["devices"]["cpu"]["112"]["r3d_18"]
+    assert f"| cpu | 112 | `r3d_18` | 33.17M | {row['gflops_per_output_frame']:.2f} |" in page
+    (res / "latency.json").unlink()
+    page = table.performance_page(res)
+    assert "Latency per output frame" not in page and "## The measurements" in page
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
