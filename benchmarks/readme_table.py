@@ -434,8 +434,42 @@ ratios are what counts; the absolute rates move with the machine and its load.
 """
 
 
+CLAIMS_KEYS = ("claim", "seed_article", "setup", "measured", "verdict")
+
+
+def claims_section(res: Path = RES) -> str:
+    """The seed articles' claims as ``bench_claims.py`` measured them (``claims.json``: one
+    row per claim), or "" when that file is absent."""
+    path = res / "claims.json"
+    if not path.exists():
+        return ""
+    data = json.loads(path.read_text())
+    rows = data.get("rows") if isinstance(data, dict) else data
+    if not isinstance(rows, list) or not rows:
+        return ""
+    when = f" on {data['date']}" if isinstance(data, dict) and data.get("date") else ""
+    out = [
+        "## The seeds' claims, measured",
+        "",
+        f"`benchmarks/bench_claims.py`{when}: each claim of the seed articles measured with "
+        "the project's own trainer on the demo's synthetic clips, tiny models, few epochs, "
+        "several seeds (mean ± sample standard deviation); how the verdicts are reached and "
+        "what such small runs can and cannot say: [the claims guide](guides/claims.md).",
+        "",
+    ]
+    if isinstance(data, dict) and data.get("partial"):
+        out += ["**Partial results**: the run stopped before every claim was measured.", ""]
+    out += ["| claim | seed | setup | measured | verdict |", "|---|---|---|---|---|"]
+    for r in rows:
+        if isinstance(r, dict):
+            out.append("| " + " | ".join(_cell(r.get(k, "")) for k in CLAIMS_KEYS) + " |")
+    out += ["", "Rows, with every seed's value: `benchmarks/results/claims.json`.", "", ""]
+    return "\n".join(out)
+
+
 def performance_page(res: Path = RES, image: str | None = None) -> str:
-    """The docs' performance page: the frontier picture (when present) and the table."""
+    """The docs' performance page: the frontier picture (when present), the tables and the
+    seeds' claims (when measured)."""
     return (
         PAGE_HEAD
         + frontier_section(res, image)
@@ -443,6 +477,8 @@ def performance_page(res: Path = RES, image: str | None = None) -> str:
         + compact_section(res)
         + latency_section(res)
         + table_section(res)
+        + "\n"
+        + claims_section(res)
     )
 
 
