@@ -345,3 +345,25 @@ def test_imagenet_statistics_are_defined_once():
     cfg = load_config({"data": {"store": "s"}, "model": {"name": "cnn_lstm"}})
     assert tuple(cfg.data.mean) == IMAGENET_MEAN and tuple(cfg.data.std) == IMAGENET_STD
     assert _contract().mean == IMAGENET_MEAN
+
+
+def test_eval_refuses_a_float16_store_for_a_model_of_uint8_frames(stores, tmp_path):
+    """A float16 store's frames are normalised at build: a model trained on uint8 frames
+    would take them as [0, 1] and normalise them again (chance accuracy, no error). Eval
+    refuses, naming the store and both normalisations; a float16 contract of the store's
+    own mean/std takes them."""
+    from hyperframes.train import evaluate
+
+    motion = stores["motion"]
+    half = tmp_path / "half_store"
+    build_store(
+        motion.parent / "motion", half, BuildOptions(size="40x52", dtype="float16"), progress=False
+    )
+    *_, ckpt = _run(motion, "channel_resnet18", tmp_path, augmentation={"size": 32})
+    with pytest.raises(DataError, match=r"half_store: holds float16 frames normalised at build"):
+        evaluate(ckpt, half, split="all", clips=1, crops=1, device="cpu", verbose=False)
+    manifest = open_store(half).manifest
+    norm = manifest["normalize"]
+    fit = _contract(dtype="float16", mean=norm["mean"], std=norm["std"])
+    fit.check_store_frames(manifest, half)  # the store's own normalisation: taken
+    _contract().check_store_frames(open_store(motion).manifest, motion)  # uint8: any contract

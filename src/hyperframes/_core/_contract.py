@@ -343,6 +343,34 @@ class InputContract(Options):
 
         return F.resized_crop(frames, top, left, bh, bw, list(size), antialias=True)
 
+    def check_store_frames(self, manifest: Mapping, where: object) -> None:
+        """Refuse a store whose frames :meth:`normalize` would misread: a ``float16`` store
+        holds frames normalised at build with its own mean/std, which only a ``float16``
+        contract of the same mean/std takes (a ``uint8`` contract would take them as [0, 1]
+        and normalise them again: wrong pixels, no error). A ``uint8`` store suits any
+        contract (its frames are normalised with the contract's own mean/std)."""
+        build = manifest.get("build") if isinstance(manifest, Mapping) else None
+        if not isinstance(build, Mapping) or build.get("dtype") != "float16":
+            return
+        norm = manifest.get("normalize")
+        norm = norm if isinstance(norm, Mapping) else {}
+        mean, std = norm.get("mean"), norm.get("std")
+        same = (
+            self.dtype == "float16"
+            and mean is not None
+            and std is not None
+            and all(abs(float(a) - b) <= 1e-6 for a, b in zip(mean, self.mean, strict=True))
+            and all(abs(float(a) - b) <= 1e-6 for a, b in zip(std, self.std, strict=True))
+        )
+        if not same:
+            raise DataError(
+                f"{where}: holds float16 frames normalised at build (mean {mean}, std {std}), "
+                f"but the model takes {self.dtype} frames normalised with mean "
+                f"{list(self.mean)}, std {list(self.std)}: its pixels would be misread. "
+                "Evaluate on a uint8 store of the same videos (hyperframes build without "
+                "--dtype float16)"
+            )
+
     def normalize(self, frames, *, device=None):
         """Step 4 on a (..., C, H, W) tensor (moved to ``device`` first): uint8 to float32,
         ``(x / 255 - mean) / std``; float frames are taken as [0, 1] (as ``to_float`` makes

@@ -314,6 +314,7 @@ def evaluate(
     model, contract = rebuild_model(ck, device=dev, frames=frames)
     cfg.data.frames = contract.frames  # the windows eval reads (--frames, a recalibrated T)
     st = open_store(cfg.data.store, cache_dir=cfg.data.cache_dir, cache_limit=cfg.data.cache_limit)
+    contract.check_store_frames(getattr(st, "manifest", {}) or {}, cfg.data.store)
     ids, split, split_note = _split_ids(st, split, cfg)
     classes = list(contract.classes)
     kind = create_task(task, classes)
