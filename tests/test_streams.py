@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hyperframes import ConfigError, InputError, models
+from hyperframes import ConfigError, DataError, InputError, models
 from hyperframes.demo import make_motion_frames
 from hyperframes.infer import InputContract, MultiStream, Predictor
 from hyperframes.store import open_store
@@ -113,3 +113,19 @@ def test_stored_videos_served_without_decoding(template, tiny_motion_store, resi
         rec = store.videos[v]
         frames = store.read(v, np.arange(rec.num_frames)).permute(0, 2, 3, 1).numpy()
         _same(preds, _alone(template, frames, rec.pts_seconds))
+
+
+def test_a_float16_store_is_refused_for_a_model_of_uint8_frames(
+    template, tiny_motion_store, tmp_path
+):
+    """Its frames are normalised at build: served to a uint8 contract they would be
+    normalised again (module doc of the contract's check_store_frames)."""
+    from hyperframes.build import BuildOptions, build_store
+
+    half = tmp_path / "half"
+    videos = tiny_motion_store.parent / "videos"
+    build_store(videos, half, BuildOptions(size="none", dtype="float16"), progress=False)
+    multi = MultiStream(template, batch_size=4)
+    with pytest.raises(DataError, match="holds float16 frames normalised at build"):
+        next(multi.serve_store(half))
+    assert multi.pending == 0

@@ -199,6 +199,8 @@ class MultiStream:
 
         if not hasattr(store, "videos"):
             store = open_store(store)
+        manifest = getattr(store, "manifest", None) or {}
+        self.template.contract.check_store_frames(manifest, getattr(store, "path", store))
         held = isinstance(store, InMemoryStore)
         reader = InMemoryStore(store) if resident and not held else store
         ids = list(range(len(store.videos))) if videos is None else [int(v) for v in videos]
