@@ -46,7 +46,7 @@ def _checkpoint(path):
     )
 
 
-def test_predict_and_export_commands(tmp_path, capsys):
+def test_predict_command(tmp_path, capsys):
     import numpy as np
 
     from hyperframes.cli import main
@@ -73,8 +73,7 @@ def test_predict_and_export_commands(tmp_path, capsys):
     assert code == 0
     rows = json.loads((out / "timeline.json").read_text())
     assert rows and (out / "timeline.csv").exists() and (out / "timeline.png").exists()
-    assert main(["export", str(ckpt), "--onnx", str(tmp_path / "m.onnx")]) == 0
-    assert (tmp_path / "m.onnx").exists()
+    # `export` end to end: test_cli_honest_train.py (the file, its contract, external weights)
     capsys.readouterr()
     assert main(["predict", str(ckpt), str(video), "--stride", "0", "--quiet"]) == 1
     assert "stride" in capsys.readouterr().err

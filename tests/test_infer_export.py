@@ -31,8 +31,7 @@ SUBSET = [
     "r2plus1d_tiny",
     "video_vit_tiny",
     "cnn_lstm",
-    "keyframe_unet",
-    "keyframe_unet_add",
+    "keyframe_unet",  # keyframe_unet_add: test_export_from_a_checkpoint_with_its_preprocessing
     "av_channel_resnet18",
 ]
 NAMES = onnx_models() if os.environ.get("HYPERFRAMES_EXPORT_ALL") else SUBSET
@@ -92,6 +91,9 @@ def test_export_from_a_checkpoint_with_its_preprocessing(tmp_path):
     )
     report = export_onnx(ck, tmp_path / "out" / "seg.onnx")
     assert report.inputs == {"key": ["batch", 3, 24, 32], "context": ["batch", T, 3, 24, 32]}
+    assert report.output_shape == ["batch", 2, 24, 32]
+    assert report.max_abs_diff is not None and report.max_abs_diff < 1e-4
+    assert report.checked_batch == 3  # exported at batch 2: the batch axis is dynamic
     meta = json.loads((tmp_path / "out" / "seg.onnx.json").read_text())
     assert report.sidecar == tmp_path / "out" / "seg.onnx.json"
     assert meta["classes"] == ["bg", "fg"] and meta["task"] == "segmentation"
@@ -103,6 +105,9 @@ def test_export_from_a_checkpoint_with_its_preprocessing(tmp_path):
     assert json.loads(props["hyperframes.contract"]) == meta["contract"]
     # the ONNX graph agrees with the checkpoint's model on a batch of 1
     session = ort.InferenceSession(str(report.path), providers=["CPUExecutionProvider"])
+    assert [i.name for i in session.get_inputs()] == ["key", "context"]
+    assert all(not isinstance(i.shape[0], int) for i in session.get_inputs())  # symbolic batch
+    assert meta["layout"] == "keyframe" and meta["max_abs_diff"] == report.max_abs_diff
     ctx = torch.randn(1, T, 3, 24, 32)
     with torch.inference_mode():
         model.eval()
