@@ -19,7 +19,7 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
     _change     per-frame visual change scores (the store computes, samplers read)
     _signature  perceptual video signatures (the store computes, the leakage check compares)
     _device     device and dtype resolution
-    _pictures   a window of frames as a PNG
+    _pictures   a window of frames as a PNG; a feature map's principal components as RGB
     _plots      run plots (curves, confusion, bars)
     _urls       whether a store path is an object-storage URL (``s3://bucket/prefix``)
     _resize     crop + resize of frame planes with OpenCV (the batch pipeline, box reads, eval crop)

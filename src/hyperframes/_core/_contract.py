@@ -29,7 +29,7 @@ cannot disagree. From a source frame to the model, in order:
    super-resolution) is given: ``{"kind": "interpolation"}`` (the window's middle frame is the
    target, zeroed in the input) or ``{"kind": "super_resolution", "factor": f, "filter":
    "bicubic" | "area"}`` (the window is downscaled f times with that filter at load, before
-   step 3; :func:`hyperframes.train._frame_data.downscale`). Such a model undoes step 4 itself (it gets
+   step 3; :func:`hyperframes.models.downscale`). Such a model undoes step 4 itself (it gets
    ``mean``/``std`` as options, :meth:`InputContract.model_options`) and outputs RGB in [0, 1].
 
 Two records travel with it, neither changing how input is prepared: ``decoder`` (the decoder

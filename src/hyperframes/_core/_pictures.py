@@ -1,4 +1,6 @@
-"""PNG pictures a person would rather see than read: a window of frames."""
+"""PNG pictures a person would rather see than read: a window of frames; a feature map's
+principal components as colours (:func:`pca_rgb`, what ``viz.pca_image`` writes and the
+keyframe models' hidden picture shows)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._errors import ConfigError, DataError
+from ._errors import ConfigError, DataError, InputError
 
-__all__ = ["ShownWindow", "show_window", "window_png"]
+__all__ = ["ShownWindow", "pca_rgb", "show_window", "window_png"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,3 +161,41 @@ def window_png(
             draw.text((x, y + h), str(captions[i])[: max(4, w // 6)], fill=(0, 0, 0))
     canvas.save(path, format="PNG")
     return str(path)
+
+
+def pca_rgb(features, *, scale: int = 1) -> np.ndarray:
+    """The first three principal components of a (C, H, W) feature map (a tensor or an array,
+    or (1, C, H, W)) as a uint8 RGB picture (H*scale, W*scale, 3): each pixel a C-vector, the
+    three directions of largest variance across pixels red, green and blue, each stretched to
+    0..255 (signs fixed, so the result is deterministic); fewer than 3 channels leave the
+    missing colours black. :class:`InputError` for another shape, non-finite values or a bad
+    ``scale``."""
+    if hasattr(features, "detach"):  # a torch tensor (torch is not imported here)
+        arr = features.detach().cpu().double().numpy()
+    else:
+        arr = np.asarray(features, dtype=np.float64)
+    if arr.ndim == 4 and arr.shape[0] == 1:
+        arr = arr[0]
+    if arr.ndim != 3 or 0 in arr.shape:
+        raise InputError(f"pca_image takes a (C, H, W) feature map, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise InputError("pca_image: the feature map holds NaN or infinite values")
+    if isinstance(scale, bool) or not isinstance(scale, int) or scale < 1:
+        raise InputError(f"pca_image: scale must be a positive integer, got {scale!r}")
+    c, h, w = arr.shape
+    x = arr.reshape(c, h * w).T  # pixels x channels
+    x = x - x.mean(axis=0, keepdims=True)
+    k = min(3, c, h * w)
+    _, _, vt = np.linalg.svd(x, full_matrices=False)
+    comps = vt[:k]
+    signs = np.sign(comps[np.arange(k), np.abs(comps).argmax(axis=1)])
+    comps = comps * np.where(signs == 0, 1.0, signs)[:, None]
+    proj = x @ comps.T  # pixels x k
+    rgb = np.zeros((h * w, 3))
+    lo, hi = proj.min(axis=0), proj.max(axis=0)
+    span = np.where(hi - lo > 1e-12, hi - lo, 1.0)
+    rgb[:, :k] = (proj - lo) / span
+    img = (rgb.reshape(h, w, 3) * 255.0 + 0.5).astype(np.uint8)
+    if scale > 1:
+        img = img.repeat(scale, axis=0).repeat(scale, axis=1)
+    return img

@@ -32,8 +32,7 @@ import torch
 
 from .._core._atomic import write_atomic, write_json_atomic
 from .._core._errors import InputError
-from ..models import bicubic_upscale, neighbour_blend
-from ..train import downscale, psnr, ssim
+from ..models import bicubic_upscale, downscale, neighbour_blend, psnr, ssim
 from ._load import InferenceModel
 from ._report import PredictReport
 

@@ -31,8 +31,8 @@ import torch
 
 from .._core._atomic import write_bytes_atomic, write_json_atomic
 from .._core._errors import ConfigError, InputError
-from ..train import masked_patch_errors, picture_png, reconstruction_rows
-from ..train import masked_psnr as psnr
+from ..models import masked_patch_errors, picture_png, reconstruction_rows
+from ..models import masked_psnr as psnr
 from ._load import InferenceModel
 from ._report import PredictReport, choose_decoder
 

@@ -19,7 +19,7 @@ from .._core._atomic import write_bytes_atomic, write_json_atomic
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, InputError
 from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
-from ..train import hidden_picture, takes_recipe
+from ..models import hidden_picture, takes_recipe
 from ._annotate import VideoAnnotator
 from ._frames import predict_frames
 from ._load import load_inference_model

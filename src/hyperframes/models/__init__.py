@@ -53,6 +53,16 @@ from ._detection import split_output as split_output
 from ._keyframe import Aggregator, KeyframeSegmenter, UNet, aux_weight
 from ._lstm import CNNLSTM
 from ._mae import MaskedVideoAutoencoder, patchify, tube_mask, unpatchify  # video_mae
+from ._outputs import downscale as downscale  # for train and infer (their public names)
+from ._outputs import hidden_picture as hidden_picture
+from ._outputs import masked_patch_errors as masked_patch_errors
+from ._outputs import masked_psnr as masked_psnr
+from ._outputs import patch_errors as patch_errors
+from ._outputs import picture_png as picture_png
+from ._outputs import psnr as psnr
+from ._outputs import reconstruction_rows as reconstruction_rows
+from ._outputs import ssim as ssim
+from ._outputs import takes_recipe as takes_recipe
 from ._registry import (
     ModelInfo,
     ModelSpec,

@@ -19,39 +19,13 @@ from __future__ import annotations
 import dataclasses
 
 import torch
-import torch.nn.functional as F
 
-from .._core._contract import DOWNSCALE_FILTERS
 from .._core._errors import ConfigError, DataError
 from ..data import HyperframeDataset
 from ..data.transforms import transform_generator
-from ..models import bicubic_upscale, neighbour_blend
+from ..models import bicubic_upscale, downscale, neighbour_blend
 
 __all__ = ["FrameTaskDataset", "downscale"]
-
-
-def downscale(frames: torch.Tensor, factor: int, filter: str = "bicubic") -> torch.Tensor:
-    """uint8 frames (..., C, H, W) made ``factor`` times smaller, uint8 (..., C, H/f, W/f):
-    ``"bicubic"`` (PyTorch's antialiased bicubic, rounded) or ``"area"`` (the mean of each
-    f x f block, rounded). H and W must be multiples of ``factor``."""
-    if filter not in DOWNSCALE_FILTERS:
-        raise ConfigError(f"filter {filter!r}: allowed: {', '.join(DOWNSCALE_FILTERS)}")
-    h, w = frames.shape[-2:]
-    if h % factor or w % factor:
-        raise DataError(
-            f"frames of {h} x {w} pixels cannot be downscaled {factor} times exactly; build "
-            f"the store at a size whose sides are multiples of {factor} (--size {h - h % factor}x"
-            f"{w - w % factor})"
-        )
-    lead = frames.shape[:-3]
-    x = frames.reshape(-1, *frames.shape[-3:]).to(torch.float32)
-    if filter == "area":
-        y = F.avg_pool2d(x, factor)
-    else:
-        size = (h // factor, w // factor)
-        y = F.interpolate(x, size=size, mode="bicubic", align_corners=False, antialias=True)
-    y = y.round_().clamp_(0, 255).to(torch.uint8)
-    return y.reshape(*lead, *y.shape[-3:])
 
 
 class FrameTaskDataset(HyperframeDataset):

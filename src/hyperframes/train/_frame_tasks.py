@@ -24,44 +24,12 @@ import torch
 import torch.nn.functional as F
 
 from .._core._errors import DataError
+from ..models import psnr, ssim
 from ._tasks import Task, register_task
 
 __all__ = ["InterpolationTask", "SuperResolutionTask", "psnr", "ssim"]
 
-MAX_PSNR = 100.0  # dB given to a frame reproduced exactly
 CHANNELS = ["r", "g", "b"]
-
-
-def psnr(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Per-frame PSNR (B,) in dB of (B, C, H, W) frames in [0, 1] (module doc)."""
-    mse = (pred.clamp(0, 1) - target.clamp(0, 1)).square().flatten(1).mean(1)
-    return torch.where(mse > 0, -10 * torch.log10(mse.clamp_min(1e-30)), MAX_PSNR)
-
-
-def _gaussian(side: int, sigma: float = 1.5) -> torch.Tensor:
-    x = torch.arange(side, dtype=torch.float64) - (side - 1) / 2
-    g = torch.exp(-(x**2) / (2 * sigma**2))
-    g = g / g.sum()
-    return g[:, None] * g[None, :]
-
-
-def ssim(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Per-frame SSIM (B,) of (B, C, H, W) frames in [0, 1] (module doc)."""
-    # float64: the variances are differences of close numbers, small beside C2
-    x, y = pred.clamp(0, 1).double(), target.clamp(0, 1).double()
-    c = x.shape[1]
-    side = min(11, x.shape[-2], x.shape[-1])
-    w = _gaussian(side).to(x.device, torch.float64).expand(c, 1, side, side)
-
-    def blur(z):
-        return F.conv2d(z, w, groups=c)
-
-    mx, my = blur(x), blur(y)
-    vx, vy = blur(x * x) - mx * mx, blur(y * y) - my * my
-    cov = blur(x * y) - mx * my
-    c1, c2 = 0.01**2, 0.03**2
-    s = ((2 * mx * my + c1) * (2 * cov + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
-    return s.flatten(1).mean(1).to(torch.float32)
 
 
 class _FrameTask(Task):

@@ -11,7 +11,7 @@ hyperframe concat[K_t, H_t]), three options of ``train``:
   gradients dropped before each step): F learns to read the hyperframe; G and F are then
   trained together;
 * every validation saves ``RUN_DIR/hidden/epoch_NNN.png``: K_t beside the picture of H_t's
-  first three principal components (:func:`hyperframes.viz.pca_image`), the check the seed
+  first three principal components (:func:`hyperframes.models.hidden_picture`), the check the seed
   recommends (H_t a blurred copy of the frame: G does nothing; edges of what moves: it works).
 """
 
@@ -20,20 +20,13 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import numpy as np
 import torch
-from PIL import Image
 from torch import nn
 
 from .._core._errors import ConfigError
-from ..viz import pca_image
+from ..models import hidden_picture, takes_recipe
 
 __all__ = ["hidden_picture", "pretrain_on_flow", "takes_recipe"]
-
-
-def takes_recipe(model) -> bool:
-    """Whether ``model`` is a keyframe model (an aggregator G and :meth:`hidden`)."""
-    return isinstance(getattr(model, "aggregator", None), nn.Module) and hasattr(model, "hidden")
 
 
 def g_frozen(cfg, epoch: int) -> bool:
@@ -94,36 +87,6 @@ def pretrain_on_flow(cfg, model, bundle, store, device, say=None) -> list[float]
         if say is not None:
             say(f"G pre-training on optical flow {epoch + 1}/{epochs}: loss {losses[-1]:.3f}")
     return losses
-
-
-def _key_rgb(key: torch.Tensor, mean, std) -> np.ndarray:
-    """The normalised key frame (C, H, W) back to uint8 RGB (H, W, 3)."""
-    m = torch.as_tensor(mean, dtype=torch.float32).view(-1, 1, 1)
-    s = torch.as_tensor(std, dtype=torch.float32).view(-1, 1, 1)
-    rgb = (key.detach().float().cpu() * s + m).clamp(0, 1) * 255.0
-    return rgb.round().to(torch.uint8).permute(1, 2, 0).numpy()
-
-
-@torch.no_grad()
-def hidden_picture(model, x, mask, path, *, mean, std, scale: int = 2) -> Path:
-    """Write K_t beside PCA(H_t) of the first window of ``x`` (the model's keyframe input) as
-    one PNG at ``path``; returns it."""
-    from ..models import as_keyframes  # deferred: pulls pydantic, torchvision
-
-    was = model.training
-    model.eval()
-    try:
-        kf = as_keyframes(x)
-        h = model.hidden(kf, mask)[0]
-    finally:
-        model.train(was)
-    path = Path(path)
-    pca = pca_image(h, path, scale=scale)
-    key = _key_rgb(kf.key[0], mean, std).repeat(scale, 0).repeat(scale, 1)
-    right = np.asarray(Image.open(pca).convert("RGB"))
-    gap = np.full((key.shape[0], 4 * scale, 3), 255, np.uint8)
-    Image.fromarray(np.concatenate([key, gap, right], axis=1)).save(path, format="PNG")
-    return path
 
 
 def save_epoch_picture(model, bundle, device, run_dir: Path, epoch: int) -> Path | None:

@@ -14,8 +14,6 @@ what the encoder saw, the reconstruction.
 
 from __future__ import annotations
 
-import io
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -27,54 +25,19 @@ from .._core._device import resolve_device
 from .._core._errors import ConfigError, DataError
 from ..data import loader
 from ..data.transforms import contract_transform
-from ..models import patchify, unpatchify
+from ..models import (
+    masked_patch_errors,
+    masked_psnr,
+    patch_errors,
+    picture_png,
+    reconstruction_rows,
+)
 from ..store import open_store
 from ._data import make_dataset
 from ._splits import resolve_split
 from ._tasks import Task, register_task
 
 __all__ = ["MaskedVideoTask", "masked_patch_errors", "write_reconstructions"]
-
-EPS = 1e-6
-
-
-def _split(out: torch.Tensor, frames: torch.Tensor):
-    """``(pred, target patches in [0, 1], masked)`` of a model output and its uint8 frames."""
-    if out.dim() != 3 or frames.dim() != 5:
-        raise DataError(
-            f"the masked_video task takes the output (B, T*N, P+1) of a video_mae model and "
-            f"frames (B, T, C, H, W); got {tuple(out.shape)} and {tuple(frames.shape)}"
-        )
-    c = frames.shape[2]
-    patch = math.isqrt((out.shape[-1] - 1) // c)
-    target = patchify(frames.to(out.device, torch.float32) / 255.0, patch)
-    if target.shape != out[..., :-1].shape:
-        raise DataError(
-            f"masked_video: the model predicts patches {tuple(out[..., :-1].shape)} but the "
-            f"frames give {tuple(target.shape)}; the frames must be the window the model saw"
-        )
-    return out[..., :-1], target, out[..., -1] > 0.5
-
-
-def _patch_errors(out: torch.Tensor, frames: torch.Tensor):
-    """``(loss, pixel error, masked)`` per token (B, L): the squared error of the prediction
-    against the per-patch normalised true patch, that of the de-normalised prediction
-    (clipped to [0, 1]) against the true pixels (means over the patch's values), the mask."""
-    pred, target, masked = _split(out, frames)
-    mean = target.mean(-1, keepdim=True)
-    std = (target.var(-1, keepdim=True, unbiased=False) + EPS).sqrt()
-    per_patch = ((pred - (target - mean) / std) ** 2).mean(-1)
-    pixels = (pred * std + mean).clamp(0, 1)
-    return per_patch, ((pixels - target) ** 2).mean(-1), masked
-
-
-def masked_patch_errors(out: torch.Tensor, frames: torch.Tensor):
-    """Per window: ``(loss, pixel MSE, masked patches)``: the normalised-pixel loss and the
-    pixel-space squared error (both means over the masked patches' values) and their count."""
-    per_patch, pixel_err, masked = _patch_errors(out, frames)
-    w = masked.to(per_patch.dtype)
-    count = w.sum(1)
-    return (per_patch * w).sum(1) / count, (pixel_err * w).sum(1) / count, count
 
 
 def window_frames(batch) -> torch.Tensor:
@@ -86,15 +49,6 @@ def window_frames(batch) -> torch.Tensor:
             f"(B, T, C, H, W); got {type(frames).__name__}"
         )
     return frames
-
-
-def psnr(mse: float) -> float:
-    """PSNR in dB of a mean squared error of [0, 1] pixels."""
-    return 10.0 * math.log10(1.0 / max(mse, 1e-12))
-
-
-#: the public name (``hyperframes.train.masked_psnr``; the frame tasks' ``psnr`` compares images)
-masked_psnr = psnr
 
 
 @register_task
@@ -123,7 +77,7 @@ class MaskedVideoTask(Task):
         return window_frames(batch)
 
     def loss(self, logits, targets, *, mixed=None):
-        per_patch, _, masked = _patch_errors(logits, targets)
+        per_patch, _, masked = patch_errors(logits, targets)
         return per_patch[masked].mean()  # the masked patches only
 
     def correct(self, logits, targets):
@@ -148,7 +102,7 @@ class MaskedVideoTask(Task):
             return {"loss": float("nan"), "psnr": float("nan"), "windows": 0}
         return {
             "loss": float((losses * n).sum() / n.sum()),
-            "psnr": psnr(float((mse * n).sum() / n.sum())),
+            "psnr": masked_psnr(float((mse * n).sum() / n.sum())),
             "windows": len(losses),
         }
 
@@ -168,18 +122,6 @@ def format_masked(r: dict) -> list[str]:
     ]
 
 
-def _picture(frames: np.ndarray, shown: np.ndarray, recon: np.ndarray) -> np.ndarray:
-    """One window as rows: the frames, what the encoder saw (masked patches grey), the
-    reconstruction (visible patches as they were); (3*H + 4, T*W + T-1, 3) uint8."""
-    t, h, w, _ = frames.shape
-    canvas = np.full((3 * h + 4, t * w + (t - 1), 3), 255, np.uint8)
-    for row, img in enumerate((frames, shown, recon)):
-        for k in range(t):
-            y, x = row * (h + 2), k * (w + 1)
-            canvas[y : y + h, x : x + w] = img[k]
-    return canvas
-
-
 def _reconstructed(model, contract, batch, device) -> list[np.ndarray]:
     """The batch's frames, visible patches (masked ones grey) and reconstruction (the
     prediction de-normalised with each true patch's statistics; visible patches as they
@@ -187,20 +129,6 @@ def _reconstructed(model, contract, batch, device) -> list[np.ndarray]:
     frames = window_frames(batch)
     out = model(contract.prepare(frames, device=device), mask=batch.mask.to(device)).float()
     return reconstruction_rows(out, frames)
-
-
-def reconstruction_rows(out: torch.Tensor, frames: torch.Tensor) -> list[np.ndarray]:
-    """The rows of :func:`_picture` of a model output and its uint8 frames (B, T, C, H, W),
-    the window the model saw: the frames, the visible patches, the reconstruction."""
-    pred, target, masked = _split(out, frames)
-    mean = target.mean(-1, keepdim=True)
-    std = (target.var(-1, keepdim=True, unbiased=False) + EPS).sqrt()
-    m = masked[..., None]
-    recon = torch.where(m, (pred * std + mean).clamp(0, 1), target)
-    shown = torch.where(m, torch.full_like(target, 0.5), target)
-    size, t = (int(frames.shape[-2]), int(frames.shape[-1])), int(frames.shape[1])
-    rows = [unpatchify(v, t, size) for v in (target, shown, recon)]
-    return [(r.permute(0, 1, 3, 4, 2).cpu().numpy() * 255).round().astype(np.uint8) for r in rows]
 
 
 def write_reconstructions(
@@ -248,16 +176,6 @@ def write_reconstructions(
                 png = picture_png(rows, b)
                 paths.append(write_bytes_atomic(folder / f"recon_{len(paths)}.png", png))
     return paths
-
-
-def picture_png(rows: Sequence[np.ndarray], b: int) -> bytes:
-    """Window ``b`` of :func:`reconstruction_rows`'s rows as the PNG bytes of :func:`_picture`."""
-
-    from PIL import Image  # matplotlib's dependency, installed with hyperframes
-
-    buf = io.BytesIO()
-    Image.fromarray(_picture(*(r[b] for r in rows))).save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def pretrained_record(model) -> dict | None:
