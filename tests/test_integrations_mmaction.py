@@ -45,7 +45,7 @@ def test_an_mmaction2_pipeline_reads_the_windows_of_the_store(tiny_motion_store)
     assert tuple(out["inputs"].shape) == (2, 3, 4, 24, 24)  # 2 clips, NCTHW
     assert int(out["data_samples"].gt_label) == int(store.videos.label_ids[4])
     # the windows a HyperframeDataset of the same sampler plans, and their stored pixels
-    ds = HyperframeDataset(store, "uniform", 4, 0, sampler_options={"clips": 2})
+    ds = HyperframeDataset(store, "uniform", 4, seed=0, sampler_options={"clips": 2})
     plans = [ds.plan(i) for i in range(len(ds)) if ds.plan(i).video == 4]
     raw = _pipeline(tiny_motion_store, sampler_options={"clips": 2}).transforms[:3]
     sample = dict(video_id=4, modality="RGB")

@@ -14,6 +14,7 @@ from ._dataset import HyperframeDataset
 from ._loader import HyperframeLoader, collate_hyperframes, loader
 from ._loader_state import read_state
 from ._memory import InMemoryStore
+from ._options import DatasetOptions, OutputOptions, ReadOptions, SamplingOptions, TrackOptions
 from ._prefetch import PrefetchLoader
 from ._record import BatchMeta, Hyperframe, HyperframeBatch
 from ._repeats import RepeatedWindows
@@ -30,6 +31,7 @@ from ._warp import (
 __all__ = [
     "BalancedSampler",
     "BatchMeta",
+    "DatasetOptions",
     "EpochSampler",
     "Hyperframe",
     "HyperframeBatch",
@@ -38,8 +40,12 @@ __all__ = [
     "InMemoryStore",
     "KeyframeWindow",
     "LogMelOptions",
+    "OutputOptions",
     "PrefetchLoader",
+    "ReadOptions",
     "RepeatedWindows",
+    "SamplingOptions",
+    "TrackOptions",
     "collate_hyperframes",
     "collate_windows",
     "column_times",

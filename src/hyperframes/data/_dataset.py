@@ -3,23 +3,22 @@ from a store, augmented with per-sample seeds and shaped into a layout."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from numbers import Integral
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from .._core._contract import model_frames
-from .._core._errors import ConfigError, DataError
+from .._core._errors import DataError
 from ..sampling import Plan, VideoTable
 from ..store import read_boxes
 from ._buffers import BatchBuffers
 from ._cache_plan import CachePlan, plan_cache
 from ._collate import collate_targets
 from ._dataset_setup import (
-    check_choices,
-    check_memory,
     choose_videos,
     open_dataset_store,
     resolve_sampler,
@@ -28,6 +27,13 @@ from ._dataset_setup import (
 from ._flow_geometry import follow_geometry
 from ._gpu_jpeg import CudaJpegReader
 from ._memory import InMemoryStore, held_dtype
+from ._options import (
+    OutputOptions,
+    ReadOptions,
+    SamplingOptions,
+    TrackOptions,
+    dataset_options,
+)
 from ._pipeline import (
     BatchPlan,
     Recipe,
@@ -47,54 +53,39 @@ if TYPE_CHECKING:
 
 
 class HyperframeDataset(torch.utils.data.Dataset):
-    """Windows of ``frames`` frames from ``store`` (a path or an opened store).
+    """Windows of ``frames`` frames from ``store`` (a path, a URL or an opened store).
 
     ``sampler`` is a registered name (``random``, ``sliding``, ``segments``, ``uniform``,
-    ``duration``, ``keyframes``, ``per_segment``) or a sampler object; ``sampler_options`` go to it (``stride``,
-    ``jitter``, ``clips``, ``short``...). Items are numbered by the sampler; an item may also be
-    given as ``(epoch, item)``, which is how :func:`hyperframes.loader` carries the epoch into
-    persistent workers. ``memory="ram"`` holds the whole store in RAM; ``memory="cuda"`` (any
-    torch device) holds it on that device. ``decode_device="cuda"`` (a jpeg store) decodes
-    each batch's JPEGs on the GPU in one nvJPEG call; windows then arrive on that device.
+    ``duration``, ``keyframes``, ``per_segment``) or a sampler object; ``transform`` (from
+    :mod:`hyperframes.data.transforms`) augments each window with the sample's own seeded
+    generator. The other options come in four groups, each a frozen, validated model of
+    :mod:`hyperframes.data._options` (or a mapping of its fields):
 
-    The videos are all of the store's, those of ``split`` (a split name recorded at build
-    time), or exactly ``video_ids`` (store video ids, e.g. a split made by the caller); the
-    sampler numbers items over the chosen videos only. ``exclude_damaged=True`` leaves out the
-    videos whose decoder reported errors when the store was built (``hyperframes info`` lists
-    them under ``damaged``).
+    * ``sampling=`` :class:`SamplingOptions`: the videos (``split``, ``video_ids``,
+      ``exclude_damaged``), the sampler's options, ``clips_per_video``, ``seed``, ``epoch``;
+    * ``output=`` :class:`OutputOptions`: ``layout``, ``dtype``, ``targets`` (a ``target``
+      from the store's annotations: ``"multi_hot"`` (C,), ``"frames"`` (T, C));
+    * ``reading=`` :class:`ReadOptions`: ``memory`` (``"disk"``, ``"ram"``, ``"cuda[:N]"``),
+      its ``memory_budget`` and ``memory_priority``, ``decode_device`` (a jpeg store decoded
+      on the GPU), ``cache_dir`` / ``cache_limit`` (a store at a URL);
+    * ``tracks=`` :class:`TrackOptions`: ``audio``, ``audio_missing``, ``flow``, ``register``
+      (see :mod:`hyperframes.data._tracks`; the store must hold them).
 
-    ``targets`` adds a ``target`` to each sample from the store's annotations (labelled
-    segments, multi-label videos): ``"multi_hot"`` (C,) the window's classes, ``"frames"``
-    (T, C) each frame's classes by pts (temporal localisation); None (default) gives labels
-    only. With the ``per_segment`` sampler an item is one labelled segment of a video (its
-    label the segment's first class), and ``meta["segment"]`` is the store's segment row
-    (-1 for other samplers). See :mod:`hyperframes.data._targets`.
+    Any of those options may also be given on its own by keyword (``seed=0``,
+    ``layout="channel"``, ``flow=True``): it goes to its group, replacing that field of a
+    group given beside it. An unknown keyword is a :class:`ConfigError` listing the allowed
+    ones. ``dataset.options`` (:class:`DatasetOptions`) holds every option as resolved.
 
-    Aligned tracks (the store must hold them: ``hyperframes build --audio --flow dis``):
-
-    * ``audio="logmel"`` (or a dict ``n_mels`` 64, ``window_ms`` 25, ``columns_per_frame``
-      k 4) gives each sample ``audio`` (n_mels, T*k) float32, k columns per frame at the
-      frame's own times by pts (any sampler, stride or frame rate; see
-      :mod:`hyperframes.data._audio`), and ``audio_mask`` (T,); a video without audio gets
-      zeros and mask False, or with ``audio_missing="error"`` a :class:`DataError`.
-    * ``flow=True`` gives ``flow`` (T-1, 2, H, W) float32 pixels, frame j to frame j+1 of the
-      window (stored pair flows chained across a stride or gap), following the transform's
-      geometry; in the ``channel`` layout it is appended to the frames: (C*T + 2*(T-1), H, W),
-      float (uint8 frames are scaled to [0, 1] there); ``in_channels`` says how many.
-    * ``register="homography"`` or ``"flow"`` warps frames onto the window's key frame (frame
-      0; T//2 in the keyframe layout) before the transform; ``meta["registered"]`` says which
-      was applied (None without).
-    See :mod:`hyperframes.data._tracks`.
+    Items are numbered by the sampler over the chosen videos; an item may also be given as
+    ``(epoch, item)``, which is how :func:`hyperframes.loader` carries the epoch into
+    persistent workers. With the ``per_segment`` sampler an item is one labelled segment of a
+    video, and ``meta["segment"]`` is the store's segment row (-1 for other samplers).
+    ``clips_per_video=n`` draws n windows from each of a random sampler's items per epoch,
+    each its own item seeded by (seed, epoch, item) (:meth:`Sampler.with_clips_per_video`).
 
     A batch (``__getitems__``, as the loader reads) whose transform the batch pipeline knows
     (a crop, flips, colour jitter; :mod:`hyperframes.data._pipeline`) is read whole into one
     buffer with its tracks, with no per-sample object; other transforms go sample by sample.
-
-    ``store`` may be a URL (``s3://bucket/prefix``); ``cache_dir`` / ``cache_limit`` (bytes)
-    give its reads a node-local cache (see :func:`hyperframes.store.open_store`).
-
-    ``clips_per_video=n`` draws n windows from each of a random sampler's items per epoch,
-    each its own item seeded by (seed, epoch, item) (:meth:`Sampler.with_clips_per_video`).
     """
 
     def __init__(
@@ -102,48 +93,47 @@ class HyperframeDataset(torch.utils.data.Dataset):
         store,
         sampler="random",
         frames: int = 16,
-        seed: int = 0,
-        layout: str = "temporal",
         transform: Callable | None = None,
         *,
-        split: str | None = None,
-        video_ids=None,
-        epoch: int = 0,
-        dtype: str = "uint8",
-        memory: str = "disk",
-        sampler_options: dict | None = None,
-        exclude_damaged: bool = False,
-        decode_device: str | None = None,
-        targets: str | None = None,
-        audio=None,
-        audio_missing: str = "zeros",
-        flow: bool = False,
-        register: str | None = None,
-        cache_dir: str | os.PathLike | None = None,
-        cache_limit: int | None = None,
-        clips_per_video: int = 1,
-        memory_budget: int | None = None,
-        memory_priority: str = "reads",
+        tracks: TrackOptions | Mapping | None = None,
+        sampling: SamplingOptions | Mapping | None = None,
+        output: OutputOptions | Mapping | None = None,
+        reading: ReadOptions | Mapping | None = None,
+        **options,
     ):
-        self.store = open_dataset_store(store, cache_dir, cache_limit)
-        self.tracks = WindowTracks(
-            self.store, audio=audio, audio_missing=audio_missing, flow=flow, register=register
+        if isinstance(transform, Integral) and not isinstance(transform, bool):
+            warnings.warn(
+                "HyperframeDataset's 4th positional argument is the transform now; give the "
+                "seed by keyword (seed=, or SamplingOptions(seed=) as sampling=)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            options = {"seed": transform, **options}
+            transform = None
+        groups = {"tracks": tracks, "sampling": sampling, "output": output, "reading": reading}
+        #: every option, by group (:mod:`hyperframes.data._options`)
+        self.options = dataset_options(groups, options)
+        draw, out, read = self.options.sampling, self.options.output, self.options.reading
+        self.store = open_dataset_store(store, read.cache_dir, read.cache_limit)
+        self.tracks = WindowTracks(self.store, **self.options.tracks.as_dict())
+        self.layout, self.dtype, self.transform = out.layout, out.dtype, transform
+        self.seed, self.epoch, self.frames = draw.seed, draw.epoch, int(frames)
+        self.sampler = resolve_sampler(
+            sampler, frames, draw.sampler_options, out.layout, draw.clips_per_video
         )
-        check_choices(targets=targets, layout=layout, dtype=dtype)
-        self.layout, self.dtype, self.transform = layout, dtype, transform
-        self.seed, self.epoch, self.frames = int(seed), int(epoch), int(frames)
-        self.sampler = resolve_sampler(sampler, frames, sampler_options, layout, clips_per_video)
         videos = self.store.videos
-        ids = choose_videos(self.store, split, video_ids, exclude_damaged)
+        ids = choose_videos(self.store, draw.split, draw.video_ids, draw.exclude_damaged)
         self.video_ids = ids
         self.table = self._table(videos)
-        self._targets = TargetMaker(videos, ids, self.table.segments, targets)
-        self.targets = targets
+        self._targets = TargetMaker(videos, ids, self.table.segments, out.targets)
+        self.targets = out.targets
         #: what windows are read from: the store, or the store held in RAM / on a GPU
         self.reader: StoreReader = self.store
         #: the videos a memory cache holds (``memory_budget``; None: no memory cache)
         self.cache_plan: CachePlan | None = None
-        self._choose_reader(memory, memory_budget, memory_priority, decode_device)
+        self._choose_reader(
+            read.memory, read.memory_budget, read.memory_priority, read.decode_device
+        )
         self._buffers = BatchBuffers()
         self._len = self.sampler.num_items(self.table)
         #: what the batch pipeline does with ``transform`` (None: the per-sample path)
@@ -154,19 +144,12 @@ class HyperframeDataset(torch.utils.data.Dataset):
     ) -> None:
         """:attr:`reader` for ``memory`` (a memory cache of ``budget`` bytes) or for
         ``decode_device`` (JPEGs decoded on the GPU); the store itself on disk without."""
-        check_memory(memory, budget)
         if memory != "disk":
             device = "cpu" if memory == "ram" else memory
             self.cache_plan = self._plan_cache(budget, priority)
             hold = None if budget is None else self.cache_plan.videos
             self.reader = InMemoryStore(self.store, device=device, hold=hold)
-        if decode_device is not None:
-            if memory != "disk":
-                raise ConfigError(
-                    f"decode_device={decode_device!r} decodes a jpeg store read from disk; "
-                    f"memory={memory!r} holds decoded frames already: give one or the other"
-                )
-
+        if decode_device is not None:  # not with a memory cache (ReadOptions refuses both)
             self.reader = CudaJpegReader(self.store, device=decode_device)
 
     def _plan_cache(self, budget: int | None, priority: str) -> CachePlan:

@@ -1,6 +1,6 @@
 """What :class:`~hyperframes.data.HyperframeDataset`'s constructor resolves before it reads
-anything: the store (a path, a URL or an opened store), the option names, the sampler, the
-chosen videos and the sampler's table of them. Each check raises the error the dataset's
+anything, once its options are checked (:mod:`._options`): the store (a path, a URL or an
+opened store), the sampler, the chosen videos and the sampler's table of them. Each check raises the error the dataset's
 users see, naming the bad value and what is allowed."""
 
 from __future__ import annotations
@@ -12,24 +12,17 @@ from typing import Any
 import numpy as np
 
 from .._core._errors import ConfigError, DataError
-from .._core._layouts import PAD_LEAKS, list_layouts
+from .._core._layouts import PAD_LEAKS
 from ..sampling import PerFrame, VideoTable, change_score, create_sampler
 from ..store import open_store
-from ._targets import TARGETS, store_segments
+from ._targets import store_segments
 
 __all__ = [
-    "DTYPES",
-    "MEMORY_MODES",
-    "check_choices",
-    "check_memory",
     "choose_videos",
     "open_dataset_store",
     "resolve_sampler",
     "video_table",
 ]
-
-MEMORY_MODES = ("disk", "ram")
-DTYPES = ("uint8", "float32", "float16")
 
 
 def open_dataset_store(store, cache_dir=None, cache_limit: int | None = None):
@@ -42,19 +35,6 @@ def open_dataset_store(store, cache_dir=None, cache_limit: int | None = None):
             "give the dataset the store's URL"
         )
     return store
-
-
-def check_choices(*, targets: str | None, layout: str, dtype: str) -> None:
-    """:class:`ConfigError` for an unknown ``targets``, ``layout`` or ``dtype``."""
-    if targets is not None and targets not in TARGETS:
-        raise ConfigError(
-            f"unknown targets={targets!r}; choose None (labels only), "
-            f"{' or '.join(map(repr, TARGETS))}"
-        )
-    if layout not in list_layouts():
-        raise ConfigError(f"unknown layout {layout!r}; choose one of {', '.join(list_layouts())}")
-    if dtype not in DTYPES:
-        raise ConfigError(f"unknown dtype {dtype!r}; choose one of {', '.join(DTYPES)}")
 
 
 def resolve_sampler(
@@ -108,13 +88,9 @@ def choose_videos(store, split: str | None, video_ids, exclude_damaged: bool) ->
 
 
 def _check_video_ids(video_ids, count: int, store) -> np.ndarray:
-    """``video_ids`` as int64, every one a video of ``store``, none repeated, at least one."""
-    try:
-        ids = np.asarray(video_ids)
-    except (TypeError, ValueError):
-        ids = np.asarray([], dtype=object)
-    if ids.ndim != 1 or (ids.size and not np.issubdtype(ids.dtype, np.integer)):
-        raise ConfigError(f"video_ids must be a sequence of integers, got {video_ids!r}")
+    """``video_ids`` (integers: :class:`~hyperframes.data.SamplingOptions` checked them) as
+    int64, every one a video of ``store``, none repeated, at least one."""
+    ids = np.asarray(video_ids, np.int64)
     if not ids.size:
         raise DataError("video_ids is empty: the dataset would have no video")
     bad = ids[(ids < 0) | (ids >= count)]
@@ -127,14 +103,6 @@ def _check_video_ids(video_ids, count: int, store) -> np.ndarray:
     if (counts > 1).any():
         raise DataError(f"video_ids repeat {uniq[counts > 1][:5].tolist()}")
     return ids.astype(np.int64)
-
-
-def check_memory(memory: str, budget: int | None) -> None:
-    """:class:`ConfigError` for an unknown ``memory`` or a ``budget`` without a memory cache."""
-    if memory not in MEMORY_MODES and not str(memory).startswith("cuda"):
-        raise ConfigError(f"unknown memory={memory!r}; choose disk, ram or cuda[:N]")
-    if budget is not None and memory == "disk":
-        raise ConfigError("memory_budget sizes a memory cache: give memory='ram' or 'cuda' with it")
 
 
 def video_table(store, videos, ids: np.ndarray, sampler) -> tuple[VideoTable, np.ndarray]:

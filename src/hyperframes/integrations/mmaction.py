@@ -129,7 +129,7 @@ class HyperframeSampleFrames(BaseTransform):
             from ..data import HyperframeDataset  # deferred: pulls pydantic, torchvision
 
             ds = HyperframeDataset(
-                path, self.sampler, self.frames, self.seed, sampler_options=self.options
+                path, self.sampler, self.frames, seed=self.seed, sampler_options=self.options
             )
             items: dict[int, list[int]] = {}
             for i in range(len(ds)):  # index arithmetic only: nothing is read

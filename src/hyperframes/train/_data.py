@@ -12,13 +12,23 @@ import dataclasses
 import math
 import os
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
+from pydantic import BaseModel
 
 from .._core._contract import InputContract
 from .._core._errors import ConfigError
-from ..data import HyperframeDataset, RepeatedWindows, resolve_audio
+from ..data import (
+    DatasetOptions,
+    HyperframeDataset,
+    OutputOptions,
+    ReadOptions,
+    RepeatedWindows,
+    SamplingOptions,
+    TrackOptions,
+    resolve_audio,
+)
 from ..data.transforms import (
     ColorJitter,
     Compose,
@@ -43,7 +53,16 @@ from ._segmentation import SegmentationDataset
 from ._splits import resolve_split
 from ._tasks import get_task
 
-__all__ = ["DataBundle", "build_data", "config_dataset", "loader_workers", "make_dataset"]
+__all__ = [
+    "DataBundle",
+    "build_data",
+    "config_dataset",
+    "dataset_options",
+    "loader_workers",
+    "make_dataset",
+]
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclasses.dataclass
@@ -108,22 +127,53 @@ def model_task(cfg) -> str:
     return cfg.train.task or get_spec(cfg.model.name).task
 
 
-def track_options(cfg) -> dict:
-    """The dataset's track options from ``cfg.data`` (only those that are set)."""
+def _from_section(model: type[M], section, **values) -> M:
+    """``model`` made of the fields that the config ``section`` has by the same name (the
+    config's ``data`` and the dataset's option groups share their names), then ``values``."""
+    fields = type(section).model_fields
+    shared = {name: getattr(section, name) for name in model.model_fields if name in fields}
+    return model(**{**shared, **values})
+
+
+def dataset_options(
+    cfg,
+    *,
+    train: bool,
+    sampler_options: dict | None = None,
+    budget: int | None = None,
+) -> DatasetOptions:
+    """The dataset's option groups from ``cfg.data`` (:func:`_from_section`), with what the
+    run decides: windows in the temporal layout (the contract applies the model's), the
+    seed of ``train.seed``, the sampler's options (``sampler_options``: the training or
+    validation sampler's), multi-hot targets for ``multilabel``, the audio's options, and the
+    memory cache's budget and priority (:func:`memory_options`). The store is opened with
+    ``data.cache_dir`` before the dataset is made, so the dataset gets no cache options."""
     d = cfg.data
-    out: dict[str, Any] = {}
+    audio = None
     if d.audio is not None:
         try:
-            resolve_audio(dict(d.audio_options))
+            audio = resolve_audio(dict(d.audio_options))
         except ConfigError as e:
             raise ConfigError(f"data.audio_options: {e}") from None
-        out["audio"] = dict(d.audio_options)
-        out["audio_missing"] = d.audio_missing
-    if d.flow:
-        out["flow"] = True
-    if d.register is not None:
-        out["register"] = d.register
-    return out
+    targets = "multi_hot" if model_task(cfg) == "multilabel" else None
+    return DatasetOptions(
+        tracks=_from_section(TrackOptions, d, audio=audio),
+        sampling=_from_section(
+            SamplingOptions,
+            d,
+            sampler_options=dict(sampler_options or {}),
+            clips_per_video=1,  # data.clips_per_video: the training dataset's (make_dataset)
+            seed=cfg.train.seed,
+        ),
+        output=_from_section(OutputOptions, d, layout="temporal", targets=targets),
+        reading=_from_section(
+            ReadOptions,
+            d,
+            cache_dir=None,
+            cache_limit=None,
+            **memory_options(cfg, train=train, budget=budget),
+        ),
+    )
 
 
 def make_dataset(
@@ -147,40 +197,37 @@ def make_dataset(
         sampler = d.sampler if train else d.val_sampler
         sampler_options = d.sampler_options if train else d.val_sampler_options
     task = model_task(cfg)
-    kwargs = {
+    groups = dataset_options(
+        cfg, train=train, sampler_options=sampler_options, budget=memory_budget
+    )
+    kwargs: dict[str, Any] = {
+        "store": store,
         "sampler": sampler,
         "frames": d.frames,
-        "seed": cfg.train.seed,
-        "layout": "temporal",
-        "memory": d.memory,
-        "sampler_options": dict(sampler_options or {}),
+        "video_ids": video_ids,
+        **dict(groups),
     }
-    kwargs.update(memory_options(cfg, train=train, budget=memory_budget))
-    kwargs.update(track_options(cfg))
     if task in FRAME_TASKS:  # input, target and baseline made at load
         down = d.downscale
         hflip = d.augmentation.hflip if train else 0.0
-        kwargs.update(store=store, video_ids=video_ids, kind=task, hflip=hflip)
-        kwargs.update(factor=down.factor, filter=down.filter)
+        kwargs.update(kind=task, hflip=hflip, factor=down.factor, filter=down.filter)
         make: Callable[..., HyperframeDataset] = FrameTaskDataset
     elif task == "detection":  # frames and boxes transformed together
         aug = d.augmentation
-        kwargs.update(store=store, video_ids=video_ids, hflip=aug.hflip if train else 0.0)
+        kwargs.update(hflip=aug.hflip if train else 0.0)
         if train:
             kwargs.update(size=aug.size, scale=tuple(aug.scale), ratio=tuple(aug.ratio))
         make = DetectionDataset
     elif task == "segmentation":
         aug = d.augmentation
-        kwargs.update(store=store, video_ids=video_ids, hflip=aug.hflip if train else 0.0)
+        kwargs.update(hflip=aug.hflip if train else 0.0)
         if train:  # frames and masks cropped together; evaluation sees whole frames
             kwargs.update(size=aug.size, scale=tuple(aug.scale), ratio=tuple(aug.ratio))
         make = SegmentationDataset
     else:
         if transform == "auto":
             transform = train_transform(d.augmentation) if train else eval_transform(d.augmentation)
-        if task == "multilabel":
-            kwargs["targets"] = "multi_hot"
-        kwargs.update(store=store, video_ids=video_ids, transform=transform)
+        kwargs.update(transform=transform)
         make = HyperframeDataset
     k = d.repeats if train else 1
     if not train or (d.clips_per_video == 1 and k == 1):
@@ -195,7 +242,8 @@ def make_dataset(
 def _repeated(make, kwargs: dict, clips: int, repeats: int):
     """The dataset of ``clips`` items per item of the sampler, each of ``repeats`` windows of
     its video (``data.repeats``: :class:`~hyperframes.data._repeats.RepeatedWindows`)."""
-    ds = make(**kwargs, clips_per_video=clips * repeats)
+    sampling = kwargs["sampling"].replace(clips_per_video=clips * repeats)
+    ds = make(**{**kwargs, "sampling": sampling})
     if repeats == 1:
         return ds
 
@@ -203,10 +251,10 @@ def _repeated(make, kwargs: dict, clips: int, repeats: int):
 
 
 def memory_options(cfg, *, train: bool, budget: int | None = None) -> dict:
-    """The dataset's memory options of ``cfg.data``: the GPU's index for ``memory: cuda``
-    (train.device's), the cache's budget and priority (class-balanced draws make a rare
-    class's videos the hot ones; ``budget``: another than ``data.memory_budget``), and
-    ``decode_device``."""
+    """What the run decides of the dataset's :class:`~hyperframes.data.ReadOptions`: the
+    cache's budget and priority (class-balanced draws make a rare class's videos the hot
+    ones; ``budget``: another than ``data.memory_budget``); ``memory: cuda`` is refused
+    without a CUDA GPU."""
     d = cfg.data
     out: dict[str, Any] = {}
     if d.memory == "cuda":
@@ -220,8 +268,6 @@ def memory_options(cfg, *, train: bool, budget: int | None = None) -> dict:
     if d.memory_budget is not None:
         out["memory_budget"] = int(d.memory_budget if budget is None else budget)
         out["memory_priority"] = "balanced" if (train and cfg.train.balanced) else "reads"
-    if d.decode_device is not None:
-        out["decode_device"] = d.decode_device
     return out
 
 

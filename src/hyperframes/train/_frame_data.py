@@ -45,9 +45,9 @@ class FrameTaskDataset(HyperframeDataset):
     ) -> None:
         if kind not in ("interpolation", "super_resolution"):
             raise ConfigError(f"kind {kind!r}: allowed: interpolation, super_resolution")
-        if kwargs.get("layout", "temporal") != "temporal":
-            raise ConfigError(f"the {kind} dataset gives the temporal layout only")
         super().__init__(store, video_ids=video_ids, **kwargs)
+        if self.layout != "temporal":
+            raise ConfigError(f"the {kind} dataset gives the temporal layout only")
         if kind == "interpolation" and (self.frames < 3 or self.frames % 2 == 0):
             raise ConfigError(
                 f"frames: {self.frames} but interpolation needs an odd window of 3 frames or "
