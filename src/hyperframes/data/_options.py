@@ -105,7 +105,7 @@ class SamplingOptions(Options):
         1, ge=1, description="windows drawn from each item of a random sampler per epoch"
     )
     seed: Int = Field(0, ge=0, description="seeds the windows and the augmentation")
-    epoch: Int = Field(0, ge=0, description="the epoch items are drawn for (set_epoch)")
+    epoch: Int = Field(0, ge=0, description="the epoch items are drawn for until set_epoch")
 
     @model_validator(mode="after")
     def _one_choice(self) -> SamplingOptions:
