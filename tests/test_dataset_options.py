@@ -14,11 +14,14 @@ import torch
 from hyperframes import ConfigError
 from hyperframes.data import (
     DatasetOptions,
+    DeliveryOptions,
     HyperframeDataset,
+    OrderOptions,
     OutputOptions,
     ReadOptions,
     SamplingOptions,
     TrackOptions,
+    loader,
 )
 from hyperframes.data import transforms as T
 from hyperframes.data._options import OPTION_GROUP
@@ -69,10 +72,14 @@ def test_the_constructor_takes_at_most_ten_parameters():
         (SamplingOptions, {"video_ids": ["a"]}, r"video_ids must be a sequence of integers"),
         (SamplingOptions, {"split": "val", "video_ids": [1]}, r"give split= or video_ids="),
         (SamplingOptions, {"exclude_damaged": "yes"}, r"exclude_damaged: expected true or false"),
-        (TrackOptions, {"register": "affine"}, r"register: not an allowed value: 'affine'"),
+        (
+            TrackOptions,
+            {"register": "affine"},
+            r"register='affine': allowed: None, 'homography', 'flow'",
+        ),
         (TrackOptions, {"audio": "wav"}, r"audio='wav': allowed: None, 'logmel'"),
-        (TrackOptions, {"audio_missing": "skip"}, r"audio_missing: not an allowed value"),
-        (TrackOptions, {"flow": 1}, r"flow: expected true or false, got 1"),
+        (TrackOptions, {"audio_missing": "skip"}, r"audio_missing='skip': allowed: zeros, error"),
+        (TrackOptions, {"flow": 1}, r"flow=1: allowed: True or False"),
     ],
 )
 def test_each_group_refuses_a_bad_value_naming_it(model, values, match):
@@ -217,3 +224,45 @@ def test_the_concept_page_lists_every_option_in_its_group():
         if name:
             listed[name] = group
     assert listed == OPTION_GROUP
+
+
+# -- the loader ----------------------------------------------------------------------------------
+
+
+def test_the_loader_takes_at_most_ten_parameters():
+    assert len(inspect.signature(loader).parameters) <= 10
+
+
+@pytest.mark.parametrize(
+    "model, values, match",
+    [
+        (DeliveryOptions, {"mode": "fibers"}, r"unknown loader mode 'fibers'; choose threads"),
+        (DeliveryOptions, {"read_ahead": -1}, r"read_ahead=-1: allowed: bytes, an integer >= 0"),
+        (DeliveryOptions, {"prefetch_factor": 0}, r"prefetch_factor: out of range: 0"),
+        (OrderOptions, {"world_size": 0}, r"world_size: out of range: 0"),
+        (OrderOptions, {"balanced": "yes"}, r"balanced: expected true or false"),
+    ],
+)
+def test_each_loader_group_refuses_a_bad_value_naming_it(model, values, match):
+    with pytest.raises(ConfigError, match=match):
+        model(**values)
+
+
+def test_the_loaders_old_keywords_give_the_same_batches_as_its_groups(store):
+    ds = HyperframeDataset(store, "random", 4, seed=2)
+    old = loader(ds, 3, workers=0, seed=5, drop_last=True, rank=1, world_size=2, pin_memory=False)
+    new = loader(
+        ds,
+        3,
+        workers=0,
+        order=OrderOptions(seed=5, drop_last=True, rank=1, world_size=2),
+        delivery={"pin_memory": False},
+    )
+    a, b = list(old), list(new)
+    assert len(a) == len(b) == len(ds) // 2 // 3
+    for x, y in zip(a, b):
+        assert (
+            torch.equal(x.frames, y.frames) and x.meta["item"].tolist() == y.meta["item"].tolist()
+        )
+    with pytest.raises(ConfigError, match=r"unknown option 'sede'; did you mean seed\?"):
+        loader(ds, 3, sede=5)

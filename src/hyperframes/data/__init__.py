@@ -14,7 +14,15 @@ from ._dataset import HyperframeDataset
 from ._loader import HyperframeLoader, collate_hyperframes, loader
 from ._loader_state import read_state
 from ._memory import InMemoryStore
-from ._options import DatasetOptions, OutputOptions, ReadOptions, SamplingOptions, TrackOptions
+from ._options import (
+    DatasetOptions,
+    DeliveryOptions,
+    OrderOptions,
+    OutputOptions,
+    ReadOptions,
+    SamplingOptions,
+    TrackOptions,
+)
 from ._prefetch import PrefetchLoader
 from ._record import BatchMeta, Hyperframe, HyperframeBatch
 from ._repeats import RepeatedWindows
@@ -32,6 +40,7 @@ __all__ = [
     "BalancedSampler",
     "BatchMeta",
     "DatasetOptions",
+    "DeliveryOptions",
     "EpochSampler",
     "Hyperframe",
     "HyperframeBatch",
@@ -40,6 +49,7 @@ __all__ = [
     "InMemoryStore",
     "KeyframeWindow",
     "LogMelOptions",
+    "OrderOptions",
     "OutputOptions",
     "PrefetchLoader",
     "ReadOptions",

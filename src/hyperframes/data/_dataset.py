@@ -131,26 +131,24 @@ class HyperframeDataset(torch.utils.data.Dataset):
         self.reader: StoreReader = self.store
         #: the videos a memory cache holds (``memory_budget``; None: no memory cache)
         self.cache_plan: CachePlan | None = None
-        self._choose_reader(
-            read.memory, read.memory_budget, read.memory_priority, read.decode_device
-        )
+        self._choose_reader(read)
         self._buffers = BatchBuffers()
         self._len = self.sampler.num_items(self.table)
         #: what the batch pipeline does with ``transform`` (None: the per-sample path)
         self.recipe: Recipe | None = recipe_of(transform)
 
-    def _choose_reader(
-        self, memory: str, budget: int | None, priority: str, decode_device: str | None
-    ) -> None:
-        """:attr:`reader` for ``memory`` (a memory cache of ``budget`` bytes) or for
-        ``decode_device`` (JPEGs decoded on the GPU); the store itself on disk without."""
-        if memory != "disk":
-            device = "cpu" if memory == "ram" else memory
-            self.cache_plan = self._plan_cache(budget, priority)
+    def _choose_reader(self, read: ReadOptions) -> None:
+        """:attr:`reader` for ``read.memory`` (a memory cache of ``read.memory_budget`` bytes)
+        or for ``read.decode_device`` (JPEGs decoded on the GPU; ReadOptions refuses both);
+        the store itself on disk without."""
+        if read.memory != "disk":
+            device = "cpu" if read.memory == "ram" else read.memory
+            budget = read.memory_budget
+            self.cache_plan = self._plan_cache(budget, read.memory_priority)
             hold = None if budget is None else self.cache_plan.videos
             self.reader = InMemoryStore(self.store, device=device, hold=hold)
-        if decode_device is not None:  # not with a memory cache (ReadOptions refuses both)
-            self.reader = CudaJpegReader(self.store, device=decode_device)
+        if read.decode_device is not None:
+            self.reader = CudaJpegReader(self.store, device=read.decode_device)
 
     def _plan_cache(self, budget: int | None, priority: str) -> CachePlan:
         """Which of this dataset's videos a memory cache of ``budget`` bytes holds."""

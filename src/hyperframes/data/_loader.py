@@ -24,16 +24,21 @@ from __future__ import annotations
 import os
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
 import torch.utils.data
 
-from .._core._errors import ConfigError
 from .._core._layouts import KeyframeWindow
 from ._collate import collate_targets, collate_track, collate_windows
+from ._options import (
+    LOADER_GROUPS,
+    DeliveryOptions,
+    OrderOptions,
+    resolve_groups,
+)
 from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
 from ._torch_samplers import item_sampler
 
@@ -91,8 +96,6 @@ def collate_hyperframes(samples: Sequence[Hyperframe]) -> HyperframeBatch:
     )
 
 
-#: bytes of future batches a thread loader has fetched ahead at most (a store at a URL)
-READ_AHEAD_BYTES = 256 << 20
 #: batches drawn from the sampler ahead of the reads at most (for their plans)
 _LOOKAHEAD_BATCHES = 256
 
@@ -321,60 +324,63 @@ def loader(
     *,
     shuffle: bool = True,
     workers: int | None = None,
-    balanced: bool = False,
-    rank: int = 0,
-    world_size: int = 1,
-    drop_last: bool = False,
-    pin_memory: bool | None = None,
-    prefetch_factor: int = 4,
-    persistent_workers: bool = True,
-    seed: int | None = None,
-    mode: str = "threads",
     collate_fn: Callable[[list], object] | None = None,
-    read_ahead: int = READ_AHEAD_BYTES,
+    order: OrderOptions | Mapping | None = None,
+    delivery: DeliveryOptions | Mapping | None = None,
+    **options,
 ) -> HyperframeLoader | ThreadLoader:
     """Batches of ``dataset`` (see the module docstring for the defaults and ``mode``).
 
+    ``workers``: threads (or processes) reading batches (None: the CPU count, at most 8).
     ``collate_fn`` turns the list of samples of one batch into the batch (default
     :func:`collate_hyperframes`: a :class:`HyperframeBatch`), for datasets whose samples are
     not :class:`Hyperframe` records; a batch with a ``pin_memory()`` method is pinned.
 
-    ``read_ahead`` (threads mode, a store at a URL): bytes of the next batches' ranges fetched
-    in the background while the current ones are read and used (0: none); dropped at the
-    epoch's end and on ``set_epoch`` (:mod:`hyperframes.remote._ahead`)."""
-    if mode not in ("threads", "processes"):
-        raise ConfigError(f"unknown loader mode {mode!r}; choose threads or processes")
-    if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:
-        raise ConfigError(f"read_ahead={read_ahead!r}: allowed: bytes, an integer >= 0 (0: none)")
-    seed = dataset.seed if seed is None else seed
+    The other options come in two groups (:mod:`hyperframes.data._options`), each a model or
+    a mapping of its fields, and each option may be given on its own by keyword as well
+    (``seed=3``, ``drop_last=True``), replacing that field of a group given beside it:
+
+    * ``order=`` :class:`OrderOptions`: ``drop_last``, ``balanced``, ``seed`` (None: the
+      dataset's), ``rank`` / ``world_size``;
+    * ``delivery=`` :class:`DeliveryOptions`: ``mode`` (``threads``, ``processes``),
+      ``prefetch_factor``, ``persistent_workers``, ``pin_memory`` (None: with a GPU) and
+      ``read_ahead`` (threads mode, a store at a URL: bytes of the next batches' ranges
+      fetched in the background while the current ones are read and used, 0: none; dropped
+      at the epoch's end and on ``set_epoch``, :mod:`hyperframes.remote._ahead`)."""
+    groups = resolve_groups(LOADER_GROUPS, {"order": order, "delivery": delivery}, options)
+    how, ahead = groups["order"], groups["delivery"]
+    assert isinstance(how, OrderOptions) and isinstance(ahead, DeliveryOptions)
+    drop_last = how.drop_last
     inner = item_sampler(
         dataset,
-        seed=seed,
+        seed=dataset.seed if how.seed is None else how.seed,
         shuffle=shuffle,
-        balanced=balanced,
-        rank=rank,
-        world_size=world_size,
+        balanced=how.balanced,
+        rank=how.rank,
+        world_size=how.world_size,
         drop_last=drop_last,
     )
     workers = default_workers() if workers is None else workers
     on_device = torch.device(getattr(dataset, "device", "cpu")).type != "cpu"
     if on_device:
         workers = 0  # the data already lives on the GPU: index it in the main process
-    pin = torch.cuda.is_available() and not on_device if pin_memory is None else pin_memory
-    if mode == "threads":
+    pin = torch.cuda.is_available() and not on_device
+    pin = pin if ahead.pin_memory is None else ahead.pin_memory
+    if ahead.mode == "threads":
         batches = torch.utils.data.BatchSampler(_WithEpoch(inner), batch_size, drop_last)
         return ThreadLoader(
             dataset,
             batches,
             workers=workers,
-            prefetch=prefetch_factor,
+            prefetch=ahead.prefetch_factor,
             pin_memory=pin,
             collate_fn=collate_fn,
-            read_ahead=read_ahead,
+            read_ahead=ahead.read_ahead,
         )
     kw: dict[str, Any] = {}  # DataLoader refuses these without worker processes
     if workers > 0:
-        kw = {"prefetch_factor": prefetch_factor, "persistent_workers": persistent_workers}
+        kw = {"prefetch_factor": ahead.prefetch_factor}
+        kw["persistent_workers"] = ahead.persistent_workers
     return HyperframeLoader(
         dataset,
         batch_size=batch_size,

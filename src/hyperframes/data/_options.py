@@ -1,4 +1,5 @@
-"""The dataset's options, grouped by what they are about: one frozen, strict model each.
+"""The dataset's and the loader's options, grouped by what they are about: one frozen,
+strict model each.
 
 :class:`~hyperframes.data.HyperframeDataset` takes the store, the sampler, ``frames``, the
 transform and these groups::
@@ -15,6 +16,9 @@ given as a mapping. An option may be given on its own as a keyword of the datase
 (``seed=1``, ``layout="channel"``, the way the dataset always took them): it goes to its group,
 replacing that field of a group given beside it. :data:`OPTION_GROUP` says which group holds
 which option; the training config's ``data`` section fills the same fields by the same names.
+
+:func:`~hyperframes.data.loader` takes its options the same way: ``order=``
+:class:`OrderOptions` and ``delivery=`` :class:`DeliveryOptions` (:data:`LOADER_GROUPS`).
 """
 
 from __future__ import annotations
@@ -35,14 +39,23 @@ from .._core._validate import Options, did_you_mean, show
 from ._audio import LogMelOptions, resolve_audio
 
 __all__ = [
+    "LOADER_GROUPS",
     "OPTION_GROUP",
+    "READ_AHEAD_BYTES",
     "DatasetOptions",
+    "DeliveryOptions",
+    "OrderOptions",
     "OutputOptions",
     "ReadOptions",
     "SamplingOptions",
     "TrackOptions",
     "dataset_options",
+    "resolve_groups",
 ]
+
+
+#: bytes of future batches a thread loader has fetched ahead at most (a store at a URL)
+READ_AHEAD_BYTES = 256 << 20
 
 
 def _integer(value: Any) -> Any:
@@ -188,11 +201,19 @@ with warnings.catch_warnings():
             "window's log-mel columns, k per frame",
         )
         audio_missing: Literal["zeros", "error"] = Field(
-            "zeros", description="a video without audio: zeros (mask False) or a DataError"
+            "zeros",
+            json_schema_extra=_choice("{key}={value}: allowed: zeros, error"),
+            description="a video without audio: zeros (mask False) or a DataError",
         )
-        flow: bool = Field(False, description="the window's optical flow, (T-1, 2, H, W)")
+        flow: bool = Field(
+            False,
+            json_schema_extra=_choice("{key}={value}: allowed: True or False"),
+            description="the window's optical flow, (T-1, 2, H, W)",
+        )
         register: Literal["homography", "flow"] | None = Field(
-            None, description="warp the frames onto the window's key frame"
+            None,
+            json_schema_extra=_choice("{key}={value}: allowed: None, 'homography', 'flow'"),
+            description="warp the frames onto the window's key frame",
         )
 
 
@@ -218,9 +239,8 @@ class DatasetOptions(Options):
     reading: ReadOptions = Field(default_factory=ReadOptions)
 
 
-def _group(name: str, value: Any) -> Options | None:
+def _group(name: str, model: type[Options], value: Any) -> Options | None:
     """The group ``name`` as given: an instance of its model, a mapping of its fields, or None."""
-    model = GROUPS[name]
     if value is None or isinstance(value, model):
         return value
     if isinstance(value, Mapping):
@@ -231,23 +251,75 @@ def _group(name: str, value: Any) -> Options | None:
     )
 
 
-def dataset_options(groups: Mapping[str, Any], keywords: Mapping[str, Any]) -> DatasetOptions:
-    """The dataset's options from its group keywords (``tracks=``, ``sampling=``...) and the
-    options given one by one (``seed=1``); a keyword that is neither is a
-    :class:`ConfigError` naming it and listing those allowed."""
-    unknown = [k for k in keywords if k not in OPTION_GROUP]
+def resolve_groups(
+    models: Mapping[str, type[Options]], groups: Mapping[str, Any], keywords: Mapping[str, Any]
+) -> dict[str, Options]:
+    """Each group of ``models`` (keyword -> model) made from what ``groups`` gives for it (an
+    instance, a mapping of its fields, or None) and from the options of ``keywords`` that
+    are its fields (replacing those of the group given). A keyword that is no field of any
+    group is a :class:`ConfigError` naming it and listing those allowed."""
+    owner = {name: group for group, model in models.items() for name in model.model_fields}
+    unknown = [k for k in keywords if k not in owner]
     if unknown:
         name = unknown[0]
         raise ConfigError(
-            f"unknown option {name!r}{did_you_mean(name, OPTION_GROUP)}; allowed: the groups "
-            f"{', '.join(GROUPS)}, or one option of them: {', '.join(OPTION_GROUP)}"
+            f"unknown option {name!r}{did_you_mean(name, owner)} (allowed: the groups "
+            f"{', '.join(models)}, or one option of them: {', '.join(owner)})"
         )
     out = {}
-    for name in GROUPS:
-        given = _group(name, groups.get(name))
-        changes = {k: v for k, v in keywords.items() if OPTION_GROUP[k] == name}
+    for group, model in models.items():
+        given = _group(group, model, groups.get(group))
+        changes = {k: v for k, v in keywords.items() if owner[k] == group}
         if given is None:
-            out[name] = GROUPS[name](**changes)
+            out[group] = model(**changes)
         else:
-            out[name] = given.replace(**changes) if changes else given
-    return DatasetOptions(**out)
+            out[group] = given.replace(**changes) if changes else given
+    return out
+
+
+def dataset_options(groups: Mapping[str, Any], keywords: Mapping[str, Any]) -> DatasetOptions:
+    """The dataset's options from its group keywords (``tracks=``, ``sampling=``...) and the
+    options given one by one (``seed=1``): :func:`resolve_groups`."""
+    return DatasetOptions.model_validate(resolve_groups(GROUPS, groups, keywords))
+
+
+# -- the loader's options ------------------------------------------------------------------------
+
+
+class OrderOptions(Options):
+    """Which items a loader's batches take, in which order, for which process."""
+
+    drop_last: bool = Field(False, description="leave out the last, smaller batch of an epoch")
+    balanced: bool = Field(
+        False, description="draw items with weights inversely proportional to class frequency"
+    )
+    seed: Int | None = Field(None, ge=0, description="the order's seed (None: the dataset's)")
+    rank: Int = Field(0, ge=0, description="this process's share of every epoch's order")
+    world_size: Int = Field(1, ge=1, description="how many processes share the order")
+
+
+class DeliveryOptions(Options):
+    """How a loader reads batches ahead and hands them over."""
+
+    mode: Literal["threads", "processes"] = Field(
+        "threads",
+        json_schema_extra=_choice("unknown loader {key} {value}; choose threads or processes"),
+        description="worker threads in this process, or DataLoader worker processes",
+    )
+    prefetch_factor: Int = Field(4, ge=1, description="batches each worker reads ahead")
+    persistent_workers: bool = Field(
+        True, description="processes mode: keep the worker processes between epochs"
+    )
+    pin_memory: bool | None = Field(
+        None, description="pin batches for the copy to a GPU (None: when a GPU is present)"
+    )
+    read_ahead: Int = Field(
+        READ_AHEAD_BYTES,
+        ge=0,
+        json_schema_extra=_choice("{key}={value}: allowed: bytes, an integer >= 0 (0: none)"),
+        description="a store at a URL: bytes of the next batches' ranges fetched ahead",
+    )
+
+
+#: the loader's option groups: its keyword, and the model of that keyword's value
+LOADER_GROUPS: dict[str, type[Options]] = {"order": OrderOptions, "delivery": DeliveryOptions}
