@@ -3,6 +3,7 @@ from a store, augmented with per-sample seeds and shaped into a layout."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
@@ -28,19 +29,11 @@ from ._dataset_setup import (
 from ._flow_geometry import follow_geometry
 from ._gpu_jpeg import CudaJpegReader
 from ._memory import InMemoryStore, held_dtype
-from ._pipeline import (
-    BatchPlan,
-    Recipe,
-    batch_tracks,
-    flip_batch,
-    jitter_all,
-    plan_batch,
-    recipe_of,
-)
+from ._pipeline import BatchPlan, Recipe, batch_audio, batch_tracks, plan_batch, run_steps
 from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
 from ._targets import TargetMaker
 from ._tracks import WindowTracks
-from .transforms import Window, transform_generator
+from .transforms import Window, flip_batch, transform_generator
 
 if TYPE_CHECKING:
     from ..store import StoreReader
@@ -86,9 +79,10 @@ class HyperframeDataset(torch.utils.data.Dataset):
       was applied (None without).
     See :mod:`hyperframes.data._tracks`.
 
-    A batch (``__getitems__``, as the loader reads) whose transform the batch pipeline knows
-    (a crop, flips, colour jitter; :mod:`hyperframes.data._pipeline`) is read whole into one
-    buffer with its tracks, with no per-sample object; other transforms go sample by sample.
+    A batch (``__getitems__``, as the loader reads) is read whole into one buffer with its
+    tracks, with no per-sample object, by the batch pipeline
+    (:mod:`hyperframes.data._pipeline`), which runs every transform as a batch operation (a
+    plain callable wrapped in :class:`~.transforms.PerSample`).
 
     ``store`` may be a URL (``s3://bucket/prefix``); ``cache_dir`` / ``cache_limit`` (bytes)
     give its reads a node-local cache (see :func:`hyperframes.store.open_store`).
@@ -147,7 +141,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         self._buffers = BatchBuffers()
         self._len = self.sampler.num_items(self.table)
         #: what the batch pipeline does with ``transform`` (None: the per-sample path)
-        self.recipe: Recipe | None = recipe_of(transform)
+        self.recipe: Recipe | None = Recipe.of(transform)
 
     def _choose_reader(
         self, memory: str, budget: int | None, priority: str, decode_device: str | None
@@ -288,10 +282,19 @@ class HyperframeDataset(torch.utils.data.Dataset):
                 flips=drawn.flips,
                 filter=self.recipe.filter,
             )
+        frames, tracks = batch_tracks(self, plan, drawn, frames)
+        # the other steps after registration, as the per-sample path; they may reorder frames
+        index, mask = torch.from_numpy(plan.index), torch.from_numpy(plan.mask)
+        window, flow = run_steps(
+            self.recipe.rest, Window(frames, index, mask), drawn.generators, tracks.get("flow")
+        )
+        if flow is not None:
+            tracks["flow"] = flow
+        if window.indices is not index or window.mask is not mask:
+            plan = dataclasses.replace(plan, index=window.indices.numpy(), mask=window.mask.numpy())
         meta = self._meta_columns(plan)
-        frames, tracks = batch_tracks(self, plan, drawn, meta["pts_seconds"], frames)
-        jitter_all(frames, self.recipe, drawn)  # after registration, as the per-sample path
-        return self._assemble(frames, plan, meta, tracks)
+        tracks.update(batch_audio(self, plan, meta["pts_seconds"]))
+        return self._assemble(window.frames, plan, meta, tracks)
 
     def _meta_columns(self, plan: BatchPlan) -> BatchMeta:
         videos, b = self.store.videos, len(plan)
