@@ -7,10 +7,9 @@ explicit generator). uint8 and float windows are both accepted.
 Batch forms: the crops and resizes give the read its box (:meth:`read_box`: the batch pipeline
 crops and resizes while it reads, OpenCV's filters); a flip mirrors the batch's planes in place
 (OpenCV); :class:`RandomAffine` warps uint8 frames on the CPU with OpenCV's bilinear
-(``warpAffine``, fixed point 1/32 pixel), within a grey level or two of torchvision's except on
-the one-pixel band where the warped frame meets the fill (torchvision blends the fill there as
-``mask * (x - fill) + fill``, OpenCV as ``x + (1 - mask) * fill``). Other dtypes and devices
-run torchvision sample by sample.
+(``warpAffine``, fixed point 1/32 pixel, the fill blended into the edge as torchvision blends
+it), within a grey level or two of torchvision's. Other dtypes and devices run torchvision
+sample by sample.
 """
 
 from __future__ import annotations
@@ -307,26 +306,28 @@ def affine_source_map(params: dict, height: int, width: int) -> np.ndarray:
 def warp_affine_batch(frames: torch.Tensor, maps: np.ndarray, fill: float) -> torch.Tensor:
     """uint8 (B, T, C, H, W) frames warped by ``maps`` (B, 2, 3) output -> source pixel,
     bilinear, ``fill`` outside: OpenCV's ``warpAffine`` on each frame, its planes interleaved
-    (up to 4 at a time, one SIMD pass), written into a new batch."""
+    (up to 4 at a time, one SIMD pass), written into a new batch. Where the warped frame meets
+    the fill, the fill is blended as torchvision does (``m * (x - fill) + fill``, ``m`` the
+    share of the pixel inside the frame: a ones plane warped once per sample)."""
     import cv2  # deferred: optional/heavy dependency
 
     b, t, c, h, w = frames.shape
     src = frames.contiguous().numpy()
     out = np.empty_like(src)
     flags = cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP
-    border = (float(fill),) * 4
+    ones = np.ones((h, w), np.float32)
     for k in range(b):
+        inside = cv2.warpAffine(ones, maps[k], (w, h), flags=flags, borderValue=0.0)
+        band = np.flatnonzero(inside < 1.0 - 1e-6)
+        share = inside.reshape(-1)[band]
         for j in range(t):
             for lo in range(0, c, 4):
                 planes = src[k, j, lo : lo + 4]
                 img = cv2.merge(list(planes)) if len(planes) > 1 else planes[0]
-                got = cv2.warpAffine(
-                    img,
-                    maps[k],
-                    (w, h),
-                    flags=flags,
-                    borderMode=cv2.BORDER_CONSTANT,
-                    borderValue=border,
-                )
+                got = cv2.warpAffine(img, maps[k], (w, h), flags=flags, borderValue=0)
                 out[k, j, lo : lo + 4] = got.transpose(2, 0, 1) if got.ndim == 3 else got
+            if band.size:
+                flat = out[k, j].reshape(c, -1)
+                mixed = share * (flat[:, band].astype(np.float32) - fill) + fill
+                flat[:, band] = np.clip(np.rint(mixed), 0, 255).astype(np.uint8)
     return torch.from_numpy(out)
