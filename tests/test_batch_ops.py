@@ -38,6 +38,7 @@ from hyperframes.data.transforms import (
     apply_batch,
     transform_generator,
 )
+from test_flow_channels import moving_store  # noqa: F401 (the flow store fixture)
 
 B, T, H, W = 3, 4, 24, 32
 
@@ -226,3 +227,43 @@ def test_a_callable_that_returns_something_else_is_refused_clearly():
         run_steps([step], batch, _gens())
     with pytest.raises(ConfigError, match="PerSample needs a callable"):
         PerSample(3)
+
+
+def test_flow_follows_an_affine_on_the_batch_path_as_per_sample(moving_store):  # noqa: F811
+    """flow=True with a RandomAffine after the read: the flow is warped with the same
+    parameters and its vectors turned into the output's pixels, as the per-sample path's
+    follow_geometry does; a step that reorders frames is refused on either path."""
+    from test_flow_channels import T as FT
+    from test_flow_channels import interior_mean
+
+    aug = Compose(
+        [
+            RandomResizedCrop(48, scale=(0.3, 0.6)),
+            RandomHorizontalFlip(),
+            RandomAffine(degrees=20.0, translate=(0.05, 0.05), scale=(1.0, 1.0)),
+        ]
+    )
+
+    def batch(pipeline: bool, transform=aug):
+        ds = HyperframeDataset(
+            moving_store,
+            "sliding",
+            frames=FT,
+            transform=transform,
+            flow=True,
+            seed=4,
+            sampler_options={"window_stride": 1},
+        )
+        if not pipeline:
+            ds.recipe = None
+        samples = ds.__getitems__(list(range(len(ds))))
+        assert isinstance(samples, BatchSamples) == pipeline
+        return collate_hyperframes(samples)
+
+    fast, slow = batch(True), batch(False)
+    assert fast.flow.shape == slow.flow.shape == (len(fast), FT - 1, 2, 48, 48)
+    for k in range(len(fast)):
+        want, got = interior_mean(slow.flow[k], 8), interior_mean(fast.flow[k], 8)
+        torch.testing.assert_close(got, want, atol=0.25, rtol=0.1)
+    with pytest.raises(ConfigError, match="reorders or drops frames"):
+        batch(True, Compose([RandomResizedCrop(48), Reverse(p=1.0)]))

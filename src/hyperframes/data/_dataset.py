@@ -229,9 +229,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
 
     def __getitems__(self, indices: Sequence) -> Sequence[Hyperframe]:
         """The samples of ``indices``: read as one batch by the batch pipeline
-        (:mod:`hyperframes.data._pipeline`) when it knows the transform (a
-        :class:`BatchSamples`, which the loader's collation passes on whole), else sample by
-        sample."""
+        (:mod:`hyperframes.data._pipeline`; a :class:`BatchSamples`, which the loader's
+        collation passes on whole), or sample by sample where :meth:`read_batch` says None."""
         batch = self.read_batch(indices)
         if batch is not None:
             return BatchSamples(batch)
@@ -251,10 +250,10 @@ class HyperframeDataset(torch.utils.data.Dataset):
         )
 
     def read_batch(self, indices: Sequence) -> HyperframeBatch | None:
-        """The batch of ``indices`` through the batch pipeline, with no per-sample object;
-        None when the pipeline does not take this dataset's transform or options (a float
-        store, frames on a GPU) or the windows come out in different
-        sizes (no fixed-size crop over a store of mixed shapes)."""
+        """The batch of ``indices`` through the batch pipeline, with no per-sample object,
+        whatever the transform; None for options it does not take (a float store, frames on a
+        GPU, a subclass finishing samples itself) or windows that come out in different sizes
+        (no fixed-size crop over a store of mixed shapes)."""
         if not self._pipeline_takes() or not len(indices):
             return None
         assert self.recipe is not None
