@@ -164,7 +164,9 @@ class Recipe:
 
     @property
     def random(self) -> bool:
-        return any(getattr(s, "random", False) for s in self.steps)
+        """Whether any step draws (a user's step may, whatever it says: it gets a generator,
+        as on the per-sample path)."""
+        return any(s.random or s.geometry == "unknown" for s in self.steps)
 
     def draw(self, seed: int, plan: BatchPlan, shapes: np.ndarray, channels: int = 3):
         """The read's draws for every sample (``shapes`` (B, 2) stored (H, W)): each from the

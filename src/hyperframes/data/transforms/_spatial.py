@@ -323,7 +323,10 @@ def warp_affine_batch(frames: torch.Tensor, maps: np.ndarray, fill: float) -> to
             planes = src[k, lo : lo + 4]
             img = cv2.merge(list(planes)) if len(planes) > 1 else planes[0]
             got = cv2.warpAffine(img, maps[k], (w, h), flags=flags, borderValue=0)
-            out[k, lo : lo + 4] = got.transpose(2, 0, 1) if got.ndim == 3 else got
+            if got.ndim == 3:
+                cv2.split(got, list(out[k, lo : lo + 4]))  # into the planes, no transpose
+            else:
+                out[k, lo] = got
         inside = cv2.warpAffine(ones, maps[k], (w, h), flags=flags, borderValue=0.0)
         band = np.flatnonzero(inside < 1.0 - 1e-6)
         if band.size:
