@@ -135,11 +135,11 @@ def test_read_boxes_flips_in_its_pass_and_resizes_with_the_filter_asked(mixed):
 
 
 def test_random_resized_crops_take_the_linear_filter_fixed_resizes_the_area_one():
-    from hyperframes.data._pipeline import recipe_of
+    from hyperframes.data._pipeline import Recipe
 
-    assert recipe_of(Compose([RandomResizedCrop(32), RandomHorizontalFlip()])).filter == "linear"
-    assert recipe_of(Resize((32, 32))).filter == "area"
-    assert recipe_of(CenterCrop(32)).filter == "area"
+    assert Recipe.of(Compose([RandomResizedCrop(32), RandomHorizontalFlip()])).filter == "linear"
+    assert Recipe.of(Resize((32, 32))).filter == "area"
+    assert Recipe.of(CenterCrop(32)).filter == "area"
 
 
 def _batches(dl) -> dict:
@@ -198,12 +198,16 @@ class _Custom(Transform):
         return window._replace(frames=window.frames[..., :20, :20])
 
 
-def test_unknown_transforms_take_the_per_sample_path(mixed):
-    ds = _ds(mixed, Compose([_Custom(), RandomHorizontalFlip()]))
-    assert ds.recipe is None
-    batch = collate_hyperframes(ds.__getitems__([0, 1, 2]))
+def test_a_users_transform_runs_in_the_batch_pipeline(mixed):
+    aug = Compose([CenterCrop(40), _Custom(), RandomHorizontalFlip()])
+    samples = _ds(mixed, aug).__getitems__([0, 1, 2])
+    assert isinstance(samples, BatchSamples)  # no per-sample path for a user's transform
+    batch = collate_hyperframes(samples)
     assert batch.frames.shape == (3, T, 3, 20, 20) and isinstance(batch.meta, BatchMeta)
-    assert _ds(mixed, Resize(30)).recipe is None  # shorter side only: sizes vary
+    slow = collate_hyperframes(_per_sample(mixed, aug).__getitems__([0, 1, 2]))
+    assert torch.equal(batch.frames, slow.frames)
+    # frames of different stored sizes with no fixed-size first step cannot share a buffer
+    assert _ds(mixed, Resize(30)).read_batch([0, 1, 2, 3, 4, 5]) is None
 
 
 def test_mixed_shapes_without_a_size_transform_still_explain(mixed):

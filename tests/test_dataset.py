@@ -217,7 +217,7 @@ def test_bad_requests_are_clear(store, tmp_path):
         return Window(frames[1:], indices[1:], mask[1:])
 
     ds = HyperframeDataset(store, frames=4, transform=drop_one)
-    with pytest.raises(DataError, match="changed the frame count from 4 to 3"):
+    with pytest.raises(DataError, match="changed the number of frames from 4 to 3"):
         ds[0]
 
 

@@ -3,6 +3,7 @@ from a store, augmented with per-sample seeds and shaped into a layout."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from numbers import Integral
@@ -34,19 +35,11 @@ from ._options import (
     TrackOptions,
     dataset_options,
 )
-from ._pipeline import (
-    BatchPlan,
-    Recipe,
-    batch_tracks,
-    flip_batch,
-    jitter_all,
-    plan_batch,
-    recipe_of,
-)
+from ._pipeline import BatchPlan, Recipe, batch_audio, batch_tracks, plan_batch, run_steps
 from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
 from ._targets import TargetMaker
 from ._tracks import WindowTracks
-from .transforms import Window, transform_generator
+from .transforms import Window, flip_batch, transform_generator
 
 if TYPE_CHECKING:
     from ..store import StoreReader
@@ -83,9 +76,11 @@ class HyperframeDataset(torch.utils.data.Dataset):
     ``clips_per_video=n`` draws n windows from each of a random sampler's items per epoch,
     each its own item seeded by (seed, epoch, item) (:meth:`Sampler.with_clips_per_video`).
 
-    A batch (``__getitems__``, as the loader reads) whose transform the batch pipeline knows
-    (a crop, flips, colour jitter; :mod:`hyperframes.data._pipeline`) is read whole into one
-    buffer with its tracks, with no per-sample object; other transforms go sample by sample.
+    A batch (``__getitems__``, as the loader reads) is read whole into one buffer with its
+    tracks, with no per-sample object, by the batch pipeline
+    (:mod:`hyperframes.data._pipeline`), which runs every transform as a batch operation (a
+    plain callable wrapped in :class:`~.transforms.PerSample`).
+
     """
 
     def __init__(
@@ -135,7 +130,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         self._buffers = BatchBuffers()
         self._len = self.sampler.num_items(self.table)
         #: what the batch pipeline does with ``transform`` (None: the per-sample path)
-        self.recipe: Recipe | None = recipe_of(transform)
+        self.recipe: Recipe | None = Recipe.of(transform)
 
     def _choose_reader(self, read: ReadOptions) -> None:
         """:attr:`reader` for ``read.memory`` (a memory cache of ``read.memory_budget`` bytes)
@@ -216,9 +211,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
 
     def __getitems__(self, indices: Sequence) -> Sequence[Hyperframe]:
         """The samples of ``indices``: read as one batch by the batch pipeline
-        (:mod:`hyperframes.data._pipeline`) when it knows the transform (a
-        :class:`BatchSamples`, which the loader's collation passes on whole), else sample by
-        sample."""
+        (:mod:`hyperframes.data._pipeline`; a :class:`BatchSamples`, which the loader's
+        collation passes on whole), or sample by sample where :meth:`read_batch` says None."""
         batch = self.read_batch(indices)
         if batch is not None:
             return BatchSamples(batch)
@@ -238,10 +232,10 @@ class HyperframeDataset(torch.utils.data.Dataset):
         )
 
     def read_batch(self, indices: Sequence) -> HyperframeBatch | None:
-        """The batch of ``indices`` through the batch pipeline, with no per-sample object;
-        None when the pipeline does not take this dataset's transform or options (a float
-        store, frames on a GPU) or the windows come out in different
-        sizes (no fixed-size crop over a store of mixed shapes)."""
+        """The batch of ``indices`` through the batch pipeline, with no per-sample object,
+        whatever the transform; None for options it does not take (a float store, frames on a
+        GPU, a subclass finishing samples itself) or windows that come out in different sizes
+        (no fixed-size crop over a store of mixed shapes)."""
         if not self._pipeline_takes() or not len(indices):
             return None
         assert self.recipe is not None
@@ -269,10 +263,19 @@ class HyperframeDataset(torch.utils.data.Dataset):
                 flips=drawn.flips,
                 filter=self.recipe.filter,
             )
+        frames, tracks = batch_tracks(self, plan, drawn, frames)
+        # the other steps after registration, as the per-sample path; they may reorder frames
+        index, mask = torch.from_numpy(plan.index), torch.from_numpy(plan.mask)
+        window, flow = run_steps(
+            self.recipe.rest, Window(frames, index, mask), drawn.generators, tracks.get("flow")
+        )
+        if flow is not None:
+            tracks["flow"] = flow
+        if window.indices is not index or window.mask is not mask:
+            plan = dataclasses.replace(plan, index=window.indices.numpy(), mask=window.mask.numpy())
         meta = self._meta_columns(plan)
-        frames, tracks = batch_tracks(self, plan, drawn, meta["pts_seconds"], frames)
-        jitter_all(frames, self.recipe, drawn)  # after registration, as the per-sample path
-        return self._assemble(frames, plan, meta, tracks)
+        tracks.update(batch_audio(self, plan, meta["pts_seconds"]))
+        return self._assemble(window.frames, plan, meta, tracks)
 
     def _meta_columns(self, plan: BatchPlan) -> BatchMeta:
         videos, b = self.store.videos, len(plan)

@@ -5,21 +5,26 @@ allocated once (from the dataset's pool, or in shared memory inside a worker pro
 
 1. **plan** (:func:`plan_batch`): the sampler's per-item plans (pure, seeded by (seed, epoch,
    item)) become a (B, T) index array and a (B, T) mask;
-2. **draw** (:meth:`Recipe.draw`): each sample's crop box, flip and colour factors, drawn from
-   the sample's own generator (:func:`~.transforms.transform_generator`) in the order the
-   transforms draw them, so boxes are the per-sample path's and the same for any worker count;
+2. **draw** (:meth:`Recipe.draw`): each sample's crop box and flips, drawn from the sample's
+   own generator (:func:`~.transforms.transform_generator`) in the order the transforms draw
+   them, so boxes are the per-sample path's and the same for any worker count;
 3. **read + crop + resize** (:func:`hyperframes.store.read_boxes`): each box resized
-   straight into the (B, T, C, h, w) uint8 batch buffer, whatever the stored shapes;
-4. **augment**: flips as an index operation on the buffer, colour jitter as uint8 operations
-   with per-sample factors (:func:`jitter_batch`);
-5. **tracks** (:func:`batch_tracks`): registration through each sample's box and flip,
-   log-mel audio and flow moved with the frames' boxes, each one call for the batch.
+   straight into the (B, T, C, h, w) uint8 batch buffer, whatever the stored shapes, the
+   flips in the same pass;
+4. **tracks** (:func:`batch_tracks`): registration through each sample's box and flip, flow
+   moved with the frames' boxes, each one call for the batch;
+5. **steps** (:func:`run_steps`): every other transform step in order, each a batch
+   operation: its parameters drawn per sample from the same generators (``draw``), then
+   applied to the whole batch (``batch_apply``: colour jitter and hue as uint8 / float32
+   OpenCV passes with per-sample factors, affine warps, noise, temporal reorders, a user's
+   callable wrapped in :class:`~.transforms.PerSample` sample by sample); the flow follows
+   their geometry;
+6. **audio** (:func:`batch_audio`) at the pts of the frames the steps left.
 
-A transform is taken by the pipeline when it is one of, or a :class:`~.transforms.Compose`
-of, a first spatial step (``CenterCrop``, ``RandomCrop``, ``RandomResizedCrop``, ``Resize``
-with (h, w), the input contract's eval crop) followed by ``RandomHorizontalFlip`` and
-``ColorJitter`` (one set of factors per window, no hue) steps; :func:`recipe_of` says None for
-anything else and the dataset uses the per-sample path.
+Every transform is taken: the recipe (:class:`Recipe`) reads only the steps' ``geometry``
+(``"box"``, ``"mirror"``, ...), never their classes. What still goes sample by sample is not
+the transform's doing: a float store, frames on a GPU, a dataset subclass finishing samples
+its own way, or windows that come out in different sizes.
 
 Pixels differ from the per-sample path by the resize filter only: OpenCV's bilinear
 (``INTER_LINEAR``; area averaging ``INTER_AREA`` when a fixed resize shrinks, or when a random
@@ -38,23 +43,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._core._errors import DataError
-from .._core._resize import flip_planes
-from ..store import centre_boxes
-from . import transforms as R
-from .transforms import (
-    CenterCrop,
-    ColorJitter,
-    Compose,
-    ContractCrop,
-    RandomCrop,
-    RandomHorizontalFlip,
-    RandomResizedCrop,
-    transform_generator,
-)
-from .transforms import Resize as _Resize
+from .._core._errors import ConfigError, DataError
+from ._flow_geometry import _jacobian
+from .transforms import Window, batch_steps, transform_generator
 
-__all__ = ["BatchPlan", "Recipe", "batch_tracks", "jitter_batch", "plan_batch", "recipe_of"]
+__all__ = [
+    "BatchPlan",
+    "Drawn",
+    "Recipe",
+    "batch_audio",
+    "batch_tracks",
+    "plan_batch",
+    "run_steps",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,212 +108,182 @@ def plan_batch(dataset, indices: Sequence, *, own_plan: bool = False) -> BatchPl
 
 
 # -- recipes ---------------------------------------------------------------------------------
-_SPATIAL = (CenterCrop, RandomCrop, RandomResizedCrop, _Resize, ContractCrop)
-
-
-def _fixed_resize(step) -> bool:
-    return isinstance(step, _Resize) and len(step.size) == 2
-
-
-def recipe_of(transform) -> Recipe | None:
-    """The pipeline's plan for ``transform`` (None: the transform is not one it knows)."""
-    if transform is None:
-        return Recipe(None, ())
-    steps = list(transform.transforms) if isinstance(transform, Compose) else [transform]
-    crop = None
-    if steps and isinstance(steps[0], _SPATIAL):
-        crop = steps.pop(0)
-        if isinstance(crop, _Resize) and not _fixed_resize(crop):
-            return None
-    for s in steps:
-        if isinstance(s, RandomHorizontalFlip):
-            continue
-        if type(s) is ColorJitter and not s.per_frame and s.hue == (0.0, 0.0):
-            continue
-        return None
-    return Recipe(crop, tuple(steps))
-
-
 @dataclasses.dataclass(frozen=True)
 class Drawn:
-    """A batch's drawn parameters: ``boxes`` (B, 4) (top, left, height, width) in stored
-    pixels, ``size`` (h, w) of the output, and per step after the crop its (B,) flips or
-    (B, 3) colour factors (brightness, contrast, saturation)."""
+    """A batch's read-side draws: ``boxes`` (B, 4) (top, left, height, width) in stored
+    pixels, ``size`` (h, w) of the output, ``flips`` (B,) whether each sample's read mirrors
+    it (an odd number of the flips fused into the read), and each sample's ``generators``
+    (None for a recipe that draws nothing), which the steps after the read go on drawing
+    from."""
 
     boxes: np.ndarray
     size: tuple[int, int]
-    params: tuple[np.ndarray, ...]
-
-    @property
-    def flips(self) -> np.ndarray:
-        """(B,) whether each sample ends mirrored (an odd number of flips)."""
-        flips = np.zeros(len(self.boxes), bool)
-        for p in self.params:
-            if p.dtype == bool:
-                flips ^= p
-        return flips
-
-
-def _centre_box(step, h: int, w: int) -> tuple[int, int, int, int]:
-    ch, cw = step.size
-    if ch > h or cw > w:
-        raise DataError(
-            f"CenterCrop: crop {ch}x{cw} is larger than the {h}x{w} frames; put a Resize "
-            f"(or RandomResizedCrop) before it or store frames at a larger size"
-        )
-    return tuple(centre_boxes([(h, w)], (ch, cw))[0].tolist())
+    flips: np.ndarray
+    generators: tuple
 
 
 @dataclasses.dataclass(frozen=True)
 class Recipe:
-    """A first spatial step (or None) and the flip / jitter steps after it."""
+    """A transform's steps (:func:`~.transforms.batch_steps`) as the pipeline runs them: a
+    first ``"box"`` step (a crop or resize) done by the read, the ``"mirror"`` steps right
+    after it fused into the read, and the rest applied to the batch in order
+    (:func:`run_steps`). Which step is which is the steps' own ``geometry``: the pipeline
+    knows no transform class."""
 
-    crop: Any
-    after: tuple
+    steps: tuple
+
+    @classmethod
+    def of(cls, transform) -> Recipe:
+        """The recipe of ``transform`` (None, a transform, a Compose or a plain callable)."""
+        return cls(tuple(batch_steps(transform)))
+
+    @property
+    def crop(self) -> Any:
+        """The first step when the read can do it (``geometry == "box"``), else None."""
+        return self.steps[0] if self.steps and self.steps[0].geometry == "box" else None
+
+    @property
+    def _fused(self) -> int:
+        """How many steps the read does: the crop and the flips right after it."""
+        n = int(self.crop is not None)
+        while n < len(self.steps) and self.steps[n].geometry == "mirror":
+            n += 1
+        return n
+
+    @property
+    def rest(self) -> tuple:
+        """The steps after the read, in order."""
+        return self.steps[self._fused :]
 
     @property
     def filter(self) -> str:
-        """The resize filter (:mod:`hyperframes._core._resize`): ``"linear"`` for random
-        resized crops (training), ``"area"`` for fixed resizes and the eval crop."""
-        return "linear" if isinstance(self.crop, RandomResizedCrop) else "area"
+        """The read's resize filter (:mod:`hyperframes._core._resize`): the crop's
+        ``read_filter``: ``"linear"`` for random resized crops (training), ``"area"`` for
+        fixed resizes and the eval crop."""
+        return self.crop.read_filter if self.crop is not None else "area"
 
     @property
     def random(self) -> bool:
-        return any(getattr(s, "random", False) for s in (self.crop, *self.after))
+        """Whether any step draws (a user's step may, whatever it says: it gets a generator,
+        as on the per-sample path)."""
+        return any(s.random or s.geometry == "unknown" for s in self.steps)
 
-    def _box(self, h: int, w: int, g) -> tuple[tuple, Any]:
-        c = self.crop
-        if c is None:
-            return (0, 0, h, w), (h, w)
-        if isinstance(c, CenterCrop):
-            return _centre_box(c, h, w), c.size
-        if isinstance(c, RandomResizedCrop):
-            return c.box(h, w, g), c.size
-        if isinstance(c, RandomCrop):
-            if c.size[0] > h or c.size[1] > w:
-                raise DataError(
-                    f"RandomCrop: crop {c.size[0]}x{c.size[1]} is larger than the {h}x{w} "
-                    "frames; put a Resize (or RandomResizedCrop) before it or store frames at "
-                    "a larger size"
-                )
-            top, left = R.randint(g, 0, h - c.size[0]), R.randint(g, 0, w - c.size[1])
-            return (top, left, *c.size), c.size
-        if isinstance(c, ContractCrop):
-            return c.contract.crop_box(h, w, c.position)
-        return (0, 0, h, w), tuple(c.size)  # Resize((h, w))
-
-    def draw(self, seed: int, plan: BatchPlan, shapes: np.ndarray) -> Drawn | None:
-        """Every sample's parameters (``shapes`` (B, 2) stored (H, W)); None when the output
-        sizes differ (no fixed-size crop over a store of mixed shapes)."""
-        b = len(plan)
+    def draw(self, seed: int, plan: BatchPlan, shapes: np.ndarray, channels: int = 3):
+        """The read's draws for every sample (``shapes`` (B, 2) stored (H, W)): each from the
+        sample's own generator (:func:`~.transforms.transform_generator`), the crop's then
+        the fused flips', as the per-sample path draws them. None when the output sizes
+        differ (no fixed-size crop over a store of mixed shapes)."""
+        b, t = len(plan), plan.index.shape[1]
+        crop = self.crop
+        gens: tuple = (None,) * b
+        if self.random:
+            gens = tuple(
+                transform_generator(seed, int(plan.epochs[k]), int(plan.items[k])) for k in range(b)
+            )
         boxes = np.empty((b, 4), np.int64)
-        params = [
-            np.zeros(b, bool) if isinstance(s, RandomHorizontalFlip) else np.ones((b, 3))
-            for s in self.after
-        ]
         sizes: set[tuple[int, int]] = set()
-        if not self.random:  # the box depends on the frame shape only: once per shape
+        if crop is None or not crop.random:  # the box depends on the frame shape only
             for hw in {tuple(x) for x in shapes.tolist()}:
-                box, size = self._box(int(hw[0]), int(hw[1]), None)
+                h, w = int(hw[0]), int(hw[1])
+                box, size = crop.read_box(h, w, None) if crop else ((0, 0, h, w), (h, w))
                 boxes[(shapes == hw).all(1)] = box
                 sizes.add(tuple(size))
-            return Drawn(boxes, sizes.pop(), tuple(params)) if len(sizes) == 1 else None
-        for k in range(b):
-            g = transform_generator(seed, int(plan.epochs[k]), int(plan.items[k]))
-            box, size = self._box(int(shapes[k, 0]), int(shapes[k, 1]), g)
-            boxes[k], sizes = box, sizes | {tuple(size)}
-            for s, p in zip(self.after, params):
-                if isinstance(s, RandomHorizontalFlip):
-                    p[k] = R.coin(g, s.p)
-                elif R.coin(g, s.p):
-                    f = s._factors(g, 1)
-                    p[k] = (f[0][0], f[1][0], f[2][0])
+        else:
+            for k in range(b):
+                box, size = crop.read_box(int(shapes[k, 0]), int(shapes[k, 1]), gens[k])
+                boxes[k], sizes = box, sizes | {tuple(size)}
         if len(sizes) != 1:
             return None
-        return Drawn(boxes, sizes.pop(), tuple(params))
+        size = sizes.pop()
+        flips = np.zeros(b, bool)
+        for step in self.steps[int(crop is not None) : self._fused]:
+            flips ^= np.asarray([bool(step.draw(g, (t, channels, *size))) for g in gens])
+        return Drawn(boxes, size, flips, gens)
 
 
-# -- augmentation on the batch -----------------------------------------------------------------
-def flip_batch(frames: torch.Tensor, flips: np.ndarray) -> None:
-    """Mirror, in place, the (B, T, C, h, w) windows whose ``flips`` is True (OpenCV's flip
-    per window: torch's ``frames[sel] = frames[sel].flip(-1)`` gathers, flips and scatters,
-    ~1 ms a 16-frame 112x112 window against ~0.04 ms)."""
-    arr = frames.numpy()
-    for k in np.flatnonzero(flips).tolist():
-        flip_planes(arr[k])
+def run_steps(steps: Sequence, batch: Window, generators: Sequence, flow=None) -> tuple:
+    """Every step of ``steps`` over ``batch`` (frames (B, T, C, H, W), indices and mask
+    (B, T) tensors), in order: each sample's parameters drawn from its generator
+    (``step.draw``), then the step on the whole batch (``step.batch_apply``). ``flow``
+    (B, T-1, 2, H, W), when given, follows the geometric steps as the per-sample path's
+    :func:`~._flow_geometry.follow_geometry` does: the step, with the same parameters,
+    resamples the flow beside a map of pixel coordinates, whose Jacobian turns the vectors
+    into the output's pixels. Returns the batch and the flow."""
+    aux = None
+    if flow is not None and flow.shape[1] and any(s.geometry != "none" for s in steps):
+        b, n, _, h, w = flow.shape
+        ys, xs = torch.meshgrid(
+            torch.arange(h, dtype=torch.float32),
+            torch.arange(w, dtype=torch.float32),
+            indexing="ij",
+        )
+        coords = torch.stack([xs, ys]).expand(b, n, 2, h, w)
+        aux = torch.cat([coords, flow.float()], 2)
+    for step in steps:
+        if flow is not None:
+            _check_flow_step(step)
+        shape = tuple(batch.frames.shape[1:])
+        params = [step.draw(g, shape) for g in generators]
+        if aux is not None and step.geometry != "none":
+            ones = torch.ones(aux.shape[:2], dtype=torch.bool)
+            aux = step.batch_apply(Window(aux, torch.zeros(aux.shape[:2]), ones), params)[0]
+        batch = step.batch_apply(batch, params)
+    if aux is not None:
+        flow = torch.stack([_output_vectors(a) for a in aux])
+    return batch, flow
 
 
-#: added to an affine map before OpenCV rounds it to uint8: ``round(v - 0.49)`` truncates, as
-#: torchvision's uint8 blend does (``(a * x + b).clamp(0, 255).to(uint8)``), but for fractions
-#: within 0.01 of the next level
-_TRUNC = -0.49
+def _check_flow_step(step) -> None:
+    who = type(step).__name__
+    if step.changes_sequence or step.changes_count:
+        raise ConfigError(
+            f"flow=True: transform {who} reorders or drops frames, which breaks the flow "
+            "between consecutive frames; leave it out"
+        )
+    if step.geometry == "unknown":
+        raise ConfigError(
+            f"flow=True: cannot tell how transform {who} moves pixels; the flow follows "
+            "Resize, CenterCrop, RandomCrop, RandomResizedCrop, RandomHorizontalFlip, "
+            "RandomAffine and photometric transforms"
+        )
 
 
-def jitter_batch(frames: np.ndarray, factors: np.ndarray) -> None:
-    """Colour jitter, in place, of uint8 (B, T, C, h, w) ``frames`` with (B, 3) per-sample
-    brightness, contrast, saturation factors (1: unchanged), in that order, as torchvision's
-    ``adjust_*``: brightness one affine pass over the window, contrast one per frame around
-    the frame's mean grey, saturation a blend with each pixel's grey; each pass OpenCV's SIMD
-    uint8 arithmetic with saturation (``convertScaleAbs`` for brightness, whose results are
-    never negative, ``addWeighted`` for the rest: two to three times faster than a lookup
-    table, which gathers byte by byte)."""
-    import cv2  # deferred: optional/heavy dependency
-
-    b, t, c, h, w = frames.shape
-    hw = h * w
-    weights = np.asarray([0.2989, 0.587, 0.114]) if c == 3 else np.ones(1)
-    for k in range(b):
-        fb, fc, fs = (float(v) for v in factors[k])
-        sample = frames[k].reshape(t, c * hw)
-        if fb != 1.0:
-            cv2.convertScaleAbs(sample, dst=sample, alpha=fb, beta=_TRUNC)
-        if fc != 1.0:
-            sums = cv2.reduce(sample.reshape(t * c, hw), 1, cv2.REDUCE_SUM, dtype=cv2.CV_32S)
-            means = sums.reshape(t, c) @ weights / hw
-            if c == 3:
-                means = means - 0.5  # torchvision floors each pixel's grey before the mean
-            for j in range(t):
-                row = sample[j : j + 1]
-                beta = (1.0 - fc) * float(means[j]) + _TRUNC
-                # addWeighted saturates at 0; convertScaleAbs would mirror a negative value
-                cv2.addWeighted(row, fc, row, 0.0, beta, dst=row)
-        if fs != 1.0 and c == 3:
-            r, g, bl = sample[:, :hw], sample[:, hw : 2 * hw], sample[:, 2 * hw :]
-            grey = cv2.addWeighted(r, 0.2989, g, 0.587, 0.0)
-            grey = cv2.addWeighted(grey, 1.0, bl, 0.114, 0.0)
-            for plane in (r, g, bl):  # strided views: OpenCV writes them in place
-                cv2.addWeighted(plane, fs, grey, 1.0 - fs, _TRUNC, dst=plane)
-
-
-def jitter_all(frames: torch.Tensor, recipe: Recipe, drawn: Drawn) -> None:
-    """The colour jitter steps, in their order, in place on the (B, T, C, h, w) buffer."""
-    for step, p in zip(recipe.after, drawn.params):
-        if not isinstance(step, RandomHorizontalFlip) and (p != 1.0).any():
-            jitter_batch(frames.numpy(), p)
+def _output_vectors(aux: torch.Tensor) -> torch.Tensor:
+    """(n, 2, h, w) flow in output pixels from ``aux`` (n, 4, h, w): source coordinates
+    then source vectors, through the inverse of the coordinates' Jacobian."""
+    inv = torch.linalg.inv(_jacobian(aux[:, :2]))
+    return torch.einsum("ij,njhw->nihw", inv, aux[:, 2:]).contiguous()
 
 
 # -- tracks ------------------------------------------------------------------------------------
 def batch_tracks(
-    dataset, plan: BatchPlan, drawn: Drawn, pts: np.ndarray, frames: torch.Tensor
+    dataset, plan: BatchPlan, drawn: Drawn, frames: torch.Tensor
 ) -> tuple[torch.Tensor, dict]:
-    """Every track of the batch, in one place, each one call for the whole batch
-    (:class:`~._tracks.WindowTracks`' batched methods): ``frames`` registered onto each window's
-    key frame (``register=``; frames 0, or T//2 in the keyframe layout) through each
-    sample's box and flip; ``audio`` (B, n_mels, T*k) and ``audio_mask`` (B, T) at the
-    frames' ``pts`` (B, T); ``flow`` (B, T-1, 2, h, w) moved with each sample's box and
-    flip. Returns the frames and the tracks present."""
-    tracks, videos = dataset.tracks, dataset.store.videos
+    """The tracks that follow the read's geometry, each one call for the whole batch
+    (:class:`~._tracks.WindowTracks`' batched methods): ``frames`` registered onto each
+    window's key frame (``register=``; frames 0, or T//2 in the keyframe layout) through each
+    sample's box and flip; ``flow`` (B, T-1, 2, h, w) moved with each sample's box and flip.
+    Returns the frames and the tracks present."""
+    tracks = dataset.tracks
     out: dict = {}
     if tracks.register is not None:
         key = plan.index.shape[1] // 2 if dataset.layout == "keyframe" else 0
         frames = tracks.registered_batch(
             frames, plan.videos, plan.index, drawn.boxes, key, flip=drawn.flips
         )
-    if tracks.audio is not None:
-        fps = np.asarray(videos.fps, np.float64)[plan.videos]
-        out["audio"], out["audio_mask"] = tracks.read_audio_batch(plan.videos, pts, fps, plan.mask)
     if tracks.flow:
         out["flow"] = tracks.window_flow_batch(
             plan.videos, plan.index, drawn.boxes, drawn.size, drawn.flips
         )
     return frames, out
+
+
+def batch_audio(dataset, plan: BatchPlan, pts: np.ndarray) -> dict:
+    """``audio`` (B, n_mels, T*k) and ``audio_mask`` (B, T) at the frames' ``pts`` (B, T),
+    one call for the batch (none without an audio track)."""
+    tracks = dataset.tracks
+    if tracks.audio is None:
+        return {}
+    fps = np.asarray(dataset.store.videos.fps, np.float64)[plan.videos]
+    audio, mask = tracks.read_audio_batch(plan.videos, pts, fps, plan.mask)
+    return {"audio": audio, "audio_mask": mask}

@@ -6,14 +6,25 @@ draw every random parameter from the ``generator`` given (one set per window by 
     aug = Compose([RandomResizedCrop(224), RandomHorizontalFlip(), ColorJitter(0.4, 0.4, 0.4)])
     out = aug(frames, plan.frame_indices, plan.mask, generator=transform_generator(seed, epoch, i))
     batch_out = aug.batch(batch_frames, generators=[...])   # (B, T, C, H, W), per-sample params
+
+Each transform also has a batch form (``draw`` per sample, ``batch_apply`` over a batch; see
+:mod:`._base`), which the dataset's batch pipeline runs; a plain callable is wrapped once in
+:class:`PerSample`.
 """
 
-from ._base import Compose, Transform, Window, apply_batch, as_window, transform_generator
+from ._base import (
+    Compose,
+    PerSample,
+    Transform,
+    Window,
+    apply_batch,
+    as_window,
+    transform_generator,
+)
+from ._base import batch_steps as batch_steps  # the batch pipeline's (data._pipeline)
 from ._color import ColorJitter, GaussianNoise
 from ._contract import ContractCrop, contract_transform
 from ._normalize import Normalize, ToFloat, normalize, to_float
-from ._random import coin as coin  # the draws the batch pipeline repeats (data._pipeline)
-from ._random import randint as randint
 from ._spatial import (
     CenterCrop,
     RandomAffine,
@@ -22,6 +33,7 @@ from ._spatial import (
     RandomResizedCrop,
     Resize,
 )
+from ._spatial import flip_batch as flip_batch
 from ._temporal import DropFrame, DuplicateFrame, Reverse, Shuffle
 
 __all__ = [
@@ -33,6 +45,7 @@ __all__ = [
     "DuplicateFrame",
     "GaussianNoise",
     "Normalize",
+    "PerSample",
     "RandomAffine",
     "RandomCrop",
     "RandomHorizontalFlip",

@@ -9,19 +9,41 @@ one set of parameters is used for every frame of the window unless a transform s
 Transforms that reorder, repeat or drop frames set ``changes_sequence = True`` (indices may then
 be unsorted or repeated); a transform that may change T must set ``changes_count = True`` or
 :class:`Compose` raises :class:`DataError` naming it.
+
+**Batch form.** Every transform is also a batch operation, which is how the dataset's batch
+pipeline (:mod:`hyperframes.data._pipeline`) runs it: :meth:`Transform.draw` gives one sample's
+parameters from that sample's own generator (pure: the same generator state, the same
+parameters), and :meth:`Transform.batch_apply` applies a step to a whole batch (frames
+(B, T, C, H, W), indices and mask (B, T)) with each sample's parameters. ``apply`` is ``draw``
+then :meth:`Transform.apply_drawn`, so a sample's parameters are the same on either path. A
+step's ``geometry`` says how it moves pixels (``"box"``: a crop or resize the read can do
+itself, :meth:`read_box`; ``"mirror"``: parameters are left-right flips; ``"warp"``: another
+geometric map; ``"none"``: pixels stay where they are; ``"unknown"``: a user's code). A plain
+callable is wrapped once in :class:`PerSample`, which runs it sample by sample inside the same
+pipeline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar, NamedTuple
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
 
 from ..._core._errors import ConfigError, DataError
 
-__all__ = ["Compose", "Transform", "Window", "apply_batch", "transform_generator"]
+__all__ = [
+    "Compose",
+    "PerSample",
+    "Transform",
+    "Window",
+    "apply_batch",
+    "batch_steps",
+    "each_sample",
+    "transform_generator",
+]
 
 _TRANSFORM_KEY = 3  # SeedSequence spawn key: keeps these streams apart from the samplers'
 
@@ -118,9 +140,29 @@ class Transform:
     changes_sequence: ClassVar[bool] = False
     #: may change the number of frames T
     changes_count: ClassVar[bool] = False
+    #: how the step moves pixels (module doc): "box", "mirror", "warp", "none" or "unknown"
+    geometry: ClassVar[str] = "unknown"
 
     def apply(self, window: Window, generator: torch.Generator | None) -> Window:
-        raise NotImplementedError
+        """One window: :meth:`draw` then :meth:`apply_drawn` (a subclass may override this
+        alone: the batch pipeline then runs it sample by sample with the sample's generator)."""
+        if type(self).draw is Transform.draw and type(self).apply_drawn is Transform.apply_drawn:
+            raise NotImplementedError(f"{type(self).__name__} implements neither apply nor draw")
+        return self.apply_drawn(window, self.draw(generator, tuple(window.frames.shape)))
+
+    def draw(self, generator: torch.Generator | None, shape: tuple[int, ...]) -> Any:
+        """One sample's parameters for frames of ``shape`` (T, C, H, W), from its ``generator``.
+        The default hands the generator on: a step that draws while it applies."""
+        return generator
+
+    def apply_drawn(self, window: Window, params: Any) -> Window:
+        """One window with parameters from :meth:`draw` (the default: :meth:`apply` with them)."""
+        return self.apply(window, params)
+
+    def batch_apply(self, batch: Window, params: Sequence) -> Window:
+        """The step over a batch (frames (B, T, C, H, W), indices and mask (B, T)), sample
+        ``k`` with ``params[k]``; the default runs :meth:`apply_drawn` sample by sample."""
+        return each_sample(batch, lambda w, k: self.apply_drawn(w, params[k]), self)
 
     def __call__(self, frames, indices=None, mask=None, *, generator=None) -> Window:
         """Transform one window (T, C, H, W); returns a :class:`Window`."""
@@ -139,17 +181,108 @@ class Transform:
         return f"{type(self).__name__}({args})"
 
 
-class Compose(Transform):
-    """Apply transforms in order, checking after each that T is unchanged unless declared."""
+def each_sample(batch: Window, fn: Callable[[Window, int], Window], step) -> Window:
+    """``fn(window_k, k)`` for every sample of ``batch``, checked (:func:`_check_step`) and
+    stacked back into a batch; windows of different shapes raise :class:`DataError`."""
+    frames, indices, mask = batch
+    outs = []
+    for k in range(frames.shape[0]):
+        before = Window(frames[k], indices[k], mask[k])
+        out = fn(before, k)
+        _check_step(before, out, step)
+        outs.append(out)
+    if not outs:
+        return batch
+    shapes = sorted({tuple(o.frames.shape) for o in outs})
+    if len(shapes) > 1:
+        raise DataError(
+            f"{step!r} gave windows of different shapes {shapes} in one batch; end with a "
+            f"fixed-size transform (RandomResizedCrop, Resize with (h, w), CenterCrop)"
+        )
+    return Window(*(torch.stack(parts) for parts in zip(*outs)))
 
-    def __init__(self, transforms: Sequence[Transform]) -> None:
-        self.transforms = list(transforms)
-        for t in self.transforms:
-            if not isinstance(t, Transform):
-                raise ConfigError(
-                    f"Compose takes hyperframes transforms, got {type(t).__name__}; wrap other "
-                    f"callables in a Transform subclass (apply(window, generator) -> Window)"
-                )
+
+def _arity(fn) -> int:
+    """How many positional arguments ``fn`` takes (3 when it takes *args or cannot tell)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 3
+    kinds = [p.kind for p in params]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return 3
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(k in positional for k in kinds)
+
+
+class PerSample(Transform):
+    """A user's callable as a transform, run sample by sample inside the batch pipeline.
+
+    ``fn`` is either a dataset transform, ``fn(frames, indices, mask, generator=g)`` returning
+    a :class:`Window` (or frames), or a function of the frames alone, ``fn(frames)`` returning
+    frames (T, C, H, W); which one is read from its signature once, here. It gets the sample's
+    own generator, so its draws are the same whichever path or worker runs it. A plain
+    callable given as a dataset's transform, or inside a :class:`Compose`, is wrapped in this
+    automatically."""
+
+    def __init__(self, fn: Callable) -> None:
+        if not callable(fn):
+            raise ConfigError(f"PerSample needs a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self._frames_only = _arity(fn) == 1
+
+    @property
+    def random(self) -> bool:  # type: ignore[override]
+        return not self._frames_only  # a dataset transform gets the sample's generator
+
+    def apply(self, window: Window, generator: torch.Generator | None) -> Window:
+        if self._frames_only:
+            out = self.fn(window.frames)
+        else:
+            out = self.fn(window.frames, window.indices, window.mask, generator=generator)
+        if isinstance(out, torch.Tensor):
+            return Window(out, window.indices, window.mask)
+        if isinstance(out, Window) or (isinstance(out, tuple) and len(out) == 3):
+            return Window(*out)
+        name = getattr(self.fn, "__name__", type(self.fn).__name__)
+        raise DataError(
+            f"transform {name} returned {type(out).__name__}; it must return frames "
+            "(a torch.Tensor (T, C, H, W)) or a Window (frames, indices, mask); wrap it in "
+            "hyperframes.data.transforms.Compose or PerSample"
+        )
+
+    def __repr__(self) -> str:
+        return f"PerSample({getattr(self.fn, '__name__', type(self.fn).__name__)})"
+
+
+def as_transform(t) -> Transform:
+    """``t`` itself when it is a :class:`Transform`, else ``t`` wrapped in :class:`PerSample`."""
+    if isinstance(t, Transform):
+        return t
+    if not callable(t):
+        raise ConfigError(
+            f"a transform must be a hyperframes transform or a callable, got {type(t).__name__}"
+        )
+    return PerSample(t)
+
+
+def batch_steps(transform) -> list[Transform]:
+    """The steps the batch pipeline runs for ``transform``: none for None, a
+    :class:`Compose`'s steps in order (nested ones flattened), callables wrapped in
+    :class:`PerSample`."""
+    if transform is None:
+        return []
+    if isinstance(transform, Compose):
+        return [s for t in transform.transforms for s in batch_steps(t)]
+    return [as_transform(transform)]
+
+
+class Compose(Transform):
+    """Apply transforms in order, checking after each that T is unchanged unless declared.
+    A plain callable among them is wrapped in :class:`PerSample`."""
+
+    def __init__(self, transforms: Sequence[Transform | Callable]) -> None:
+        self.transforms = [as_transform(t) for t in transforms]
 
     @property
     def random(self) -> bool:  # type: ignore[override]

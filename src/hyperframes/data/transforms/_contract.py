@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from ..._core._contract import POSITIONS, InputContract
 from ..._core._errors import ConfigError
-from ._base import Window, as_window
+from ._base import Window
+from ._spatial import _Box
 
 __all__ = ["ContractCrop", "contract_transform"]
 
 
-class ContractCrop:
+class ContractCrop(_Box):
     """A dataset transform (``transform(frames, indices, mask, generator=...)`` -> ``Window``)
-    applying :meth:`InputContract.resize_crop` to a window."""
+    applying :meth:`InputContract.resize_crop` to a window; first in a batch pipeline, the
+    read crops and resizes its box (OpenCV's area filter, as ``resize_crop`` on the CPU)."""
 
     random = False
 
@@ -22,9 +24,13 @@ class ContractCrop:
             raise ConfigError(f"position {position!r}: allowed: {', '.join(POSITIONS)}")
         self.contract, self.position = contract, position
 
-    def __call__(self, frames, indices=None, mask=None, *, generator=None):
-        w = as_window(frames, indices, mask)
-        return Window(self.contract.resize_crop(w.frames, position=self.position), *w[1:])
+    def read_box(self, height, width, generator):
+        box, size = self.contract.crop_box(height, width, self.position)
+        return tuple(box), tuple(size)
+
+    def apply_drawn(self, window, params):
+        frames = self.contract.resize_crop(window.frames, position=self.position)
+        return Window(frames, window.indices, window.mask)
 
     def __repr__(self) -> str:
         return f"ContractCrop(crop={self.contract.crop}, position={self.position!r})"

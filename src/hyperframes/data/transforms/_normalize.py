@@ -20,10 +20,18 @@ __all__ = ["Normalize", "ToFloat", "normalize", "to_float"]
 
 
 class ToFloat(Transform):
-    """Frames to float32 in [0, 1] (uint8 divided by 255)."""
+    """Frames to float32 in [0, 1] (uint8 divided by 255); on a batch, the whole batch."""
 
-    def apply(self, window, generator):
+    geometry = "none"
+
+    def draw(self, generator, shape) -> None:
+        return None
+
+    def apply_drawn(self, window, params):
         return Window(to_float(window.frames), window.indices, window.mask)
+
+    def batch_apply(self, batch, params):
+        return self.apply_drawn(batch, None)
 
 
 class Normalize(Transform):
@@ -39,6 +47,14 @@ class Normalize(Transform):
                 f"mean={self.mean}, std={self.std}"
             )
 
-    def apply(self, window, generator):
-        out = normalize(window.frames, self.mean, self.std)
+    geometry = "none"
+
+    def draw(self, generator, shape) -> None:
+        return None
+
+    def apply_drawn(self, window, params):
+        out = normalize(window.frames, self.mean, self.std)  # (..., C, H, W): a batch too
         return Window(out, window.indices, window.mask)
+
+    def batch_apply(self, batch, params):
+        return self.apply_drawn(batch, None)

@@ -1,6 +1,8 @@
 """Temporal transforms: they reorder or repeat frames, moving indices and mask with them.
 
-All keep T constant and declare ``changes_sequence = True``:
+All keep T constant and declare ``changes_sequence = True``. On a batch each sample's order
+(drawn from its own generator) gathers its frames, indices and mask in one indexing of the
+batch.
 
 * :class:`Reverse` -- play the window backwards;
 * :class:`DropFrame` -- frame ``i`` (0 < i < T) is lost and its predecessor shown twice in its
@@ -31,6 +33,7 @@ def _take(window: Window, order: torch.Tensor) -> Window:
 class _Temporal(Transform):
     random = True
     changes_sequence = True
+    geometry = "none"  # frames move in time, pixels stay
 
     def __init__(self, p: float = 0.5) -> None:
         self.p = R.probability(type(self).__name__, p)
@@ -39,12 +42,29 @@ class _Temporal(Transform):
         """The new position -> old position map, or None for no change."""
         raise NotImplementedError
 
-    def apply(self, window, generator):
-        t = window.frames.shape[0]
+    def draw(self, generator, shape) -> torch.Tensor | None:
+        t = int(shape[0])
         if t < 2 or not R.coin(generator, self.p):
-            return window
-        order = self.order(t, generator)
-        return window if order is None else _take(window, order)
+            return None
+        return self.order(t, generator)
+
+    def apply_drawn(self, window, params):
+        return window if params is None else _take(window, params)
+
+    def batch_apply(self, batch, params):
+        if all(p is None for p in params):
+            return batch
+        b, t = batch.frames.shape[:2]
+        order = torch.arange(t).repeat(b, 1)
+        for k, p in enumerate(params):
+            if p is not None:
+                order[k] = p
+        rows = torch.arange(b)[:, None]
+        return Window(
+            batch.frames[rows.to(batch.frames.device), order.to(batch.frames.device)],
+            torch.as_tensor(batch.indices)[rows, order],
+            torch.as_tensor(batch.mask)[rows, order],
+        )
 
 
 class Reverse(_Temporal):
