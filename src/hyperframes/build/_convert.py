@@ -34,7 +34,7 @@ from .._core._errors import ConfigError, StoreError
 from .._core._progress import Progress
 from .._core._urls import is_url
 from .._version import __version__
-from ..store import Store, create_codec, list_codecs, open_store
+from ..store import Manifest, Store, create_codec, list_codecs, open_store
 from ..store.format import (
     AUDIO_FILE,
     CHUNK_DTYPE,
@@ -287,20 +287,22 @@ def _assemble(src: Store, staging: Path, codec: str, params: dict, opts: BuildOp
         build.pop(k, None)
     build.update({k: v for k, v in opts.content().items() if k in ("codec", *params)})
     kept = {k: v for k, v in m.items() if k not in ("generation", "converted_from")}
-    manifest = dict(
-        kept,
-        format_version=FORMAT_VERSION,
-        hyperframes_version=__version__,
-        git_commit=git_commit(),
-        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        build=build,
-        codec={"name": codec, **params},
-        shards=rows,
-        index=file_rows(index, names),
-        store_bytes=store_bytes,
-        converted_from=source,
+    manifest = Manifest.model_validate(
+        dict(
+            kept,
+            format_version=FORMAT_VERSION,
+            hyperframes_version=__version__,
+            git_commit=git_commit(),
+            created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            build=build,
+            codec={"name": codec, **params},
+            shards=rows,
+            index=file_rows(index, names),
+            store_bytes=store_bytes,
+            converted_from=source,
+        )
     )
-    write_json_atomic(staging / MANIFEST, manifest)
+    write_json_atomic(staging / MANIFEST, manifest.to_json())
 
 
 def _moved_tracks(table: np.ndarray, done: dict, shard_id: dict) -> np.ndarray:

@@ -18,6 +18,7 @@ from ._describe import describe_store, format_store_info, gap_text
 from ._dispatch import is_store, open_store
 from ._folder import generation_prefix
 from ._hdf5 import H5_FORMAT, H5_INDEX_SUM_ATTR, H5_VERSION, H5Store, h5_index_checksum
+from ._manifest import Manifest
 from ._protocol import StoreReader
 from ._rates import repeated_frames, upsampled_line, upsampled_rows
 from ._reader import Store
@@ -35,6 +36,7 @@ __all__ = [
     "Annotations",
     "Codec",
     "H5Store",
+    "Manifest",
     "Store",
     "StoreReader",
     "VideoRecord",
