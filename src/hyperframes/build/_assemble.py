@@ -50,12 +50,12 @@ from ..store.format import (
 from ._annotations import build_annotations, write_annotations
 from ._failures import FailureLog
 from ._index_tables import IndexTables, index_tables
-from ._options import BuildOptions
+from ._options import BuildOptions, make_codec
 from ._report import BuildReport, as_given, damage_row
 from ._resume import live_records
 from ._shard import checksum_file, load_shard
 
-__all__ = ["assemble", "codec_params", "file_rows", "git_commit", "shard_rows"]
+__all__ = ["assemble", "file_rows", "git_commit", "shard_rows"]
 
 
 def git_commit() -> str | None:
@@ -246,7 +246,7 @@ def _manifest(
             "else the decoder's default (BT.601, limited range)",
             "rotation": "display rotation applied: frames are stored upright",
         },
-        codec={"name": options.codec, **codec_params(options)},
+        codec={"name": options.codec, **make_codec(options).params},
         dtype=options.dtype,
         layout="FCHW",
         normalize=(
@@ -270,16 +270,6 @@ def _manifest(
         notes=report.notes,
         **more,
     )
-
-
-def codec_params(options: BuildOptions) -> dict:
-    if options.codec == "jpeg":
-        return {"quality": options.jpeg_quality, "subsampling": "420", "library": "libjpeg-turbo"}
-    if options.codec in ("lz4", "zstd"):
-        return {"chunk_frames": options.chunk_frames}
-    if options.codec == "yuv420":
-        return {"layout": "I420"}
-    return {}
 
 
 def _remove_dead_shards(store: Path, live: set[str]) -> None:

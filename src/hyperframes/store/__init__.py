@@ -12,7 +12,7 @@ holds what both readers share once open, ``_reader`` the folder store's reads an
 its batched reads; ``_records``, ``_tracks`` and ``_annotations`` the index as values."""
 
 from ._annotations import ANNOTATION_FILES, ANNOTATION_TOLERANCE, Annotations
-from ._codecs import Codec, create_codec, list_codecs
+from ._codecs import Codec, codec_parameters, create_codec, list_codecs
 from ._crop import centre_boxes, read_boxes
 from ._describe import describe_store, format_store_info, gap_text
 from ._dispatch import is_store, open_store
@@ -42,6 +42,7 @@ __all__ = [
     "VideoRecord",
     "centre_boxes",
     "checksum_file",
+    "codec_parameters",
     "create_codec",
     "dequantise",
     "describe_store",

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._core._errors import StoreError
 from .._core._json import loads_json
 from .._core._limits import MAX_MANIFEST_BYTES
-from ._codecs import list_codecs
+from ._codecs import codec_dtypes, list_codecs
 from ._table_checks import ALTERED
 from .format import ALLOWED_DTYPES, CHECKSUM_ALGORITHM, FORMAT_NAME, READABLE_VERSIONS
 
@@ -57,7 +57,7 @@ class FileEntry(BaseModel):
 
 
 class CodecEntry(BaseModel):
-    """The codec of the shards and its parameters (``_codecs.codec_params`` says which)."""
+    """The codec of the shards and its parameters (``Codec.params``: ``_codecs`` says which)."""
 
     model_config = _STRICT
     name: str
@@ -121,8 +121,10 @@ class Manifest(BaseModel):
     hdf5: dict[str, Any] | None = None
     file_bytes: int | None = None
     converted_from: dict[str, Any] | None = None
-    #: a store at a URL: the generation its shards and index lie under
+    #: a store at a URL: the generation its shards and index lie under, and the fingerprint
+    #: of the inputs and options it was built from (a rerun of the same build keeps it)
     generation: str | None = None
+    built_from: str | None = None
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> Manifest:
@@ -136,6 +138,19 @@ class Manifest(BaseModel):
 
 #: the keys a manifest must have
 REQUIRED = tuple(name for name, f in Manifest.model_fields.items() if f.is_required())
+
+
+#: what a key holds, in JSON's words, by pydantic's error type
+_JSON_KINDS = {
+    "dict_type": "an object",
+    "model_type": "an object",
+    "list_type": "a list",
+    "int_type": "an integer",
+    "string_type": "a string",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "greater_than_equal": "a number >= 0",
+}
 
 
 def _short(value: Any) -> str:
@@ -160,10 +175,8 @@ def _problem(e: pydantic.ValidationError, m: dict, path) -> str:
     value = err.get("input")
     if err["type"] == "missing":
         return f"{path}: {where!r} is missing: {ALTERED}"
-    return (
-        f"{path}: {where!r} is {type(value).__name__} {_short(value)}, expected "
-        f"{err['msg'].removeprefix('Input should be ')}: {ALTERED}"
-    )
+    expected = _JSON_KINDS.get(err["type"], err["msg"].removeprefix("Input should be "))
+    return f"{path}: {where!r} is {_short(value)}, expected {expected}: {ALTERED}"
 
 
 def parse_json(raw: bytes | str, where):
@@ -234,6 +247,10 @@ def check_manifest(m, path: str | os.PathLike) -> Manifest:
             f"{path}: codec {model.codec.name!r} is unknown; this hyperframes reads "
             f"{', '.join(list_codecs())}"
         )
-    if model.codec.name == "jpeg" and model.dtype != "uint8":
-        raise StoreError(f"{path}: codec 'jpeg' stores uint8 frames, not {model.dtype}")
+    held = codec_dtypes(model.codec.name)
+    if model.dtype not in held:
+        raise StoreError(
+            f"{path}: codec {model.codec.name!r} stores {' or '.join(held)} frames, not "
+            f"{model.dtype}: {ALTERED}"
+        )
     return model
