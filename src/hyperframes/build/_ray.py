@@ -192,7 +192,8 @@ class RayPool(Engine):
         self, ray, store: Path, options, run, sources, todo, handle: Handle, token, url=None
     ):
         super().__init__(handle)
-        self.ray, self.store, self.options, self.run = ray, store, options, run
+        self.ray, self.store, self.options = ray, store, options
+        self.build_run = run  # the build's run number (``run`` is the Engine's method)
         self.url = url  # the actors publish their shards there (``_ray_publish``)
         self.sources, self.token = sources, token
         self.pending: collections.deque[int] = collections.deque(todo)
@@ -213,9 +214,11 @@ class RayPool(Engine):
         rank = self.next_rank
         self.next_rank += 1
         if self.url is None:
-            actor = self.remote.remote(str(self.store), self.options, self.run, rank, self.token)
+            actor = self.remote.remote(
+                str(self.store), self.options, self.build_run, rank, self.token
+            )
         else:
-            actor = self.remote.remote(self.url, self.options, self.run, rank)
+            actor = self.remote.remote(self.url, self.options, self.build_run, rank)
         self.actors[rank] = actor
         self.starting[actor.where.remote()] = rank
 
@@ -287,9 +290,9 @@ class RayPool(Engine):
         if rank in self.idle:  # died between videos (heard of at ``close``)
             self.idle.remove(rank)
         if self.url is None:
-            found = committed(self.store, self.run, rank)
+            found = committed(self.store, self.build_run, rank)
         else:
-            found = published(self.url, self.run, rank)
+            found = published(self.url, self.build_run, rank)
         for video in [*self.unpublished.pop(rank, []), *([] if i is None else [i])]:
             self._redo(rank, video, found.get(self.sources[video].path), e)
         if self.pending and len(self.actors) < self.size():

@@ -11,6 +11,9 @@ HDF5 datasets), with the tables' checks in ``_table_checks`` and ``_track_checks
 holds what both readers share once open, ``_reader`` the folder store's reads and ``_batch``
 its batched reads; ``_records``, ``_tracks`` and ``_annotations`` the index as values."""
 
+import importlib
+from typing import TYPE_CHECKING
+
 from ._annotations import ANNOTATION_FILES, ANNOTATION_TOLERANCE, Annotations
 from ._codecs import Codec, codec_parameters, create_codec, list_codecs
 from ._crop import centre_boxes, read_boxes
@@ -18,13 +21,15 @@ from ._describe import describe_store, format_store_info, gap_text
 from ._dispatch import is_store, open_store
 from ._folder import generation_prefix
 from ._hdf5 import H5_FORMAT, H5_INDEX_SUM_ATTR, H5_VERSION, H5Store, h5_index_checksum
-from ._manifest import Manifest
 from ._protocol import StoreReader
 from ._rates import repeated_frames, upsampled_line, upsampled_rows
 from ._reader import Store
 from ._records import VideoRecord
 from ._tracks import FLOW_DTYPES, dequantise, payload_ranges, track_keys, track_tables
 from ._verify import checksum_file, resign_store, verify_store
+
+if TYPE_CHECKING:
+    from ._manifest import Manifest
 
 __all__ = [
     "ANNOTATION_FILES",
@@ -63,3 +68,15 @@ __all__ = [
     "upsampled_rows",
     "verify_store",
 ]
+
+
+def __getattr__(name: str):
+    """``Manifest`` loads on first use: its model imports pydantic, which ``import
+    hyperframes.store`` (and so the command line's start-up) does without."""
+    if name == "Manifest":
+        return importlib.import_module("._manifest", __name__).Manifest
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -21,9 +21,10 @@ import numpy as np
 import xxhash
 
 from .._core._errors import ConfigError, StoreError
+from .._core._json import loads_json
+from .._core._limits import MAX_MANIFEST_BYTES
 from ..remote import LocalShards
 from ._codecs import Codec, create_codec
-from ._manifest import load_manifest, parse_json
 from ._open import IndexSource
 from ._table_checks import ALTERED, IndexFiles, check_payload
 from ._track_checks import check_track_payload
@@ -39,6 +40,38 @@ from .format import (
     STRINGS_FILE,
     VIDEOS_FILE,
 )
+
+
+def parse_json(raw: bytes | str, where):
+    """JSON of a store's file (``where`` names it): a StoreError when it is not JSON, or
+    nests deeper than the parser's stack (a crafted file), never a RecursionError."""
+    try:
+        return loads_json(
+            raw, where, StoreError, hint="a store's JSON nests a few levels: the store is corrupt"
+        )
+    except ValueError as e:  # StoreError is not one: a too-deep file is said as such
+        raise StoreError(f"{where}: cannot be read as JSON ({e}); the store is corrupt") from None
+
+
+def check_manifest_bytes(size: int, where) -> None:
+    """A manifest is read whole: one over :data:`MAX_MANIFEST_BYTES` is refused before it is
+    read (a crafted or corrupt file; a real one is kilobytes to a few MiB)."""
+    if size > MAX_MANIFEST_BYTES:
+        raise StoreError(
+            f"{where}: is {size:,} bytes; allowed: a manifest of at most "
+            f"{MAX_MANIFEST_BYTES >> 20} MiB (it is read whole at every open): the file is "
+            "corrupt or not a hyperframes manifest; rebuild the store"
+        )
+
+
+def load_manifest(path: Path):
+    """The JSON of a local ``manifest.json``, its size bounded before it is read."""
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise StoreError(f"{path}: cannot be read as JSON ({e}); the store is corrupt") from None
+    check_manifest_bytes(size, path)
+    return _load_json(path)
 
 
 def _load_json(path: Path):

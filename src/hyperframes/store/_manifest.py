@@ -13,6 +13,9 @@ are (``extra="allow"``): the format grows by optional keys a reader that does no
 ignores, within one version. A key absent from a file stays absent when it is written back
 (:meth:`Manifest.to_json` leaves out what was never set), so a manifest read and written again
 is the same JSON.
+
+This module imports pydantic, so it loads on first use (``store.Manifest``, and
+``_open.check_manifest`` at the first open): ``import hyperframes.store`` stays without it.
 """
 
 from __future__ import annotations
@@ -25,9 +28,8 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._core._errors import StoreError
-from .._core._json import loads_json
-from .._core._limits import MAX_MANIFEST_BYTES
 from ._codecs import codec_dtypes, list_codecs
+from ._folder import load_manifest
 from ._table_checks import ALTERED
 from .format import ALLOWED_DTYPES, CHECKSUM_ALGORITHM, FORMAT_NAME, READABLE_VERSIONS
 
@@ -37,9 +39,6 @@ __all__ = [
     "Manifest",
     "Normalization",
     "check_manifest",
-    "check_manifest_bytes",
-    "load_manifest",
-    "parse_json",
 ]
 
 _STRICT = ConfigDict(strict=True, extra="allow")
@@ -177,42 +176,6 @@ def _problem(e: pydantic.ValidationError, m: dict, path) -> str:
         return f"{path}: {where!r} is missing: {ALTERED}"
     expected = _JSON_KINDS.get(err["type"], err["msg"].removeprefix("Input should be "))
     return f"{path}: {where!r} is {_short(value)}, expected {expected}: {ALTERED}"
-
-
-def parse_json(raw: bytes | str, where):
-    """JSON of a store's file (``where`` names it): a StoreError when it is not JSON, or
-    nests deeper than the parser's stack (a crafted file), never a RecursionError."""
-    try:
-        return loads_json(
-            raw, where, StoreError, hint="a store's JSON nests a few levels: the store is corrupt"
-        )
-    except ValueError as e:  # StoreError is not one: a too-deep file is said as such
-        raise StoreError(f"{where}: cannot be read as JSON ({e}); the store is corrupt") from None
-
-
-def check_manifest_bytes(size: int, where) -> None:
-    """A manifest is read whole: one over :data:`MAX_MANIFEST_BYTES` is refused before it is
-    read (a crafted or corrupt file; a real one is kilobytes to a few MiB)."""
-    if size > MAX_MANIFEST_BYTES:
-        raise StoreError(
-            f"{where}: is {size:,} bytes; allowed: a manifest of at most "
-            f"{MAX_MANIFEST_BYTES >> 20} MiB (it is read whole at every open): the file is "
-            "corrupt or not a hyperframes manifest; rebuild the store"
-        )
-
-
-def load_manifest(path: Path):
-    """The JSON of a local ``manifest.json``, its size bounded before it is read."""
-    try:
-        size = path.stat().st_size
-    except OSError as e:
-        raise StoreError(f"{path}: cannot be read as JSON ({e}); the store is corrupt") from None
-    check_manifest_bytes(size, path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise StoreError(f"{path}: cannot be read as JSON ({e}); the store is corrupt") from None
-    return parse_json(raw, path)
 
 
 def check_manifest(m, path: str | os.PathLike) -> Manifest:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .._core._errors import ConfigError, StoreError
 from ._annotations import ANNOTATION_FILES, Annotations, read_annotations
-from ._manifest import check_manifest
 from ._table_checks import ALTERED, IndexFiles, check_table
 from ._track_checks import check_track_tables
 from .format import (
@@ -30,6 +29,9 @@ from .format import (
     FLOW_SCORE_FILE,
     VIDEO_DTYPES,
 )
+
+if TYPE_CHECKING:
+    from ._manifest import Manifest
 
 __all__ = ["Check", "IndexSource", "OpenedIndex", "check_manifest", "check_option", "open_index"]
 
@@ -45,6 +47,16 @@ def check_option(check) -> None:
             "`hyperframes verify` recomputes them) or 'video' (each video's payload is "
             "verified the first time it is read)"
         )
+
+
+def check_manifest(m, path: str | os.PathLike) -> Manifest:
+    """The manifest ``m`` (parsed JSON) of ``path`` checked through the typed model
+    (``_manifest.check_manifest``): a StoreError naming ``path`` and the key."""
+    # (pydantic, which the model imports, stays off `import hyperframes.store`: the CLI starts
+    # without it)
+    from ._manifest import check_manifest as check  # deferred: pydantic off the CLI start-up
+
+    return check(m, path)
 
 
 def check_change_scores(change: np.ndarray, n_frames: int, where) -> None:

@@ -23,8 +23,8 @@ import xxhash
 
 from .._core._errors import ConfigError, StoreError
 from ..remote import BLOCK_BYTES, BlockCache, RemoteFiles, RemoteShards, is_url, join_url
-from ._folder import checksum_mismatch, generation_prefix
-from ._manifest import check_manifest, check_manifest_bytes, parse_json
+from ._folder import check_manifest_bytes, checksum_mismatch, generation_prefix, parse_json
+from ._open import check_manifest
 from ._reader import Store
 from ._table_checks import ALTERED
 from .format import INDEX_DIR, MANIFEST, SHARDS_DIR

@@ -22,10 +22,10 @@ import xxhash
 from .._core._atomic import write_json_atomic
 from .._core._errors import StoreError
 from .._core._urls import is_url
-from ._folder import LocalFolder, is_checksum, own_file
+from ._folder import LocalFolder, is_checksum, load_manifest, own_file
 from ._hdf5 import H5_INDEX_SUM_ATTR, H5Store
 from ._hdf5_sign import resign_hdf5
-from ._manifest import Manifest, check_manifest, load_manifest
+from ._open import check_manifest
 from ._reader import Store
 from ._remote_store import verify_remote
 from .format import CHECKSUM_ALGORITHM, INDEX_DIR, MANIFEST, SHARDS_DIR
@@ -192,7 +192,7 @@ def resign_store(path: str | os.PathLike) -> tuple[list[str], list[str]]:
     except StoreError as e:
         return [], [str(e)]
     if signed:
-        write_json_atomic(store / MANIFEST, Manifest.model_validate(m).to_json())
+        write_json_atomic(store / MANIFEST, check_manifest(m, store / MANIFEST).to_json())
     return signed, []
 
 
