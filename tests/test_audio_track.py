@@ -15,9 +15,9 @@ from _stores import reseal
 from hyperframes import StoreError
 from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.build._ingest import ingest
+from hyperframes.build._options import make_codec as _make_codec
 from hyperframes.build._shard import ShardWriter
 from hyperframes.build._workers import decoder_for as _decoder_for
-from hyperframes.build._workers import make_codec as _make_codec
 from hyperframes.cli._main import main
 from hyperframes.inputs._scan import scan_inputs
 from hyperframes.store import open_store, verify_store

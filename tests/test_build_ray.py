@@ -266,7 +266,8 @@ def test_a_video_its_dead_actor_had_committed_is_not_decoded_again(ray_address, 
     import ray
 
     from hyperframes.build._lock import StoreLock
-    from hyperframes.build._ray import DecodeActor, _Pool
+    from hyperframes.build._messages import Done, Frames
+    from hyperframes.build._ray import DecodeActor, RayPool
     from hyperframes.inputs._scan import scan_inputs
 
     sources = [s for s in scan_inputs(data).sources if "broken" not in s.path]
@@ -277,16 +278,17 @@ def test_a_video_its_dead_actor_had_committed_is_not_decoded_again(ray_address, 
         token = (store / ".lock").read_text()
         seen: list[tuple] = []
         # video 0 is in flight (as the pool's loop would have it), video 1 waits
-        pool = _Pool(ray, store, options, 0, sources, [1], seen.append, token)
+        pool = RayPool(ray, store, options, 0, sources, [1], seen.append, token)
         pool.spawn()
         actor = pool.actors[0]
         messages = ray.get(actor.process.remote(0, sources[0]))
-        assert messages[-1][0] == "done"  # committed; the reply is "lost" below
+        assert isinstance(messages[0], Frames) and isinstance(messages[-1], Done)  # committed;
+        # the reply is "lost" below
         ray.kill(actor, no_restart=True)
         with pytest.raises(ray.exceptions.RayActorError) as died:
             ray.get(actor.process.remote(1, sources[1]))
         pool.lost(0, 0, died.value)
-        assert ("done", 0, 0, messages[0][1], messages[-1][4]) in seen
+        assert Done(0, 0, messages[0].count, messages[-1].nbytes) in seen
         assert list(pool.pending) == [1] and pool.tries[0] == 0  # 0 is not redone
         assert list(pool.actors) == [1]  # a fresh actor (rank 1) for what is left
         assert list((store / "shards").glob("*.part")) == []  # the dead shard was finished
@@ -359,17 +361,17 @@ def test_an_actor_that_does_not_see_the_build_stops_it(ray_address, data, tmp_pa
     import ray
 
     from hyperframes._core._errors import StoreError
-    from hyperframes.build._ray import _Pool
+    from hyperframes.build._ray import RayPool
     from hyperframes.inputs._scan import scan_inputs
 
     sources = scan_inputs(data).sources
     store = tmp_path / "store"
     (store / "shards").mkdir(parents=True)
     (store / ".lock").write_text('{"pid": 1, "host": "elsewhere", "since": 0}')
-    pool = _Pool(ray, store, BuildOptions(**OPTIONS), 0, sources, [0, 1], print, "our build")
+    pool = RayPool(ray, store, BuildOptions(**OPTIONS), 0, sources, [0, 1], print, "our build")
     try:
         with pytest.raises(StoreError, match="is not shared with the Ray node"):
-            pool.go()
+            pool.run()
     finally:
         pool.stop()
     assert list((store / "shards").iterdir()) == []  # nothing written
@@ -405,7 +407,8 @@ def test_a_video_whose_actor_keeps_dying_is_failed_with_the_reason(ray_address, 
     import ray
 
     from hyperframes.build._lock import StoreLock
-    from hyperframes.build._ray import RETRIES, _Pool
+    from hyperframes.build._messages import Failed
+    from hyperframes.build._ray import RETRIES, RayPool
     from hyperframes.inputs._scan import scan_inputs
 
     sources = scan_inputs(data).sources
@@ -414,7 +417,7 @@ def test_a_video_whose_actor_keeps_dying_is_failed_with_the_reason(ray_address, 
     with StoreLock(store / ".lock"):
         seen: list[tuple] = []
         token = (store / ".lock").read_text()
-        pool = _Pool(ray, store, BuildOptions(**OPTIONS), 0, sources, [], seen.append, token)
+        pool = RayPool(ray, store, BuildOptions(**OPTIONS), 0, sources, [], seen.append, token)
         pool.spawn()
         try:
             for attempt in range(1, RETRIES + 2):
@@ -429,9 +432,10 @@ def test_a_video_whose_actor_keeps_dying_is_failed_with_the_reason(ray_address, 
                     pool.pending.clear()
         finally:
             pool.stop()
-    assert len(seen) == 1 and seen[0][:3] == ("failed", rank, 0)
-    assert f"the Ray actor decoding it died {RETRIES + 1} times" in seen[0][3]
-    assert seen[0][3].endswith("rerun to retry it")
+    (why,) = seen
+    assert isinstance(why, Failed) and (why.worker, why.item) == (rank, 0)
+    assert f"the Ray actor decoding it died {RETRIES + 1} times" in why.error
+    assert why.error.endswith("rerun to retry it")
 
 
 def _process_tree(root: int) -> dict[int, tuple[bytes, bytes]]:
@@ -645,26 +649,27 @@ def test_a_publishing_actor_that_dies_idle_gives_its_unpublished_videos_back(
     fresh actor, whose shard is the one published."""
     import ray
 
-    from hyperframes.build._ray import _Pool
+    from hyperframes.build._messages import Done, Frames
+    from hyperframes.build._ray import RayPool
     from hyperframes.build._ray_publish import published
     from hyperframes.inputs._scan import scan_inputs
 
     sources = [s for s in scan_inputs(data).sources if "broken" not in s.path]
     seen: list[tuple] = []
-    pool = _Pool(
+    pool = RayPool(
         ray, tmp_path, BuildOptions(**OPTIONS), 0, sources, [0, 1], seen.append, "", s3_url
     )
     try:
         pool.spawn()
         pool.drain()
-        assert [m[0] for m in seen] == ["frames", "frames"]  # no "done" before publishing
+        assert [type(m) for m in seen] == [Frames, Frames]  # no Done before publishing
         assert dict(pool.unpublished) == {0: [0, 1]}
         ray.kill(pool.actors[0], no_restart=True)
         pool.close()
         assert sorted(pool.pending) == [0, 1] and list(pool.actors) == [1]
         pool.drain()
         pool.close()
-        assert sorted(m[2] for m in seen if m[0] == "done") == [0, 1]
+        assert sorted(m.item for m in seen if isinstance(m, Done)) == [0, 1]
         assert published(s3_url, 0, 0) == {}
         assert set(published(s3_url, 0, 1)) == {sources[0].path, sources[1].path}
     finally:

@@ -20,7 +20,13 @@ from .._core._atomic import save_npy_atomic, write_bytes_atomic, write_json_atom
 from .._version import __version__
 from ..decode import create_decoder
 from ..inputs import BoxRows, Source, source_paths, source_splits
-from ..store import repeated_frames, track_keys, track_tables, upsampled_rows
+from ..store import (
+    Manifest,
+    repeated_frames,
+    track_keys,
+    track_tables,
+    upsampled_rows,
+)
 from ..store.format import (
     AUDIO_FILE,
     CHANGE_FILE,
@@ -44,12 +50,12 @@ from ..store.format import (
 from ._annotations import build_annotations, write_annotations
 from ._failures import FailureLog
 from ._index_tables import IndexTables, index_tables
-from ._options import BuildOptions
+from ._options import BuildOptions, make_codec
 from ._report import BuildReport, as_given, damage_row
 from ._resume import live_records
 from ._shard import checksum_file, load_shard
 
-__all__ = ["assemble", "codec_params", "file_rows", "git_commit", "shard_rows"]
+__all__ = ["assemble", "file_rows", "git_commit", "shard_rows"]
 
 
 def git_commit() -> str | None:
@@ -133,14 +139,15 @@ def assemble(
         failed_count=failures.count,
         failures_file=str(store / FAILURES_FILE) if failures.count else None,
     )
-    manifest = _manifest(options, report, classes, rows, file_rows(index, index_files))
+    more: dict = {}
     if boxes is not None:
-        manifest["box_classes"] = boxes[0].classes
-        manifest["boxes_file"] = str(Path(boxes[0].file).absolute())
+        more["box_classes"] = boxes[0].classes
+        more["boxes_file"] = str(Path(boxes[0].file).absolute())
     fields = {s.path: dict(s.fields) for s in kept if s.fields}
     if fields:  # the other columns of an annotation's rows (a videofolder's), by path
-        manifest["fields"] = fields
-    write_json_atomic(store / MANIFEST, manifest)
+        more["fields"] = fields
+    manifest = _manifest(options, report, classes, rows, file_rows(index, index_files), **more)
+    write_json_atomic(store / MANIFEST, manifest.to_json())
     _remove_dead_shards(store, set(shards))
     report.seconds = time.perf_counter() - started
     return report
@@ -220,17 +227,18 @@ def _manifest(
     classes: list[str],
     shard_rows: list[dict],
     index_rows: list[dict],
-) -> dict:
-    """The manifest (``store.format``) of the store ``report`` describes."""
+    **more,
+) -> Manifest:
+    """The manifest of the store ``report`` describes; ``more``: its optional keys."""
     decoder = create_decoder(options.decoder)
-    manifest = {
-        "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
-        "hyperframes_version": __version__,
-        "git_commit": git_commit(),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "build": {**options.content(), "workers": options.workers},
-        "decoder": {
+    return Manifest(
+        format=FORMAT_NAME,
+        format_version=FORMAT_VERSION,
+        hyperframes_version=__version__,
+        git_commit=git_commit(),
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        build={**options.content(), "workers": options.workers},
+        decoder={
             "name": options.decoder,
             "version": decoder.version(),
             "resize_algorithm": decoder.resize_algorithm,
@@ -238,40 +246,30 @@ def _manifest(
             "else the decoder's default (BT.601, limited range)",
             "rotation": "display rotation applied: frames are stored upright",
         },
-        "codec": {"name": options.codec, **codec_params(options)},
-        "dtype": options.dtype,
-        "layout": "FCHW",
-        "normalize": (
+        codec={"name": options.codec, **make_codec(options).params},
+        dtype=options.dtype,
+        layout="FCHW",
+        normalize=(
             {"mean": list(options.mean), "std": list(options.std)}
             if options.dtype == "float16"
             else None
         ),
-        "checksum_algorithm": CHECKSUM_ALGORITHM,
-        "shards": shard_rows,
-        "index": index_rows,
-        "num_videos": report.videos,
-        "num_frames": report.frames,
-        "store_bytes": report.store_bytes,
-        "source_bytes": report.source_bytes,
-        "classes": classes,
-        "failed": report.failed,
-        "failed_count": report.num_failed,
-        "damaged": report.damaged,
-        "gaps": report.gaps,
-        "skipped": report.skipped,
-        "notes": report.notes,
-    }
-    return manifest
-
-
-def codec_params(options: BuildOptions) -> dict:
-    if options.codec == "jpeg":
-        return {"quality": options.jpeg_quality, "subsampling": "420", "library": "libjpeg-turbo"}
-    if options.codec in ("lz4", "zstd"):
-        return {"chunk_frames": options.chunk_frames}
-    if options.codec == "yuv420":
-        return {"layout": "I420"}
-    return {}
+        checksum_algorithm=CHECKSUM_ALGORITHM,
+        shards=shard_rows,
+        index=index_rows,
+        num_videos=report.videos,
+        num_frames=report.frames,
+        store_bytes=report.store_bytes,
+        source_bytes=report.source_bytes,
+        classes=classes,
+        failed=report.failed,
+        failed_count=report.num_failed,
+        damaged=report.damaged,
+        gaps=report.gaps,
+        skipped=report.skipped,
+        notes=report.notes,
+        **more,
+    )
 
 
 def _remove_dead_shards(store: Path, live: set[str]) -> None:

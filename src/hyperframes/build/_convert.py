@@ -34,7 +34,7 @@ from .._core._errors import ConfigError, StoreError
 from .._core._progress import Progress
 from .._core._urls import is_url
 from .._version import __version__
-from ..store import Store, create_codec, list_codecs, open_store
+from ..store import Manifest, Store, create_codec, list_codecs, open_store
 from ..store.format import (
     AUDIO_FILE,
     CHUNK_DTYPE,
@@ -50,9 +50,9 @@ from ..store.format import (
     VIDEO_DTYPE,
     VIDEOS_FILE,
 )
-from ._assemble import codec_params, file_rows, git_commit, shard_rows
+from ._assemble import file_rows, git_commit, shard_rows
 from ._lock import StoreLock
-from ._options import BuildOptions
+from ._options import CODEC_OPTIONS, BuildOptions, make_codec
 from ._shard import ShardWriter, load_shard, recover_all
 
 __all__ = ["convert_codec"]
@@ -95,7 +95,7 @@ def convert_codec(
     if codec not in list_codecs():
         raise ConfigError(f"unknown codec {codec!r}; choose one of {', '.join(list_codecs())}")
     opts = BuildOptions(codec=codec, jpeg_quality=jpeg_quality, chunk_frames=chunk_frames)
-    params = codec_params(opts)
+    params = make_codec(opts).params
     out = Path(out)
     src = _open_source(store)
     try:
@@ -133,10 +133,12 @@ def _check(src: Store, out: Path, codec: str) -> None:
         raise ConfigError(f"{out}: exists already; choose another --out, or remove it first")
     if not is_url(src.path) and Path(src.path).resolve() == out.resolve():
         raise ConfigError(f"{out}: is the store being converted; choose another --out")
-    if codec in ("jpeg", "yuv420") and src.dtype != np.uint8:
+    held = create_codec(codec).dtypes
+    if str(src.dtype) not in held:
+        others = [c for c in list_codecs() if str(src.dtype) in create_codec(c).dtypes]
         raise ConfigError(
-            f"{src.path}: holds {src.dtype} frames; codec {codec} stores uint8 frames only "
-            "(choose raw, lz4 or zstd, or rebuild with dtype uint8)"
+            f"{src.path}: holds {src.dtype} frames; codec {codec} stores {' or '.join(held)} "
+            f"frames only (choose {', '.join(others)}, or rebuild with dtype {held[0]})"
         )
 
 
@@ -283,24 +285,26 @@ def _assemble(src: Store, staging: Path, codec: str, params: dict, opts: BuildOp
         + f" of shards -> {store_bytes / 1e6:.2f} MB",
     }
     build = dict(m.get("build") or {})
-    for k in ("jpeg_quality", "chunk_frames"):
+    for k in CODEC_OPTIONS:
         build.pop(k, None)
-    build.update({k: v for k, v in opts.content().items() if k in ("codec", *params)})
+    build.update({k: v for k, v in opts.content().items() if k == "codec" or k in CODEC_OPTIONS})
     kept = {k: v for k, v in m.items() if k not in ("generation", "converted_from")}
-    manifest = dict(
-        kept,
-        format_version=FORMAT_VERSION,
-        hyperframes_version=__version__,
-        git_commit=git_commit(),
-        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        build=build,
-        codec={"name": codec, **params},
-        shards=rows,
-        index=file_rows(index, names),
-        store_bytes=store_bytes,
-        converted_from=source,
+    manifest = Manifest.model_validate(
+        dict(
+            kept,
+            format_version=FORMAT_VERSION,
+            hyperframes_version=__version__,
+            git_commit=git_commit(),
+            created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            build=build,
+            codec={"name": codec, **params},
+            shards=rows,
+            index=file_rows(index, names),
+            store_bytes=store_bytes,
+            converted_from=source,
+        )
     )
-    write_json_atomic(staging / MANIFEST, manifest)
+    write_json_atomic(staging / MANIFEST, manifest.to_json())
 
 
 def _moved_tracks(table: np.ndarray, done: dict, shard_id: dict) -> np.ndarray:

@@ -38,11 +38,12 @@ from ._failures import FailureLog
 from ._flow import require_opencv
 from ._ingest import no_such_file
 from ._lock import StoreLock
+from ._messages import Done, Failed, Frames, Message
 from ._options import BuildOptions
 from ._report import BuildReport
 from ._resume import check_params, live_records, next_run
 from ._shard import output_error, recover_all
-from ._workers import Worker, error_text, run_parallel
+from ._workers import InProcess, error_text, run_parallel
 
 __all__ = ["build_folder", "decode_sources"]
 
@@ -160,14 +161,13 @@ def decode_sources(
         return
     bar = Progress(total=len(todo), unit="videos", enabled=progress)
 
-    def handle(msg) -> None:
-        kind = msg[0]
-        if kind == "frames":
-            bar.add_frames(msg[1])
-        elif kind == "done":
+    def handle(msg: Message) -> None:
+        if isinstance(msg, Frames):
+            bar.add_frames(msg.count)
+        elif isinstance(msg, Done):
             bar.advance()
-        elif kind == "failed":
-            failures.add(msg[2], msg[3], sources[msg[2]])
+        elif isinstance(msg, Failed):
+            failures.add(msg.item, msg.error, sources[msg.item])
             bar.advance(failed=True)
 
     def fail(i: int, path: str, error: str) -> None:  # a row of no link, by its path alone
@@ -181,14 +181,7 @@ def decode_sources(
         if dispatch is not None:
             dispatch(store, options, run, sources, todo, handle)
         elif workers <= 1:
-            w = Worker(store, options, run, 0, handle, lambda: True)
-            try:
-                for i in todo:
-                    w.process(i, sources[i])
-                w.close()
-            except BaseException:
-                w.abandon()
-                raise
+            InProcess(store, options, run, sources, todo, handle).execute()
         else:
             run_parallel(store, options, run, workers, sources, todo, handle)
     except KeyboardInterrupt:
@@ -235,7 +228,7 @@ class _HandedOut:
     def _passes(self, i: int) -> bool:
         why = self.refuse(self.sources[i])
         if why is not None:
-            self.handle(("failed", -1, i, why["error"]))
+            self.handle(Failed(-1, i, why["error"]))
         return why is None
 
     def _by_path(self, columns: SourceColumns, check: RootCheck) -> Iterator[int]:

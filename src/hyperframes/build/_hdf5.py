@@ -25,6 +25,7 @@ from ..store import (
     H5_INDEX_SUM_ATTR,
     H5_VERSION,
     H5Store,
+    Manifest,
     Store,
     h5_index_checksum,
     open_store,
@@ -53,7 +54,7 @@ def _filter(compression: str) -> dict:
     raise ConfigError(f"unknown HDF5 compression {compression!r}; use one of {COMPRESSIONS}")
 
 
-def _converted_manifest(src: Store, layout: dict, frames_bytes: int, built: bool) -> dict:
+def _converted_manifest(src: Store, layout: dict, frames_bytes: int, built: bool) -> Manifest:
     """The manifest of the file converted from folder store ``src`` (module doc): the source's,
     with its codec, size and files moved to ``converted_from`` (``built``: ``src`` was only
     the staging of ``build --format hdf5``, said by ``converted_from.built``)."""
@@ -76,8 +77,8 @@ def _converted_manifest(src: Store, layout: dict, frames_bytes: int, built: bool
     if built:
         source["built"] = True
     kept = {k: v for k, v in m.items() if k != "store_bytes"}
-    return dict(
-        kept, codec={"name": "raw"}, shards=[], index=[], hdf5=layout, converted_from=source
+    return Manifest.model_validate(
+        dict(kept, codec={"name": "raw"}, shards=[], index=[], hdf5=layout, converted_from=source)
     )
 
 
@@ -152,7 +153,9 @@ def convert_to_hdf5(
             _write_index(h5.create_group("index"), src)
             frames_bytes = _write_videos(h5, src, out, filt, chunk_frames, bar)
             _write_tracks(h5, src, out)
-            h5.attrs["manifest"] = json.dumps(_converted_manifest(src, layout, frames_bytes, built))
+            h5.attrs["manifest"] = json.dumps(
+                _converted_manifest(src, layout, frames_bytes, built).to_json()
+            )
             h5.attrs[H5_INDEX_SUM_ATTR] = h5_index_checksum(h5)  # last: what a reader will see
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())

@@ -26,9 +26,12 @@ from .._core._sizes import (
     parse_size,
 )
 from .._core._validate import Number, Options, as_tuple
-from ..store import list_codecs
+from ..store import Codec, codec_parameters, create_codec, list_codecs
 
-__all__ = ["DEFAULT_MAX_PIXELS", "BuildOptions"]
+__all__ = ["CODEC_OPTIONS", "DEFAULT_MAX_PIXELS", "BuildOptions", "make_codec"]
+
+#: build option -> the codec parameter it gives (``store._codecs``: each codec takes its own)
+CODEC_OPTIONS = {"jpeg_quality": "quality", "chunk_frames": "chunk_frames"}
 
 #: the messages of options whose words say more than the shared ones
 POSITIVE: JsonDict = {"error": "{key} must be a positive number, got {value}"}
@@ -231,9 +234,11 @@ class BuildOptions(Options):
                 f"fps_max {self.fps_max:g} given with fps {self.fps:g}: give one; fps resamples "
                 "every video to that rate (up or down), fps_max only those faster than it"
             )
-        if self.dtype == "float16" and self.codec in ("jpeg", "yuv420"):
+        held = create_codec(self.codec).dtypes
+        if self.dtype not in held:
             raise ConfigError(
-                f"codec {self.codec} stores uint8 only; use dtype uint8 or another codec"
+                f"codec {self.codec} stores {' or '.join(held)} only; use dtype "
+                f"{held[0]} or another codec"
             )
         return self
 
@@ -256,10 +261,10 @@ class BuildOptions(Options):
         if self.dtype == "uint8":
             d.pop("mean")
             d.pop("std")
-        if self.codec != "jpeg":
-            d.pop("jpeg_quality")
-        if self.codec not in ("lz4", "zstd"):
-            d.pop("chunk_frames")
+        taken = codec_parameters(self.codec)
+        for option, param in CODEC_OPTIONS.items():
+            if param not in taken:  # recorded for the codecs that take it
+                d.pop(option)
         if self.fps_max is None:
             d.pop("fps_max")  # recorded when given (a store built without reads as before)
         # tracks are recorded when asked for (a store without them reads as before)
@@ -272,3 +277,10 @@ class BuildOptions(Options):
         if self.fps is None:  # frames pass through: the bound changes only what is listed
             d.pop("max_gap")
         return d
+
+
+def make_codec(options: BuildOptions) -> Codec:
+    """The codec a build with ``options`` stores frames with (its parameters from the options
+    in ``CODEC_OPTIONS``; the manifest records ``codec.params``)."""
+    params = {param: getattr(options, option) for option, param in CODEC_OPTIONS.items()}
+    return create_codec(options.codec, **params)

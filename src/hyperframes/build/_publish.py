@@ -31,7 +31,7 @@ import xxhash
 
 from .._core._errors import ConfigError, StoreError
 from ..remote import RemoteFiles, bare_url, client_reason, filesystem, is_url, join_url
-from ..store import generation_prefix
+from ..store import Manifest, generation_prefix
 from ..store.format import (
     BUILD_PARAMS,
     GENERATIONS_DIR,
@@ -167,7 +167,8 @@ def publish_store(
             done["bytes"] += local.stat().st_size
         else:
             done["skipped"] += 1
-    published = json.dumps({**m, **(extra or {}), "generation": generation}, indent=1).encode()
+    whole = Manifest.model_validate({**m, **(extra or {}), "generation": generation})
+    published = json.dumps(whole.to_json(), indent=1).encode()
     if before_manifest is not None:
         before_manifest()
     if publish_bytes(published, join_url(url, MANIFEST)):

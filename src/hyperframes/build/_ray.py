@@ -64,21 +64,23 @@ import contextlib
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .._core._errors import HyperframesError, StoreError
 from ..inputs import Source
 from ..store.format import LOCK, SHARDS_DIR
+from ._engine import Engine, Handle
 from ._journal import JournalRecord, load_records
+from ._messages import Done, Failed, Fatal, Frames, Message
 from ._options import BuildOptions
 from ._ray_cluster import connect, import_ray
 from ._ray_publish import PublishActor, published
 from ._shard import Orphaned, ShardBusy, finalize
 from ._workers import Worker, actor_fatal, actor_progress, shard_prefix
 
-__all__ = ["RETRIES", "run_on_ray"]
+__all__ = ["RETRIES", "RayPool", "run_on_ray"]
 
 #: how many more times a video is tried after the actor decoding it died
 RETRIES = 2
@@ -99,8 +101,8 @@ class DecodeActor:
     """One build worker on a Ray node (made a Ray actor by ``run_on_ray``).
 
     ``process`` decodes one source into this actor's shards and returns the build messages
-    (``("frames", n)``, ``("done", ...)`` / ``("failed", ...)`` as a local worker reports them,
-    or ``("fatal", text)`` when the build must stop); ``close`` finishes the last shard.
+    (``_messages``: one ``Frames``, then ``Done`` or ``Failed`` as a local worker reports them,
+    or a ``Fatal`` when the build must stop); ``close`` finishes the last shard.
     """
 
     def __init__(self, store: str, options: BuildOptions, run: int, rank: int, token: str):
@@ -113,7 +115,8 @@ class DecodeActor:
                 f"{socket.gethostname()} (its lock file there is missing or another build's): "
                 "build onto a filesystem every node mounts at the same path"
             )
-        self.messages: list[tuple] = []
+        self.rank = rank
+        self.messages: list[Message] = []
         self.worker = Worker(self.store, options, run, rank, self.messages.append, self._alive)
 
     def _alive(self) -> bool:
@@ -124,27 +127,30 @@ class DecodeActor:
     def where(self) -> tuple[str, int]:
         return socket.gethostname(), os.getpid()
 
-    def process(self, i: int, source: Source) -> list[tuple]:
+    def process(self, i: int, source: Source) -> list[Message]:
         if self.problem is not None:
-            return [("fatal", self.problem)]
+            return [Fatal(self.problem, self.rank)]
         self.messages.clear()
         try:
             self.worker.process(i, source)
         except Orphaned:
             self.worker.abandon()
-            return [("fatal", f"the build of {self.store} lost its lock file; stopped")]
+            return [self._lost_lock()]
         except Exception as e:  # a store error, or a bug: the build stops
             return actor_fatal(self.worker, e)
-        return actor_progress(self.messages, ("done", "failed"))
+        return actor_progress(self.messages, (Done, Failed))
 
-    def close(self) -> list[tuple]:
+    def close(self) -> list[Message]:
         try:
             self.worker.close()
         except Orphaned:
-            return [("fatal", f"the build of {self.store} lost its lock file; stopped")]
+            return [self._lost_lock()]
         except StoreError as e:
-            return [("fatal", str(e))]
+            return [Fatal(str(e), self.rank)]
         return []
+
+    def _lost_lock(self) -> Fatal:
+        return Fatal(f"the build of {self.store} lost its lock file; stopped", self.rank)
 
 
 def committed(store: Path, run: int, rank: int) -> dict[str, JournalRecord]:
@@ -178,14 +184,18 @@ def _death_reason(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-class _Pool:
+class RayPool(Engine):
     """The driver's side: hands paths to free actors, replaces dead ones, and reports every
     video exactly once to ``handle`` (the local build's progress and failure bookkeeping)."""
 
-    def __init__(self, ray, store: Path, options, run, sources, todo, handle, token, url=None):
-        self.ray, self.store, self.options, self.run = ray, store, options, run
+    def __init__(
+        self, ray, store: Path, options, run, sources, todo, handle: Handle, token, url=None
+    ):
+        super().__init__(handle)
+        self.ray, self.store, self.options = ray, store, options
+        self.build_run = run  # the build's run number (``run`` is the Engine's method)
         self.url = url  # the actors publish their shards there (``_ray_publish``)
-        self.sources, self.handle, self.token = sources, handle, token
+        self.sources, self.token = sources, token
         self.pending: collections.deque[int] = collections.deque(todo)
         self.tries: collections.Counter[int] = collections.Counter()
         self.actors: dict[int, Any] = {}
@@ -204,9 +214,11 @@ class _Pool:
         rank = self.next_rank
         self.next_rank += 1
         if self.url is None:
-            actor = self.remote.remote(str(self.store), self.options, self.run, rank, self.token)
+            actor = self.remote.remote(
+                str(self.store), self.options, self.build_run, rank, self.token
+            )
         else:
-            actor = self.remote.remote(self.url, self.options, self.run, rank)
+            actor = self.remote.remote(self.url, self.options, self.build_run, rank)
         self.actors[rank] = actor
         self.starting[actor.where.remote()] = rank
 
@@ -214,7 +226,7 @@ class _Pool:
         """Actors wanted: ``workers``, never more than the videos left."""
         return max(1, min(self.options.workers, len(self.pending) + len(self.running)))
 
-    def go(self) -> None:
+    def run(self) -> None:
         for _ in range(self.size()):
             self.spawn()
         while True:
@@ -242,8 +254,8 @@ class _Pool:
                 except self.ray.exceptions.RayActorError as e:
                     self.lost(rank, i, e)
                     continue
-                self.report(messages)
-                if not any(m[0] in ("done", "failed") and m[2] == i for m in messages):
+                self.report_all(messages)
+                if not any(isinstance(m, Done | Failed) and m.item == i for m in messages):
                     self.unpublished[rank].append(i)  # decoded; its shard not published yet
                 self.idle.append(rank)
 
@@ -265,13 +277,11 @@ class _Pool:
             return
         self.idle.append(rank)
 
-    def report(self, messages: list[tuple]) -> None:
+    def report_all(self, messages: list[Message]) -> None:
         for m in messages:
-            if m[0] == "fatal":
-                raise StoreError(m[1])
-            if m[0] == "done" and m[2] in self.unpublished.get(m[1], ()):
-                self.unpublished[m[1]].remove(m[2])  # published at last
-            self.handle(m)
+            self.report(m)  # (a Fatal raises here)
+            if isinstance(m, Done) and m.item in self.unpublished.get(m.worker, ()):
+                self.unpublished[m.worker].remove(m.item)  # published at last
 
     def lost(self, rank: int, i: int | None, e: BaseException) -> None:
         """Actor ``rank`` died while it had video ``i`` (None: while closing): keep what it
@@ -280,9 +290,9 @@ class _Pool:
         if rank in self.idle:  # died between videos (heard of at ``close``)
             self.idle.remove(rank)
         if self.url is None:
-            found = committed(self.store, self.run, rank)
+            found = committed(self.store, self.build_run, rank)
         else:
-            found = published(self.url, self.run, rank)
+            found = published(self.url, self.build_run, rank)
         for video in [*self.unpublished.pop(rank, []), *([] if i is None else [i])]:
             self._redo(rank, video, found.get(self.sources[video].path), e)
         if self.pending and len(self.actors) < self.size():
@@ -292,20 +302,13 @@ class _Pool:
         """Video ``i`` of dead actor ``rank``: done when ``record`` (stored after all), else
         given out again (failed after ``RETRIES``)."""
         if record is not None:  # stored before the actor died: do not store it twice
-            self.handle(("frames", record.num_frames))
-            self.handle(("done", rank, i, record.num_frames, record.nbytes))
+            self.handle(Frames(record.num_frames))
+            self.handle(Done(rank, i, record.num_frames, record.nbytes))
         else:
             self.tries[i] += 1
             if self.tries[i] > RETRIES:
-                self.handle(
-                    (
-                        "failed",
-                        rank,
-                        i,
-                        f"the Ray actor decoding it died {self.tries[i]} times (last: "
-                        f"{_death_reason(e)}); rerun to retry it",
-                    )
-                )
+                times, last = self.tries[i], _death_reason(e)
+                self.died(rank, i, f"the Ray actor decoding it died {times} times (last: {last})")
             else:
                 self.pending.appendleft(i)
 
@@ -317,7 +320,7 @@ class _Pool:
         replies = {r: self.actors[r].close.remote() for r in started}
         for rank, reply in replies.items():
             try:
-                self.report(self.ray.get(reply))
+                self.report_all(self.ray.get(reply))
             except self.ray.exceptions.RayActorError as e:
                 if self.unpublished.get(rank):
                     self.lost(rank, None, e)
@@ -338,7 +341,7 @@ def run_on_ray(
     run: int,
     sources: list[Source],
     todo: Iterable[int],
-    handle: Callable[[tuple], None],
+    handle: Handle,
     *,
     address: str | None = None,
     url: str | None = None,
@@ -353,8 +356,8 @@ def run_on_ray(
     joined, reaper = connect(ray, address)
     pool = None
     try:
-        pool = _Pool(ray, store.absolute(), options, run, sources, todo, handle, token, url)
-        pool.go()
+        pool = RayPool(ray, store.absolute(), options, run, sources, todo, handle, token, url)
+        pool.run()
     except HyperframesError:
         raise
     except ray.exceptions.RayError as e:

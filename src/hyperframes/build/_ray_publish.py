@@ -27,6 +27,7 @@ from .._core._errors import StoreError
 from ..remote import RemoteFiles, bare_url, join_url
 from ..store.format import RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
 from ._journal import JournalRecord
+from ._messages import Done, Failed, Fatal, Message
 from ._publish import publish_file, staging_dir
 from ._shard import read_journal
 from ._workers import Worker, actor_fatal, actor_progress, shard_prefix
@@ -56,7 +57,7 @@ class PublishActor:
     """One build worker on a Ray node that publishes its own shards to ``url``.
 
     ``process`` returns the build messages as ``DecodeActor.process`` does, except that a
-    video's ``("done", ...)`` comes only once the shard holding it is published (from a later
+    video's ``Done`` comes only once the shard holding it is published (from a later
     ``process`` or from ``close``)."""
 
     def __init__(self, url: str, options, run: int, rank: int):
@@ -66,42 +67,43 @@ class PublishActor:
         # made by the first video it is given (process): an actor that the driver stops while
         # it is still starting, never given work nor closed, leaves no folder behind
         shutil.rmtree(self.stage, ignore_errors=True)
-        self.messages: list[tuple] = []
-        self.held: dict[str, tuple] = {}  # source path -> its "done", until published
+        self.rank = rank
+        self.messages: list[Message] = []
+        self.held: dict[str, Done] = {}  # source path -> its Done, until published
         self.worker = Worker(self.stage, options, run, rank, self.messages.append, lambda: True)
 
     def where(self) -> tuple[str, int]:
         return socket.gethostname(), os.getpid()
 
-    def process(self, i: int, source) -> list[tuple]:
+    def process(self, i: int, source) -> list[Message]:
         self.messages.clear()
         try:
             (self.stage / SHARDS_DIR).mkdir(parents=True, exist_ok=True)  # (gone after close)
             self.worker.process(i, source)
             for m in self.messages:
-                if m[0] == "done":
+                if isinstance(m, Done):
                     self.held[source.path] = m
             released = self._publish()
         except _UploadError as e:
-            return [("fatal", str(e))]
+            return [Fatal(str(e), self.rank)]
         except Exception as e:  # a store error, or a bug: the build stops
             return actor_fatal(self.worker, e)
-        return [*actor_progress(self.messages, ("failed",)), *released]
+        return [*actor_progress(self.messages, (Failed,)), *released]
 
-    def close(self) -> list[tuple]:
+    def close(self) -> list[Message]:
         try:
             self.worker.close()
             released = self._publish()
         except StoreError as e:
-            return [("fatal", str(e))]
+            return [Fatal(str(e), self.rank)]
         shutil.rmtree(self.stage, ignore_errors=True)
         return released
 
-    def _publish(self) -> list[tuple]:
+    def _publish(self) -> list[Message]:
         """Upload every shard finished in the stage (payload, then journal), remove it here,
         and release the "done" of the videos it holds."""
         shards = self.stage / SHARDS_DIR
-        released = []
+        released: list[Message] = []
         for journal in sorted(shards.glob(f"*{RECORDS_SUFFIX}")):
             name = journal.name[: -len(RECORDS_SUFFIX)]
             payload = shards / f"{name}{SHARD_SUFFIX}"

@@ -1,6 +1,8 @@
 """Build workers: :class:`Worker` decodes sources into its own shards (one ``ingest`` per
-video), in this process, in a worker process of a local build (:func:`run_parallel`, which
-replaces a worker that dies and fails the video it was decoding) or in a Ray actor (``_ray``).
+video) and reports typed messages (``_messages``). Two engines (``_engine.Engine``) run it
+locally: :class:`InProcess` (one worker in this process) and :class:`ProcessPool` (worker
+processes; one that dies fails the video it was decoding and is replaced); ``_ray.RayPool``
+runs it in Ray actors.
 
 Shard names say who wrote them: worker ``w`` of build run ``r`` writes
 ``r{r:03d}-w{w:03d}-{seq:05d}`` (:func:`shard_prefix`), whichever engine runs it, so runs are
@@ -22,20 +24,22 @@ from .._core._errors import HyperframesError, StoreError
 from .._core._signals import set_parent_death_signal
 from ..decode import Decoder, create_decoder
 from ..inputs import Source
-from ..store import Codec, create_codec
 from ..store.format import SHARDS_DIR
+from ._engine import Engine, Handle
 from ._ingest import ingest
-from ._options import BuildOptions
+from ._messages import Done, Exit, Failed, Fatal, Frames, Message, Start
+from ._options import BuildOptions, make_codec
 from ._shard import Orphaned, OutputError, ShardWriter, output_error
 
 __all__ = [
+    "InProcess",
+    "ProcessPool",
     "Worker",
     "actor_fatal",
     "actor_progress",
     "decoder_for",
     "error_text",
     "fatal_text",
-    "make_codec",
     "run_parallel",
     "shard_prefix",
     "worker_main",
@@ -55,18 +59,11 @@ def decoder_for(options: BuildOptions, kind: str) -> Decoder:
     return create_decoder(options.decoder)
 
 
-def make_codec(options: BuildOptions) -> Codec:
-    """The codec a build with ``options`` stores frames with."""
-    if options.codec == "jpeg":
-        return create_codec("jpeg", quality=options.jpeg_quality)
-    return create_codec(options.codec, chunk_frames=options.chunk_frames)
-
-
 class Worker:
     """Decodes sources into this worker's own shards.
 
-    ``report`` receives ``("start" | "done" | "failed", worker, item, ...)`` and
-    ``("frames", n)`` messages; ``alive`` says whether the build that owns the store lock is
+    ``report`` receives its messages (:class:`Start`, :class:`Frames`, then :class:`Done` or
+    :class:`Failed` per item); ``alive`` says whether the build that owns the store lock is
     still running (checked before each video starts and before each commit).
     """
 
@@ -91,7 +88,7 @@ class Worker:
         return self.writer
 
     def process(self, i: int, source: Source) -> None:
-        self.report(("start", self.worker, i))
+        self.report(Start(self.worker, i))
         try:
             if source.kind not in self.decoders:
                 self.decoders[source.kind] = decoder_for(self.options, source.kind)
@@ -101,17 +98,17 @@ class Worker:
                 self.decoders[source.kind],
                 self.codec,
                 self._writer(),
-                on_frames=lambda n: self.report(("frames", n)),
+                on_frames=lambda n: self.report(Frames(n)),
             )
-            self.report(("done", self.worker, i, rec.num_frames, rec.nbytes))
+            self.report(Done(self.worker, i, rec.num_frames, rec.nbytes))
         except (OutputError, Orphaned):
             raise  # the output's fault, or the build is gone: never the input's
         except (HyperframesError, ValueError, RuntimeError, EOFError) as e:
-            self.report(("failed", self.worker, i, error_text(e)))
+            self.report(Failed(self.worker, i, error_text(e)))
         except OSError as e:
             if e.filename and str(e.filename).startswith(str(self.shards)):
                 raise output_error(e, self.shards.parent) from None
-            self.report(("failed", self.worker, i, error_text(e)))
+            self.report(Failed(self.worker, i, error_text(e)))
 
     def close(self) -> None:
         if self.writer is not None:
@@ -136,18 +133,18 @@ def fatal_text(e: BaseException) -> str:
     return str(e) if isinstance(e, StoreError) else error_text(e)
 
 
-def actor_fatal(worker: Worker, e: BaseException) -> list[tuple]:
-    """A Ray actor's answer when a video raised: its partial shard given up, one ``fatal``
-    message, so the build stops as it does for a local worker."""
+def actor_fatal(worker: Worker, e: BaseException) -> list[Message]:
+    """A Ray actor's answer when a video raised: its partial shard given up, one
+    :class:`Fatal`, so the build stops as it does for a local worker."""
     worker.abandon()
-    return [("fatal", fatal_text(e))]
+    return [Fatal(fatal_text(e), worker.worker)]
 
 
-def actor_progress(messages: list[tuple], kinds: tuple[str, ...]) -> list[tuple]:
-    """A Ray actor's answer for a video: the frames it decoded, then its messages of
-    ``kinds``."""
-    frames = sum(m[1] for m in messages if m[0] == "frames")
-    return [("frames", frames), *(m for m in messages if m[0] in kinds)]
+def actor_progress(messages: list[Message], kinds: tuple[type, ...]) -> list[Message]:
+    """A Ray actor's answer for a video: the frames it decoded (one :class:`Frames`), then
+    its messages of ``kinds``."""
+    frames = sum(m.count for m in messages if isinstance(m, Frames))
+    return [Frames(frames), *(m for m in messages if isinstance(m, kinds))]
 
 
 def worker_main(store, options, run, worker, sources, conn, parent) -> None:
@@ -172,7 +169,7 @@ def worker_main(store, options, run, worker, sources, conn, parent) -> None:
                 break
             w.process(item, sources[item])
         w.close()
-        conn.send(("exit", worker))
+        conn.send(Exit(worker))
     except (Orphaned, EOFError, BrokenPipeError, ConnectionResetError):
         w.abandon()  # the build is gone (its pipe closed): nothing to report to
     except KeyboardInterrupt:
@@ -180,7 +177,7 @@ def worker_main(store, options, run, worker, sources, conn, parent) -> None:
     except BaseException as e:
         w.abandon()
         with contextlib.suppress(OSError):
-            conn.send(("fatal", worker, fatal_text(e)))
+            conn.send(Fatal(fatal_text(e), worker))
 
 
 def _exit_text(code: int | None) -> str:
@@ -192,14 +189,37 @@ def _exit_text(code: int | None) -> str:
     return f"exit status {code}"
 
 
-class _Pool:
+class InProcess(Engine):
+    """One worker in this process, over ``todo`` in order (a build with ``workers=1``)."""
+
+    def __init__(self, store, options, run, sources, todo, handle: Handle) -> None:
+        super().__init__(handle)
+        self.worker = Worker(Path(store), options, run, 0, self.report, lambda: True)
+        self.sources, self.todo = sources, todo
+
+    def run(self) -> None:
+        try:
+            for i in self.todo:
+                self.worker.process(i, self.sources[i])
+            self.worker.close()
+        except BaseException:
+            self.worker.abandon()
+            raise
+
+    def stop(self) -> None:
+        pass  # (run finished or abandoned the shard)
+
+
+class ProcessPool(Engine):
     """The parent's side of a local parallel build: one pipe per worker, one item handed to
     each idle worker at a time, so the parent always knows which item each worker holds."""
 
-    def __init__(self, store, options, run, sources, todo, handle) -> None:
+    def __init__(self, store, options, run, sources, todo, handle: Handle, workers: int) -> None:
+        super().__init__(handle)
+        self.workers = workers
         self.ctx = mp.get_context("spawn")
         self.args = (str(store), options, run)
-        self.sources, self.handle = sources, handle
+        self.sources = sources
         self.pending = _Pending(todo)
         self.procs: dict[int, tuple[mp.process.BaseProcess, Connection]] = {}
         self.inflight: dict[int, int] = {}  # worker -> the item it holds
@@ -236,21 +256,16 @@ class _Pool:
             while conn.poll():
                 self.message(w, conn.recv())
 
-    def message(self, w: int, msg: tuple) -> None:
-        kind = msg[0]
-        if kind in ("done", "failed"):
+    def message(self, w: int, msg: Message) -> None:
+        self.report(msg)  # (a Fatal raises here)
+        if isinstance(msg, Done | Failed):
             self.inflight.pop(w, None)
-            self.handle(msg)
             self.feed(w)
-        elif kind == "exit":
+        elif isinstance(msg, Exit):
             self.inflight.pop(w, None)
-        elif kind == "fatal":
-            raise StoreError(msg[2])
-        elif kind == "start":
+        elif isinstance(msg, Start):
             self.started.add(w)
             self.stillborn.clear()
-        else:
-            self.handle(msg)
 
     def bury(self, w: int) -> None:
         """Worker ``w`` has exited: fail the item it held, naming why, and replace it."""
@@ -268,13 +283,12 @@ class _Pool:
                     + _script_hint()
                 )
         elif i is not None:
-            why = f"the build worker decoding it died ({_exit_text(p.exitcode)}); rerun to retry it"
-            self.handle(("failed", w, i, why))
+            self.died(w, i, f"the build worker decoding it died ({_exit_text(p.exitcode)})")
         if self.pending:
             self.start()
 
-    def run(self, workers: int) -> None:
-        for _ in range(workers):
+    def run(self) -> None:
+        for _ in range(self.workers):
             self.start()
         while self.procs:
             live = self.procs.values()
@@ -340,8 +354,4 @@ def _script_hint() -> str:
 def run_parallel(store, options, run, workers, sources, todo, handle) -> None:
     """Run ``workers`` worker processes over ``todo``. A worker that dies (a decoder crash,
     the OOM killer, kill -9) fails the video it was decoding, naming why, and is replaced."""
-    pool = _Pool(store, options, run, sources, todo, handle)
-    try:
-        pool.run(workers)
-    finally:
-        pool.stop()
+    ProcessPool(store, options, run, sources, todo, handle, workers).execute()

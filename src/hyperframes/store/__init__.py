@@ -11,8 +11,11 @@ HDF5 datasets), with the tables' checks in ``_table_checks`` and ``_track_checks
 holds what both readers share once open, ``_reader`` the folder store's reads and ``_batch``
 its batched reads; ``_records``, ``_tracks`` and ``_annotations`` the index as values."""
 
+import importlib
+from typing import TYPE_CHECKING
+
 from ._annotations import ANNOTATION_FILES, ANNOTATION_TOLERANCE, Annotations
-from ._codecs import Codec, create_codec, list_codecs
+from ._codecs import Codec, codec_parameters, create_codec, list_codecs
 from ._crop import centre_boxes, read_boxes
 from ._describe import describe_store, format_store_info, gap_text
 from ._dispatch import is_store, open_store
@@ -25,6 +28,9 @@ from ._records import VideoRecord
 from ._tracks import FLOW_DTYPES, dequantise, payload_ranges, track_keys, track_tables
 from ._verify import checksum_file, resign_store, verify_store
 
+if TYPE_CHECKING:
+    from ._manifest import Manifest
+
 __all__ = [
     "ANNOTATION_FILES",
     "ANNOTATION_TOLERANCE",
@@ -35,11 +41,13 @@ __all__ = [
     "Annotations",
     "Codec",
     "H5Store",
+    "Manifest",
     "Store",
     "StoreReader",
     "VideoRecord",
     "centre_boxes",
     "checksum_file",
+    "codec_parameters",
     "create_codec",
     "dequantise",
     "describe_store",
@@ -60,3 +68,15 @@ __all__ = [
     "upsampled_rows",
     "verify_store",
 ]
+
+
+def __getattr__(name: str):
+    """``Manifest`` loads on first use: its model imports pydantic, which ``import
+    hyperframes.store`` (and so the command line's start-up) does without."""
+    if name == "Manifest":
+        return importlib.import_module("._manifest", __name__).Manifest
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

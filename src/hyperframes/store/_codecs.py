@@ -10,6 +10,12 @@ codec whose chunks are single frames may also offer ``decode_frames`` (many chun
 ``(T, C, H, W)`` array at once: jpeg decodes them into a per-thread ``(T, H, W, C)`` scratch
 array and transposes once); one whose chunks are short to decode (lz4: ~20 µs) offers
 ``decode_to_address``, so that the reader's Python per chunk stays far below the decoding.
+
+A codec carries its parameters, and this module is the one place that knows them: the keyword
+parameters of a codec's factory are what ``create_codec`` takes (:func:`codec_parameters`;
+each codec ignores the others, so one set of options makes any codec), ``Codec.params`` is
+what the manifest records of it (``{"name": ..., **params}``) and what a reader makes it again
+from, and ``Codec.dtypes`` the stored element types it holds (:func:`codec_dtypes`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import dataclasses
+import functools
+import inspect
 import threading
 from collections.abc import Callable
 
@@ -25,8 +33,9 @@ import numpy as np
 from .._core._errors import ConfigError
 from . import _yuv
 from ._jpeg_crop import crop_window
+from .format import ALLOWED_DTYPES
 
-__all__ = ["Codec", "create_codec", "list_codecs"]
+__all__ = ["Codec", "codec_dtypes", "codec_parameters", "create_codec", "list_codecs"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,10 +43,14 @@ class Codec:
     name: str
     #: frames per compressed chunk; 0 = not chunked (raw)
     chunk_frames: int
+    #: its parameters as the manifest records them (``create_codec(name, **params)`` makes
+    #: the same codec again)
     params: dict
     encode: Callable[[np.ndarray], bytes]
     decode_into: Callable[[bytes | memoryview | np.ndarray, np.ndarray], None]
     lossless: bool = True
+    #: the stored element types it holds
+    dtypes: tuple[str, ...] = ALLOWED_DTYPES
     #: optional: decode a list of one-frame chunks into ``out`` (T, C, H, W) in one call
     decode_frames: Callable[[list, np.ndarray], None] | None = None
     #: optional: ``(src_address, src_bytes, dst_address, dst_capacity) -> bytes written``
@@ -86,9 +99,28 @@ def list_codecs() -> list[str]:
 
 
 def create_codec(name: str, **params) -> Codec:
+    """The codec ``name`` with ``params`` (those it does not take are ignored)."""
+    return _factory(name)(**params)
+
+
+def _factory(name: str) -> Callable[..., Codec]:
     if name not in _REGISTRY:
         raise ConfigError(f"unknown codec {name!r}; choose one of {', '.join(list_codecs())}")
-    return _REGISTRY[name](**params)
+    return _REGISTRY[name]
+
+
+@functools.cache
+def codec_parameters(name: str) -> tuple[str, ...]:
+    """The parameters codec ``name`` takes (``create_codec``'s keywords it uses)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    sig = inspect.signature(_factory(name))
+    return tuple(p.name for p in sig.parameters.values() if p.kind in kinds)
+
+
+@functools.cache
+def codec_dtypes(name: str) -> tuple[str, ...]:
+    """The stored element types codec ``name`` holds."""
+    return create_codec(name).dtypes
 
 
 def _check_uint8(name: str, frames: np.ndarray) -> None:
@@ -305,6 +337,7 @@ def _jpeg(quality: int = 90, subsampling: str = "420", **_: object) -> Codec:
         encode,
         decode_into,
         lossless=False,
+        dtypes=("uint8",),
         decode_frames=decode_frames,
         channels=(3,),
         chunk_problem=chunk_problem,
@@ -332,6 +365,7 @@ def _yuv420(**_: object) -> Codec:
         encode,
         decode_into,
         lossless=False,
+        dtypes=("uint8",),
         decode_frames=_yuv.decode_frames,
         channels=(3,),
         chunk_problem=_yuv.chunk_problem,

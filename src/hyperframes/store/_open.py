@@ -1,6 +1,6 @@
 """The one open-and-validate sequence every form of store runs (:func:`open_index`), and the
 checks it is made of that are not the tables' own (``_table_checks``, ``_track_checks``): the
-manifest's shape (:func:`check_manifest`), the ``check=`` option, the change and flow scores.
+manifest's shape (``_manifest.check_manifest``), the ``check=`` option, the change and flow scores.
 
 A form of store says only how it gets the bytes, as an :class:`IndexSource`: a folder (local,
 or objects at a URL) reads index files (``_folder.FolderIndex``), the HDF5 form reads datasets
@@ -14,26 +14,24 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .._core._errors import ConfigError, StoreError
 from ._annotations import ANNOTATION_FILES, Annotations, read_annotations
-from ._codecs import list_codecs
 from ._table_checks import ALTERED, IndexFiles, check_table
 from ._track_checks import check_track_tables
 from .format import (
-    ALLOWED_DTYPES,
     AUDIO_FILE,
     CHANGE_FILE,
-    CHECKSUM_ALGORITHM,
     FLOW_FILE,
     FLOW_SCORE_FILE,
-    FORMAT_NAME,
-    READABLE_VERSIONS,
     VIDEO_DTYPES,
 )
+
+if TYPE_CHECKING:
+    from ._manifest import Manifest
 
 __all__ = ["Check", "IndexSource", "OpenedIndex", "check_manifest", "check_option", "open_index"]
 
@@ -51,66 +49,14 @@ def check_option(check) -> None:
         )
 
 
-#: manifest keys a reader relies on, and their JSON types
-_REQUIRED = {
-    "format_version": int,
-    "codec": dict,
-    "dtype": str,
-    "shards": list,
-    "index": list,
-    "num_frames": int,
-}
+def check_manifest(m, path: str | os.PathLike) -> Manifest:
+    """The manifest ``m`` (parsed JSON) of ``path`` checked through the typed model
+    (``_manifest.check_manifest``): a StoreError naming ``path`` and the key."""
+    # (pydantic, which the model imports, stays off `import hyperframes.store`: the CLI starts
+    # without it)
+    from ._manifest import check_manifest as check  # deferred: pydantic off the CLI start-up
 
-
-def check_manifest(m, path: str | os.PathLike) -> None:
-    """The manifest's own shape: format, a readable version, the keys a reader relies on with
-    their types, the stored dtype (from ``ALLOWED_DTYPES``) and a known codec. StoreError
-    naming ``path`` and the key, never a KeyError."""
-    if not isinstance(m, dict) or m.get("format") != FORMAT_NAME:
-        raise StoreError(f"{path}: not a hyperframes store manifest")
-    version = m.get("format_version")
-    if isinstance(version, bool) or version not in READABLE_VERSIONS:
-        raise StoreError(
-            f"{path}: store format version {version} is not readable by this hyperframes, "
-            f"which reads versions {', '.join(map(str, READABLE_VERSIONS))}"
-        )
-    for key, kind in _REQUIRED.items():
-        if key not in m:
-            raise StoreError(
-                f"{path}: lacks {key!r}; a store manifest has {', '.join(_REQUIRED)}: {ALTERED}"
-            )
-        if not isinstance(m[key], kind) or isinstance(m[key], bool):
-            raise StoreError(
-                f"{path}: {key!r} is {type(m[key]).__name__} {m[key]!r}, expected "
-                f"{kind.__name__}: {ALTERED}"
-            )
-    for key in ("shards", "index"):
-        for row in m[key]:
-            ok = isinstance(row, dict) and isinstance(row.get("name"), str)
-            size = row.get("bytes") if ok else None
-            if not (isinstance(size, int) and not isinstance(size, bool) and size >= 0):
-                raise StoreError(
-                    f"{path}: the {key!r} entry {row!r} does not name a file and its size in "
-                    f"bytes: {ALTERED}"
-                )
-    algorithm = m.get("checksum_algorithm", CHECKSUM_ALGORITHM)
-    if algorithm != CHECKSUM_ALGORITHM:
-        raise StoreError(
-            f"{path}: checksum_algorithm {algorithm!r} is unknown; this hyperframes reads "
-            f"stores whose checksums are {CHECKSUM_ALGORITHM}: {ALTERED}"
-        )
-    if m["dtype"] not in ALLOWED_DTYPES:
-        raise StoreError(
-            f"{path}: dtype {m['dtype']!r} is not a stored element type; a store holds "
-            f"{' or '.join(ALLOWED_DTYPES)}: {ALTERED}"
-        )
-    codec = m["codec"].get("name")
-    if codec not in list_codecs():
-        raise StoreError(
-            f"{path}: codec {codec!r} is unknown; this hyperframes reads {', '.join(list_codecs())}"
-        )
-    if codec == "jpeg" and m["dtype"] != "uint8":
-        raise StoreError(f"{path}: codec 'jpeg' stores uint8 frames, not {m['dtype']}")
+    return check(m, path)
 
 
 def check_change_scores(change: np.ndarray, n_frames: int, where) -> None:

@@ -192,7 +192,7 @@ def resign_store(path: str | os.PathLike) -> tuple[list[str], list[str]]:
     except StoreError as e:
         return [], [str(e)]
     if signed:
-        write_json_atomic(store / MANIFEST, m)
+        write_json_atomic(store / MANIFEST, check_manifest(m, store / MANIFEST).to_json())
     return signed, []
 
 
