@@ -178,6 +178,16 @@ def probe(x: np.ndarray, y: np.ndarray, train: np.ndarray) -> float:
     return float((clf.predict(x[~train]) == y[~train]).mean())
 
 
+def _value(text: str) -> int | float | str:
+    """An ``--options`` value: an int, a float, else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def summary(values: list[float]) -> dict:
     return {"mean": float(np.mean(values)), "std": float(np.std(values)), "per_seed": values}
 
@@ -198,8 +208,7 @@ def main() -> None:
     from hyperframes.models import create
     from hyperframes.train import load_checkpoint, rebuild_model, run_training
 
-    extra = dict(kv.split("=") for kv in args.options.split(",") if kv)
-    extra = {k: float(v) if "." in v else int(v) for k, v in extra.items()}
+    extra = {k: _value(v) for k, v in (kv.split("=") for kv in args.options.split(",") if kv)}
     tmp = Path(tempfile.mkdtemp(prefix="hf-bench-probe-"))
     try:
         store = build(tmp, args.per_class, seed=0)
