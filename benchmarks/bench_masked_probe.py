@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_result
-from bench_masked_finetune import CLASSES, VIT, WINDOWS, pretrain_config
+from bench_masked_finetune import CLASSES, PRETRAIN, VIT, WINDOWS, parse_options, pretrain_config
 
 FEATURES = ("pooled", "per_frame")
 
@@ -178,16 +178,6 @@ def probe(x: np.ndarray, y: np.ndarray, train: np.ndarray) -> float:
     return float((clf.predict(x[~train]) == y[~train]).mean())
 
 
-def _value(text: str) -> int | float | str:
-    """An ``--options`` value: an int, a float, else the text."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def summary(values: list[float]) -> dict:
     return {"mean": float(np.mean(values)), "std": float(np.std(values)), "per_seed": values}
 
@@ -208,7 +198,7 @@ def main() -> None:
     from hyperframes.models import create
     from hyperframes.train import load_checkpoint, rebuild_model, run_training
 
-    extra = {k: _value(v) for k, v in (kv.split("=") for kv in args.options.split(",") if kv)}
+    extra = parse_options(args.options)
     tmp = Path(tempfile.mkdtemp(prefix="hf-bench-probe-"))
     try:
         store = build(tmp, args.per_class, seed=0)
@@ -222,9 +212,8 @@ def main() -> None:
         control: list[float] = []
         pretraining = []
         for seed in args.seeds:
-            cfg = pretrain_config(store, args.pretrain_epochs)
+            cfg = pretrain_config(store, args.pretrain_epochs, extra)
             cfg["train"]["seed"] = seed
-            cfg["model"]["options"].update(extra)
             t0 = time.perf_counter()
             run = run_training(cfg, tmp / f"pre_{seed}", progress=False)
             pretraining.append(
@@ -264,10 +253,11 @@ def main() -> None:
                 "windows",
                 "features": {
                     "pooled": "every token averaged (D=64)",
-                    "per_frame": "tokens averaged per frame, frames side by side (T x D = 512)",
+                    "per_frame": "tokens averaged per token frame (a frame, or a tubelet of "
+                    "frames), side by side (T / tubelet x D)",
                 },
                 "model": "video_mae, encoder video_vit_tiny",
-                "model_options": {**VIT, "mask_ratio": 0.75, **extra},
+                "model_options": {**VIT, **PRETRAIN, **extra},
                 "pretraining": pretraining,
                 "pretrain_epochs": args.pretrain_epochs,
                 "held_out_accuracy": result,
