@@ -19,12 +19,12 @@ below, so the loss, metrics and reconstructions are the same for any k.
 The output is one tensor (B, T*N, P + 1) in (frame, row, column) token order: columns ``:P``
 the predicted patch (P = patch_size**2 * 3 values, per-patch normalised: what the loss of
 :mod:`hyperframes.train._masked` compares with the true patch minus its mean, over its std),
-column ``P`` 1.0 where the token was masked. With ``target: delta`` the decoder predicts
-each masked patch's **frame difference** (frame t minus frame t-1, over the window's RMS
-difference) and column ``P`` is 2.0 where masked, which tells the loss, metrics and
-pictures (:mod:`hyperframes.models._outputs`) what the prediction is of: a still background
-then costs nothing to predict, and the loss is about what moves. :func:`patchify` / :func:`unpatchify` give that
-patch order.
+column ``P`` 1.0 where the token was masked. :func:`patchify` / :func:`unpatchify` give that
+patch order. With ``target: delta`` the decoder predicts each masked patch's **frame
+difference** (frame t minus frame t-1, over the window's RMS difference) and column ``P`` is
+2.0 where masked, which tells the loss, metrics and pictures
+(:mod:`hyperframes.models._outputs`) what the prediction is of: a still background then
+costs nothing to predict, and the loss is about what moves.
 
 Masks are drawn from torch's global generator while training (the trainer reseeds it from
 ``(seed, rank, epoch, batch)`` before every micro-batch, so they do not depend on workers and
