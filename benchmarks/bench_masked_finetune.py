@@ -33,6 +33,8 @@ from _common import write_result
 
 CLASSES = ("left", "right", "up", "down")
 VIT = {"image_size": 32, "patch_size": 8, "dim": 64, "depth": 2, "heads": 4}
+#: video_mae's own options in both benchmarks (``--options`` adds to them)
+PRETRAIN = {"mask_ratio": 0.75}
 STATS = {"mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25]}
 WINDOWS = {
     "frames": 8,
@@ -74,7 +76,21 @@ def stores(root: Path, per_class: int, labelled: int, seed: int) -> tuple[Path, 
     return out["all"], out["few"]
 
 
-def pretrain_config(store: Path, epochs: int) -> dict:
+def parse_options(text: str) -> dict:
+    """``--options`` ``k=v,k=v``: each value an int, a float, else the text."""
+
+    def value(v: str) -> int | float | str:
+        for kind in (int, float):
+            try:
+                return kind(v)
+            except ValueError:
+                pass
+        return v
+
+    return {k: value(v) for k, v in (kv.split("=") for kv in text.split(",") if kv)}
+
+
+def pretrain_config(store: Path, epochs: int, options: dict | None = None) -> dict:
     return {
         "data": {
             "store": str(store),
@@ -88,7 +104,7 @@ def pretrain_config(store: Path, epochs: int) -> dict:
             "augmentation": {"hflip": 0.0},
             **STATS,
         },
-        "model": {"name": "video_mae", "options": {**VIT, "mask_ratio": 0.75}},
+        "model": {"name": "video_mae", "options": {**VIT, **PRETRAIN, **(options or {})}},
         "train": {
             "task": "masked_video",
             "optimizer": "adamw",
@@ -101,7 +117,9 @@ def pretrain_config(store: Path, epochs: int) -> dict:
     }
 
 
-def classifier_config(store: Path, epochs: int, seed: int, pretrained: Path | None) -> dict:
+def classifier_config(
+    store: Path, epochs: int, seed: int, pretrained: Path | None, tubelet: int = 1
+) -> dict:
     return {
         "data": {
             "store": str(store),
@@ -113,7 +131,7 @@ def classifier_config(store: Path, epochs: int, seed: int, pretrained: Path | No
         "model": {
             "name": "video_vit_tiny",
             "pretrained": str(pretrained) if pretrained else None,
-            "options": VIT,
+            "options": {**VIT, "tubelet": tubelet},
         },
         "train": {
             "optimizer": "adamw",
@@ -133,8 +151,11 @@ def main() -> None:
     ap.add_argument("--pretrain-epochs", type=int, default=20)
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--options", default="", help="video_mae options over PRETRAIN, k=v,k=v")
     ap.add_argument("--out", default="masked_finetune", help="results/NAME.json")
     args = ap.parse_args()
+    options = {**PRETRAIN, **parse_options(args.options)}
+    tubelet = int(options.get("tubelet", 1))
     import torch
 
     from hyperframes.train import evaluate, run_training
@@ -144,7 +165,7 @@ def main() -> None:
         every, few = stores(tmp, args.per_class, args.labelled, seed=0)
         t0 = time.perf_counter()
         pre = run_training(
-            pretrain_config(every, args.pretrain_epochs), tmp / "pre", progress=False
+            pretrain_config(every, args.pretrain_epochs, options), tmp / "pre", progress=False
         )
         pre_s = time.perf_counter() - t0
         best = tmp / "pre" / "best.pt"
@@ -152,7 +173,7 @@ def main() -> None:
         runs: dict[str, list] = {"scratch": [], "pretrained": []}
         for seed in args.seeds:
             for name, init in (("scratch", None), ("pretrained", best)):
-                cfg = classifier_config(few, args.epochs, seed, init)
+                cfg = classifier_config(few, args.epochs, seed, init, tubelet)
                 out = tmp / f"{name}_{seed}"
                 t0 = time.perf_counter()
                 run_training(cfg, out, progress=False)
@@ -174,11 +195,11 @@ def main() -> None:
                 "labelled_per_class": args.labelled,
                 "held_out_videos": (args.per_class - args.labelled) * len(CLASSES),
                 "model": "video_vit_tiny",
-                "model_options": VIT,
+                "model_options": {**VIT, "tubelet": tubelet},
                 "pretraining": {
                     "videos": args.per_class * len(CLASSES),
                     "epochs": args.pretrain_epochs,
-                    "mask_ratio": 0.75,
+                    "video_mae_options": options,
                     "repeats": 4,
                     "seconds": pre_s,
                     "val_masked_loss": pre["masked_loss"],

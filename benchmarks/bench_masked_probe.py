@@ -40,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_result
-from bench_masked_finetune import CLASSES, VIT, WINDOWS, pretrain_config
+from bench_masked_finetune import CLASSES, PRETRAIN, VIT, WINDOWS, parse_options, pretrain_config
 
 FEATURES = ("pooled", "per_frame")
 
@@ -198,8 +198,7 @@ def main() -> None:
     from hyperframes.models import create
     from hyperframes.train import load_checkpoint, rebuild_model, run_training
 
-    extra = dict(kv.split("=") for kv in args.options.split(",") if kv)
-    extra = {k: float(v) if "." in v else int(v) for k, v in extra.items()}
+    extra = parse_options(args.options)
     tmp = Path(tempfile.mkdtemp(prefix="hf-bench-probe-"))
     try:
         store = build(tmp, args.per_class, seed=0)
@@ -213,9 +212,8 @@ def main() -> None:
         control: list[float] = []
         pretraining = []
         for seed in args.seeds:
-            cfg = pretrain_config(store, args.pretrain_epochs)
+            cfg = pretrain_config(store, args.pretrain_epochs, extra)
             cfg["train"]["seed"] = seed
-            cfg["model"]["options"].update(extra)
             t0 = time.perf_counter()
             run = run_training(cfg, tmp / f"pre_{seed}", progress=False)
             pretraining.append(
@@ -255,10 +253,11 @@ def main() -> None:
                 "windows",
                 "features": {
                     "pooled": "every token averaged (D=64)",
-                    "per_frame": "tokens averaged per frame, frames side by side (T x D = 512)",
+                    "per_frame": "tokens averaged per token frame (a frame, or a tubelet of "
+                    "frames), side by side (T / tubelet x D)",
                 },
                 "model": "video_mae, encoder video_vit_tiny",
-                "model_options": {**VIT, "mask_ratio": 0.75, **extra},
+                "model_options": {**VIT, **PRETRAIN, **extra},
                 "pretraining": pretraining,
                 "pretrain_epochs": args.pretrain_epochs,
                 "held_out_accuracy": result,

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from PIL import Image
 
-from hyperframes import ConfigError
+from hyperframes import ConfigError, DataError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.data import loader
@@ -22,7 +22,7 @@ from hyperframes.data._repeats import RepeatedWindows
 from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import Predictor, predict_video
 from hyperframes.models import create, tube_mask
-from hyperframes.models._mae import patchify
+from hyperframes.models._mae import patchify, unpatchify
 from hyperframes.store import open_store
 from hyperframes.train import (
     evaluate,
@@ -361,3 +361,150 @@ def test_the_encoder_exports_to_onnx_with_its_contract_and_crop(mixed_run, tmp_p
     side = json.loads((tmp_path / "enc.onnx.json").read_text())
     assert side["preprocessing"]["crop"] == 64
     assert side["output"] == {"features": ["batch", 4 * 64, 32]}  # T=4 x an 8x8 patch grid
+
+
+# -- tubelets (issue 38, item 5): tokens that span frames, so the encoder sees motion --------
+
+
+@pytest.mark.parametrize("name", ["video_vit_tiny", "timesformer_tiny", "video_mae"])
+def test_tubelet_1_is_the_frame_patch_model_unchanged(name):
+    """``tubelet: 1`` (the default) builds the model as before: the same weights from the same
+    seed, a 2D patch embedding, a temporal embedding per frame, the same outputs."""
+    x = torch.randn(2, 4, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    built = []
+    for extra in ({}, {"tubelet": 1}):
+        torch.manual_seed(0)
+        model = create(name, num_classes=3, frames=4, **TINY, **extra).eval()
+        with torch.no_grad():
+            built.append((model.state_dict(), model(x)))
+    (a, out_a), (b, out_b) = built
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert torch.equal(out_a, out_b)
+    prefix = "encoder." if name == "video_mae" else ""
+    assert b[f"{prefix}patch_embed.weight"].shape == (32, 3, 8, 8)
+    assert b[f"{prefix}pos_time"].shape == (1, 4, 1, 32)
+
+
+def test_tubelets_embed_frame_pairs_mask_whole_tubes_and_patchify_round_trips():
+    frames = torch.randint(0, 256, (2, 4, 3, 32, 32), dtype=torch.uint8)
+    tokens = patchify(frames.float(), 8, tubelet=2)
+    assert tokens.shape == (2, 2 * 16, 2 * 8 * 8 * 3)
+    assert torch.equal(unpatchify(tokens, 4, (32, 32), tubelet=2), frames.float())
+    # a tubelet token holds its frames' patches one after the other
+    per_frame = patchify(frames.float(), 8).reshape(2, 2, 2, 16, 192)  # (B, T', k, N, P)
+    assert torch.equal(tokens.reshape(2, 2, 16, 2, 192), per_frame.permute(0, 1, 3, 2, 4))
+    with pytest.raises(DataError, match="tubelet"):
+        patchify(frames[:, :3].float(), 8, tubelet=2)
+
+    torch.manual_seed(0)
+    model = create("video_mae", num_classes=1, frames=4, mask_ratio=0.75, tubelet=2, **TINY)
+    sd = model.state_dict()
+    assert sd["encoder.patch_embed.weight"].shape == (32, 3, 2, 8, 8)  # a Conv3d over 2 frames
+    assert sd["encoder.pos_time"].shape == (1, 2, 1, 32)  # T / tubelet token frames
+    assert sd["decoder_pos_time"].shape[1] == 2 and sd["decoder_pred.weight"].shape[0] == 384
+    model.eval()
+    x = frames.float() / 255
+    out = model(x)
+    assert out.shape == (2, 4 * 16, 8 * 8 * 3 + 1)  # one token per frame patch, as tubelet 1
+    flag = out[..., -1].reshape(2, 4, 16)
+    assert (flag == flag[:, :1]).all() and flag[:, 0].sum(1).tolist() == [12.0, 12.0]
+    keep = (~flag[:, 0].bool()).nonzero()[:, 1].reshape(2, -1)
+    assert model.encode(x, keep, None).shape == (2, 2, 4, 32)  # (B, T', visible, D)
+    task = MaskedVideoTask(["pixels"])
+    assert torch.isfinite(task.loss(out, frames))
+    masked = out[..., -1].bool()
+    p = patchify(frames.float(), 8)
+    p[masked] = 255 - p[masked]
+    other = unpatchify(p, 4, (32, 32))
+    assert torch.equal(model(other / 255), out)  # the encoder sees visible tubelets only
+    # a token spans two frames: the second frame alone changes the first token frame
+    enc = model.encoder
+    moved = x.clone()
+    moved[:, 1] = moved[:, 1].flip(-1)
+    a, b = enc.embed_patches(x), enc.embed_patches(moved)
+    assert not torch.allclose(a[:, 0], b[:, 0]) and torch.equal(a[:, 1], b[:, 1])
+    with pytest.raises(DataError, match=r"T=3 frames is not a multiple of its tubelet \(2\)"):
+        model(x[:, :3])
+
+
+def test_a_tubelet_classifier_ignores_padded_frames_and_a_bad_tubelet_is_refused():
+    torch.manual_seed(0)
+    clf = create("video_vit_tiny", num_classes=3, frames=4, tubelet=2, **TINY).eval()
+    x = torch.randn(2, 4, 3, 32, 32)
+    mask = torch.tensor([[True, True, True, False], [True, True, True, True]])
+    other = x.clone()
+    other[0, 3] = torch.randn(3, 32, 32)  # a padded frame's content
+    with torch.no_grad():
+        assert torch.equal(clf(x, mask), clf(other, mask))
+        assert not torch.equal(clf(x), clf(other))
+        assert clf(x[:, :2]).shape == (2, 3)  # another T: the temporal embedding resized
+    for name in ("video_vit_tiny", "video_mae"):
+        with pytest.raises(ConfigError, match=r"tubelet \(3\) must divide frames \(4\)"):
+            create(name, num_classes=1, frames=4, tubelet=3, **TINY)
+
+
+def test_delta_targets_are_frame_differences_so_a_still_background_costs_nothing():
+    torch.manual_seed(0)
+    model = create("video_mae", num_classes=1, frames=4, target="delta", tubelet=2, **TINY)
+    frames = torch.randint(0, 256, (2, 4, 3, 32, 32), dtype=torch.uint8)
+    out = model.eval()(frames.float() / 255)
+    masked = out[..., -1] > 0.5
+    assert set(out[..., -1].unique().tolist()) == {0.0, 2.0}  # 2.0: a masked difference
+    task = MaskedVideoTask(["pixels"])
+    f = frames.float() / 255
+    d = torch.cat([f[:, 1:2] - f[:, :1], f[:, 1:] - f[:, :-1]], dim=1)  # frame 0: 1 - 0
+    t = patchify(d, 8)
+    rms = t.square().mean((1, 2), keepdim=True).sqrt()
+    by_hand = ((out[..., :-1] - t / rms) ** 2).mean(-1)[masked].mean()
+    assert torch.allclose(task.loss(out, frames), by_hand, atol=1e-5)
+    # a still window: nothing to predict for differences, a textured patch for pixels
+    still = frames[:, :1].expand(2, 4, 3, 32, 32).contiguous()
+    zero = torch.zeros_like(out)
+    zero[..., -1] = masked * 2.0
+    assert task.loss(zero, still) == 0
+    zero[..., -1] = masked * 1.0
+    assert task.loss(zero, still) > 0.5
+    assert task.metrics(task.predictions(out.detach(), frames))["windows"] == 2
+    with pytest.raises(ConfigError, match="target 'flow': allowed: pixels, delta"):
+        create("video_mae", num_classes=1, frames=4, target="flow", **TINY)
+
+
+@pytest.fixture(scope="module")
+def tubelet_run(store, tmp_path_factory) -> Path:
+    """best.pt of a one-epoch masked-video run with tubelets of 2 frames, difference targets."""
+    out = tmp_path_factory.mktemp("tubelet") / "run"
+    options = json.dumps({**TINY, "mask_ratio": 0.75, "tubelet": 2, "target": "delta"})
+    over = [o for o in _overrides(store, "train.epochs=1") if not o.startswith("model.options")]
+    run_training(CONFIG, out, overrides=[*over, f"model.options={options}"], progress=False)
+    return out / "best.pt"
+
+
+def test_a_tubelet_checkpoint_fine_tunes_with_every_encoder_weight(tubelet_run, tmp_path):
+    result = evaluate(tubelet_run, clips=1, crops=1, workers=0, verbose=False)
+    assert np.isfinite(result["psnr"]) and result["masked_loss"] > 0  # of the differences
+    pictures = write_reconstructions(tubelet_run, tmp_path / "recon", windows=1)
+    assert np.asarray(Image.open(pictures[0])).shape == (3 * 32 + 4, 4 * 32 + 3, 3)
+    mae = load_checkpoint(tubelet_run)["model"]
+    clf = create(
+        "video_vit_tiny", num_classes=2, frames=4, pretrained=tubelet_run, tubelet=2, **TINY
+    )
+    assert clf.pretrained_report.initialised == ["head.weight", "head.bias"]
+    assert clf.pretrained_report.loaded == len(clf.state_dict()) - 2
+    own = clf.state_dict()
+    assert all(torch.equal(own[k], mae[f"encoder.{k}"]) for k in own if not k.startswith("head."))
+    with pytest.raises(ConfigError, match="patch_embed"):  # frame patches: do not fit, named
+        create("video_vit_tiny", num_classes=2, frames=4, pretrained=tubelet_run, **TINY)
+
+
+@pytest.mark.slow
+def test_a_tubelet_encoder_exports_to_onnx(tubelet_run, tmp_path):
+    pytest.importorskip("onnxruntime")
+    from hyperframes.infer import export_onnx
+
+    report = export_onnx(tubelet_run, tmp_path / "enc.onnx", size=32)
+    assert report.output_name == "features" and report.output_shape == [
+        "batch",
+        2 * 16,
+        32,
+    ]  # T/2 x 4x4
+    assert report.max_abs_diff is not None and report.max_abs_diff < 1e-4

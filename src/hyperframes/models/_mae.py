@@ -10,11 +10,21 @@ so its cost falls with the ratio. The decoder gets the encoded tokens back at th
 a learned mask token at the others, its own position embeddings, a few blocks, and predicts
 every patch's pixels.
 
+With ``tubelet: k`` (an encoder option, see
+:class:`~hyperframes.models._transformer.VideoTransformer`) each token embeds k consecutive
+frames of a place, so the encoder sees motion inside its tokens (VideoMAE's tubelets); the
+decoder predicts the k frames of each masked tubelet, given back one token per frame patch
+below, so the loss, metrics and reconstructions are the same for any k.
+
 The output is one tensor (B, T*N, P + 1) in (frame, row, column) token order: columns ``:P``
 the predicted patch (P = patch_size**2 * 3 values, per-patch normalised: what the loss of
 :mod:`hyperframes.train._masked` compares with the true patch minus its mean, over its std),
 column ``P`` 1.0 where the token was masked. :func:`patchify` / :func:`unpatchify` give that
-patch order.
+patch order. With ``target: delta`` the decoder predicts each masked patch's **frame
+difference** (frame t minus frame t-1, over the window's RMS difference) and column ``P`` is
+2.0 where masked, which tells the loss, metrics and pictures
+(:mod:`hyperframes.models._outputs`) what the prediction is of: a still background then
+costs nothing to predict, and the loss is about what moves.
 
 Masks are drawn from torch's global generator while training (the trainer reseeds it from
 ``(seed, rank, epoch, batch)`` before every micro-batch, so they do not depend on workers and
@@ -40,6 +50,9 @@ from ._transformer import VideoTransformer, _Block, resize_grid
 
 __all__ = ["MaskedVideoAutoencoder", "patchify", "tube_mask", "unpatchify"]
 
+#: what the decoder predicts at masked tokens: the frames' pixels, or the frame differences
+TARGETS = ("pixels", "delta")
+
 
 def tube_mask(
     batch: int,
@@ -61,30 +74,37 @@ def tube_mask(
     return masked
 
 
-def patchify(frames: Tensor, patch: int) -> Tensor:
-    """(B, T, C, H, W) -> (B, T*gh*gw, patch*patch*C), tokens in (frame, row, column) order,
-    each patch's values in (row, column, channel) order."""
+def patchify(frames: Tensor, patch: int, tubelet: int = 1) -> Tensor:
+    """(B, T, C, H, W) -> (B, T/k*gh*gw, k*patch*patch*C) for tubelets of k = ``tubelet``
+    frames: tokens in (tubelet, row, column) order, each token's values in (frame, row,
+    column, channel) order (k = 1: one token per frame patch)."""
     b, t, c, h, w = frames.shape
     if h % patch or w % patch:
         raise DataError(f"frames of {h}x{w} are not a multiple of the patch size {patch}")
-    gh, gw = h // patch, w // patch
-    x = frames.reshape(b, t, c, gh, patch, gw, patch).permute(0, 1, 3, 5, 4, 6, 2)
-    return x.reshape(b, t * gh * gw, patch * patch * c)
+    if t % tubelet:
+        raise DataError(f"{t} frames are not a multiple of the tubelet ({tubelet} frames)")
+    gh, gw, k = h // patch, w // patch, tubelet
+    x = frames.reshape(b, t // k, k, c, gh, patch, gw, patch).permute(0, 1, 4, 6, 2, 5, 7, 3)
+    return x.reshape(b, t // k * gh * gw, k * patch * patch * c)
 
 
-def unpatchify(tokens: Tensor, frames: int, size: tuple[int, int], channels: int = 3) -> Tensor:
-    """The inverse of :func:`patchify`: (B, T*gh*gw, p*p*C) -> (B, T, C, H, W)."""
+def unpatchify(
+    tokens: Tensor, frames: int, size: tuple[int, int], channels: int = 3, tubelet: int = 1
+) -> Tensor:
+    """The inverse of :func:`patchify`: (B, T/k*gh*gw, k*p*p*C) -> (B, T, C, H, W)."""
     b, _, dim = tokens.shape
-    patch = math.isqrt(dim // channels)
+    k = tubelet
+    patch = math.isqrt(dim // (channels * k))
     h, w = size
     gh, gw = h // patch, w // patch
-    x = tokens.reshape(b, frames, gh, gw, patch, patch, channels).permute(0, 1, 6, 2, 4, 3, 5)
+    x = tokens.reshape(b, frames // k, gh, gw, k, patch, patch, channels)
+    x = x.permute(0, 1, 4, 7, 2, 5, 3, 6)
     return x.reshape(b, frames, channels, h, w)
 
 
 class _EncoderGraph(nn.Module):
     """What ONNX export writes for a masked-video model: its encoder on every token, no mask:
-    (B, T, C, H, W) -> ``features`` (B, T*N, D), the tokens a fine-tuned head would pool."""
+    (B, T, C, H, W) -> ``features`` (B, T/tubelet*N, D), the tokens a fine-tuned head pools."""
 
     output_name = "features"
 
@@ -116,11 +136,16 @@ class MaskedVideoAutoencoder(VideoModel):
         decoder_depth: int = 1,
         decoder_heads: int = 2,
         mask_seed: int = 0,
+        target: str = "pixels",
         **encoder_options,
     ) -> None:
         super().__init__(num_classes, frames, 3, bool(encoder_options.pop("checkpointing", 0)))
         if isinstance(mask_ratio, bool) or not 0.0 < float(mask_ratio) < 1.0:
             raise ConfigError(f"mask_ratio must be a number in (0, 1), got {mask_ratio!r}")
+        if target not in TARGETS:
+            raise ConfigError(f"target {target!r}: allowed: {', '.join(TARGETS)}")
+        if target == "delta" and frames < 2:
+            raise ConfigError(f"target 'delta' (frame differences) needs frames >= 2, got {frames}")
         if get_spec(encoder).family != "transformer":
             raise ConfigError(
                 f"encoder {encoder!r} is not a video transformer; allowed: video_vit_tiny, "
@@ -133,20 +158,22 @@ class MaskedVideoAutoencoder(VideoModel):
         enc.head = nn.Identity()  # type: ignore[assignment]
         self.encoder, self.encoder_name = enc, encoder
         self.mask_ratio, self.mask_seed = float(mask_ratio), int(mask_seed)
+        self.target = target
         dim = enc.pos_space.shape[-1]
         if decoder_dim % decoder_heads:
             raise ConfigError(f"decoder_dim ({decoder_dim}) must be a multiple of decoder_heads")
         self.decoder_embed = nn.Linear(dim, decoder_dim)
         self.mask_token = nn.Parameter(torch.zeros(1, 1, 1, decoder_dim))
         self.decoder_pos_space = nn.Parameter(torch.zeros(1, 1, enc.grid * enc.grid, decoder_dim))
-        self.decoder_pos_time = nn.Parameter(torch.zeros(1, frames, 1, decoder_dim))
+        self.tubelet = enc.tubelet
+        self.decoder_pos_time = nn.Parameter(torch.zeros(1, enc.pos_time.shape[1], 1, decoder_dim))
         for p in (self.mask_token, self.decoder_pos_space, self.decoder_pos_time):
             nn.init.trunc_normal_(p, std=0.02)
         self.decoder_blocks = nn.ModuleList(
             _Block(decoder_dim, decoder_heads, 2.0, 0.0, False) for _ in range(decoder_depth)
         )
         self.decoder_norm = nn.LayerNorm(decoder_dim)
-        self.decoder_pred = nn.Linear(decoder_dim, enc.patch_size**2 * 3)
+        self.decoder_pred = nn.Linear(decoder_dim, enc.tubelet * enc.patch_size**2 * 3)
 
     def _set_checkpointing(self, enabled: bool) -> None:
         if hasattr(self, "encoder"):
@@ -161,17 +188,18 @@ class MaskedVideoAutoencoder(VideoModel):
         return (h // p) * (w // p)
 
     def encode(self, x: Tensor, keep: Tensor, mask: Tensor | None) -> Tensor:
-        """The encoder on the places ``keep`` (B, V) of every frame: (B, T, V, D)."""
+        """The encoder on the places ``keep`` (B, V) of every token frame (a frame, or a
+        tubelet of ``tubelet`` frames; ``mask`` (B, T) marks the real frames): (B, T', V, D)."""
         e = self.encoder
-        b, t, c, h, w = x.shape
+        b, t, _, h, w = x.shape
         if t > self.frames:
             raise DataError(f"{self._who()} has embeddings for {self.frames} frames, got T={t}")
-        tokens = e.patch_embed(x.reshape(b * t, c, h, w))
-        gh, gw = tokens.shape[-2:]
-        tokens = tokens.flatten(2).transpose(1, 2).reshape(b, t, gh * gw, -1)
-        tokens = tokens + e._space_embedding(gh, gw) + e.pos_time[:, :t]
+        tokens = e.embed_patches(x, mask)  # (B, T', N, D)
+        p, t = e.patch_size, tokens.shape[1]
+        tokens = tokens + e._space_embedding(h // p, w // p) + e.pos_time[:, :t]
         d = tokens.shape[-1]
         vis = tokens.gather(2, keep[:, None, :, None].expand(b, t, keep.shape[1], d))
+        mask = e.token_mask(mask)
         for block in e.blocks:
             vis = e._ckpt(block, vis, mask)
         return e.norm(vis)
@@ -187,18 +215,24 @@ class MaskedVideoAutoencoder(VideoModel):
             gen = torch.Generator(device=x.device).manual_seed(self.mask_seed)
         masked = tube_mask(b, n, self.mask_ratio, generator=gen, device=x.device)
         keep = (~masked).nonzero()[:, 1].reshape(b, -1)  # visible places, ascending
-        vis = self.encode(x, keep, mask)
+        vis = self.encode(x, keep, mask)  # (B, T', V, D), T' = T / tubelet
         y = self.decoder_embed(vis)
-        full = self.mask_token.expand(b, t, n, y.shape[-1]).clone()
+        tt = y.shape[1]
+        full = self.mask_token.expand(b, tt, n, y.shape[-1]).clone()
         full.scatter_(2, keep[:, None, :, None].expand_as(y), y.to(full.dtype))
         p = self.encoder.patch_size
         grid = self.encoder.grid
         full = full + resize_grid(self.decoder_pos_space, grid, h // p, w // p)
-        full = full + self.decoder_pos_time[:, :t]
+        full = full + self.decoder_pos_time[:, :tt]
+        tmask = self.encoder.token_mask(mask)
         for block in self.decoder_blocks:
-            full = block(full, mask)
-        pred = self.decoder_pred(self.decoder_norm(full)).flatten(1, 2)  # (B, T*N, P)
+            full = block(full, tmask)
+        pred = self.decoder_pred(self.decoder_norm(full)).flatten(1, 2)  # (B, T'*N, k*P)
+        if self.tubelet > 1:  # each tubelet's k frames as k frame patches: (B, T*N, P)
+            pred = patchify(unpatchify(pred, t, (h, w), tubelet=self.tubelet), p)
         flag = masked[:, None, :].expand(b, t, n).reshape(b, t * n, 1).to(pred.dtype)
+        if self.target == "delta":  # what the masked predictions are of (models._outputs)
+            flag = flag * 2.0
         return torch.cat([pred, flag], dim=-1)
 
     def export_graph(self) -> nn.Module:

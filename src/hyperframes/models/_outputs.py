@@ -10,7 +10,11 @@ windows, prediction on a video's windows; neither imports the other for them.
   side), valid positions only, ``C1 = 0.01**2``, ``C2 = 0.03**2`` on the [0, 1] scale.
 * **Masked patches** (:func:`masked_patch_errors`): a ``video_mae`` output (B, T*N, P + 1)
   against its window's uint8 frames; the loss normalises each true patch by its own mean and
-  standard deviation, the pixel error de-normalises the prediction with them.
+  standard deviation, the pixel error de-normalises the prediction with them. An output whose
+  mask column holds 2.0 (``target: delta``) predicts **frame differences** instead: the
+  target of frame t is frame t minus frame t-1 (frame 0: frame 1 minus frame 0), divided by
+  the root mean square of the window's differences; the pixel error is that of the
+  differences.
 * **Hidden picture** (:func:`hidden_picture`): a keyframe model's K_t beside the first three
   principal components of its H_t (:func:`~hyperframes._core._pictures.pca_rgb`).
 """
@@ -107,8 +111,25 @@ def downscale(frames: torch.Tensor, factor: int, filter: str = "bicubic") -> tor
     return y.reshape(*lead, *y.shape[-3:])
 
 
+#: the mask column of a ``video_mae`` output at a masked token: what its prediction is of
+MASKED_PIXELS, MASKED_DELTA = 1.0, 2.0
+#: floor of the windows' frame-difference RMS (a still window is not scaled up from noise)
+DELTA_FLOOR = 0.01
+
+
+def frame_differences(frames: torch.Tensor) -> torch.Tensor:
+    """(B, T, C, H, W) -> each frame minus the one before (frame 0: frame 1 minus frame 0)."""
+    if frames.shape[1] < 2:
+        raise DataError(
+            f"frame differences need windows of 2 or more frames, got T={frames.shape[1]}"
+        )
+    d = frames[:, 1:] - frames[:, :-1]
+    return torch.cat([d[:, :1], d], dim=1)
+
+
 def _split(out: torch.Tensor, frames: torch.Tensor):
-    """``(pred, target patches in [0, 1], masked)`` of a model output and its uint8 frames."""
+    """``(pred, target patches, masked, delta)`` of a model output and its uint8 frames:
+    the target is the frames in [0, 1], or their differences when ``delta`` (module doc)."""
     if out.dim() != 3 or frames.dim() != 5:
         raise DataError(
             f"the masked_video task takes the output (B, T*N, P+1) of a video_mae model and "
@@ -116,24 +137,37 @@ def _split(out: torch.Tensor, frames: torch.Tensor):
         )
     c = frames.shape[2]
     patch = math.isqrt((out.shape[-1] - 1) // c)
-    target = patchify(frames.to(out.device, torch.float32) / 255.0, patch)
+    flag = out[..., -1]
+    delta = bool((flag > (MASKED_PIXELS + MASKED_DELTA) / 2).any())
+    values = frames.to(out.device, torch.float32) / 255.0
+    target = patchify(frame_differences(values) if delta else values, patch)
     if target.shape != out[..., :-1].shape:
         raise DataError(
             f"masked_video: the model predicts patches {tuple(out[..., :-1].shape)} but the "
             f"frames give {tuple(target.shape)}; the frames must be the window the model saw"
         )
-    return out[..., :-1], target, out[..., -1] > 0.5
+    return out[..., :-1], target, flag > 0.5, delta
+
+
+def _normaliser(target: torch.Tensor, delta: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(mean, std)`` the loss normalises ``target`` (B, L, P) with: each patch's own, or for
+    frame differences zero and the window's root mean square (at least ``DELTA_FLOOR``)."""
+    if delta:
+        rms = target.square().mean((1, 2), keepdim=True).sqrt().clamp_min(DELTA_FLOOR)
+        return torch.zeros_like(rms), rms
+    mean = target.mean(-1, keepdim=True)
+    return mean, (target.var(-1, keepdim=True, unbiased=False) + EPS).sqrt()
 
 
 def patch_errors(out: torch.Tensor, frames: torch.Tensor):
     """``(loss, pixel error, masked)`` per token (B, L): the squared error of the prediction
-    against the per-patch normalised true patch, that of the de-normalised prediction
-    (clipped to [0, 1]) against the true pixels (means over the patch's values), the mask."""
-    pred, target, masked = _split(out, frames)
-    mean = target.mean(-1, keepdim=True)
-    std = (target.var(-1, keepdim=True, unbiased=False) + EPS).sqrt()
+    against the normalised true patch, that of the de-normalised prediction (clipped to the
+    target's range: [0, 1], differences [-1, 1]) against the true values (means over the
+    patch's values), the mask."""
+    pred, target, masked, delta = _split(out, frames)
+    mean, std = _normaliser(target, delta)
     per_patch = ((pred - (target - mean) / std) ** 2).mean(-1)
-    pixels = (pred * std + mean).clamp(0, 1)
+    pixels = (pred * std + mean).clamp(-1 if delta else 0, 1)
     return per_patch, ((pixels - target) ** 2).mean(-1), masked
 
 
@@ -166,12 +200,18 @@ def _picture(frames: np.ndarray, shown: np.ndarray, recon: np.ndarray) -> np.nda
 
 def reconstruction_rows(out: torch.Tensor, frames: torch.Tensor) -> list[np.ndarray]:
     """The rows of :func:`_picture` of a model output and its uint8 frames (B, T, C, H, W),
-    the window the model saw: the frames, the visible patches, the reconstruction."""
-    pred, target, masked = _split(out, frames)
-    mean = target.mean(-1, keepdim=True)
-    std = (target.var(-1, keepdim=True, unbiased=False) + EPS).sqrt()
+    the window the model saw: the frames, the visible patches, the reconstruction (frame
+    differences: the differences, 0 drawn mid-grey, true ones at the visible patches)."""
+    pred, target, masked, delta = _split(out, frames)
+    mean, std = _normaliser(target, delta)
     m = masked[..., None]
-    recon = torch.where(m, (pred * std + mean).clamp(0, 1), target)
+    recon = torch.where(m, (pred * std + mean).clamp(-1 if delta else 0, 1), target)
+    if delta:
+        recon = 0.5 + recon / 2
+        target = patchify(
+            frames.to(out.device, torch.float32) / 255.0,
+            math.isqrt(pred.shape[-1] // frames.shape[2]),
+        )
     shown = torch.where(m, torch.full_like(target, 0.5), target)
     size, t = (int(frames.shape[-2]), int(frames.shape[-1])), int(frames.shape[1])
     rows = [unpatchify(v, t, size) for v in (target, shown, recon)]

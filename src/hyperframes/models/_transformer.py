@@ -7,6 +7,12 @@ over all T*N tokens, or -- with ``divided=True`` (TimeSformer) -- divided: first
 for each place, then over space within each frame. ``mask`` (B, T) marks the real frames:
 padded frames are never attended to and are left out of the final average, so their content
 cannot change the output (every clip needs at least one valid frame).
+
+``tubelet`` (default 1: one frame per token) embeds *tubelets* instead, as VideoMAE does: a
+Conv3d over ``tubelet`` consecutive frames x ``patch_size`` x ``patch_size``, so each token
+carries the change between its frames; a window of T frames gives T / tubelet token frames,
+and the temporal embedding is learned for ``frames / tubelet`` of them. With a ``mask``, a
+tubelet is real when any of its frames is, and padded frames are zeroed before the embedding.
 """
 
 from __future__ import annotations
@@ -106,6 +112,7 @@ class VideoTransformer(VideoModel):
         divided: bool = False,
         dropout: float = 0.0,
         checkpointing: bool = False,
+        tubelet: int = 1,
     ) -> None:
         super().__init__(num_classes, frames, 3, checkpointing)
         for name, value in (
@@ -114,8 +121,14 @@ class VideoTransformer(VideoModel):
             ("dim", dim),
             ("depth", depth),
             ("heads", heads),
+            ("tubelet", tubelet),
         ):
             _check_int(name, value)
+        if frames % tubelet:
+            raise ConfigError(
+                f"tubelet ({tubelet}) must divide frames ({frames}): each token embeds "
+                f"{tubelet} consecutive frames; allowed: a divisor of {frames}, e.g. 1"
+            )
         if dim % heads:
             raise ConfigError(f"dim ({dim}) must be a multiple of heads ({heads})")
         if image_size % patch_size:
@@ -123,9 +136,15 @@ class VideoTransformer(VideoModel):
         self.patch_size = patch_size
         self.grid = image_size // patch_size
         self.divided = divided
-        self.patch_embed = nn.Conv2d(3, dim, patch_size, stride=patch_size)
+        self.tubelet = tubelet
+        self.patch_embed: nn.Conv2d | nn.Conv3d
+        if tubelet == 1:
+            self.patch_embed = nn.Conv2d(3, dim, patch_size, stride=patch_size)
+        else:
+            size = (tubelet, patch_size, patch_size)
+            self.patch_embed = nn.Conv3d(3, dim, size, stride=size)
         self.pos_space = nn.Parameter(torch.zeros(1, 1, self.grid * self.grid, dim))
-        self.pos_time = nn.Parameter(torch.zeros(1, frames, 1, dim))
+        self.pos_time = nn.Parameter(torch.zeros(1, frames // tubelet, 1, dim))
         nn.init.trunc_normal_(self.pos_space, std=0.02)
         nn.init.trunc_normal_(self.pos_time, std=0.02)
         self.blocks = nn.ModuleList(
@@ -154,27 +173,57 @@ class VideoTransformer(VideoModel):
         return grid.permute(0, 2, 3, 1).reshape(1, 1, gh * gw, d)
 
     def _time_embedding(self, t: int) -> Tensor:
-        pos = self.pos_time  # (1, frames, 1, D)
-        if t == self.frames:
+        """The temporal embedding for ``t`` token frames (T / tubelet)."""
+        pos = self.pos_time  # (1, frames / tubelet, 1, D)
+        learned = pos.shape[1]
+        if t == learned:
             return pos
-        line = pos[:, :, 0].transpose(1, 2)  # (1, D, frames)
-        if self.frames == 1:
+        line = pos[:, :, 0].transpose(1, 2)  # (1, D, frames / tubelet)
+        if learned == 1:
             return pos.expand(1, t, 1, pos.shape[-1])
         line = F.interpolate(line, size=t, mode="linear", align_corners=True)
         return line.transpose(1, 2).unsqueeze(2)
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        """``x``: (B, T, C, H, W), any T; ``mask``: (B, T) bool, True = real frame."""
-        x = self._temporal(x)
+    def embed_patches(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``x`` (B, T, C, H, W) -> its patch (or tubelet) tokens (B, T / tubelet, gh*gw, D),
+        no position embeddings; frames where ``mask`` (B, T) is False are zeroed first when a
+        tubelet spans several frames (a padded frame's content never reaches a token)."""
         b, t, c, h, w = x.shape
-        p = self.patch_size
+        p, k = self.patch_size, self.tubelet
         if h % p or w % p:
             raise DataError(f"{self._who()}: frame size {h}x{w} is not a multiple of patch {p}")
-        mask = check_mask(self, mask, b, t)
-        tokens = self.patch_embed(x.reshape(b * t, c, h, w))  # (B*T, D, gh, gw)
+        if t % k:
+            raise DataError(
+                f"{self._who()}: T={t} frames is not a multiple of its tubelet ({k}); give "
+                f"windows of a multiple of {k} frames"
+            )
+        if k == 1:
+            tokens = self.patch_embed(x.reshape(b * t, c, h, w))  # (B*T, D, gh, gw)
+        else:
+            if mask is not None:
+                x = x.masked_fill(~mask[:, :, None, None, None], 0.0)
+            tokens = self.patch_embed(x.transpose(1, 2))  # (B, D, T/k, gh, gw)
+            tokens = tokens.transpose(1, 2).reshape(b * (t // k), -1, h // p, w // p)
         gh, gw = tokens.shape[-2:]
-        tokens = tokens.flatten(2).transpose(1, 2).reshape(b, t, gh * gw, -1)
-        tokens = tokens + self._space_embedding(gh, gw) + self._time_embedding(t)
+        return tokens.flatten(2).transpose(1, 2).reshape(b, t // k, gh * gw, -1)
+
+    def token_mask(self, mask: Tensor | None) -> Tensor | None:
+        """The (B, T) frame mask as a (B, T / tubelet) token-frame mask: a tubelet is real
+        when any of its frames is."""
+        if mask is None or self.tubelet == 1:
+            return mask
+        return mask.reshape(mask.shape[0], -1, self.tubelet).any(-1)
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        """``x``: (B, T, C, H, W), any T (a multiple of ``tubelet``); ``mask``: (B, T) bool,
+        True = real frame."""
+        x = self._temporal(x)
+        b, t = x.shape[:2]
+        mask = check_mask(self, mask, b, t)
+        tokens = self.embed_patches(x, mask)  # (B, T', N, D)
+        mask = self.token_mask(mask)
+        gh, gw = (side // self.patch_size for side in x.shape[-2:])
+        tokens = tokens + self._space_embedding(gh, gw) + self._time_embedding(tokens.shape[1])
         for block in self.blocks:
             tokens = self._ckpt(block, tokens, mask)
         pooled = masked_mean(tokens.mean(2), mask, dim=1)  # places, then valid frames
