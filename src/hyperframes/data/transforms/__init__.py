@@ -14,6 +14,7 @@ from ._contract import ContractCrop, contract_transform
 from ._normalize import Normalize, ToFloat, normalize, to_float
 from ._random import coin as coin  # the draws the batch pipeline repeats (data._pipeline)
 from ._random import randint as randint
+from ._registry import create_transform, list_transforms, register_transform
 from ._spatial import (
     CenterCrop,
     RandomAffine,
@@ -46,7 +47,10 @@ __all__ = [
     "apply_batch",
     "as_window",
     "contract_transform",
+    "create_transform",
+    "list_transforms",
     "normalize",
+    "register_transform",
     "to_float",
     "transform_generator",
 ]

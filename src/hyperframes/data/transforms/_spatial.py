@@ -16,6 +16,7 @@ from torchvision.transforms import InterpolationMode
 from ..._core._errors import ConfigError, DataError
 from . import _random as R
 from ._base import Transform, Window
+from ._registry import register_transform
 
 __all__ = [
     "CenterCrop",
@@ -40,6 +41,7 @@ def _check_fits(who: str, size: tuple[int, int], frames: torch.Tensor) -> None:
         )
 
 
+@register_transform("resize")
 class Resize(Transform):
     """Resize every frame: ``size`` an int (shorter side, aspect kept) or (h, w)."""
 
@@ -56,6 +58,7 @@ class Resize(Transform):
         return _replace(window, F.resize(window.frames, self.size, antialias=self.antialias))
 
 
+@register_transform("center_crop")
 class CenterCrop(Transform):
     """Crop the central ``size`` (int or (h, w)) region of every frame."""
 
@@ -67,6 +70,7 @@ class CenterCrop(Transform):
         return _replace(window, F.center_crop(window.frames, list(self.size)))
 
 
+@register_transform("random_crop")
 class RandomCrop(Transform):
     """Crop a ``size`` region at a random position (the same for every frame)."""
 
@@ -83,6 +87,7 @@ class RandomCrop(Transform):
         return _replace(window, F.crop(window.frames, top, left, *self.size))
 
 
+@register_transform("random_resized_crop")
 class RandomResizedCrop(Transform):
     """Inception-style crop: a random box of ``scale`` times the area and aspect in ``ratio``
     (log-uniform), resized to ``size``; the same box for every frame. After 10 failed draws the
@@ -136,6 +141,7 @@ class RandomResizedCrop(Transform):
         return _replace(window, out)
 
 
+@register_transform("random_horizontal_flip")
 class RandomHorizontalFlip(Transform):
     """Mirror every frame left-right with probability ``p`` (all frames or none)."""
 
@@ -150,6 +156,7 @@ class RandomHorizontalFlip(Transform):
         return window
 
 
+@register_transform("random_affine")
 class RandomAffine(Transform):
     """A small random rotation (``degrees``), translation (``translate`` as fractions of width
     and height), ``scale`` and horizontal ``shear`` (degrees), bilinear, the same for every
