@@ -14,8 +14,9 @@ own ``register_*`` decorator, ``create_*`` factory and ``list_*`` on top of one:
     SAMPLERS.names()        # registration order
 
 A name registered twice is refused (a :class:`ConfigError`) unless the registry was made with
-``replace=True``. ``load`` is called before the first look-up, for a registry whose built-in
-entries live in modules that import it (the tasks)."""
+``replace=True``; names are listed in registration order, or sorted (``sort=True``). ``load``
+is called before the first look-up, for a registry whose built-in entries live in modules that
+import it (the tasks)."""
 
 from __future__ import annotations
 
@@ -40,9 +41,12 @@ class Registry(Generic[T]):
         *,
         hint: str = "",
         replace: bool = False,
+        sort: bool = False,
         load: Callable[[], None] | None = None,
     ) -> None:
         self.kind = kind
+        #: names listed sorted (else in registration order)
+        self.sort = sort
         #: said after the known names of an unknown one (e.g. how to register one)
         self.hint = hint
         self.replace = replace
@@ -81,13 +85,13 @@ class Registry(Generic[T]):
             return self._entries[name]
         except (KeyError, TypeError):
             if default is not _MISSING:
-                return default  # type: ignore[return-value]
+                return default
             raise self.unknown(name) from None
 
     def unknown(self, name: object) -> ConfigError:
         """The error for a name this registry does not know."""
         self._loaded()
-        known = list(self._entries)
+        known = self.names()
         guess = did_you_mean(name, known, n=3)
         hint = f" ({self.hint})" if self.hint else ""
         return ConfigError(
@@ -95,9 +99,9 @@ class Registry(Generic[T]):
         )
 
     def names(self) -> list[str]:
-        """The registered names, in registration order."""
+        """The registered names, sorted or in registration order (``sort``)."""
         self._loaded()
-        return list(self._entries)
+        return sorted(self._entries) if self.sort else list(self._entries)
 
     def items(self) -> list[tuple[str, T]]:
         self._loaded()
@@ -136,7 +140,9 @@ class Registry(Generic[T]):
     def copy(self) -> Registry[T]:
         """A registry of the same kind holding the same entries (changed apart from this one)."""
         self._loaded()
-        other: Registry[T] = Registry(self.kind, hint=self.hint, replace=self.replace)
+        other: Registry[T] = Registry(
+            self.kind, hint=self.hint, replace=self.replace, sort=self.sort
+        )
         other._entries = dict(self._entries)
         return other
 

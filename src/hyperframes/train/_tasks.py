@@ -68,7 +68,7 @@ def _builtin_tasks() -> None:
 
 
 _TASKS: Registry[type[Task]] = Registry(
-    "task", hint="register one with hyperframes.train.register_task", load=_builtin_tasks
+    "task", hint="register one with hyperframes.train.register_task", sort=True, load=_builtin_tasks
 )
 
 
@@ -271,7 +271,7 @@ def register_task(cls: type[Task]) -> type[Task]:
 
 def list_tasks() -> list[str]:
     """The registered task names."""
-    return sorted(_TASKS.names())
+    return _TASKS.names()
 
 
 def get_task(name: str) -> type[Task]:

@@ -14,7 +14,9 @@ from ._base import Transform
 __all__ = ["create_transform", "list_transforms", "register_transform"]
 
 _TRANSFORMS: Registry[type[Transform]] = Registry(
-    "transform", hint="register one with hyperframes.data.transforms.register_transform"
+    "transform",
+    hint="register one with hyperframes.data.transforms.register_transform",
+    sort=True,
 )
 
 
@@ -33,7 +35,7 @@ def register_transform(name: str) -> Callable[[type[Transform]], type[Transform]
 
 def list_transforms() -> list[str]:
     """The registered transform names, sorted."""
-    return sorted(_TRANSFORMS.names())
+    return _TRANSFORMS.names()
 
 
 def create_transform(name: str, *args, **options) -> Transform:
