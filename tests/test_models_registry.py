@@ -255,7 +255,7 @@ def test_describe_rows():
 
 
 def test_unknown_name_and_options():
-    with pytest.raises(ConfigError, match="Did you mean tsm_resnet18"):
+    with pytest.raises(ConfigError, match="did you mean tsm_resnet18 or "):
         M.create("tsm_resnet81")
     with pytest.raises(ConfigError, match=r"no option.*'depthh'.*base_width"):
         M.create("r2plus1d_tiny", depthh=3)

@@ -93,7 +93,7 @@ def test_bad_options_are_config_errors(kw, msg):
 def test_register_custom_sampler(monkeypatch):
     from hyperframes.sampling import _registry
 
-    monkeypatch.setattr(_registry, "_REGISTRY", dict(_registry._REGISTRY))  # undone after
+    monkeypatch.setattr(_registry, "_REGISTRY", _registry._REGISTRY.copy())  # undone after
 
     @register_sampler("first-frames")
     class FirstFrames(Sampler):

@@ -105,7 +105,7 @@ def test_defaults_fill_every_key():
         ),
         (
             {"data": {"store": "s", "sampler": "randm"}},
-            r"data\.sampler: unknown sampler 'randm'; available samplers are",
+            r"data\.sampler: unknown sampler 'randm'; known: .*random.*; did you mean random",
         ),
         (
             {"data": {"store": "s", "sampler_options": {"strid": 2}}},

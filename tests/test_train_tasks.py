@@ -204,7 +204,9 @@ def test_tasks_refuse_what_they_cannot_honour():
     with pytest.raises(ConfigError, match=r"train\.class_weights: 3 weights for 2 classes \(bg"):
         create_task("segmentation", ["bg", "fg"], class_weights=[1.0, 1.0, 1.0])
     with pytest.raises(
-        ConfigError, match=r"unknown task 'multi_label'; allowed: classification, .*multilabel"
+        ConfigError,
+        match=r"unknown task 'multi_label'; known: classification, .*register one with .*"
+        r"; did you mean multilabel",
     ):
         get_task("multi_label")
     with pytest.raises(ValueError, match="task 'classification' is already registered"):

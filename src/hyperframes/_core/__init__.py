@@ -25,6 +25,8 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
     _resize     crop + resize of frame planes with OpenCV (the batch pipeline, box reads, eval crop)
     _text       file names and labels made printable (control bytes escaped)
     _json       JSON from files: a document nesting too deep is our error naming the file
+    _registry   names to entries, one helper under every registry (models, tasks, samplers, ...)
+    _tasks      what each task is (its traits), for config checks, the contract, eval and predict
 
 Importing a core module imports nothing from the packages above it; the few functions that
 need them (the contract asks the store and the model registry) import their public

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
-__all__ = ["model_name", "printable", "printable_lines", "unlisted_line"]
+__all__ = ["did_you_mean", "model_name", "printable", "printable_lines", "unlisted_line"]
 
 
 def printable(text: str, *, keep: str = "\n") -> str:
@@ -45,3 +46,10 @@ def unlisted_line(count: int, listed: int, file: str | None) -> list[str]:
         return []
     where = f"every one is in {file}" if file else f"the first {listed} are listed"
     return [f"  ... and {count - listed} more ({where})"]
+
+
+def did_you_mean(name, choices, prefix: str = "", *, n: int = 1) -> str:
+    """``"; did you mean <prefix><close>?"`` for the closest of ``choices`` (the ``n``
+    closest, joined by "or"), or ``""``."""
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=n)
+    return f"; did you mean {' or '.join(prefix + c for c in close)}?" if close else ""

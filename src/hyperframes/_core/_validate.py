@@ -17,7 +17,6 @@ checks one value as one field of a model (a partial mapping, one entry of a file
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Mapping
@@ -28,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, WrapValidator
 from pydantic.fields import FieldInfo
 
 from ._errors import ConfigError, HyperframesError
+from ._text import did_you_mean
 
 __all__ = [
     "Auto",
@@ -58,12 +58,6 @@ def show(value, limit: int = 200) -> str:
     """``repr(value)``, cut to ``limit`` characters (an error message quotes, it does not dump)."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def did_you_mean(name, choices, prefix: str = "") -> str:
-    """``"; did you mean <prefix><close>?"`` for the closest of ``choices``, or ``""``."""
-    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
-    return f"; did you mean {prefix}{close[0]}?" if close else ""
 
 
 _TYPE_NAMES: dict[object, str] = {

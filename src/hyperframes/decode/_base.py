@@ -13,11 +13,12 @@ import math
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from .._core._errors import ConfigError, DecodeError, InputError
+from .._core._registry import Registry
 
 __all__ = [
     "DecodeReport",
@@ -117,9 +118,16 @@ class Decoder(Protocol):
         into ``report`` when one is given."""
 
 
-_REGISTRY: dict[str, Callable[..., Decoder]] = {}
-_UNAVAILABLE_HINT: dict[str, str] = {}
-_READS: dict[str, str] = {}
+class _Backend(NamedTuple):
+    """A registered backend: how to make it, how to install its library, what it reads."""
+
+    factory: Callable[..., Decoder]
+    install_hint: str
+    reads: str
+
+
+#: a backend registered again under its name replaces the first (as before the registry)
+_REGISTRY: Registry[_Backend] = Registry("decoder", replace=True)
 #: what a backend reads: video files, or folders of numbered frames
 READS = ("video", "frames")
 
@@ -135,9 +143,7 @@ def register_decoder(name: str, *, install_hint: str = "", reads: str = "video")
         raise ConfigError(f"reads must be one of {', '.join(READS)}, got {reads!r}")
 
     def wrap(factory: Callable[..., Decoder]):
-        _REGISTRY[name] = factory
-        _UNAVAILABLE_HINT[name] = install_hint
-        _READS[name] = reads
+        _REGISTRY.register(name, _Backend(factory, install_hint, reads))
         return factory
 
     return wrap
@@ -148,32 +154,25 @@ def list_decoders(*, reads: str | None = None) -> list[str]:
     only those that decode video files, ``reads="frames"`` those that read frame folders."""
     if reads is not None and reads not in READS:
         raise ConfigError(f"reads must be one of {', '.join(READS)} or None, got {reads!r}")
-    names = [n for n in _REGISTRY if reads is None or _READS[n] == reads]
+    names = [n for n, b in _REGISTRY.items() if reads is None or b.reads == reads]
     return sorted(names, key=lambda n: (n != "pyav", n))
 
 
 def resize_algorithm_of(name: str) -> str:
     """How decoder ``name`` resizes frames in a build (its ``resize_algorithm``, as store
     manifests record it), without creating it (its library need not be installed)."""
-    if name not in _REGISTRY:
-        raise ConfigError(
-            f"unknown decoder {name!r}; available decoders are {', '.join(list_decoders())}"
-        )
-    return str(getattr(_REGISTRY[name], "resize_algorithm", "pil-bilinear"))
+    return str(getattr(_REGISTRY.get(name).factory, "resize_algorithm", "pil-bilinear"))
 
 
 def create_decoder(name: str = "pyav", **options: Any) -> Decoder:
     """Instantiate a backend by name (``options`` go to its constructor, e.g. ``fps=25``)."""
-    if name not in _REGISTRY:
-        raise ConfigError(
-            f"unknown decoder {name!r}; available decoders are {', '.join(list_decoders())}"
-        )
+    backend = _REGISTRY.get(name)
     try:
-        return _REGISTRY[name](**options)
+        return backend.factory(**options)
     except ImportError as e:
-        hint = _UNAVAILABLE_HINT[name]
         raise ConfigError(
-            f"decoder {name!r} is not installed or cannot load ({e}); install it with: {hint}"
+            f"decoder {name!r} is not installed or cannot load ({e}); install it with: "
+            f"{backend.install_hint}"
         ) from e
     except TypeError as e:
         raise ConfigError(f"decoder {name!r} got an unknown option: {e}") from e

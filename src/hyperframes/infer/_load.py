@@ -37,6 +37,7 @@ from torch import nn
 from .. import models
 from .._core._contract import InputContract
 from .._core._device import resolve_device
+from .._core._tasks import TaskTraits, task_traits
 from .._core._text import model_name
 from ..train import load_checkpoint, rebuild_model
 
@@ -70,6 +71,11 @@ class InferenceModel:
     def preprocess(self) -> InputContract:
         """The input contract (its former name)."""
         return self.contract
+
+    @property
+    def traits(self) -> TaskTraits:
+        """What the model's task is (its outputs: class scores, masks, boxes, pictures)."""
+        return task_traits(self.task)
 
 
 def load_inference_model(

@@ -68,6 +68,7 @@ from .._core._contract import InputContract
 from .._core._errors import ConfigError, InputError
 from .._core._limits import check_infer_values
 from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
+from .._core._tasks import task_traits
 from .._core._text import model_name
 from ..models import decode_detections, detection_head, other_frames_refusal
 from ._load import InferenceModel, load_inference_model
@@ -78,9 +79,6 @@ __all__ = ["Predictor", "check_options"]
 
 REUSE = ("auto", True, False)
 SHORT = ("error", "pad")  # what flush does with a stream shorter than a window
-#: tasks whose output belongs to the window's key frame: their first and last frames get
-#: mirror-padded windows (module doc)
-MIRRORED_TASKS = ("segmentation", "detection")
 
 # how a window's frames were completed: not at all, the last frame repeated (a stream
 # shorter than a window), or mirrored about the stream's first or last frame
@@ -235,7 +233,9 @@ class Predictor:
         # a name of its own: inside `task or ...` mypy infers the getattr as str | None
         model_task = getattr(model, "task", "classification")
         self.task: str = task or model_task
-        if self.task == "masked_video":  # reconstructs windows, predicts no class
+        #: what the task's outputs are (class scores, masks, boxes), by its registered traits
+        self.traits = task_traits(self.task)
+        if self.traits.reconstructs:  # reconstructs windows, predicts no class
             raise ConfigError(
                 "a masked_video model (masked pretraining) predicts no classes over a video; "
                 "`hyperframes predict CKPT VIDEO` writes its reconstructions (`hyperframes eval "
@@ -499,7 +499,7 @@ class Predictor:
     def mirrored(self) -> bool:
         """Whether the stream's first and last frames get mirror-padded windows (a dense
         task's: module doc)."""
-        return self.task in MIRRORED_TASKS
+        return self.traits.spatial
 
     def _queue(self, idx: list[int], pad: Pad = "") -> None:
         self._pending.append((idx, pad))
@@ -590,7 +590,7 @@ class Predictor:
         for (idx, pad), lg in zip(wins, logits):
             if self._smoothed is None or self.ema == 0:
                 s = lg
-            elif self.task == "detection":  # the class scores only: boxes move
+            elif self.traits.boxes:  # the class scores only: boxes move
                 k = len(self.classes)
                 s = lg.clone()
                 s[:, :k] = self.ema * self._smoothed[:, :k] + (1.0 - self.ema) * lg[:, :k]
@@ -609,14 +609,14 @@ class Predictor:
             dt = 1.0 / self.contract.fps if self.contract.fps else 0.0
         key = idx[len(idx) // 2]
         boxes: np.ndarray | None = None
-        if self.task == "detection":  # (A, K + 9): decoded with the smoothed class scores
+        if self.traits.boxes:  # (A, K + 9): decoded with the smoothed class scores
             decoded = decode_detections(self._head(), s[None], len(self.classes))[0]
             boxes = decoded.cpu().numpy()
             best = np.zeros(len(self.classes))  # each class's best score
             np.maximum.at(best, boxes[:, 5].astype(np.int64), boxes[:, 4])
             prob = torch.from_numpy(best)
         # a multi-label model's classes are independent: each its own sigmoid
-        elif self.task == "multilabel":
+        elif self.traits.multi_label:
             prob = torch.sigmoid(s)
         else:
             prob = torch.softmax(s, dim=0)

@@ -130,7 +130,7 @@ def predict_reconstructions(
     doc."""
     from ..decode import create_decoder  # deferred: pulls av
 
-    if loaded.task != "masked_video":
+    if not loaded.traits.reconstructs:
         raise InputError(f"{loaded.path}: a {loaded.task} model, not a masked_video one")
     limit = DEFAULT_WINDOWS if windows is None else windows
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:

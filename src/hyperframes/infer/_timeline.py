@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .._core._atomic import fsync_dir, remove_stale_temps, temp_path
+from .._core._tasks import task_traits
 from ._prediction import Prediction
 
 __all__ = ["COLUMNS", "PLOT_POINTS", "TimelineWriter", "plot_timeline"]
@@ -145,6 +146,7 @@ class TimelineWriter:
         self.out.mkdir(parents=True, exist_ok=True)
         self.classes = list(classes)
         self.task = task
+        self.traits = task_traits(task)
         self.top_k = max(1, min(top_k, len(self.classes)))
         self.csv_path = self.out / f"{name}.csv"
         self.json_path = self.out / f"{name}.json"
@@ -170,7 +172,7 @@ class TimelineWriter:
         for i in range(1, self.top_k + 1):
             header += [f"top{i}", f"top{i}_prob"]
         header += [f"prob:{c}" for c in self.classes]
-        if task == "segmentation":
+        if self.traits.per_pixel:
             header += [f"coverage:{c}" for c in self.classes]
         self._csv.writerow(header)
         self._json = open(self._json_tmp, "w", encoding="utf-8")  # noqa: SIM115
@@ -191,7 +193,7 @@ class TimelineWriter:
             row += [c, f"{p:.6f}"]
         row += [f"{p:.6f}" for p in pred.probs]
         cov = pred.coverage
-        if self.task == "segmentation" and cov is not None:
+        if self.traits.per_pixel and cov is not None:
             row += [f"{v:.6f}" for v in cov]
         self._csv.writerow(row)
         self._json.write(
@@ -215,7 +217,7 @@ class TimelineWriter:
             os.fsync(f.fileno())
             f.close()
         times, values = self._history.arrays()
-        seg = self.task == "segmentation"
+        seg = self.traits.per_pixel
         png_tmp = temp_path(self.png_path)
         try:
             plot_timeline(

@@ -103,9 +103,9 @@ def predict_video(
 
     video = Path(video)
     loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device, frames=frames)
-    if reconstructions is not None and loaded.task != "masked_video":
+    if reconstructions is not None and not loaded.traits.reconstructs:
         raise ConfigError(f"{loaded.path}: reconstructions are written for masked_video models")
-    if loaded.task == "masked_video" or loaded.contract.frame_task is not None:
+    if loaded.traits.pictures or loaded.contract.frame_task is not None:
         return _predict_pictures(
             loaded, video, out, stride, batch_size, decoder, reconstruct, reconstructions
         )
@@ -139,7 +139,7 @@ def _predict_pictures(
 ) -> PredictReport:
     """What :func:`predict_video` writes for a model that predicts no classes: a masked_video
     model's reconstructions, an interpolation or super-resolution model's frames, as PNG."""
-    if loaded.task == "masked_video":
+    if loaded.traits.reconstructs:
         return predict_reconstructions(
             loaded, video, out=out, stride=stride, decoder=decoder, windows=reconstructions
         )
@@ -211,7 +211,7 @@ def _write_timeline(
     last = None
     prob_sum = None
     frames_seen = 0
-    boxes: list[dict] | None = [] if predictor.task == "detection" else None
+    boxes: list[dict] | None = [] if predictor.traits.boxes else None
     try:
         for pred in iter_predictions(predictor, video, decoder=decoder, on_frame=counter):
             prob_sum = pred.probs if prob_sum is None else prob_sum + pred.probs

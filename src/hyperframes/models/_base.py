@@ -30,6 +30,7 @@ from .._core._errors import ConfigError, DataError
 from .._core._layouts import LAYOUTS, KeyframeWindow
 from .._core._layouts import to_layout as _to_layout
 from .._core._limits import MAX_CLASSES, MAX_FRAMES, MAX_MODEL_WIDTH
+from .._core._tasks import TASK_TRAITS
 from .._core._text import model_name
 from ._weights import adapt_state_dict
 
@@ -42,14 +43,9 @@ __all__ = [
     "to_layout",
 ]
 
-TASKS = (
-    "classification",
-    "segmentation",
-    "masked_video",
-    "interpolation",
-    "super_resolution",
-    "detection",
-)
+#: the tasks a model registers for: those whose outputs a model gives itself (multilabel takes
+#: a classification model's logits)
+TASKS = tuple(name for name, traits in TASK_TRAITS.items() if traits.model_task is None)
 
 
 #: input of the ``keyframe`` layout: ``key`` K_t (B, C, H, W), the middle frame ``T // 2`` of

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib.util
 import inspect
@@ -18,6 +17,7 @@ from torch import nn
 
 from .._core._errors import ConfigError, install_command
 from .._core._limits import MAX_MODEL_PARAMS
+from .._core._registry import Registry
 from .._core._validate import did_you_mean, validate
 from ._base import LAYOUTS, TASKS
 from ._weights import load_pretrained
@@ -128,7 +128,7 @@ class ModelInfo(NamedTuple):
     summary: str
 
 
-_REGISTRY: dict[str, ModelSpec] = {}
+_REGISTRY: Registry[ModelSpec] = Registry("model")
 
 
 def register_model(
@@ -154,10 +154,8 @@ def register_model(
         raise ConfigError(f"model name must be a non-empty string, got {name!r}")
 
     def deco(builder: B) -> B:
-        if name in _REGISTRY:
-            raise ConfigError(f"model name {name!r} is already registered")
         doc = (builder.__doc__ or "").strip().splitlines()
-        _REGISTRY[name] = ModelSpec(
+        spec = ModelSpec(
             name=name,
             layout=layout,
             family=family or builder.__module__.rsplit(".", 1)[-1].lstrip("_"),
@@ -167,6 +165,7 @@ def register_model(
             requires=tuple(requires),
             summary=summary if summary is not None else (doc[0] if doc else ""),
         )
+        _REGISTRY.register(name, spec)
         return builder
 
     return deco
@@ -174,14 +173,7 @@ def register_model(
 
 def get_spec(name: str) -> ModelSpec:
     """The registry entry of ``name`` (ConfigError with suggestions if unknown)."""
-    try:
-        return _REGISTRY[name]
-    except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(name), list(_REGISTRY), n=3)
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
-        raise ConfigError(
-            f"unknown model {name!r}.{hint} Registered: {', '.join(_REGISTRY)}"
-        ) from None
+    return _REGISTRY.get(name)
 
 
 def list_models(
@@ -201,7 +193,7 @@ def list_models(
 
 def _ordered() -> list[ModelSpec]:
     rank = {f: i for i, f in enumerate(FAMILY_ORDER)}
-    specs = list(_REGISTRY.values())
+    specs = _REGISTRY.values()
     return sorted(specs, key=lambda s: rank.get(s.family, len(rank)))  # stable
 
 

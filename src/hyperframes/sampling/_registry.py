@@ -6,11 +6,13 @@ import inspect
 from collections.abc import Callable
 
 from .._core._errors import ConfigError
+from .._core._registry import Registry
 from ._base import Sampler
 
 __all__ = ["create_sampler", "list_samplers", "register_sampler"]
 
-_REGISTRY: dict[str, type[Sampler]] = {}
+#: a sampler registered again under its name replaces the first (as before the registry)
+_REGISTRY: Registry[type[Sampler]] = Registry("sampler", replace=True, sort=True)
 
 
 def register_sampler(name: str) -> Callable[[type[Sampler]], type[Sampler]]:
@@ -20,15 +22,14 @@ def register_sampler(name: str) -> Callable[[type[Sampler]], type[Sampler]]:
         if not (isinstance(cls, type) and issubclass(cls, Sampler)):
             raise ConfigError(f"register_sampler({name!r}) needs a Sampler subclass, got {cls!r}")
         cls.name = name
-        _REGISTRY[name] = cls
-        return cls
+        return _REGISTRY.register(name, cls)
 
     return wrap
 
 
 def list_samplers() -> list[str]:
     """Names of every registered sampler, sorted."""
-    return sorted(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def _allowed_params(cls: type[Sampler]) -> list[str]:
@@ -40,11 +41,7 @@ def _allowed_params(cls: type[Sampler]) -> list[str]:
 
 def create_sampler(name: str, *, frames: int, **params) -> Sampler:
     """Create the sampler registered as ``name`` with ``frames`` (T) frames per item."""
-    if name not in _REGISTRY:
-        raise ConfigError(
-            f"unknown sampler {name!r}; available samplers are {', '.join(list_samplers())}"
-        )
-    cls = _REGISTRY[name]
+    cls = _REGISTRY.get(name)
     allowed = _allowed_params(cls)
     unknown = sorted(set(params) - set(allowed))
     if unknown:

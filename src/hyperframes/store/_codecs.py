@@ -31,6 +31,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._core._errors import ConfigError
+from .._core._registry import Registry
 from . import _yuv
 from ._jpeg_crop import crop_window
 from .format import ALLOWED_DTYPES
@@ -83,19 +84,12 @@ class Codec:
     crop_frames: Callable[..., bool] | None = None
 
 
-_REGISTRY: dict[str, Callable[..., Codec]] = {}
-
-
-def register_codec(name: str):
-    def wrap(factory):
-        _REGISTRY[name] = factory
-        return factory
-
-    return wrap
+_REGISTRY: Registry[Callable[..., Codec]] = Registry("codec", replace=True)
+register_codec = _REGISTRY.register
 
 
 def list_codecs() -> list[str]:
-    return list(_REGISTRY)
+    return _REGISTRY.names()
 
 
 def create_codec(name: str, **params) -> Codec:
@@ -104,9 +98,7 @@ def create_codec(name: str, **params) -> Codec:
 
 
 def _factory(name: str) -> Callable[..., Codec]:
-    if name not in _REGISTRY:
-        raise ConfigError(f"unknown codec {name!r}; choose one of {', '.join(list_codecs())}")
-    return _REGISTRY[name]
+    return _REGISTRY.get(name)
 
 
 @functools.cache

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .._core._errors import ConfigError
+from .._core._tasks import task_traits
 from .._core._urls import is_url
 from ._config_models import MAX_CLIPS, Config
 from ._frame_config import check_frame_config
@@ -114,9 +115,10 @@ def cross_checks(cfg: Config) -> None:
     pad_refusal(cfg, spec)
     check_frame_choices(cfg, spec)
     check_frame_config(cfg, spec)  # odd T, whole frames, no label options
-    if spec.task == "segmentation":
+    traits = task_traits(spec.task)
+    if traits.per_pixel:
         _check_segmentation(cfg)
-    if spec.task == "detection":
+    if traits.boxes:
         _check_detection(cfg)
     _check_memory(cfg)
     _check_recipe(cfg, spec)
@@ -312,12 +314,13 @@ def _check_task(cfg: Config, spec) -> None:
             f"train.task: unknown task {name!r}; allowed: null (the model's task, {spec.task}) "
             f"or one of {', '.join(list_tasks())}"
         )
-    fits = {"classification": ("classification", "multilabel")}.get(spec.task, (spec.task,))
-    if name not in fits:
+    served_by = task_traits(name).model_task or name
+    if spec.task != served_by:
+        fits = [t for t in list_tasks() if (task_traits(t).model_task or t) == spec.task]
         from ..models import list_models  # deferred: pulls torchvision
 
         # the models whose outputs serve this task (a classification model's serve multilabel)
-        models = list_models(task="classification" if name == "multilabel" else name)
+        models = list_models(task=served_by)
         given = "" if "name" in cfg.model.model_fields_set else " (model.name not set: the default)"
         raise ConfigError(
             f"train.task: {name!r} does not fit model {cfg.model.name!r}{given}, whose outputs "
@@ -331,7 +334,8 @@ def _check_task(cfg: Config, spec) -> None:
             raise ConfigError(
                 f"train.{key}: {value} but train.task {name} does not use it; allowed: 0"
             )
-    if cfg.train.balanced and name in ("multilabel", "masked_video"):
+    traits = task_traits(name)
+    if cfg.train.balanced and (traits.multi_label or not traits.classes):
         raise ConfigError(
             "train.balanced: class-balanced sampling draws items by their one class; allowed "
             f"with train.task {name}: false"

@@ -20,6 +20,7 @@ from .._core._contract_extra import decoder_of
 from .._core._errors import ConfigError
 from .._core._limits import MAX_FPS
 from .._core._sizes import DEFAULT_SIZE, parse_size
+from .._core._tasks import task_traits
 from ..data import resolve_audio
 from ..models import get_spec
 from ..store import open_store
@@ -164,13 +165,13 @@ def _from_config(cfg: Any, store: Any) -> InputContract:
 
 def _frame_task_of(cfg: Any, spec: Any) -> dict | None:
     """The contract's ``frame_task`` from a training config (None for other tasks)."""
-    task = getattr(cfg.train, "task", None) or spec.task
-    if task == "interpolation":
-        return {"kind": "interpolation"}
-    if task == "super_resolution":
+    traits = task_traits(getattr(cfg.train, "task", None) or spec.task)
+    if not traits.restores_frames:
+        return None
+    if traits.downscaled:
         down = cfg.data.downscale
-        return {"kind": "super_resolution", "factor": down.factor, "filter": down.filter}
-    return None
+        return {"kind": traits.name, "factor": down.factor, "filter": down.filter}
+    return {"kind": traits.name}
 
 
 def model_takes_audio(spec: Any) -> bool:
@@ -221,7 +222,7 @@ def _make(
         size=None if parse_size(size) is None else str(size).strip().lower(),
         # every task's eval crop (masked_video, multilabel too); segmentation sees whole
         # frames (its config refuses data.augmentation.size, as the frame tasks' do)
-        crop=None if task == "segmentation" else crop,
+        crop=None if task_traits(task).per_pixel else crop,
         mean=mean,
         std=std,
         dtype=dtype,
@@ -244,7 +245,9 @@ def _lost_crop(state: Mapping) -> Any:
     """The eval crop a masked-video checkpoint's contract left out, from its config's
     ``data.augmentation.size`` (contracts kept the crop for classification only)."""
     config = state.get("config")
-    if state.get("task") != "masked_video" or not isinstance(config, Mapping):
+    if not task_traits(state.get("task") or "classification").reconstructs:
+        return None
+    if not isinstance(config, Mapping):
         return None
     aug = _section(config, "data").get("augmentation")
     return aug.get("size") if isinstance(aug, Mapping) else None

@@ -46,10 +46,6 @@ from ..data.transforms import (
 from ..models import get_spec
 from ..store import open_store
 from ._contract import resolve_contract
-from ._detection import DetectionDataset
-from ._frame_config import FRAME_TASKS
-from ._frame_data import FrameTaskDataset
-from ._segmentation import SegmentationDataset
 from ._splits import resolve_split
 from ._tasks import get_task
 
@@ -207,28 +203,10 @@ def make_dataset(
         "video_ids": video_ids,
         **dict(groups),
     }
-    if task in FRAME_TASKS:  # input, target and baseline made at load
-        down = d.downscale
-        hflip = d.augmentation.hflip if train else 0.0
-        kwargs.update(kind=task, hflip=hflip, factor=down.factor, filter=down.filter)
-        make: Callable[..., HyperframeDataset] = FrameTaskDataset
-    elif task == "detection":  # frames and boxes transformed together
-        aug = d.augmentation
-        kwargs.update(hflip=aug.hflip if train else 0.0)
-        if train:
-            kwargs.update(size=aug.size, scale=tuple(aug.scale), ratio=tuple(aug.ratio))
-        make = DetectionDataset
-    elif task == "segmentation":
-        aug = d.augmentation
-        kwargs.update(hflip=aug.hflip if train else 0.0)
-        if train:  # frames and masks cropped together; evaluation sees whole frames
-            kwargs.update(size=aug.size, scale=tuple(aug.scale), ratio=tuple(aug.ratio))
-        make = SegmentationDataset
-    else:
-        if transform == "auto":
-            transform = train_transform(d.augmentation) if train else eval_transform(d.augmentation)
-        kwargs.update(transform=transform)
-        make = HyperframeDataset
+    if transform == "auto":  # what a task of windows through a transform takes
+        transform = train_transform(d.augmentation) if train else eval_transform(d.augmentation)
+    make, options = get_task(task).dataset(d, train=train, transform=transform)
+    kwargs.update(options)
     k = d.repeats if train else 1
     if not train or (d.clips_per_video == 1 and k == 1):
         return make(**kwargs)

@@ -31,7 +31,7 @@ from ..data import HyperframeDataset
 from ..data.transforms import transform_generator
 from ..models import MAX_DETECTIONS, anchor_levels, decode_detections, detection_head, split_output
 from ._box_metrics import box_iou, coco_map, flicker_rate
-from ._tasks import Task, register_task
+from ._tasks import Task, cropped_with_targets, register_task
 
 __all__ = ["DetectionDataset", "DetectionTask", "key_boxes"]
 
@@ -134,6 +134,10 @@ class DetectionTask(Task):
     shown = (("val_map", "val mAP"), ("val_map50", "val mAP@0.5"))
     curves = (("train_recall", "train recall@0.5"), ("val_map", "val mAP"))
     curves_title = "detection"
+
+    @classmethod
+    def dataset(cls, data, *, train, transform):  # frames and boxes transformed together
+        return DetectionDataset, cropped_with_targets(data.augmentation, train=train)
 
     def __init__(self, classes: Sequence[str], **options) -> None:
         super().__init__(classes, **options)

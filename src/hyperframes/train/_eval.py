@@ -72,6 +72,7 @@ from .._core._contract import InputContract
 from .._core._contract_extra import decoder_of
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, DataError
+from .._core._tasks import task_traits
 from ..data import loader
 from ..data.transforms import contract_transform
 from ..store import open_store
@@ -79,7 +80,6 @@ from ._checkpoint import load_checkpoint, rebuild_model
 from ._config import config_from_dict
 from ._data import make_dataset
 from ._eval_table import decoder_text, format_metrics
-from ._frame_config import FRAME_TASKS
 from ._predict import predict
 from ._splits import GENERATED, resolve_split
 from ._tasks import create_task, get_task
@@ -231,7 +231,8 @@ def match_classes(
 def _used_classes(st, ids: np.ndarray, cfg, task: str) -> np.ndarray | None:
     """The store class ids the evaluated items carry (None: every class, for samplers whose
     items take a segment's class)."""
-    if "per_segment" in (cfg.data.val_sampler, cfg.data.sampler) or task != "classification":
+    segments = "per_segment" in (cfg.data.val_sampler, cfg.data.sampler)
+    if segments or not task_traits(task).single_label:
         return None  # segments' classes, or several per video (multilabel)
     labels = np.asarray(st.videos.label_ids)[ids]
     return np.unique(labels[labels >= 0])
@@ -350,7 +351,8 @@ def evaluate(
     if predictions_only:
         result["predictions_only"] = True
     else:
-        result.update(kind.evaluate_views(_labelled(views) if task == "classification" else views))
+        scored = _labelled(views) if kind.traits.single_label else views
+        result.update(kind.evaluate_views(scored))
     if out is not None:
         path = Path(out)
     else:
@@ -447,13 +449,13 @@ def _label_notes(st, ids, cfg, task: str, kind, classes: list[str], *, by_index:
     model's ``classes`` (module doc: Classes), what to say about it, and whether the videos have no
     labels to score."""
     notes: list[str] = []
+    traits = task_traits(task)
     used = _used_classes(st, ids, cfg, task)
     labels = np.asarray(st.videos.label_ids)[ids]
     # per_segment items take their segment's class: the videos need no label of their own
-    unlabelled = int((labels < 0).sum()) if task == "classification" and used is not None else 0
-    predictions_only = task == "classification" and (not st.classes or unlabelled == len(ids))
-    labelled = getattr(get_task(task), "labelled", True)
-    if task not in ("segmentation", *FRAME_TASKS) and labelled and not predictions_only:
+    unlabelled = int((labels < 0).sum()) if traits.single_label and used is not None else 0
+    predictions_only = traits.single_label and (not st.classes or unlabelled == len(ids))
+    if traits.matches_classes and not predictions_only:
         kind.label_map, said = match_classes(
             st.classes, classes, used=used, by_index=by_index, where=cfg.data.store
         )

@@ -5,6 +5,8 @@ their baseline, masked video's reconstruction."""
 
 from __future__ import annotations
 
+from .._core._tasks import task_traits
+
 __all__ = ["decoder_text", "format_metrics"]
 
 
@@ -32,7 +34,8 @@ def format_metrics(r: dict) -> str:
                 *notes,
             ]
         )
-    if r.get("task") == "masked_video":
+    traits = task_traits(r.get("task") or "classification")
+    if traits.reconstructs:
         from ._masked import format_masked  # deferred: pulls pydantic, torchvision
 
         return "\n".join(lines + format_masked(r) + [f"  metrics: {r.get('metrics_json', '')}"])
@@ -44,7 +47,7 @@ def format_metrics(r: dict) -> str:
         lines.append(f"  baseline: {r['baseline']}")
         lines.append(f"  metrics: {r.get('metrics_json', '')}")
         return "\n".join(lines + notes)
-    if r.get("task") == "detection":
+    if traits.boxes:
         lines.append(f"  windows         {r['windows']}")
         lines.append(f"  mAP@[.5:.95]    {r['map']:.4f}")
         lines.append(f"  mAP@0.5         {r['map50']:.4f}")

@@ -4,19 +4,19 @@ refused config fails before torch is imported."""
 from __future__ import annotations
 
 from .._core._errors import ConfigError
+from .._core._tasks import task_traits
 
-__all__ = ["FRAME_TASKS", "check_frame_config"]
-
-FRAME_TASKS = ("interpolation", "super_resolution")
+__all__ = ["check_frame_config"]
 
 
 def check_frame_config(cfg, spec) -> None:
     """Odd T for interpolation; whole frames, no label options for both."""
-    task = cfg.train.task or spec.task
-    if task not in FRAME_TASKS:
+    traits = task_traits(cfg.train.task or spec.task)
+    if not traits.restores_frames:
         return
+    task = traits.name
     t = cfg.data.frames
-    if task == "interpolation" and (t < 3 or t % 2 == 0):
+    if traits.middle_frame and (t < 3 or t % 2 == 0):
         raise ConfigError(
             f"data.frames: {t} but train.task interpolation needs an odd window of 3 frames or "
             "more (the middle frame is the target, the frames either side the input); "

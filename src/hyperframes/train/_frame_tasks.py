@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from .._core._errors import DataError
 from ..models import psnr, ssim
+from ._frame_data import FrameTaskDataset
 from ._tasks import Task, register_task
 
 __all__ = ["InterpolationTask", "SuperResolutionTask", "psnr", "ssim"]
@@ -47,6 +48,17 @@ class _FrameTask(Task):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(baseline={self.baseline})"
+
+    @classmethod
+    def dataset(cls, data, *, train, transform):  # input, target and baseline made at load
+        down = data.downscale
+        hflip = data.augmentation.hflip if train else 0.0
+        return FrameTaskDataset, {
+            "kind": cls.name,
+            "hflip": hflip,
+            "factor": down.factor,
+            "filter": down.filter,
+        }
 
     @classmethod
     def resolve_classes(cls, store, *, num_classes, video_ids):

@@ -26,6 +26,7 @@ from typing import Any
 
 from .._core._errors import ConfigError
 from .._core._limits import MAX_FRAMES
+from .._core._tasks import task_traits
 
 __all__ = ["draw_frames", "narrow_batch", "pad_refusal", "split_frame_list"]
 
@@ -67,7 +68,7 @@ def check_frame_choices(cfg: Any, spec: Any) -> None:
             "in data.frames: [8, 16])"
         )
     tracks = [k for k in ("flow", "audio", "register") if getattr(d, k)]
-    if tracks or spec.task != "classification":
+    if tracks or not task_traits(spec.task).single_label:
         what = f"data.{tracks[0]}" if tracks else f"a {spec.task} model"
         raise ConfigError(
             f"data.frames: several T {choices} with {what}: the tracks and per-frame targets "

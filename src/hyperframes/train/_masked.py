@@ -23,6 +23,7 @@ import torch
 from .._core._atomic import write_bytes_atomic
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, DataError
+from .._core._tasks import task_traits
 from ..data import loader
 from ..data.transforms import contract_transform
 from ..models import (
@@ -66,8 +67,6 @@ class MaskedVideoTask(Task):
     shown = (("train_psnr", "psnr"), ("val_loss", "val loss"), ("val_psnr", "val psnr"))
     curves = (("train_psnr", "train PSNR (dB)"), ("val_psnr", "val PSNR (dB)"))
     curves_title = "masked patches"
-    #: the model's outputs are not classes: eval matches no class names
-    labelled = False
 
     @classmethod
     def resolve_classes(cls, store, *, num_classes, video_ids):
@@ -148,7 +147,7 @@ def write_reconstructions(
     from ._config import config_from_dict  # deferred: pulls yaml
 
     ck = load_checkpoint(checkpoint)
-    if ck.get("task") != "masked_video":
+    if not task_traits(ck.get("task") or "classification").reconstructs:
         raise ConfigError(
             f"{ck['path']}: a {ck.get('task') or 'classification'} checkpoint; reconstructions "
             "are written for masked_video checkpoints only"

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from .._core._errors import DataError
+from ..data import HyperframeDataset
 from ._metrics import nanmean as _nanmean
 from ._tasks import Task, register_task, view_groups, with_num_classes
 
@@ -113,6 +114,10 @@ class MultilabelTask(Task):
     shown = (("train_f1", "f1"), ("val_map", "val mAP"))
     curves = (("train_f1", "train F1 @0.5"), ("val_map", "val mAP"))
     curves_title = "multi-label"
+
+    @classmethod
+    def dataset(cls, data, *, train, transform):
+        return HyperframeDataset, {"transform": transform, "targets": "multi_hot"}
 
     @classmethod
     def resolve_classes(cls, store, *, num_classes, video_ids):

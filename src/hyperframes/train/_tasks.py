@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from .._core._errors import ConfigError, DataError
+from .._core._registry import Registry
+from .._core._tasks import TASK_TRAITS, TaskTraits, task_traits
+from ..data import HyperframeDataset
 from ._metrics import (
     classification_metrics,
     confusion_matrix,
@@ -42,6 +45,7 @@ from ._metrics import (
     video_level,
 )
 from ._mixing import mix_batch, soft_cross_entropy
+from ._segmentation import SegmentationDataset
 
 __all__ = [
     "ClassificationTask",
@@ -53,7 +57,19 @@ __all__ = [
     "register_task",
 ]
 
-_TASKS: dict[str, type[Task]] = {}
+
+def _builtin_tasks() -> None:
+    """Register the built-in tasks that live in modules of their own: "masked_video"
+    (masked-patch loss, PSNR), "multilabel" (BCE, mAP), "detection" (FCOS, COCO mAP),
+    "interpolation" and
+    "super_resolution" (PSNR / SSIM against their baselines)."""
+    # deferred: those modules import this one to register (a registry loads its entries)
+    from . import _detection, _frame_tasks, _masked, _multilabel  # noqa: F401
+
+
+_TASKS: Registry[type[Task]] = Registry(
+    "task", hint="register one with hyperframes.train.register_task", sort=True, load=_builtin_tasks
+)
 
 
 class Task(abc.ABC):
@@ -68,6 +84,9 @@ class Task(abc.ABC):
 
     #: the registered name (a model's ``task``)
     name: ClassVar[str]
+    #: what the task is, for config checks, the input contract, eval and predict (none of
+    #: which branch on its name); default: class scores per window, as ``TaskTraits(name)``
+    traits: ClassVar[TaskTraits]
     #: training options this task honours; the others must be 0
     supports: ClassVar[tuple[str, ...]] = ()
     #: crops per view ``hyperframes eval`` may take (whole frames only: ``(1,)``)
@@ -136,6 +155,14 @@ class Task(abc.ABC):
     ) -> list[str]:
         """The class names of a run on ``store`` (``num_classes``: the config's, or None),
         after checking that the videos of each role (``{"training": ids, ...}``) fit."""
+
+    @classmethod
+    def dataset(cls, data, *, train: bool, transform) -> tuple[Callable[..., Any], dict]:
+        """The dataset class of this task's samples and its options from ``data`` (the
+        config's ``data`` section) beside the ones every dataset takes (store, videos,
+        sampler, ...), for training (``train``) or evaluation. The default: windows through
+        ``transform`` (the augmentation, or the evaluation crop)."""
+        return HyperframeDataset, {"transform": transform}
 
     # -- training ---------------------------------------------------------------------------
     @abc.abstractmethod
@@ -214,41 +241,42 @@ def with_num_classes(classes: list[str], num_classes: int | None) -> list[str]:
     return classes + [f"class_{i}" for i in range(len(classes), num_classes)]
 
 
+def cropped_with_targets(aug, *, train: bool) -> dict:
+    """The options of a dataset whose targets move with the frames (masks, boxes): the flip
+    and, for training, the random crop of ``aug`` (``data.augmentation``); evaluation sees
+    whole frames, not flipped."""
+    out: dict[str, Any] = {"hflip": aug.hflip if train else 0.0}
+    if train:
+        out.update(size=aug.size, scale=tuple(aug.scale), ratio=tuple(aug.ratio))
+    return out
+
+
 def register_task(cls: type[Task]) -> type[Task]:
-    """Class decorator: make ``cls`` available to :func:`create_task` as ``cls.name``."""
+    """Class decorator: make ``cls`` available to :func:`create_task` as ``cls.name``, and its
+    :attr:`Task.traits` (default: class scores, ``TaskTraits(cls.name)``) to every part
+    that asks what a task is."""
     if not (isinstance(cls, type) and issubclass(cls, Task)):
         raise TypeError(f"register_task takes a Task subclass, got {cls!r}")
-    if cls.name in _TASKS:
-        raise ValueError(f"task {cls.name!r} is already registered ({_TASKS[cls.name].__name__})")
-    _TASKS[cls.name] = cls
+    traits = cls.__dict__.get("traits") or task_traits(cls.name)
+    if traits.name != cls.name:
+        raise ConfigError(
+            f"register_task: {cls.__name__}.traits names task {traits.name!r}, the class "
+            f"{cls.name!r}; allowed: traits of the class's own name"
+        )
+    _TASKS.register(cls.name, cls)
+    cls.traits = traits
+    TASK_TRAITS.register(cls.name, traits)
     return cls
-
-
-def _builtin_tasks() -> None:
-    """Register the built-in tasks that live in modules of their own: "masked_video"
-    (masked-patch loss, PSNR), "multilabel" (BCE, mAP), "detection" (FCOS, COCO mAP),
-    "interpolation" and
-    "super_resolution" (PSNR / SSIM against their baselines)."""
-    # deferred: those modules import this one to register (a registry loads its entries)
-    from . import _detection, _frame_tasks, _masked, _multilabel  # noqa: F401
 
 
 def list_tasks() -> list[str]:
     """The registered task names."""
-    _builtin_tasks()
-    return sorted(_TASKS)
+    return _TASKS.names()
 
 
 def get_task(name: str) -> type[Task]:
     """The task class registered as ``name``."""
-    _builtin_tasks()
-    try:
-        return _TASKS[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown task {name!r}; allowed: {', '.join(list_tasks())} (register one with "
-            "hyperframes.train.register_task)"
-        ) from None
+    return _TASKS.get(name)
 
 
 def create_task(name: str, classes: Sequence[str], **options) -> Task:
@@ -419,6 +447,11 @@ class SegmentationTask(Task):
     shown = (("val_miou", "val mIoU"),)
     curves = (("train_pixel_accuracy", "train pixel acc."), ("val_miou", "val mIoU"))
     curves_title = "segmentation"
+
+    @classmethod
+    def dataset(cls, data, *, train, transform):
+        # frames and masks cropped together; evaluation sees whole frames
+        return SegmentationDataset, cropped_with_targets(data.augmentation, train=train)
 
     @classmethod
     def resolve_classes(cls, store, *, num_classes, video_ids):

@@ -25,6 +25,7 @@ from ._base import batch_steps as batch_steps  # the batch pipeline's (data._pip
 from ._color import ColorJitter, GaussianNoise
 from ._contract import ContractCrop, contract_transform
 from ._normalize import Normalize, ToFloat, normalize, to_float
+from ._registry import create_transform, list_transforms, register_transform
 from ._spatial import (
     CenterCrop,
     RandomAffine,
@@ -59,7 +60,10 @@ __all__ = [
     "apply_batch",
     "as_window",
     "contract_transform",
+    "create_transform",
+    "list_transforms",
     "normalize",
+    "register_transform",
     "to_float",
     "transform_generator",
 ]

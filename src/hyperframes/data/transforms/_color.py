@@ -20,6 +20,7 @@ import torchvision.transforms.v2.functional as F
 from ..._core._errors import ConfigError, DataError
 from . import _random as R
 from ._base import Transform, Window
+from ._registry import register_transform
 
 __all__ = ["ColorJitter", "GaussianNoise", "hue_batch", "jitter_batch"]
 
@@ -116,6 +117,7 @@ def hue_batch(frames: np.ndarray, shifts: np.ndarray) -> None:
         cv2.split(rgb.astype(np.uint8), list(planes))  # into the frame's planes
 
 
+@register_transform("color_jitter")
 class ColorJitter(Transform):
     """``brightness``/``contrast``/``saturation`` = v draws a factor in [max(0, 1-v), 1+v] (or
     give (low, high)); ``hue`` = v draws a shift in [-v, v], v <= 0.5. Applied with prob. ``p``."""
@@ -197,6 +199,7 @@ class ColorJitter(Transform):
         return Window(frames, batch.indices, batch.mask)
 
 
+@register_transform("gaussian_noise")
 class GaussianNoise(Transform):
     """Add zero-mean Gaussian noise of standard deviation ``std`` (on the [0, 1] scale: uint8
     frames get ``std * 255`` levels, rounded and clipped to 0..255), drawn independently for

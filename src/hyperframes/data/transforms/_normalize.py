@@ -15,10 +15,12 @@ from collections.abc import Sequence
 from ..._core._errors import ConfigError
 from ..._core._normalize import normalize, to_float
 from ._base import Transform, Window
+from ._registry import register_transform
 
 __all__ = ["Normalize", "ToFloat", "normalize", "to_float"]
 
 
+@register_transform("to_float")
 class ToFloat(Transform):
     """Frames to float32 in [0, 1] (uint8 divided by 255); on a batch, the whole batch."""
 
@@ -34,6 +36,7 @@ class ToFloat(Transform):
         return self.apply_drawn(batch, None)
 
 
+@register_transform("normalize")
 class Normalize(Transform):
     """Per-channel ``(x - mean) / std`` of a (T, C, H, W) window (uint8 is scaled to [0, 1]
     first); for other layouts use :func:`normalize` with ``layout=``."""

@@ -26,6 +26,7 @@ from ..._core._resize import flip_planes
 from ...store import centre_boxes
 from . import _random as R
 from ._base import Transform, Window
+from ._registry import register_transform
 
 __all__ = [
     "CenterCrop",
@@ -74,6 +75,7 @@ class _Box(Transform):
         return bool(getattr(self, "antialias", True))
 
 
+@register_transform("resize")
 class Resize(_Box):
     """Resize every frame: ``size`` an int (shorter side, aspect kept) or (h, w)."""
 
@@ -105,6 +107,7 @@ def _check_fits(who: str, size: tuple[int, int], height: int, width: int) -> Non
         )
 
 
+@register_transform("center_crop")
 class CenterCrop(_Box):
     """Crop the central ``size`` (int or (h, w)) region of every frame."""
 
@@ -116,6 +119,7 @@ class CenterCrop(_Box):
         return tuple(centre_boxes([(height, width)], self.size)[0].tolist()), self.size
 
 
+@register_transform("random_crop")
 class RandomCrop(_Box):
     """Crop a ``size`` region at a random position (the same for every frame)."""
 
@@ -131,6 +135,7 @@ class RandomCrop(_Box):
         return (top, left, *self.size), self.size
 
 
+@register_transform("random_resized_crop")
 class RandomResizedCrop(_Box):
     """Inception-style crop: a random box of ``scale`` times the area and aspect in ``ratio``
     (log-uniform), resized to ``size``; the same box for every frame. After 10 failed draws the
@@ -201,6 +206,7 @@ def flip_batch(frames: torch.Tensor, flips) -> torch.Tensor:
     return frames
 
 
+@register_transform("random_horizontal_flip")
 class RandomHorizontalFlip(Transform):
     """Mirror every frame left-right with probability ``p`` (all frames or none)."""
 
@@ -223,6 +229,7 @@ class RandomHorizontalFlip(Transform):
         return _replace(batch, flip_batch(batch.frames.contiguous(), params))
 
 
+@register_transform("random_affine")
 class RandomAffine(Transform):
     """A small random rotation (``degrees``), translation (``translate`` as fractions of width
     and height), ``scale`` and horizontal ``shear`` (degrees), bilinear, the same for every

@@ -18,6 +18,7 @@ import torch
 
 from . import _random as R
 from ._base import Transform, Window
+from ._registry import register_transform
 
 __all__ = ["DropFrame", "DuplicateFrame", "Reverse", "Shuffle"]
 
@@ -67,6 +68,7 @@ class _Temporal(Transform):
         )
 
 
+@register_transform("reverse")
 class Reverse(_Temporal):
     """Reverse the window (frames, indices and mask) with probability ``p``."""
 
@@ -74,6 +76,7 @@ class Reverse(_Temporal):
         return torch.arange(t - 1, -1, -1)
 
 
+@register_transform("drop_frame")
 class DropFrame(_Temporal):
     """With probability ``p`` replace a random frame i (0 < i < T) by a copy of frame i-1."""
 
@@ -84,6 +87,7 @@ class DropFrame(_Temporal):
         return order
 
 
+@register_transform("duplicate_frame")
 class DuplicateFrame(_Temporal):
     """With probability ``p`` show a random frame i (i < T-1) twice, delaying the rest by one."""
 
@@ -92,6 +96,7 @@ class DuplicateFrame(_Temporal):
         return torch.cat([torch.arange(i + 1), torch.tensor([i]), torch.arange(i + 1, t - 1)])
 
 
+@register_transform("shuffle")
 class Shuffle(_Temporal):
     """With probability ``p`` (default 1) permute the frames randomly."""
 

@@ -15,7 +15,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ..._core._errors import ConfigError, InputError
+from ..._core._errors import InputError
+from ..._core._registry import Registry
 from .._sources import Inputs
 from ._rows import inside_root
 
@@ -92,16 +93,14 @@ class InputFormat:
     read: Callable[[Path, Path | None], Inputs]
 
 
-_FORMATS: dict[str, InputFormat] = {}
+_FORMATS: Registry[InputFormat] = Registry("input format")
 
 
 def register_input_format(name: str, *, summary: str, detect: Callable[[Probe], int]):
     """Decorator registering ``read(data, root) -> Inputs`` as the input format ``name``."""
 
     def deco(read):
-        if name in _FORMATS:
-            raise ValueError(f"input format {name!r} is registered twice")
-        _FORMATS[name] = InputFormat(name, summary, detect, read)
+        _FORMATS.register(name, InputFormat(name, summary, detect, read))
         return read
 
     return deco
@@ -109,14 +108,11 @@ def register_input_format(name: str, *, summary: str, detect: Callable[[Probe], 
 
 def list_input_formats() -> list[str]:
     """The registered input format names, in registration order."""
-    return list(_FORMATS)
+    return _FORMATS.names()
 
 
 def get_input_format(name: str) -> InputFormat:
-    try:
-        return _FORMATS[name]
-    except KeyError:
-        raise ConfigError(f"unknown input format {name!r}; known: {', '.join(_FORMATS)}") from None
+    return _FORMATS.get(name)
 
 
 def detect_input_format(data: str | os.PathLike) -> str:
