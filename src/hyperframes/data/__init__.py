@@ -26,6 +26,7 @@ from ._options import (
 from ._prefetch import PrefetchLoader
 from ._record import BatchMeta, Hyperframe, HyperframeBatch
 from ._repeats import RepeatedWindows
+from ._stages import StageBatch, TargetStage
 from ._torch_samplers import BalancedSampler, EpochSampler, item_sampler
 from ._warp import (
     compose_flow,
@@ -55,6 +56,8 @@ __all__ = [
     "ReadOptions",
     "RepeatedWindows",
     "SamplingOptions",
+    "StageBatch",
+    "TargetStage",
     "TrackOptions",
     "collate_hyperframes",
     "collate_windows",
