@@ -64,7 +64,7 @@ def test_segmentation_batches_take_the_batch_path_with_the_stores_masks(seg_stor
     kw = dict(sampler="sliding", frames=3, layout="temporal", seed=7)
     ds = SegmentationDataset(seg_store, [0, 1], size=16, scale=(0.3, 0.7), hflip=0.5, **kw)
     n = len(ds)
-    batch = ds.__getitems__(list(range(n))).batch
+    batch = ds.__getitems__(list(range(n)))
     crop = RandomResizedCrop(16, scale=(0.3, 0.7))
     flipped = 0
     for i in range(n):
@@ -104,7 +104,7 @@ def test_frame_task_batches_take_the_batch_path_with_truth_and_baseline(
         seed=2,
     )
     n = len(ds)
-    batch = ds.__getitems__(list(range(n))).batch
+    batch = ds.__getitems__(list(range(n)))
     for i in range(n):
         plan = ds.plan(i)
         frames = _stored(store, plan.video, plan.frame_indices)
@@ -128,7 +128,7 @@ def test_frame_task_batches_take_the_batch_path_with_truth_and_baseline(
 def test_detection_batches_take_the_batch_path_with_the_stores_boxes(det_store, no_per_sample):
     ds = DetectionDataset(det_store, [0, 1], sampler="sliding", frames=4, hflip=1.0)
     n = len(ds)
-    batch = ds.__getitems__(list(range(n))).batch
+    batch = ds.__getitems__(list(range(n)))
     ann = det_store.index.annotations
     counts = []
     for i in range(n):
@@ -163,6 +163,34 @@ def test_an_item_is_the_batchs_sample(seg_store, det_store, tiny_motion_store):
         DetectionDataset(det_store, [0, 1], sampler="sliding", frames=4, size=24, hflip=0.5),
     ):
         items = list(range(min(len(ds), 6)))
-        batch = ds.__getitems__(items).batch
+        batch = ds.__getitems__(items)
         for i in items:
             _same(ds[i], batch.sample(i))
+
+
+def test_a_batch_reaches_the_loaders_collate_as_it_is(tiny_motion_store):
+    from hyperframes.data import HyperframeBatch, collate_hyperframes, loader
+    from hyperframes.data import _record
+
+    assert not hasattr(_record, "BatchSamples")  # no wrapper for collate to unwrap
+    ds = HyperframeDataset(tiny_motion_store, "sliding", frames=4, seed=1)
+    batch = ds.__getitems__([0, 1, 2])
+    assert isinstance(batch, HyperframeBatch) and collate_hyperframes(batch) is batch
+    assert [h.meta["item"] for h in batch] == [0, 1, 2]  # and the sequence of its samples
+    got = next(iter(loader(ds, 3, shuffle=False, workers=0)))
+    assert torch.equal(got.frames, batch.frames)
+
+
+def test_the_plan_of_a_batch_takes_what_it_needs_not_the_dataset(tiny_motion_store):
+    import inspect
+
+    from hyperframes.data._pipeline import batch_audio, batch_tracks, plan_batch
+
+    for fn in (plan_batch, batch_tracks, batch_audio):
+        assert "dataset" not in inspect.signature(fn).parameters, fn.__name__
+    ds = HyperframeDataset(tiny_motion_store, "sliding", frames=4, seed=1)
+    plan = ds.batch_plan([0, 3])
+    assert plan.index.tolist() == [
+        ds.plan(0).frame_indices.tolist(),
+        ds.plan(3).frame_indices.tolist(),
+    ]

@@ -19,7 +19,7 @@ from ..sampling import Plan, VideoTable
 from ..store import read_boxes
 from ._buffers import BatchBuffers
 from ._cache_plan import CachePlan, plan_cache
-from ._collate import collate_targets
+from ._collate import collate_hyperframes, collate_targets
 from ._dataset_setup import (
     choose_videos,
     open_dataset_store,
@@ -37,7 +37,7 @@ from ._options import (
     dataset_options,
 )
 from ._pipeline import BatchPlan, Recipe, batch_audio, batch_tracks, plan_batch, run_steps
-from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
+from ._record import BatchMeta, Hyperframe, HyperframeBatch
 from ._stages import TargetStage, stage_batch
 from ._targets import TargetMaker
 from ._tracks import WindowTracks
@@ -222,18 +222,37 @@ class HyperframeDataset(torch.utils.data.Dataset):
         p = self.sampler.plan(self.table, item, seed=self.seed, epoch=epoch)
         return Plan(int(self.video_ids[p.video]), p.frame_indices, p.mask, p.clip, p.segment)
 
-    def __getitems__(self, indices: Sequence) -> Sequence[Hyperframe]:
-        """The samples of ``indices``: read as one batch by the batch pipeline
-        (:mod:`hyperframes.data._pipeline`; a :class:`BatchSamples`, which the loader's
-        collation passes on whole), or sample by sample where :meth:`read_batch` says None."""
+    def batch_plan(self, indices: Sequence) -> BatchPlan:
+        """The plans of ``indices`` (ints or (epoch, item)) as columns (a
+        :class:`~._pipeline.BatchPlan`): the sampler's, all items at once, or :meth:`plan`
+        item by item for a subclass that plans its own way. Nothing is read."""
+        own = type(self).plan is not HyperframeDataset.plan
+        keys = [self._key(i) for i in indices]
+        return plan_batch(
+            keys,
+            self.sampler,
+            self.table,
+            self.video_ids,
+            self.seed,
+            plan=self.plan if own else None,
+        )
+
+    def __getitems__(self, indices: Sequence) -> HyperframeBatch:
+        """The batch of ``indices``, as the loader reads it (its collation hands the batch on
+        as it is; the batch is also the sequence of its samples): read whole by the batch
+        pipeline (:mod:`hyperframes.data._pipeline`), or sample by sample and stacked where
+        :meth:`read_batch` says None (a :class:`DataError` when the windows come out in
+        different sizes: a fixed-size crop puts them in one batch)."""
         batch = self.read_batch(indices)
         if batch is not None:
-            return BatchSamples(batch)
+            return batch
         keys = [self._key(i) for i in indices]
         plans = [self.plan(k) for k in keys]
         requests = [(p.video, p.frame_indices) for p in plans]
         read = self.reader.read_batch(requests, out=self._batch_buffer(requests))
-        return [self._finish(read[b], plans[b], keys[b], plans[b].video) for b in range(len(plans))]
+        return collate_hyperframes(
+            [self._finish(read[b], plans[b], keys[b], plans[b].video) for b in range(len(plans))]
+        )
 
     def _pipeline_takes(self) -> bool:
         return (
@@ -266,7 +285,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         if not self._pipeline_takes() or not len(indices):
             return None
         assert self.recipe is not None
-        plan = plan_batch(self, indices, own_plan=type(self).plan is not HyperframeDataset.plan)
+        plan = self.batch_plan(indices)
         shapes = np.asarray(self.store.videos.shapes)[plan.videos]
         if len(set(shapes[:, 0].tolist())) != 1:
             return None
@@ -291,7 +310,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
                 filter=self.recipe.filter,
             )
         frames, target = self._run_stage("read", frames, plan)
-        frames, tracks = batch_tracks(self, plan, drawn, frames)
+        frames, tracks = batch_tracks(self.tracks, self.layout, plan, drawn, frames)
         # the other steps after registration, as the per-sample path; they may reorder frames
         index, mask = torch.from_numpy(plan.index), torch.from_numpy(plan.mask)
         window, flow = run_steps(
@@ -302,7 +321,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
         if window.indices is not index or window.mask is not mask:
             plan = dataclasses.replace(plan, index=window.indices.numpy(), mask=window.mask.numpy())
         meta = self._meta_columns(plan)
-        tracks.update(batch_audio(self, plan, meta["pts_seconds"]))
+        fps = np.asarray(self.store.videos.fps, np.float64)
+        tracks.update(batch_audio(self.tracks, fps, plan, meta["pts_seconds"]))
         return self._assemble(window.frames, plan, meta, tracks, target)
 
     def _meta_columns(self, plan: BatchPlan) -> BatchMeta:
