@@ -5,6 +5,8 @@ the store gives; and ``ds[i]`` is the batch's sample i."""
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 import torch
@@ -12,7 +14,14 @@ import torchvision.transforms.v2.functional as TF
 from torchvision.transforms import InterpolationMode
 
 from hyperframes.build import BuildOptions, build_store
-from hyperframes.data import HyperframeDataset
+from hyperframes.data import (
+    HyperframeBatch,
+    HyperframeDataset,
+    _record,
+    collate_hyperframes,
+    loader,
+)
+from hyperframes.data._pipeline import batch_audio, batch_tracks, plan_batch
 from hyperframes.data.transforms import RandomResizedCrop, transform_generator
 from hyperframes.demo import make_detection_dataset, make_segmentation_dataset
 from hyperframes.store import open_store
@@ -169,9 +178,6 @@ def test_an_item_is_the_batchs_sample(seg_store, det_store, tiny_motion_store):
 
 
 def test_a_batch_reaches_the_loaders_collate_as_it_is(tiny_motion_store):
-    from hyperframes.data import HyperframeBatch, collate_hyperframes, loader
-    from hyperframes.data import _record
-
     assert not hasattr(_record, "BatchSamples")  # no wrapper for collate to unwrap
     ds = HyperframeDataset(tiny_motion_store, "sliding", frames=4, seed=1)
     batch = ds.__getitems__([0, 1, 2])
@@ -182,10 +188,6 @@ def test_a_batch_reaches_the_loaders_collate_as_it_is(tiny_motion_store):
 
 
 def test_the_plan_of_a_batch_takes_what_it_needs_not_the_dataset(tiny_motion_store):
-    import inspect
-
-    from hyperframes.data._pipeline import batch_audio, batch_tracks, plan_batch
-
     for fn in (plan_batch, batch_tracks, batch_audio):
         assert "dataset" not in inspect.signature(fn).parameters, fn.__name__
     ds = HyperframeDataset(tiny_motion_store, "sliding", frames=4, seed=1)
