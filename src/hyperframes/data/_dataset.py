@@ -412,11 +412,18 @@ class HyperframeDataset(torch.utils.data.Dataset):
         epoch, item = key
         idx = torch.from_numpy(np.asarray(plan.frame_indices, np.int64))
         mask = torch.from_numpy(np.asarray(plan.mask, bool))
+
+        def col(x) -> np.ndarray:
+            return np.asarray([x], np.int64)
+
         one = BatchPlan(
-            *(np.asarray([x], np.int64) for x in (epoch, item, video_id)),
+            col(epoch),
+            col(item),
+            col(video_id),
             idx.numpy()[None],
             mask.numpy()[None],
-            *(np.asarray([x], np.int64) for x in (plan.clip, plan.segment)),
+            col(plan.clip),
+            col(plan.segment),
         )
         stage_target = None
         if self._stage_at("read"):

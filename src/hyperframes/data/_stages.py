@@ -62,7 +62,7 @@ class TargetStage(Protocol):
 def stage_batch(frames, plan: BatchPlan, store, seed: int) -> StageBatch:
     """The :class:`StageBatch` of ``frames`` read for ``plan`` from ``store``, each sample's
     generator seeded by (``seed``, epoch, item)."""
-    videos = store.videos  # type: ignore[attr-defined]
+    videos = store.videos
     rows = np.asarray(videos.frame_start)[plan.videos][:, None] + plan.index
     gens = tuple(transform_generator(seed, int(e), int(i)) for e, i in zip(plan.epochs, plan.items))
     return StageBatch(frames, plan, np.asarray(videos.source_index_all)[rows], gens, store)
