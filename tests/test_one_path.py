@@ -13,6 +13,8 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.transforms import InterpolationMode
 
+from _media import write_video
+from hyperframes import DataError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import (
     HyperframeBatch,
@@ -196,3 +198,14 @@ def test_the_plan_of_a_batch_takes_what_it_needs_not_the_dataset(tiny_motion_sto
         ds.plan(0).frame_indices.tolist(),
         ds.plan(3).frame_indices.tolist(),
     ]
+
+
+def test_windows_of_different_sizes_are_refused_at_batching_but_an_item_reads(tmp_path):
+    write_video(tmp_path / "d" / "x" / "a.mp4", frames=6, width=40, height=32)
+    write_video(tmp_path / "d" / "x" / "b.mp4", frames=6, width=32, height=32)
+    build_store(tmp_path / "d", tmp_path / "s", BuildOptions(size="none"), progress=False)
+    ds = HyperframeDataset(tmp_path / "s", "sliding", frames=4, seed=0)
+    sizes = {tuple(ds[i].frames.shape[-2:]) for i in range(len(ds))}
+    assert sizes == {(32, 40), (32, 32)}  # each item alone reads
+    with pytest.raises(DataError, match=r"different sizes .*RandomResizedCrop"):
+        ds.__getitems__(list(range(len(ds))))
