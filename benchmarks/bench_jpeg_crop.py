@@ -84,11 +84,9 @@ def read_rate(ds, batches, *, whole: bool) -> float:
 
 def anchor_jpegs(ds, batches) -> list:
     """The stored JPEGs of every frame ``batches`` of ``ds`` read (views of the store)."""
-    from hyperframes.data._pipeline import plan_batch
-
     st, datas = ds.store, []
     for b in batches:
-        plan = plan_batch(ds, b)
+        plan = ds.batch_plan(b)
         for v, idx in zip(plan.videos.tolist(), plan.index):
             datas.extend(st.encoded_frames(v, idx))
     return datas

@@ -15,7 +15,7 @@ from _media import smooth_texture, write_lossless
 from hyperframes import ConfigError, DataError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset, PrefetchLoader, collate_hyperframes, loader
-from hyperframes.data._record import BatchMeta, BatchSamples
+from hyperframes.data._record import BatchMeta
 from hyperframes.data.transforms import (
     CenterCrop,
     ColorJitter,
@@ -68,10 +68,10 @@ def _per_sample(store, transform, **kw):
 def test_mixed_shapes_batch_into_one_tensor_with_meta_columns(mixed):
     ds = _ds(mixed, CenterCrop(36))
     assert len({tuple(s) for s in np.asarray(mixed.videos.shapes).tolist()}) == 3
+    assert ds.read_batch([0]) is not None  # read whole: no per-sample tensor on the way
     samples = ds.__getitems__(list(range(len(ds))))
-    assert isinstance(samples, BatchSamples)  # read whole: no per-sample tensor on the way
     batch = collate_hyperframes(samples)
-    assert batch is samples.batch
+    assert batch is samples  # the loader's collation hands the batch on
     assert batch.frames.shape == (len(ds), T, 3, 36, 36) and batch.frames.dtype == torch.uint8
     assert isinstance(batch.meta, BatchMeta)
     assert batch.meta["item"].tolist() == list(range(len(ds)))  # columns of B
@@ -162,9 +162,7 @@ def test_same_windows_and_boxes_for_any_workers(mixed, mode, workers):
 
 def test_boxes_are_the_per_sample_transforms_draws(mixed):
     ds = _ds(mixed, AUG)
-    plan = __import__("hyperframes.data._pipeline", fromlist=["plan_batch"]).plan_batch(
-        ds, list(range(len(ds)))
-    )
+    plan = ds.batch_plan(list(range(len(ds))))
     shapes = np.asarray(mixed.videos.shapes)[plan.videos][:, 1:]
     drawn = ds.recipe.draw(ds.seed, plan, shapes)
     for k in range(len(plan)):
@@ -200,8 +198,9 @@ class _Custom(Transform):
 
 def test_a_users_transform_runs_in_the_batch_pipeline(mixed):
     aug = Compose([CenterCrop(40), _Custom(), RandomHorizontalFlip()])
-    samples = _ds(mixed, aug).__getitems__([0, 1, 2])
-    assert isinstance(samples, BatchSamples)  # no per-sample path for a user's transform
+    ds = _ds(mixed, aug)
+    assert ds.read_batch([0]) is not None  # no per-sample path for a user's transform
+    samples = ds.__getitems__([0, 1, 2])
     batch = collate_hyperframes(samples)
     assert batch.frames.shape == (3, T, 3, 20, 20) and isinstance(batch.meta, BatchMeta)
     slow = collate_hyperframes(_per_sample(mixed, aug).__getitems__([0, 1, 2]))

@@ -9,9 +9,9 @@ from .._core._layouts import (
 )
 from . import transforms
 from ._audio import LogMelOptions, column_times, logmel_columns, mel_filterbank, resolve_audio
-from ._collate import collate_windows
+from ._collate import collate_hyperframes, collate_windows
 from ._dataset import HyperframeDataset
-from ._loader import HyperframeLoader, collate_hyperframes, loader
+from ._loader import HyperframeLoader, loader
 from ._loader_state import read_state
 from ._memory import InMemoryStore
 from ._options import (
@@ -26,6 +26,7 @@ from ._options import (
 from ._prefetch import PrefetchLoader
 from ._record import BatchMeta, Hyperframe, HyperframeBatch
 from ._repeats import RepeatedWindows
+from ._stages import StageBatch, TargetStage
 from ._torch_samplers import BalancedSampler, EpochSampler, item_sampler
 from ._warp import (
     compose_flow,
@@ -55,6 +56,8 @@ __all__ = [
     "ReadOptions",
     "RepeatedWindows",
     "SamplingOptions",
+    "StageBatch",
+    "TargetStage",
     "TrackOptions",
     "collate_hyperframes",
     "collate_windows",

@@ -24,9 +24,10 @@ import torch
 
 from .._core._errors import DataError
 from .._core._layouts import KeyframeWindow
+from ._record import BatchMeta, Hyperframe, HyperframeBatch
 from .transforms import Window
 
-__all__ = ["collate_targets", "collate_track", "collate_windows"]
+__all__ = ["collate_hyperframes", "collate_targets", "collate_track", "collate_windows"]
 
 _HINT = (
     "add a fixed-size spatial transform (RandomResizedCrop(size), Resize((h, w)) or "
@@ -173,4 +174,57 @@ def collate_windows(samples: Sequence):
     raise DataError(
         f"collate_windows cannot batch {type(first).__name__}; give tensors, Window, "
         f"KeyframeWindow or dicts with a 'frames' tensor"
+    )
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """True when ``t`` is a permutation of a contiguous block (no gaps, no overlap)."""
+    expected = 1
+    for size, stride in sorted(zip(t.shape, t.stride()), key=lambda p: p[1]):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _view_of_one_batch(tensors: Sequence[torch.Tensor | KeyframeWindow]) -> torch.Tensor | None:
+    """When the samples are consecutive, equally shaped views of one buffer (as the dataset
+    returns them after one batched read), the batch is a view of that buffer: no copy."""
+    t0 = tensors[0]
+    if not isinstance(t0, torch.Tensor) or not _dense(t0):
+        return None
+    ptr, n, off = t0.untyped_storage().data_ptr(), t0.numel(), t0.storage_offset()
+    for k, t in enumerate(tensors):
+        if (
+            not isinstance(t, torch.Tensor)
+            or t.untyped_storage().data_ptr() != ptr
+            or t.storage_offset() != off + k * n
+            or t.shape != t0.shape
+            or t.stride() != t0.stride()
+            or t.dtype != t0.dtype
+        ):
+            return None
+    return t0.as_strided((len(tensors), *t0.shape), (n, *t0.stride()), off)
+
+
+def collate_hyperframes(samples: Sequence[Hyperframe]) -> HyperframeBatch:
+    """Stack samples into a :class:`HyperframeBatch`; a batch (what the dataset's
+    ``__getitems__`` returns) is handed on as it is."""
+    if isinstance(samples, HyperframeBatch):
+        return samples
+    windows = [s.frames for s in samples]
+    batch = _view_of_one_batch(windows)
+    frames = batch if batch is not None else collate_windows(windows)
+    labels = torch.tensor([s.label for s in samples], dtype=torch.int64)
+    mask = torch.stack([s.mask for s in samples])
+    target = collate_targets([s.target for s in samples])
+    return HyperframeBatch(
+        frames,
+        labels,
+        mask,
+        BatchMeta.from_dicts([s.meta for s in samples]),
+        target,
+        collate_track([s.audio for s in samples], "audio"),
+        collate_track([s.audio_mask for s in samples], "audio_mask"),
+        collate_track([s.flow for s in samples], "flow"),
     )

@@ -13,12 +13,13 @@ import numpy as np
 import torch
 
 from .._core._contract import model_frames
-from .._core._errors import DataError
+from .._core._errors import ConfigError, DataError
+from .._core._layouts import KeyframeWindow
 from ..sampling import Plan, VideoTable
 from ..store import read_boxes
 from ._buffers import BatchBuffers
 from ._cache_plan import CachePlan, plan_cache
-from ._collate import collate_targets
+from ._collate import collate_hyperframes, collate_targets
 from ._dataset_setup import (
     choose_videos,
     open_dataset_store,
@@ -36,7 +37,8 @@ from ._options import (
     dataset_options,
 )
 from ._pipeline import BatchPlan, Recipe, batch_audio, batch_tracks, plan_batch, run_steps
-from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
+from ._record import BatchMeta, Hyperframe, HyperframeBatch
+from ._stages import TargetStage, stage_batch
 from ._targets import TargetMaker
 from ._tracks import WindowTracks
 from .transforms import Window, flip_batch, transform_generator
@@ -63,6 +65,10 @@ class HyperframeDataset(torch.utils.data.Dataset):
       on the GPU), ``cache_dir`` / ``cache_limit`` (a store at a URL);
     * ``tracks=`` :class:`TrackOptions`: ``audio``, ``audio_missing``, ``flow``, ``register``
       (see :mod:`hyperframes.data._tracks`; the store must hold them).
+
+    ``stage=`` (by keyword) is a task's :class:`~._stages.TargetStage`: its targets (a key
+    frame's mask, boxes, a frame task's truth) made a whole batch at a time inside the batch
+    pipeline, at the read or on the output frames (:mod:`hyperframes.data._stages`).
 
     Any of those options may also be given on its own by keyword (``seed=0``,
     ``layout="channel"``, ``flow=True``): it goes to its group, replacing that field of a
@@ -105,6 +111,13 @@ class HyperframeDataset(torch.utils.data.Dataset):
             )
             options = {"seed": transform, **options}
             transform = None
+        #: the task's target stage (:mod:`hyperframes.data._stages`; None: the store's targets)
+        self.stage: TargetStage | None = options.pop("stage", None)
+        if self.stage is not None and not isinstance(self.stage, TargetStage):
+            raise ConfigError(
+                f"stage {type(self.stage).__name__}: a target stage needs an 'at' (\"read\" or "
+                '"output") and a targets(batch) method; see hyperframes.data.TargetStage'
+            )
         groups = {"tracks": tracks, "sampling": sampling, "output": output, "reading": reading}
         #: every option, by group (:mod:`hyperframes.data._options`)
         self.options = dataset_options(groups, options)
@@ -209,27 +222,60 @@ class HyperframeDataset(torch.utils.data.Dataset):
         p = self.sampler.plan(self.table, item, seed=self.seed, epoch=epoch)
         return Plan(int(self.video_ids[p.video]), p.frame_indices, p.mask, p.clip, p.segment)
 
-    def __getitems__(self, indices: Sequence) -> Sequence[Hyperframe]:
-        """The samples of ``indices``: read as one batch by the batch pipeline
-        (:mod:`hyperframes.data._pipeline`; a :class:`BatchSamples`, which the loader's
-        collation passes on whole), or sample by sample where :meth:`read_batch` says None."""
+    def batch_plan(self, indices: Sequence) -> BatchPlan:
+        """The plans of ``indices`` (ints or (epoch, item)) as columns (a
+        :class:`~._pipeline.BatchPlan`): the sampler's, all items at once, or :meth:`plan`
+        item by item for a subclass that plans its own way. Nothing is read."""
+        own = type(self).plan is not HyperframeDataset.plan
+        keys = [self._key(i) for i in indices]
+        return plan_batch(
+            keys,
+            self.sampler,
+            self.table,
+            self.video_ids,
+            self.seed,
+            plan=self.plan if own else None,
+        )
+
+    def __getitems__(self, indices: Sequence) -> HyperframeBatch:
+        """The batch of ``indices``, as the loader reads it (its collation hands the batch on
+        as it is; the batch is also the sequence of its samples): read whole by the batch
+        pipeline (:mod:`hyperframes.data._pipeline`), or sample by sample and stacked where
+        :meth:`read_batch` says None (a :class:`DataError` when the windows come out in
+        different sizes: a fixed-size crop puts them in one batch)."""
         batch = self.read_batch(indices)
         if batch is not None:
-            return BatchSamples(batch)
+            return batch
         keys = [self._key(i) for i in indices]
         plans = [self.plan(k) for k in keys]
         requests = [(p.video, p.frame_indices) for p in plans]
         read = self.reader.read_batch(requests, out=self._batch_buffer(requests))
-        return [self._finish(read[b], plans[b], keys[b], plans[b].video) for b in range(len(plans))]
+        return collate_hyperframes(
+            [self._finish(read[b], plans[b], keys[b], plans[b].video) for b in range(len(plans))]
+        )
 
     def _pipeline_takes(self) -> bool:
         return (
             self.recipe is not None
-            # a subclass that finishes samples its own way keeps the per-sample path
-            and type(self)._finish is HyperframeDataset._finish
             and self.store.dtype == np.uint8
             and self.device.type == "cpu"
+            # registration and flow follow the read's boxes, not a read stage's geometry
+            and not (self._stage_at("read") and (self.tracks.flow or self.tracks.register))
         )
+
+    def _stage_at(self, at: str) -> TargetStage | None:
+        return self.stage if self.stage is not None and self.stage.at == at else None
+
+    def _run_stage(
+        self, at: str, frames, plan: BatchPlan, target: torch.Tensor | None = None
+    ) -> tuple:
+        """The frames and target after the target stage that runs ``at`` (``"read"`` or
+        ``"output"``; the frames and ``target`` as they are without one)."""
+        stage = self._stage_at(at)
+        if stage is None:
+            return frames, target
+        frames, got = stage.targets(stage_batch(frames, plan, self.store, self.seed))
+        return frames, (target if got is None else got)
 
     def read_batch(self, indices: Sequence) -> HyperframeBatch | None:
         """The batch of ``indices`` through the batch pipeline, with no per-sample object,
@@ -239,7 +285,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         if not self._pipeline_takes() or not len(indices):
             return None
         assert self.recipe is not None
-        plan = plan_batch(self, indices, own_plan=type(self).plan is not HyperframeDataset.plan)
+        plan = self.batch_plan(indices)
         shapes = np.asarray(self.store.videos.shapes)[plan.videos]
         if len(set(shapes[:, 0].tolist())) != 1:
             return None
@@ -263,7 +309,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
                 flips=drawn.flips,
                 filter=self.recipe.filter,
             )
-        frames, tracks = batch_tracks(self, plan, drawn, frames)
+        frames, target = self._run_stage("read", frames, plan)
+        frames, tracks = batch_tracks(self.tracks, self.layout, plan, drawn, frames)
         # the other steps after registration, as the per-sample path; they may reorder frames
         index, mask = torch.from_numpy(plan.index), torch.from_numpy(plan.mask)
         window, flow = run_steps(
@@ -274,8 +321,9 @@ class HyperframeDataset(torch.utils.data.Dataset):
         if window.indices is not index or window.mask is not mask:
             plan = dataclasses.replace(plan, index=window.indices.numpy(), mask=window.mask.numpy())
         meta = self._meta_columns(plan)
-        tracks.update(batch_audio(self, plan, meta["pts_seconds"]))
-        return self._assemble(window.frames, plan, meta, tracks)
+        fps = np.asarray(self.store.videos.fps, np.float64)
+        tracks.update(batch_audio(self.tracks, fps, plan, meta["pts_seconds"]))
+        return self._assemble(window.frames, plan, meta, tracks, target)
 
     def _meta_columns(self, plan: BatchPlan) -> BatchMeta:
         videos, b = self.store.videos, len(plan)
@@ -301,25 +349,33 @@ class HyperframeDataset(torch.utils.data.Dataset):
         return BatchMeta(columns, b)
 
     def _assemble(
-        self, frames: torch.Tensor, plan: BatchPlan, meta: BatchMeta, tracks: dict
+        self,
+        frames: torch.Tensor,
+        plan: BatchPlan,
+        meta: BatchMeta,
+        tracks: dict,
+        target: torch.Tensor | None = None,
     ) -> HyperframeBatch:
         """The batch record of frames read and augmented by the pipeline, with its tracks:
-        labels, targets, then dtype, layout and flow planes."""
+        labels, targets (``target``: a read stage's), then dtype, layout and flow planes, and
+        the output stage."""
         pts = meta["pts_seconds"]
         pairs = list(zip(plan.videos.tolist(), plan.segments.tolist()))
         labels = torch.tensor([self._targets.label(v, g) for v, g in pairs], dtype=torch.int64)
-        targets = [
-            self._targets.target(v, g, pts[k], plan.mask[k]) for k, (v, g) in enumerate(pairs)
-        ]
+        if target is None:
+            target = collate_targets(
+                [self._targets.target(v, g, pts[k], plan.mask[k]) for k, (v, g) in enumerate(pairs)]
+            )
 
         flow = tracks.get("flow")
         window = model_frames(frames, self.layout, self.dtype, flow, alloc=self._take_float)
+        window, target = self._run_stage("output", window, plan, target)
         return HyperframeBatch(
             window,
             labels,
             torch.from_numpy(plan.mask.copy()),
             meta,
-            collate_targets(targets),
+            target,
             tracks.get("audio"),
             tracks.get("audio_mask"),
             flow,
@@ -356,6 +412,23 @@ class HyperframeDataset(torch.utils.data.Dataset):
         epoch, item = key
         idx = torch.from_numpy(np.asarray(plan.frame_indices, np.int64))
         mask = torch.from_numpy(np.asarray(plan.mask, bool))
+
+        def col(x) -> np.ndarray:
+            return np.asarray([x], np.int64)
+
+        one = BatchPlan(
+            col(epoch),
+            col(item),
+            col(video_id),
+            idx.numpy()[None],
+            mask.numpy()[None],
+            col(plan.clip),
+            col(plan.segment),
+        )
+        stage_target = None
+        if self._stage_at("read"):
+            frames, stage_target = self._run_stage("read", frames[None], one)
+            frames, stage_target = frames[0], None if stage_target is None else stage_target[0]
         tracks, flow = self.tracks, None
         stored_idx = idx.numpy()
         if tracks.register is not None:
@@ -410,8 +483,21 @@ class HyperframeDataset(torch.utils.data.Dataset):
                 video_id, meta["video"], meta["pts_seconds"], meta["fps"], mask.cpu().numpy()
             )
         label = self._targets.label(video_id, plan.segment)
-        target = self._targets.target(
-            video_id, plan.segment, meta["pts_seconds"], mask.cpu().numpy()
-        )
+        target = stage_target
+        if target is None:
+            target = self._targets.target(
+                video_id, plan.segment, meta["pts_seconds"], mask.cpu().numpy()
+            )
         window = model_frames(frames, self.layout, self.dtype, flow)
+        if self._stage_at("output"):
+            window, got = self._run_stage("output", _one(window, None), one)
+            window, target = _one(window, 0), target if got is None else got[0]
         return Hyperframe(window, label, mask, meta, target, audio, audio_mask, flow)
+
+
+def _one(frames, k: int | None):
+    """A sample's frames as a batch of one (``k`` None), or sample ``k`` of a batch's
+    (a tensor or a :class:`KeyframeWindow`)."""
+    if isinstance(frames, KeyframeWindow):
+        return KeyframeWindow(_one(frames.key, k), _one(frames.context, k))
+    return frames[None] if k is None else frames[k]

@@ -24,77 +24,22 @@ from __future__ import annotations
 import os
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
 import torch.utils.data
 
-from .._core._layouts import KeyframeWindow
-from ._collate import collate_targets, collate_track, collate_windows
+from ._collate import collate_hyperframes
 from ._options import (
     LOADER_GROUPS,
     DeliveryOptions,
     OrderOptions,
     resolve_groups,
 )
-from ._record import BatchMeta, BatchSamples, Hyperframe, HyperframeBatch
+from ._record import HyperframeBatch
 from ._torch_samplers import item_sampler
-
-
-def _dense(t: torch.Tensor) -> bool:
-    """True when ``t`` is a permutation of a contiguous block (no gaps, no overlap)."""
-    expected = 1
-    for size, stride in sorted(zip(t.shape, t.stride()), key=lambda p: p[1]):
-        if size != 1 and stride != expected:
-            return False
-        expected *= size
-    return True
-
-
-def _view_of_one_batch(tensors: Sequence[torch.Tensor | KeyframeWindow]) -> torch.Tensor | None:
-    """When the samples are consecutive, equally shaped views of one buffer (as the dataset
-    returns them after one batched read), the batch is a view of that buffer: no copy."""
-    t0 = tensors[0]
-    if not isinstance(t0, torch.Tensor) or not _dense(t0):
-        return None
-    ptr, n, off = t0.untyped_storage().data_ptr(), t0.numel(), t0.storage_offset()
-    for k, t in enumerate(tensors):
-        if (
-            not isinstance(t, torch.Tensor)
-            or t.untyped_storage().data_ptr() != ptr
-            or t.storage_offset() != off + k * n
-            or t.shape != t0.shape
-            or t.stride() != t0.stride()
-            or t.dtype != t0.dtype
-        ):
-            return None
-    return t0.as_strided((len(tensors), *t0.shape), (n, *t0.stride()), off)
-
-
-def collate_hyperframes(samples: Sequence[Hyperframe]) -> HyperframeBatch:
-    """Stack samples into a :class:`HyperframeBatch`; a batch the dataset read whole
-    (:class:`BatchSamples`) is returned as it is."""
-    if isinstance(samples, BatchSamples):
-        return samples.batch
-    windows = [s.frames for s in samples]
-    batch = _view_of_one_batch(windows)
-    frames = batch if batch is not None else collate_windows(windows)
-    labels = torch.tensor([s.label for s in samples], dtype=torch.int64)
-    mask = torch.stack([s.mask for s in samples])
-    target = collate_targets([s.target for s in samples])
-    return HyperframeBatch(
-        frames,
-        labels,
-        mask,
-        BatchMeta.from_dicts([s.meta for s in samples]),
-        target,
-        collate_track([s.audio for s in samples], "audio"),
-        collate_track([s.audio_mask for s in samples], "audio_mask"),
-        collate_track([s.flow for s in samples], "flow"),
-    )
-
 
 #: batches drawn from the sampler ahead of the reads at most (for their plans)
 _LOOKAHEAD_BATCHES = 256

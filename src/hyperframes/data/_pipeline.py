@@ -23,8 +23,9 @@ allocated once (from the dataset's pool, or in shared memory inside a worker pro
 
 Every transform is taken: the recipe (:class:`Recipe`) reads only the steps' ``geometry``
 (``"box"``, ``"mirror"``, ...), never their classes. What still goes sample by sample is not
-the transform's doing: a float store, frames on a GPU, a dataset subclass finishing samples
-its own way, or windows that come out in different sizes.
+the transform's doing: a float store, frames on a GPU, windows that come out in different
+sizes, or a task's read stage (:mod:`~._stages`) beside flow or registration. A task's
+targets come from its target stage (:mod:`~._stages`), at the read or on the output frames.
 
 Pixels differ from the per-sample path by the resize filter only: OpenCV's bilinear
 (``INTER_LINEAR``; area averaging ``INTER_AREA`` when a fixed resize shrinks, or when a random
@@ -37,13 +38,14 @@ outside the box, it gives zeros where the per-sample path (warping whole frames)
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
 from .._core._errors import ConfigError, DataError
+from ..sampling import Plan
 from ._flow_geometry import _jacobian
 from .transforms import Window, batch_steps, transform_generator
 
@@ -76,20 +78,27 @@ class BatchPlan:
         return len(self.items)
 
 
-def plan_batch(dataset, indices: Sequence, *, own_plan: bool = False) -> BatchPlan:
-    """Plan every item of ``indices`` (ints or (epoch, item)) of ``dataset``: the sampler's
-    :meth:`~hyperframes.sampling.Sampler.plan_columns`, all items at once, or with
-    ``own_plan`` (a subclass that plans its own way) ``dataset.plan`` item by item."""
-    keys = [dataset._key(i) for i in indices]
+def plan_batch(
+    keys: Sequence[tuple[int, int]],
+    sampler,
+    table,
+    video_ids: np.ndarray,
+    seed: int,
+    *,
+    plan: Callable[[tuple[int, int]], Plan] | None = None,
+) -> BatchPlan:
+    """Plan every (epoch, item) of ``keys``: ``sampler``'s
+    :meth:`~hyperframes.sampling.Sampler.plan_columns` over ``table`` (its videos the store's
+    ``video_ids``), all items at once, seeded by ``seed``; or, given ``plan`` (a dataset that
+    plans its own way), ``plan(key)`` item by item (a :class:`~hyperframes.sampling.Plan`
+    naming the store's video)."""
     epochs = np.asarray([k[0] for k in keys], np.int64)
     items = np.asarray([k[1] for k in keys], np.int64)
-    if not own_plan:
-        video, index, mask, clip, segment = dataset.sampler.plan_columns(
-            dataset.table, items, epochs, seed=dataset.seed
-        )
-        ids = np.asarray(dataset.video_ids, np.int64)[video]
+    if plan is None:
+        video, index, mask, clip, segment = sampler.plan_columns(table, items, epochs, seed=seed)
+        ids = np.asarray(video_ids, np.int64)[video]
         return BatchPlan(epochs, items, ids, index, mask, clip, segment)
-    plans = [dataset.plan(k) for k in keys]
+    plans = [plan(k) for k in keys]
     lengths = {len(p.frame_indices) for p in plans}
     if len(lengths) > 1:
         raise DataError(
@@ -257,17 +266,16 @@ def _output_vectors(aux: torch.Tensor) -> torch.Tensor:
 
 # -- tracks ------------------------------------------------------------------------------------
 def batch_tracks(
-    dataset, plan: BatchPlan, drawn: Drawn, frames: torch.Tensor
+    tracks, layout: str, plan: BatchPlan, drawn: Drawn, frames: torch.Tensor
 ) -> tuple[torch.Tensor, dict]:
     """The tracks that follow the read's geometry, each one call for the whole batch
-    (:class:`~._tracks.WindowTracks`' batched methods): ``frames`` registered onto each
-    window's key frame (``register=``; frames 0, or T//2 in the keyframe layout) through each
-    sample's box and flip; ``flow`` (B, T-1, 2, h, w) moved with each sample's box and flip.
-    Returns the frames and the tracks present."""
-    tracks = dataset.tracks
+    (``tracks``, a :class:`~._tracks.WindowTracks`: its batched methods): ``frames``
+    registered onto each window's key frame (``register=``; frames 0, or T//2 in the
+    ``"keyframe"`` ``layout``) through each sample's box and flip; ``flow`` (B, T-1, 2, h, w)
+    moved with each sample's box and flip. Returns the frames and the tracks present."""
     out: dict = {}
     if tracks.register is not None:
-        key = plan.index.shape[1] // 2 if dataset.layout == "keyframe" else 0
+        key = plan.index.shape[1] // 2 if layout == "keyframe" else 0
         frames = tracks.registered_batch(
             frames, plan.videos, plan.index, drawn.boxes, key, flip=drawn.flips
         )
@@ -278,12 +286,11 @@ def batch_tracks(
     return frames, out
 
 
-def batch_audio(dataset, plan: BatchPlan, pts: np.ndarray) -> dict:
+def batch_audio(tracks, fps: np.ndarray, plan: BatchPlan, pts: np.ndarray) -> dict:
     """``audio`` (B, n_mels, T*k) and ``audio_mask`` (B, T) at the frames' ``pts`` (B, T),
-    one call for the batch (none without an audio track)."""
-    tracks = dataset.tracks
+    one call for the batch through ``tracks`` (``fps``: every store video's; none without an
+    audio track)."""
     if tracks.audio is None:
         return {}
-    fps = np.asarray(dataset.store.videos.fps, np.float64)[plan.videos]
-    audio, mask = tracks.read_audio_batch(plan.videos, pts, fps, plan.mask)
+    audio, mask = tracks.read_audio_batch(plan.videos, pts, fps[plan.videos], plan.mask)
     return {"audio": audio, "audio_mask": mask}

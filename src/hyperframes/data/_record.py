@@ -165,6 +165,16 @@ class HyperframeBatch:
     def __len__(self) -> int:
         return int(self.labels.shape[0])
 
+    def __getitem__(self, k):
+        """Sample ``k`` (:meth:`sample`), or a list of them for a slice: a batch is also the
+        sequence of its samples (``ds[i]`` is ``ds.__getitems__([i])[0]``)."""
+        if isinstance(k, slice):
+            return [self.sample(i) for i in range(len(self))[k]]
+        return self.sample(range(len(self))[k])
+
+    def __iter__(self) -> Iterator[Hyperframe]:
+        return (self.sample(k) for k in range(len(self)))
+
     def sample(self, k: int) -> Hyperframe:
         """Sample ``k`` as a :class:`Hyperframe` (views of the batch's tensors)."""
         f = self.frames
@@ -218,21 +228,3 @@ class HyperframeBatch:
     def pin_memory(self) -> HyperframeBatch:
         """Called by the DataLoader when ``pin_memory=True``."""
         return self._map(lambda t: t.pin_memory())
-
-
-class BatchSamples(Sequence):
-    """What a dataset's ``__getitems__`` returns when it read the batch whole: a sequence of
-    :class:`Hyperframe` made on access from ``batch`` (a :class:`HyperframeBatch`), which
-    :func:`~hyperframes.data.collate_hyperframes` hands on as it is, without per-sample
-    objects."""
-
-    def __init__(self, batch: HyperframeBatch) -> None:
-        self.batch = batch
-
-    def __len__(self) -> int:
-        return len(self.batch)
-
-    def __getitem__(self, k):
-        if isinstance(k, slice):
-            return [self.batch.sample(i) for i in range(len(self))[k]]
-        return self.batch.sample(range(len(self))[k])

@@ -19,7 +19,6 @@ mAP@0.5 (``map50``); ``hyperframes eval`` adds the flicker rate over each video'
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -27,13 +26,12 @@ import numpy as np
 import torch
 
 from .._core._errors import DataError
-from ..data import HyperframeDataset
-from ..data.transforms import transform_generator
+from ..data import HyperframeDataset, StageBatch
 from ..models import MAX_DETECTIONS, anchor_levels, decode_detections, detection_head, split_output
 from ._box_metrics import box_iou, coco_map, flicker_rate
 from ._tasks import Task, cropped_with_targets, register_task
 
-__all__ = ["DetectionDataset", "DetectionTask", "key_boxes"]
+__all__ = ["DetectionDataset", "DetectionTargets", "DetectionTask", "key_boxes"]
 
 #: the share of a box's area that must stay inside a crop for the box to be kept
 KEEP_INSIDE = 0.25
@@ -66,29 +64,26 @@ def crop_boxes(boxes: torch.Tensor, x0: float, y0: float, w: float, h: float) ->
     return out[keep]
 
 
-class DetectionDataset(HyperframeDataset):
-    """Windows of a store with boxes, each with its key frame's boxes as ``target`` (module
-    doc). ``hflip``: the flip's probability; ``size``: the crop's side (None: whole frames),
-    ``scale`` / ``ratio``: its area fraction and aspect ranges."""
+class DetectionTargets:
+    """The detection task's target stage (:class:`~hyperframes.data.TargetStage`, at the
+    read): each window's key frame boxes (N, 5), frames and boxes flipped and cropped together
+    with the sample's own generator (module doc); a batch's lists padded with rows of -1."""
+
+    at = "read"
 
     def __init__(
         self,
-        store,
-        video_ids,
         *,
         hflip: float = 0.0,
         size: int | None = None,
         scale: Sequence[float] = (0.35, 1.0),
         ratio: Sequence[float] = (3 / 4, 4 / 3),
-        **kwargs,
     ) -> None:
-        super().__init__(store, video_ids=video_ids, **kwargs)
-        if len(store.videos):
-            key_boxes(store, 0, 0)  # a store without boxes is refused here, not at a read
         self.hflip, self.size = float(hflip), size
         self.scale, self.ratio = tuple(scale), tuple(ratio)
 
-    def _geometry(self, frames: torch.Tensor, boxes: torch.Tensor, g: torch.Generator):
+    def geometry(self, frames: torch.Tensor, boxes: torch.Tensor, g: torch.Generator):
+        """One window's frames (T, C, H, W) and boxes flipped, then cropped and resized."""
         if self.hflip > 0 and float(torch.rand((), generator=g)) < self.hflip:
             frames = frames.flip(-1)
             if len(boxes):
@@ -113,12 +108,43 @@ class DetectionDataset(HyperframeDataset):
         # the boxes follow the pixels actually cut
         return frames, crop_boxes(boxes, c0 / w, r0 / h, (c1 - c0) / w, (r1 - r0) / h)
 
-    def _finish(self, frames, plan, key, video_id):
-        stored = np.asarray(plan.frame_indices, np.int64)
-        boxes = key_boxes(self.store, video_id, int(stored[len(stored) // 2]))
+    def targets(self, batch: StageBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The batch's frames and key frame boxes (B, M, 5), rows of -1 padding each list."""
+        key = batch.plan.index.shape[1] // 2
+        pairs = zip(batch.plan.videos.tolist(), batch.plan.index[:, key].tolist())
+        boxes = [key_boxes(batch.store, v, f) for v, f in pairs]
+        frames = batch.frames
         if self.hflip > 0 or self.size is not None:
-            frames, boxes = self._geometry(frames, boxes, transform_generator(self.seed, *key))
-        return dataclasses.replace(super()._finish(frames, plan, key, video_id), target=boxes)
+            moved = [self.geometry(frames[k], boxes[k], g) for k, g in enumerate(batch.generators)]
+            frames = torch.stack([f for f, _ in moved])
+            boxes = [b for _, b in moved]
+        padded = torch.nn.utils.rnn.pad_sequence(boxes, batch_first=True, padding_value=-1.0)
+        return frames, padded
+
+
+class DetectionDataset(HyperframeDataset):
+    """Windows of a store with boxes, each with its key frame's boxes as ``target`` (module
+    doc), made by the detection target stage (:class:`DetectionTargets`). ``hflip``: the
+    flip's probability; ``size``: the crop's side (None: whole frames), ``scale`` /
+    ``ratio``: its area fraction and aspect ranges."""
+
+    def __init__(
+        self,
+        store,
+        video_ids,
+        *,
+        hflip: float = 0.0,
+        size: int | None = None,
+        scale: Sequence[float] = (0.35, 1.0),
+        ratio: Sequence[float] = (3 / 4, 4 / 3),
+        **kwargs,
+    ) -> None:
+        stage = DetectionTargets(hflip=hflip, size=size, scale=scale, ratio=ratio)
+        super().__init__(store, video_ids=video_ids, stage=stage, **kwargs)
+        if len(store.videos):
+            key_boxes(store, 0, 0)  # a store without boxes is refused here, not at a read
+        self.hflip, self.size = stage.hflip, stage.size
+        self.scale, self.ratio = stage.scale, stage.ratio
 
 
 @register_task

@@ -16,21 +16,62 @@ The sample's ``target`` is float32 (2, 3, H, W) in [0, 1]: the true frame and th
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
 from .._core._errors import ConfigError, DataError
-from ..data import HyperframeDataset
-from ..data.transforms import transform_generator
+from ..data import HyperframeDataset, StageBatch
 from ..models import bicubic_upscale, downscale, neighbour_blend
 
-__all__ = ["FrameTaskDataset", "downscale"]
+__all__ = ["FrameTaskDataset", "FrameTaskTargets", "downscale"]
+
+
+class FrameTaskTargets:
+    """The frame tasks' target stage (:class:`~hyperframes.data.TargetStage`, on the output
+    frames): each window flipped with its own generator, then input, truth and baseline made
+    for the whole batch at once (module doc)."""
+
+    at = "output"
+
+    def __init__(
+        self, kind: str, *, factor: int = 4, filter: str = "bicubic", hflip: float = 0.0
+    ) -> None:
+        self.kind, self.factor, self.filter = kind, int(factor), filter
+        self.hflip = float(hflip)
+
+    def targets(self, batch: StageBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        window = batch.frames
+        assert isinstance(window, torch.Tensor)  # the temporal layout
+        if window.dtype != torch.uint8:
+            raise DataError(
+                f"{batch.store.path}: holds {window.dtype} frames; the {self.kind} task needs "  # type: ignore[attr-defined]
+                "a store of uint8 frames (built without --dtype float16)"
+            )
+        if self.hflip > 0:
+            flips = [float(torch.rand((), generator=g)) < self.hflip for g in batch.generators]
+            if any(flips):
+                chosen = torch.tensor(flips).view(-1, *(1,) * (window.dim() - 1))
+                window = torch.where(chosen, window.flip(-1), window)
+        k = window.shape[1] // 2
+        truth = window[:, k].to(torch.float32) / 255
+        if self.kind == "interpolation":
+            baseline = neighbour_blend(window.to(torch.float32) / 255)
+            window = window.clone()
+            window[:, k] = 0  # the target is not part of the input
+        else:
+            try:
+                window = downscale(window, self.factor, self.filter)
+            except DataError as e:
+                path = batch.store.videos.paths[int(batch.plan.videos[0])]  # type: ignore[attr-defined]
+                raise DataError(f"{path}: {e}") from None
+            low = window[:, k].to(torch.float32) / 255
+            baseline = bicubic_upscale(low, self.factor).clamp_(0, 1)
+        return window, torch.stack([truth, baseline], 1)
 
 
 class FrameTaskDataset(HyperframeDataset):
     """A :class:`~hyperframes.data.HyperframeDataset` whose samples carry the frame task's
-    ``target`` (module doc); ``kind`` is ``"interpolation"`` or ``"super_resolution"``."""
+    ``target`` (module doc), made by its target stage (:class:`FrameTaskTargets`); ``kind``
+    is ``"interpolation"`` or ``"super_resolution"``."""
 
     def __init__(
         self,
@@ -45,7 +86,8 @@ class FrameTaskDataset(HyperframeDataset):
     ) -> None:
         if kind not in ("interpolation", "super_resolution"):
             raise ConfigError(f"kind {kind!r}: allowed: interpolation, super_resolution")
-        super().__init__(store, video_ids=video_ids, **kwargs)
+        stage = FrameTaskTargets(kind, factor=factor, filter=filter, hflip=hflip)
+        super().__init__(store, video_ids=video_ids, stage=stage, **kwargs)
         if self.layout != "temporal":
             raise ConfigError(f"the {kind} dataset gives the temporal layout only")
         if kind == "interpolation" and (self.frames < 3 or self.frames % 2 == 0):
@@ -53,34 +95,5 @@ class FrameTaskDataset(HyperframeDataset):
                 f"frames: {self.frames} but interpolation needs an odd window of 3 frames or "
                 "more; allowed: 3, 5, 7, ..."
             )
-        self.kind, self.factor, self.filter = kind, int(factor), filter
-        self.hflip = float(hflip)
-
-    def _finish(self, frames, plan, key, video_id):
-        sample = super()._finish(frames, plan, key, video_id)
-        window = sample.frames
-        assert isinstance(window, torch.Tensor)  # the temporal layout
-        if window.dtype != torch.uint8:
-            raise DataError(
-                f"{self.store.path}: holds {window.dtype} frames; the {self.kind} task needs a "
-                "store of uint8 frames (built without --dtype float16)"
-            )
-        if self.hflip > 0:
-            g = transform_generator(self.seed, *key)
-            if float(torch.rand((), generator=g)) < self.hflip:
-                window = window.flip(-1)
-        k = window.shape[0] // 2
-        truth = window[k].to(torch.float32) / 255
-        if self.kind == "interpolation":
-            baseline = neighbour_blend(window[None].to(torch.float32) / 255)[0]
-            window = window.clone()
-            window[k] = 0  # the target is not part of the input
-        else:
-            try:
-                window = downscale(window, self.factor, self.filter)
-            except DataError as e:
-                raise DataError(f"{self.store.videos[video_id].path}: {e}") from None
-            low = window[k : k + 1].to(torch.float32) / 255
-            baseline = bicubic_upscale(low, self.factor)[0].clamp_(0, 1)
-        target = torch.stack([truth, baseline])
-        return dataclasses.replace(sample, frames=window, target=target)
+        self.kind, self.factor, self.filter = kind, stage.factor, filter
+        self.hflip = stage.hflip

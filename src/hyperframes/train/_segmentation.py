@@ -19,7 +19,6 @@ mask nearest, so its values stay classes); then ``hflip`` > 0 mirrors both.
 
 from __future__ import annotations
 
-import dataclasses
 from collections import OrderedDict
 from pathlib import Path
 
@@ -29,10 +28,10 @@ import torchvision.transforms.v2.functional as TF
 from torchvision.transforms import InterpolationMode
 
 from .._core._errors import DataError
-from ..data import HyperframeDataset
-from ..data.transforms import RandomResizedCrop, transform_generator
+from ..data import HyperframeDataset, StageBatch
+from ..data.transforms import RandomResizedCrop
 
-__all__ = ["SegmentationDataset", "masks_path"]
+__all__ = ["SegmentationDataset", "SegmentationTargets", "masks_path"]
 
 _CACHE_VIDEOS = 64
 
@@ -41,19 +40,21 @@ def masks_path(video_path: str) -> Path:
     return Path(video_path).with_suffix(".npz")
 
 
-class SegmentationDataset(HyperframeDataset):
+class SegmentationTargets:
+    """The segmentation task's target stage (:class:`~hyperframes.data.TargetStage`, at the
+    read): each window's key frame mask, frames and mask cropped and flipped together with
+    the sample's own generator (module doc). Masks are cached for the most recent videos."""
+
+    at = "read"
+
     def __init__(
         self,
-        store,
-        video_ids,
         *,
         hflip: float = 0.0,
         size: int | None = None,
         scale: tuple[float, float] = (0.35, 1.0),
         ratio: tuple[float, float] = (3 / 4, 4 / 3),
-        **kwargs,
     ) -> None:
-        super().__init__(store, video_ids=video_ids, **kwargs)
         self.hflip = float(hflip)
         #: the random crop of frames and mask (None: whole frames)
         self.crop = (
@@ -68,13 +69,13 @@ class SegmentationDataset(HyperframeDataset):
         state["_masks"] = OrderedDict()  # each worker loads what it needs
         return state
 
-    def video_masks(self, video_id: int) -> np.ndarray:
+    def video_masks(self, store, video_id: int) -> np.ndarray:
         """All masks (F, H, W) of a video, cached for the most recent videos."""
         got = self._masks.get(video_id)
         if got is not None:
             self._masks.move_to_end(video_id)
             return got
-        rec = self.store.videos[video_id]
+        rec = store.videos[video_id]
         path = masks_path(rec.path)
         try:
             with np.load(path, allow_pickle=False) as f:
@@ -98,40 +99,45 @@ class SegmentationDataset(HyperframeDataset):
             self._masks.popitem(last=False)
         return masks
 
-    def target(self, video_id: int, source_index: int) -> torch.Tensor:
+    def mask(self, store, video_id: int, source_index: int) -> torch.Tensor:
         """The (H, W) int64 mask of source frame ``source_index``, at the stored frame size."""
-        masks = self.video_masks(video_id)
+        masks = self.video_masks(store, video_id)
         if not 0 <= source_index < masks.shape[0]:
             raise DataError(
-                f"{masks_path(self.store.videos[video_id].path)}: has {masks.shape[0]} masks but "
+                f"{masks_path(store.videos[video_id].path)}: has {masks.shape[0]} masks but "
                 f"source frame {source_index} was asked for; one mask per source frame is needed"
             )
         m = torch.from_numpy(masks[source_index].astype(np.int64))
-        _, h, w = self.store.videos[video_id].shape
+        _, h, w = store.videos[video_id].shape
         if tuple(m.shape) != (h, w):
             m = torch.nn.functional.interpolate(m[None, None].float(), size=(h, w), mode="nearest")
             m = m[0, 0].to(torch.int64)
         return m
 
-    def _finish(self, frames, plan, key, video_id):
-        epoch, item = key
-        rec = self.store.videos[video_id]
-        stored = np.asarray(plan.frame_indices, np.int64)
-        source = int(rec.source_frame_indices[stored[len(stored) // 2]])
-        target = self.target(video_id, source)
-        g = transform_generator(self.seed, epoch, item)
-        if self.crop is not None:
-            frames, target = self._crop(frames, target, g)
-        if self.hflip > 0 and float(torch.rand((), generator=g)) < self.hflip:
-            frames = frames.flip(-1)
-            target = target.flip(-1)
-        return dataclasses.replace(super()._finish(frames, plan, key, video_id), target=target)
+    def targets(self, batch: StageBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The batch's frames and key frame masks (B, H, W), moved together."""
+        key = batch.plan.index.shape[1] // 2
+        videos = batch.plan.videos.tolist()
+        masks = [
+            self.mask(batch.store, v, int(batch.source_index[k, key])) for k, v in enumerate(videos)
+        ]
+        if self.crop is None and self.hflip <= 0:
+            return batch.frames, torch.stack(masks)
+        out = []
+        for k, g in enumerate(batch.generators):
+            frames = batch.frames[k]
+            if self.crop is not None:
+                frames, masks[k] = self._crop(frames, masks[k], g)
+            if self.hflip > 0 and float(torch.rand((), generator=g)) < self.hflip:
+                frames, masks[k] = frames.flip(-1), masks[k].flip(-1)
+            out.append(frames)
+        return torch.stack(out), torch.stack(masks)
 
     def _crop(
         self, frames: torch.Tensor, target: torch.Tensor, g: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Frames (T, C, H, W) and mask (H, W) cropped to one box and resized together."""
-        assert self.crop is not None  # _finish calls this only with a crop
+        assert self.crop is not None  # targets calls this only with a crop
         height, width = frames.shape[-2:]
         top, left, h, w = self.crop.box(int(height), int(width), g)
         size = list(self.crop.size)
@@ -140,3 +146,34 @@ class SegmentationDataset(HyperframeDataset):
             target[None], top, left, h, w, size, interpolation=InterpolationMode.NEAREST
         )
         return frames, mask[0]
+
+
+class SegmentationDataset(HyperframeDataset):
+    """A :class:`~hyperframes.data.HyperframeDataset` of ``video_ids`` with the
+    segmentation task's target stage (:class:`SegmentationTargets`): ``hflip``, ``size``,
+    ``scale`` and ``ratio`` are its options (module doc)."""
+
+    def __init__(
+        self,
+        store,
+        video_ids,
+        *,
+        hflip: float = 0.0,
+        size: int | None = None,
+        scale: tuple[float, float] = (0.35, 1.0),
+        ratio: tuple[float, float] = (3 / 4, 4 / 3),
+        **kwargs,
+    ) -> None:
+        stage = SegmentationTargets(hflip=hflip, size=size, scale=scale, ratio=ratio)
+        super().__init__(store, video_ids=video_ids, stage=stage, **kwargs)
+        self.hflip, self.crop = stage.hflip, stage.crop
+
+    def video_masks(self, video_id: int) -> np.ndarray:
+        """All masks (F, H, W) of a video, cached for the most recent videos."""
+        assert isinstance(self.stage, SegmentationTargets)
+        return self.stage.video_masks(self.store, video_id)
+
+    def target(self, video_id: int, source_index: int) -> torch.Tensor:
+        """The (H, W) int64 mask of source frame ``source_index``, at the stored frame size."""
+        assert isinstance(self.stage, SegmentationTargets)
+        return self.stage.mask(self.store, video_id, source_index)
