@@ -1,18 +1,13 @@
 """Serving hyperframes: dataset, loader, layouts, collation and augmentation."""
 
-from .._core._layouts import (
-    KeyframeWindow,
-    expand_channel_stats,
-    from_layout,
-    list_layouts,
-    to_layout,
-)
+from .._core._layouts import list_layouts, to_layout
+from .._core._moved import moved_attribute
 from . import transforms
-from ._audio import LogMelOptions, column_times, logmel_columns, mel_filterbank, resolve_audio
-from ._collate import collate_windows
+from ._audio import LogMelOptions
+from ._audio import resolve_audio as resolve_audio  # for other hyperframes packages, not public
 from ._dataset import HyperframeDataset
 from ._loader import HyperframeLoader, collate_hyperframes, loader
-from ._loader_state import read_state
+from ._loader_state import read_state as read_state  # for other hyperframes packages, not public
 from ._memory import InMemoryStore
 from ._options import (
     DatasetOptions,
@@ -24,21 +19,17 @@ from ._options import (
     TrackOptions,
 )
 from ._prefetch import PrefetchLoader
-from ._record import BatchMeta, Hyperframe, HyperframeBatch
-from ._repeats import RepeatedWindows
-from ._torch_samplers import BalancedSampler, EpochSampler, item_sampler
-from ._warp import (
-    compose_flow,
-    compose_flows,
-    compose_homography,
-    resize_flow,
-    warp_by_flow,
-    warp_by_homography,
-)
+from ._record import Hyperframe, HyperframeBatch
+from ._repeats import (
+    RepeatedWindows as RepeatedWindows,
+)  # for other hyperframes packages, not public
+from ._torch_samplers import BalancedSampler, EpochSampler
+from ._torch_samplers import (
+    item_sampler as item_sampler,
+)  # for other hyperframes packages, not public
 
 __all__ = [
     "BalancedSampler",
-    "BatchMeta",
     "DatasetOptions",
     "DeliveryOptions",
     "EpochSampler",
@@ -47,33 +38,38 @@ __all__ = [
     "HyperframeDataset",
     "HyperframeLoader",
     "InMemoryStore",
-    "KeyframeWindow",
     "LogMelOptions",
     "OrderOptions",
     "OutputOptions",
     "PrefetchLoader",
     "ReadOptions",
-    "RepeatedWindows",
     "SamplingOptions",
     "TrackOptions",
     "collate_hyperframes",
-    "collate_windows",
-    "column_times",
-    "compose_flow",
-    "compose_flows",
-    "compose_homography",
-    "expand_channel_stats",
-    "from_layout",
-    "item_sampler",
     "list_layouts",
     "loader",
-    "logmel_columns",
-    "mel_filterbank",
-    "read_state",
-    "resize_flow",
-    "resolve_audio",
     "to_layout",
     "transforms",
-    "warp_by_flow",
-    "warp_by_homography",
 ]
+
+#: names that left __all__, still importable with a DeprecationWarning saying where they live
+_MOVED = {
+    "BatchMeta": "hyperframes.data._record",
+    "KeyframeWindow": "hyperframes._core._layouts",
+    "collate_windows": "hyperframes.data._collate",
+    "column_times": "hyperframes.data._audio",
+    "compose_flow": "hyperframes.data._warp",
+    "compose_flows": "hyperframes.data._warp",
+    "compose_homography": "hyperframes.data._warp",
+    "expand_channel_stats": "hyperframes._core._layouts",
+    "from_layout": "hyperframes._core._layouts",
+    "logmel_columns": "hyperframes.data._audio",
+    "mel_filterbank": "hyperframes.data._audio",
+    "resize_flow": "hyperframes.data._warp",
+    "warp_by_flow": "hyperframes.data._warp",
+    "warp_by_homography": "hyperframes.data._warp",
+}
+
+
+def __getattr__(name: str):
+    return moved_attribute(__name__, name, _MOVED)

@@ -18,6 +18,7 @@ from ._columns import sources_named as sources_named  # for the build, not publi
 from ._formats import list_input_formats
 from ._formats._rows import RootCheck as RootCheck  # for the build, not public
 from ._scan import scan_inputs
-from ._sources import Source, source_stat
+from ._sources import Source
+from ._sources import source_stat as source_stat  # for other hyperframes packages, not public
 
-__all__ = ["Source", "list_input_formats", "scan_inputs", "source_stat"]
+__all__ = ["Source", "list_input_formats", "scan_inputs"]

@@ -8,39 +8,38 @@ Imports nothing of hyperframes above ``_core``; ``hyperframes.store`` reads thro
 ``hyperframes.build`` publishes through it. The object-storage client (s3fs, gcsfs via
 fsspec) is imported on first use."""
 
-from .._core._urls import is_url
-from ._ahead import ReadAhead, plan_key
-from ._bytes import LocalShards, RemoteShards, coalesce
-from ._cache import BLOCK_BYTES, PIECE_BYTES, BlockCache, CacheWarning, entry_bytes
+from .._core._moved import moved_attribute
+from .._core._urls import is_url as is_url  # for other hyperframes packages, not public
+from ._bytes import LocalShards as LocalShards  # for other hyperframes packages, not public
+from ._bytes import RemoteShards as RemoteShards  # for other hyperframes packages, not public
+from ._cache import BLOCK_BYTES as BLOCK_BYTES  # for other hyperframes packages, not public
+from ._cache import BlockCache as BlockCache  # for other hyperframes packages, not public
+from ._cache import CacheWarning
+from ._files import RemoteFiles as RemoteFiles  # for other hyperframes packages, not public
+from ._files import bare_url as bare_url  # for other hyperframes packages, not public
+from ._files import client_reason as client_reason  # for other hyperframes packages, not public
+from ._files import filesystem as filesystem  # for other hyperframes packages, not public
 from ._files import (
-    RemoteFiles,
-    bare_url,
-    client_reason,
-    filesystem,
-    is_precondition_failed,
-    join_url,
-)
-from ._ranges import BatchPlanner, frame_runs, read_ranges
+    is_precondition_failed as is_precondition_failed,
+)  # for other hyperframes packages, not public
+from ._files import join_url as join_url  # for other hyperframes packages, not public
+from ._ranges import BatchPlanner as BatchPlanner  # for other hyperframes packages, not public
+from ._ranges import frame_runs as frame_runs  # for other hyperframes packages, not public
+from ._ranges import read_ranges as read_ranges  # for other hyperframes packages, not public
 
 __all__ = [
-    "BLOCK_BYTES",
-    "PIECE_BYTES",
-    "BatchPlanner",
-    "BlockCache",
     "CacheWarning",
-    "LocalShards",
-    "ReadAhead",
-    "RemoteFiles",
-    "RemoteShards",
-    "bare_url",
-    "client_reason",
-    "coalesce",
-    "entry_bytes",
-    "filesystem",
-    "frame_runs",
-    "is_precondition_failed",
-    "is_url",
-    "join_url",
-    "plan_key",
-    "read_ranges",
 ]
+
+#: names that left __all__, still importable with a DeprecationWarning saying where they live
+_MOVED = {
+    "PIECE_BYTES": "hyperframes.remote._cache",
+    "ReadAhead": "hyperframes.remote._ahead",
+    "coalesce": "hyperframes.remote._bytes",
+    "entry_bytes": "hyperframes.remote._cache",
+    "plan_key": "hyperframes.remote._ahead",
+}
+
+
+def __getattr__(name: str):
+    return moved_attribute(__name__, name, _MOVED)

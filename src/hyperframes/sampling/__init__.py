@@ -16,50 +16,53 @@ classes by pts). :func:`epoch_order`, :func:`balanced_order` and :func:`partitio
 of items in an epoch and each rank's share of it.
 """
 
-from .._core._change import ChangeScorer, change_score
+from .._core._change import (
+    change_score as change_score,
+)  # for other hyperframes packages, not public
+from .._core._moved import moved_attribute
 from . import _duration, _keyframes, _random, _segments, _windows  # noqa: F401  (register samplers)
-from ._base import SHORT_POLICIES, Sampler
-from ._duration import DurationSampler
-from ._keyframes import MIN_CHANGE, MIN_FLOW, KeyframesSampler, pick_changes, salience
-from ._meta import PerFrame, Plan, VideoMeta, VideoTable, as_video_table
-from ._motion import MotionSampler
-from ._order import balanced_order, class_weights, epoch_order, partition
-from ._random import CandidatesSampler, RandomSampler, ScatteredSampler, SegmentsSampler
+from ._base import Sampler
+from ._keyframes import MIN_CHANGE as MIN_CHANGE  # for other hyperframes packages, not public
+from ._keyframes import MIN_FLOW as MIN_FLOW  # for other hyperframes packages, not public
+from ._keyframes import pick_changes as pick_changes  # for other hyperframes packages, not public
+from ._keyframes import salience as salience  # for other hyperframes packages, not public
+from ._meta import PerFrame as PerFrame  # for other hyperframes packages, not public
+from ._meta import Plan, VideoMeta
+from ._meta import VideoTable as VideoTable  # for other hyperframes packages, not public
+from ._order import balanced_order as balanced_order  # for other hyperframes packages, not public
+from ._order import epoch_order as epoch_order  # for other hyperframes packages, not public
+from ._order import partition as partition  # for other hyperframes packages, not public
 from ._registry import create_sampler, list_samplers, register_sampler
-from ._segments import PerSegmentSampler, SegmentTable, frame_labels
-from ._windows import SlidingSampler, UniformSampler
+from ._segments import SegmentTable as SegmentTable  # for other hyperframes packages, not public
+from ._segments import frame_labels as frame_labels  # for other hyperframes packages, not public
 
 __all__ = [
-    "MIN_CHANGE",
-    "MIN_FLOW",
-    "SHORT_POLICIES",
-    "CandidatesSampler",
-    "ChangeScorer",
-    "DurationSampler",
-    "KeyframesSampler",
-    "MotionSampler",
-    "PerFrame",
-    "PerSegmentSampler",
     "Plan",
-    "RandomSampler",
     "Sampler",
-    "ScatteredSampler",
-    "SegmentTable",
-    "SegmentsSampler",
-    "SlidingSampler",
-    "UniformSampler",
     "VideoMeta",
-    "VideoTable",
-    "as_video_table",
-    "balanced_order",
-    "change_score",
-    "class_weights",
     "create_sampler",
-    "epoch_order",
-    "frame_labels",
     "list_samplers",
-    "partition",
-    "pick_changes",
     "register_sampler",
-    "salience",
 ]
+
+#: names that left __all__, still importable with a DeprecationWarning saying where they live
+_MOVED = {
+    "CandidatesSampler": "hyperframes.sampling._random",
+    "ChangeScorer": "hyperframes._core._change",
+    "DurationSampler": "hyperframes.sampling._duration",
+    "KeyframesSampler": "hyperframes.sampling._keyframes",
+    "MotionSampler": "hyperframes.sampling._motion",
+    "PerSegmentSampler": "hyperframes.sampling._segments",
+    "RandomSampler": "hyperframes.sampling._random",
+    "SHORT_POLICIES": "hyperframes.sampling._base",
+    "ScatteredSampler": "hyperframes.sampling._random",
+    "SegmentsSampler": "hyperframes.sampling._random",
+    "SlidingSampler": "hyperframes.sampling._windows",
+    "UniformSampler": "hyperframes.sampling._windows",
+    "as_video_table": "hyperframes.sampling._meta",
+    "class_weights": "hyperframes.sampling._order",
+}
+
+
+def __getattr__(name: str):
+    return moved_attribute(__name__, name, _MOVED)
