@@ -51,18 +51,10 @@ _LAZY = {
 }
 
 
-#: names that left __all__, still importable with a DeprecationWarning saying where they live
-_MOVED = {
-    "HeaderSize": "hyperframes.build._build",
-}
-
-
 def __getattr__(name: str):
-    if name in _MOVED:
-        return moved_attribute(__name__, name, _MOVED)
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_attribute(__name__, name)
 
 
 def __dir__() -> list[str]:

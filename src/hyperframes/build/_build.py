@@ -57,7 +57,7 @@ def build_store(
     """Build (or resume) the store ``out`` from ``data``: a folder, an HDF5 file or a URL (see
     the module docstring; resuming and crashes: ``_folder``).
     ``input_format`` / ``root``: how to read ``data`` and the folder its listed paths are
-    relative to (see :func:`hyperframes.inputs._sources.scan_inputs`). ``engine``: ``local``
+    relative to (see :func:`hyperframes.inputs.scan_inputs`). ``engine``: ``local``
     (``options.workers`` processes here) or ``ray`` (``options.workers`` actors on the Ray
     cluster at ``ray_address``, a new one on this machine when None; see ``_ray``)."""
     options = options or BuildOptions()

@@ -7,10 +7,11 @@ within a time span); ``FpsResampler`` picks frames for a
 target frame rate as they stream by. Importing this package never imports the optional libraries.
 """
 
+# ``from ._x import name as name``: for the other hyperframes packages, not public
 from .._core._moved import moved_attribute
 from . import _decord, _framefolder, _opencv, _pyav, _torchcodec  # noqa: F401  (registration)
 from ._audio import DecodedAudio, decode_audio
-from ._audio import stream_audio as stream_audio  # for other hyperframes packages, not public
+from ._audio import stream_audio as stream_audio
 from ._base import (
     DecodedFrame,
     Decoder,
@@ -20,9 +21,9 @@ from ._base import (
     list_decoders,
     register_decoder,
 )
-from ._resample import FpsResampler as FpsResampler  # for other hyperframes packages, not public
-from ._resample import Resampled as Resampled  # for other hyperframes packages, not public
-from ._resize import resize_rgb as resize_rgb  # for other hyperframes packages, not public
+from ._resample import FpsResampler as FpsResampler
+from ._resample import Resampled as Resampled
+from ._resize import resize_rgb as resize_rgb
 
 __all__ = [
     "DecodeReport",
@@ -36,13 +37,6 @@ __all__ = [
     "register_decoder",
 ]
 
-#: names that left __all__, still importable with a DeprecationWarning saying where they live
-_MOVED = {
-    "AUDIO_LAYOUTS": "hyperframes.decode._audio",
-    "AUDIO_MARGIN_SECONDS": "hyperframes.decode._audio",
-    "AudioStream": "hyperframes.decode._audio",
-}
-
 
 def __getattr__(name: str):
-    return moved_attribute(__name__, name, _MOVED)
+    return moved_attribute(__name__, name)

@@ -14,17 +14,6 @@ __all__ = [
     "run_detection_demo",
 ]
 
-#: names that left __all__, still importable with a DeprecationWarning saying where they live
-_MOVED = {
-    "DETECTION_CLASSES": "hyperframes.demo._detection",
-    "MOTION_CLASSES": "hyperframes.demo._synthetic",
-    "make_detection_frames": "hyperframes.demo._detection",
-    "make_motion_frames": "hyperframes.demo._synthetic",
-    "make_segmentation_frames": "hyperframes.demo._synthetic",
-    "measure_reads": "hyperframes.demo._run",
-    "write_h264": "hyperframes.demo._synthetic",
-}
-
 
 def __getattr__(name: str):
-    return moved_attribute(__name__, name, _MOVED)
+    return moved_attribute(__name__, name)

@@ -54,18 +54,6 @@ __all__ = [
     "resolve_contract",
 ]
 
-#: names that left __all__, still importable with a DeprecationWarning saying where they live
-_MOVED = {
-    "FrameSplit": "hyperframes.infer._reuse",
-    "Preprocess": "hyperframes.infer._load",
-    "TimelineWriter": "hyperframes.infer._timeline",
-    "VideoAnnotator": "hyperframes.infer._annotate",
-    "onnx_models": "hyperframes.infer._export",
-    "plot_timeline": "hyperframes.infer._timeline",
-    "read_checkpoint": "hyperframes.infer._load",
-    "split_model": "hyperframes.infer._reuse",
-}
-
 
 def __getattr__(name: str):
-    return moved_attribute(__name__, name, _MOVED)
+    return moved_attribute(__name__, name)

@@ -11,7 +11,7 @@
     logits = net(net.example_input(batch=2, size=64))
 
 Layouts: ``temporal`` (B, T, C, H, W); ``channel`` (B, C*T, H, W), frame-major;
-``conv3d`` (B, C, T, H, W); ``keyframe`` :class:`Keyframes` ``(key (B, C, H, W),
+``conv3d`` (B, C, T, H, W); ``keyframe`` a ``Keyframes`` pair ``(key (B, C, H, W),
 context (B, T, C, H, W))`` with key = frame T // 2. :func:`to_layout` converts a temporal
 batch into any of them. Models take an optional ``mask`` (B, T) bool of valid frames.
 
@@ -21,6 +21,7 @@ hyperframes checkpoint with a ``"model"`` entry); nothing is downloaded.
 
 from __future__ import annotations
 
+# ``from ._x import name as name``: for the other hyperframes packages, not public
 from .._core._moved import moved_attribute
 from . import (  # noqa: F401 (register)
     _channel,
@@ -33,21 +34,19 @@ from . import (  # noqa: F401 (register)
     _tsn,
 )
 from ._audiovisual import AudioVisual  # registers av_*
-from ._base import STAGE_PROBE as STAGE_PROBE  # for other hyperframes packages, not public
+from ._base import STAGE_PROBE as STAGE_PROBE
 from ._base import VideoModel
-from ._base import (
-    other_frames_refusal as other_frames_refusal,
-)  # for other hyperframes packages, not public
-from ._base import stage_match as stage_match  # for other hyperframes packages, not public
-from ._base import to_layout as to_layout  # for other hyperframes packages, not public
+from ._base import other_frames_refusal as other_frames_refusal
+from ._base import stage_match as stage_match
+from ._base import to_layout as to_layout
 from ._detection import MAX_DETECTIONS as MAX_DETECTIONS  # for the task and infer, not public
 from ._detection import anchor_levels as anchor_levels
 from ._detection import decode_detections as decode_detections
 from ._detection import detection_head as detection_head
 from ._detection import split_output as split_output
 from ._keyframe import UNet
-from ._keyframe import aux_weight as aux_weight  # for other hyperframes packages, not public
-from ._lstm import CNNLSTM as CNNLSTM  # for other hyperframes packages, not public
+from ._keyframe import aux_weight as aux_weight
+from ._lstm import CNNLSTM as CNNLSTM
 from ._outputs import downscale as downscale  # for train and infer (their public names)
 from ._outputs import hidden_picture as hidden_picture
 from ._outputs import masked_patch_errors as masked_patch_errors
@@ -59,18 +58,12 @@ from ._outputs import reconstruction_rows as reconstruction_rows
 from ._outputs import ssim as ssim
 from ._outputs import takes_recipe as takes_recipe
 from ._registry import ModelInfo, ModelSpec, create, describe, get_spec, list_models, register_model
-from ._registry import (
-    check_model_size as check_model_size,
-)  # for other hyperframes packages, not public
-from ._restore import (
-    bicubic_upscale as bicubic_upscale,
-)  # for other hyperframes packages, not public
-from ._restore import (
-    neighbour_blend as neighbour_blend,
-)  # for other hyperframes packages, not public
+from ._registry import check_model_size as check_model_size
+from ._restore import bicubic_upscale as bicubic_upscale
+from ._restore import neighbour_blend as neighbour_blend
 from ._tsm import TSM
 from ._tsn import TSN
-from ._tsn import consensus as consensus  # for other hyperframes packages, not public
+from ._tsn import consensus as consensus
 from ._weights import load_pretrained
 
 #: ``hyperframes.models.list()`` -- the registered names. Kept out of ``__all__`` so that
@@ -93,32 +86,6 @@ __all__ = [
     "register_model",
 ]
 
-#: names that left __all__, still importable with a DeprecationWarning saying where they live
-_MOVED = {
-    "Aggregator": "hyperframes.models._keyframe",
-    "AudioVisualFusion": "hyperframes.models._audiovisual",
-    "ChannelDetector": "hyperframes.models._detection",
-    "ChannelFusion": "hyperframes.models._channel",
-    "KeyframeSegmenter": "hyperframes.models._keyframe",
-    "Keyframes": "hyperframes.models._base",
-    "LAYOUTS": "hyperframes.models._base",
-    "LoadReport": "hyperframes.models._weights",
-    "MaskedVideoAutoencoder": "hyperframes.models._mae",
-    "R2Plus1DTiny": "hyperframes.models._cnn3d",
-    "TemporalShiftConv2d": "hyperframes.models._tsm",
-    "TorchvisionVideo": "hyperframes.models._cnn3d",
-    "VideoTransformer": "hyperframes.models._transformer",
-    "as_audiovisual": "hyperframes.models._audiovisual",
-    "as_keyframes": "hyperframes.models._base",
-    "inflate_conv2d": "hyperframes.models._channel",
-    "inflate_weight": "hyperframes.models._weights",
-    "patchify": "hyperframes.models._mae",
-    "read_state_dict": "hyperframes.models._weights",
-    "temporal_shift": "hyperframes.models._tsm",
-    "tube_mask": "hyperframes.models._mae",
-    "unpatchify": "hyperframes.models._mae",
-}
-
 
 def __getattr__(name: str):
-    return moved_attribute(__name__, name, _MOVED)
+    return moved_attribute(__name__, name)

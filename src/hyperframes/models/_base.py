@@ -49,7 +49,7 @@ TASKS = tuple(name for name, traits in TASK_TRAITS.items() if traits.model_task 
 
 
 #: input of the ``keyframe`` layout: ``key`` K_t (B, C, H, W), the middle frame ``T // 2`` of
-#: ``context`` (B, T, C, H, W); the same named tuple as :class:`hyperframes.data.KeyframeWindow`
+#: ``context`` (B, T, C, H, W); the same named tuple as :class:`hyperframes._core._layouts.KeyframeWindow`
 Keyframes = KeyframeWindow
 
 

@@ -142,50 +142,12 @@ __all__ = [
 ]
 
 
-#: names that left __all__, still importable with a DeprecationWarning saying where they live
-_MOVED = {
-    "ClassificationTask": "hyperframes.train._tasks",
-    "DetectionTask": "hyperframes.train._detection",
-    "MaskedVideoTask": "hyperframes.train._masked",
-    "MultilabelTask": "hyperframes.train._multilabel",
-    "SegmentationTask": "hyperframes.train._tasks",
-    "average_precision": "hyperframes.train._multilabel",
-    "build_model": "hyperframes.train._setup",
-    "classification_metrics": "hyperframes.train._metrics",
-    "confusion_matrix": "hyperframes.train._metrics",
-    "content_hash": "hyperframes.train._leakage",
-    "downscale": "hyperframes.train._frame_data",
-    "find_leakage": "hyperframes.train._leakage",
-    "format_metrics": "hyperframes.train._eval",
-    "get_task": "hyperframes.train._tasks",
-    "hidden_picture": "hyperframes.train._keyframe_recipe",
-    "iou_from_confusion": "hyperframes.train._metrics",
-    "lr_at": "hyperframes.train._schedule",
-    "masked_patch_errors": "hyperframes.train._masked",
-    "masked_psnr": "hyperframes.train._masked",
-    "multilabel_metrics": "hyperframes.train._multilabel",
-    "per_class_scores": "hyperframes.train._metrics",
-    "picture_png": "hyperframes.train._masked",
-    "psnr": "hyperframes.train._frame_tasks",
-    "reconstruction_rows": "hyperframes.train._masked",
-    "scaled_lr": "hyperframes.train._schedule",
-    "segmentation_metrics": "hyperframes.train._metrics",
-    "split_videos": "hyperframes.train._splits",
-    "ssim": "hyperframes.train._frame_tasks",
-    "takes_recipe": "hyperframes.train._keyframe_recipe",
-    "topk_accuracy": "hyperframes.train._metrics",
-    "video_level": "hyperframes.train._metrics",
-}
-
-
 def __getattr__(name: str):
-    if name in _MOVED:
-        return moved_attribute(__name__, name, _MOVED)
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
         return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_attribute(__name__, name)
 
 
 def __dir__() -> list[str]:

@@ -12,17 +12,14 @@ Each transform also has a batch form (``draw`` per sample, ``batch_apply`` over 
 :class:`PerSample`.
 """
 
+# ``from ._x import name as name``: for the other hyperframes packages, not public
 from ..._core._moved import moved_attribute
 from ._base import Compose, PerSample, Transform, Window
 from ._base import batch_steps as batch_steps  # the batch pipeline's (data._pipeline)
-from ._base import (
-    transform_generator as transform_generator,
-)  # for other hyperframes packages, not public
+from ._base import transform_generator as transform_generator
 from ._color import ColorJitter, GaussianNoise
-from ._contract import ContractCrop as ContractCrop  # for other hyperframes packages, not public
-from ._contract import (
-    contract_transform as contract_transform,
-)  # for other hyperframes packages, not public
+from ._contract import ContractCrop as ContractCrop
+from ._contract import contract_transform as contract_transform
 from ._normalize import Normalize, ToFloat
 from ._registry import create_transform, list_transforms, register_transform
 from ._spatial import (
@@ -60,14 +57,6 @@ __all__ = [
     "register_transform",
 ]
 
-#: names that left __all__, still importable with a DeprecationWarning saying where they live
-_MOVED = {
-    "apply_batch": "hyperframes.data.transforms._base",
-    "as_window": "hyperframes.data.transforms._base",
-    "normalize": "hyperframes.data.transforms._normalize",
-    "to_float": "hyperframes.data.transforms._normalize",
-}
-
 
 def __getattr__(name: str):
-    return moved_attribute(__name__, name, _MOVED)
+    return moved_attribute(__name__, name)
