@@ -141,7 +141,7 @@ def test_every_public_name_imports():
 @pytest.mark.parametrize(
     ("module", "name", "where"),
     [
-        ("hyperframes.train", "psnr", "hyperframes.train._frame_tasks"),
+        ("hyperframes.train", "psnr", "hyperframes.models._outputs"),
         ("hyperframes.sampling", "UniformSampler", "hyperframes.sampling._windows"),
         ("hyperframes.models", "R2Plus1DTiny", "hyperframes.models._cnn3d"),
         ("hyperframes.store", "dequantise", "hyperframes.store._tracks"),

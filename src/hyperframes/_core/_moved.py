@@ -33,8 +33,8 @@ MOVED: dict[str, dict[str, str]] = {
         "hyperframes.data._warp": "compose_flow compose_flows compose_homography resize_flow warp_by_flow warp_by_homography",
     },
     "hyperframes.data.transforms": {
+        "hyperframes._core._normalize": "normalize to_float",
         "hyperframes.data.transforms._base": "apply_batch as_window",
-        "hyperframes.data.transforms._normalize": "normalize to_float",
     },
     "hyperframes.decode": {
         "hyperframes.decode._audio": "AUDIO_LAYOUTS AUDIO_MARGIN_SECONDS AudioStream",
@@ -84,13 +84,11 @@ MOVED: dict[str, dict[str, str]] = {
         "hyperframes.store._tracks": "dequantise",
     },
     "hyperframes.train": {
+        "hyperframes.models._outputs": "downscale hidden_picture masked_patch_errors masked_psnr picture_png psnr reconstruction_rows ssim takes_recipe",
         "hyperframes.train._detection": "DetectionTask",
-        "hyperframes.train._eval": "format_metrics",
-        "hyperframes.train._frame_data": "downscale",
-        "hyperframes.train._frame_tasks": "psnr ssim",
-        "hyperframes.train._keyframe_recipe": "hidden_picture takes_recipe",
+        "hyperframes.train._eval_table": "format_metrics",
         "hyperframes.train._leakage": "content_hash find_leakage",
-        "hyperframes.train._masked": "MaskedVideoTask masked_patch_errors masked_psnr picture_png reconstruction_rows",
+        "hyperframes.train._masked": "MaskedVideoTask",
         "hyperframes.train._metrics": "classification_metrics confusion_matrix iou_from_confusion per_class_scores segmentation_metrics topk_accuracy video_level",
         "hyperframes.train._multilabel": "MultilabelTask average_precision multilabel_metrics",
         "hyperframes.train._schedule": "lr_at scaled_lr",
