@@ -4,6 +4,7 @@ import ast
 import importlib
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -127,9 +128,6 @@ def test_public_face_is_at_most_160_names_and_pinned():
     assert found == {module: sorted(names.split()) for module, names in PUBLIC.items()}
     distinct = {name for names in found.values() for name in names}
     assert len(distinct) <= 160, len(distinct)
-
-
-def test_every_public_name_imports():
     for module, names in PUBLIC.items():
         if module == "hyperframes.integrations.mmaction":  # needs mmaction2 (tested there)
             continue
@@ -166,3 +164,24 @@ def test_every_moved_name_resolves():
             for name in names.split():
                 assert name not in PUBLIC[module].split(), f"{module}.{name} is public"
                 assert hasattr(importlib.import_module(where), name), f"{module}.{name} -> {where}"
+
+
+@pytest.mark.parametrize(
+    ("module", "function", "parameter", "modes"),
+    [
+        ("hyperframes.sampling", "Sampler.__init__", "short", ("error", "drop", "pad")),
+        ("hyperframes.infer", "predict_video", "short", ("error", "pad")),
+        ("hyperframes.infer", "Predictor.__init__", "short", ("error", "pad")),
+        ("hyperframes.build", "build_store", "engine", ("local", "ray")),
+        ("hyperframes.build", "convert_to_hdf5", "compression", ("lzf", "blosc", "gzip", "none")),
+        ("hyperframes.models", "TSN.__init__", "consensus", ("avg", "attention")),
+        ("hyperframes.decode", "register_decoder", "reads", ("video", "frames")),
+        ("hyperframes.data", "to_layout", "name", ("temporal", "channel", "conv3d", "keyframe")),
+    ],
+)
+def test_string_modes_are_literals(module, function, parameter, modes):
+    obj = importlib.import_module(module)
+    for part in function.split("."):
+        obj = getattr(obj, part)
+    hint = typing.get_type_hints(obj, globalns=sys.modules[obj.__module__].__dict__)[parameter]
+    assert typing.get_args(hint) == modes
