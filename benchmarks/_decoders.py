@@ -21,7 +21,7 @@ DECODERS = ("pyav", "torchcodec", "decord")
 
 def available() -> list[str]:
     """The decoders of :data:`DECODERS` that load here (hyperframes.bench's own probe)."""
-    from hyperframes.bench import available_window_decoders
+    from hyperframes.bench._onthefly import available_window_decoders
 
     loaded = set(available_window_decoders())
     return [name for name in DECODERS if name in loaded]

@@ -149,7 +149,7 @@ def sliding_windows(store) -> list[tuple[int, int]]:
 def on_the_fly(raw, windows, seconds: float) -> dict[str, dict]:
     """Each decoder of ``_decoders.DECODERS``: windows/s over the videos it can decode (the
     others listed with the reason, as ``hyperframes bench`` does), or why not at all."""
-    from hyperframes.bench import available_window_decoders, cannot_decode
+    from hyperframes.bench._onthefly import available_window_decoders, cannot_decode
 
     picked = windows[:: max(1, len(windows) // 64)]
     np.random.default_rng(0).shuffle(picked)

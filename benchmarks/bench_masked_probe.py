@@ -124,7 +124,7 @@ def supervised_encoder(per_class: int, steps: int, seed: int, opts: dict):
     direction of motion at all."""
     import torch
 
-    from hyperframes.demo import make_motion_frames
+    from hyperframes.demo._synthetic import make_motion_frames
     from hyperframes.models import create
 
     t, stride = WINDOWS["frames"], WINDOWS["sampler_options"]["stride"]

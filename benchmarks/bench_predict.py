@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import write_result
 from hyperframes import models
 from hyperframes.decode import create_decoder
-from hyperframes.demo import make_motion_frames, write_h264
+from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.infer import InputContract, Predictor, iter_predictions
 
 

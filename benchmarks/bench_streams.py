@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import write_result
 from hyperframes import models
 from hyperframes.build import BuildOptions, build_store
-from hyperframes.demo import make_motion_dataset, make_motion_frames
+from hyperframes.demo import make_motion_dataset
+from hyperframes.demo._synthetic import make_motion_frames
 from hyperframes.infer import InputContract, MultiStream, Predictor, iter_predictions
 
 T, STRIDE, SIZE, NAME = 4, 2, 64, "channel_mobilenet_v3_small"

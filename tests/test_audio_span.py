@@ -16,7 +16,8 @@ from _media import write_video_with_audio
 from hyperframes import DecodeError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli._main import main
-from hyperframes.decode import AUDIO_MARGIN_SECONDS, decode_audio, stream_audio
+from hyperframes.decode import decode_audio, stream_audio
+from hyperframes.decode._audio import AUDIO_MARGIN_SECONDS
 from hyperframes.store import open_store
 
 RATE = 16000

@@ -34,9 +34,9 @@ from hyperframes.data.transforms import (
     Shuffle,
     ToFloat,
     Window,
-    apply_batch,
     transform_generator,
 )
+from hyperframes.data.transforms._base import apply_batch
 from test_flow_channels import moving_store  # noqa: F401 (the flow store fixture)
 
 B, T, H, W = 3, 4, 24, 32

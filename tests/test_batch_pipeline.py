@@ -216,7 +216,7 @@ def test_mixed_shapes_without_a_size_transform_still_explain(mixed):
 
 
 def _normalised(batch):
-    from hyperframes.data.transforms import normalize
+    from hyperframes.data.transforms._normalize import normalize
 
     return normalize(batch.frames, (0.5, 0.5, 0.5), (0.25, 0.25, 0.25))
 

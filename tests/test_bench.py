@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from hyperframes.bench import available_window_decoders, plan_windows, run_bench, window_decoder
+from hyperframes.bench import plan_windows, run_bench
+from hyperframes.bench._onthefly import available_window_decoders, window_decoder
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.store import open_store
 

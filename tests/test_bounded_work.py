@@ -21,7 +21,7 @@ from hyperframes.build import BuildOptions
 from hyperframes.cli import main
 from hyperframes.infer import export_onnx, load_inference_model, predict_video
 from hyperframes.inputs import scan_inputs
-from hyperframes.models import read_state_dict
+from hyperframes.models._weights import read_state_dict
 from hyperframes.store import open_store, verify_store
 from hyperframes.train import load_checkpoint
 from hyperframes.train._checkpoint import save_checkpoint

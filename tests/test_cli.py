@@ -50,7 +50,7 @@ def test_predict_command(tmp_path, capsys):
     import numpy as np
 
     from hyperframes.cli import main
-    from hyperframes.demo import make_motion_frames, write_h264
+    from hyperframes.demo._synthetic import make_motion_frames, write_h264
 
     ckpt = _checkpoint(tmp_path / "best.pt")
     clip = make_motion_frames("up", frames=12, size=32, rng=np.random.default_rng(0))

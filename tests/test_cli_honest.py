@@ -76,7 +76,8 @@ def test_bench_builds_like_build_and_keeps_stores_only_when_asked(
 
 
 def test_bench_memcpy_anchor_copies_the_bytes_the_windows_read(real_store):
-    from hyperframes.bench import plan_windows, run_bench, window_bytes
+    from hyperframes.bench import plan_windows, run_bench
+    from hyperframes.bench._run import window_bytes
 
     result = run_bench(
         real_store.path, frames=4, batch=4, windows=24, decoders=[], budget_seconds=0.1
@@ -115,7 +116,7 @@ def test_bench_decoders_skip_what_they_cannot_decode_and_say_why(real_data, tmp_
     assert done.returncode == 0, done.stderr
     assert "[av1 @" not in done.stderr  # the decoders' FFmpeg warnings do not flood the terminal
     rows = json.loads(done.stdout)["rows"]
-    from hyperframes.bench import available_window_decoders
+    from hyperframes.bench._onthefly import available_window_decoders
 
     for name in available_window_decoders():
         row = rows[f"decode:{name}"]

@@ -17,12 +17,14 @@ import yaml
 from _stores import tiny_train_config
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
-from hyperframes.demo import make_motion_dataset, make_motion_frames, write_h264
+from hyperframes.demo import make_motion_dataset
+from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.store import open_store
-from hyperframes.train import classification_metrics, load_checkpoint
+from hyperframes.train import load_checkpoint
 from hyperframes.train._checkpoint import rebuild_model
 from hyperframes.train._config import config_from_dict
 from hyperframes.train._data import make_dataset
+from hyperframes.train._metrics import classification_metrics
 from hyperframes.train._schedule import lr_at
 
 CLASSES = ("left", "right", "up")

@@ -8,8 +8,9 @@ import torch
 
 from _media import identify, make_class_folder, write_video
 from hyperframes import ConfigError, DataError, StoreError
+from hyperframes._core._layouts import KeyframeWindow
 from hyperframes.build import BuildOptions, build_store
-from hyperframes.data import HyperframeBatch, HyperframeDataset, KeyframeWindow, loader
+from hyperframes.data import HyperframeBatch, HyperframeDataset, loader
 from hyperframes.data.transforms import Compose, RandomHorizontalFlip, RandomResizedCrop, Window
 from hyperframes.store import open_store
 

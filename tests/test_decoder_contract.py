@@ -14,7 +14,8 @@ from hyperframes import models as M
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.decode import create_decoder
-from hyperframes.demo import make_motion_dataset, make_motion_frames, write_h264
+from hyperframes.demo import make_motion_dataset
+from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.infer import InputContract, predict_video
 from hyperframes.infer._video import choose_decoder
 from hyperframes.store import open_store

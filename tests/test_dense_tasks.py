@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, models
-from hyperframes.demo import make_segmentation_frames
+from hyperframes.demo._synthetic import make_segmentation_frames
 from hyperframes.infer import InputContract, Predictor
+from hyperframes.models._base import Keyframes
 
 T = 4
 
@@ -81,7 +82,7 @@ def test_classification_windows_are_not_mirrored(seg_clip):
 def _keyframes(frames: int = T, size: int = 16):
     g = torch.Generator().manual_seed(3)
     context = torch.rand(2, frames, 3, size, size, generator=g)
-    return models.Keyframes(context[:, frames // 2], context)
+    return Keyframes(context[:, frames // 2], context)
 
 
 def test_channel_attention_gates_h_t_per_channel():
@@ -109,7 +110,7 @@ def test_keyframe_norm_option_normalises_each_clip_by_its_own():
     # train mode: a clip's H_t does not depend on the other clips of its batch
     x = _keyframes()
     with torch.no_grad():
-        alone = model.hidden(models.Keyframes(x.key[:1], x.context[:1]))
+        alone = model.hidden(Keyframes(x.key[:1], x.context[:1]))
         torch.testing.assert_close(alone, model.hidden(x)[:1])
     cfg = load_config({"data": {"store": "s"}, "model": {"name": "keyframe_unet", "norm": "layer"}})
     assert cfg.model.norm == "layer"

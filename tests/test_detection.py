@@ -15,10 +15,10 @@ from hyperframes import ConfigError, open_store
 from hyperframes import models as M
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data._collate import collate_targets
-from hyperframes.demo import make_detection_dataset, make_detection_frames
+from hyperframes.demo import make_detection_dataset
+from hyperframes.demo._detection import make_detection_frames
 from hyperframes.infer import export_onnx, predict_video
 from hyperframes.train import (
-    DetectionDataset,
     coco_map,
     evaluate,
     flicker_rate,
@@ -27,7 +27,7 @@ from hyperframes.train import (
     load_config,
     run_training,
 )
-from hyperframes.train._detection import crop_boxes
+from hyperframes.train._detection import DetectionDataset, crop_boxes
 
 
 @pytest.fixture(scope="module")

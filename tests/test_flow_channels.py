@@ -12,7 +12,8 @@ from _media import make_translating_video
 from hyperframes import models
 from hyperframes._core._contract import InputContract
 from hyperframes._core._errors import ConfigError, DataError
-from hyperframes.data import HyperframeDataset, compose_flow, loader, resize_flow
+from hyperframes.data import HyperframeDataset, loader
+from hyperframes.data._warp import compose_flow, resize_flow
 from hyperframes.data.transforms import (
     ColorJitter,
     Compose,

@@ -17,7 +17,8 @@ from hyperframes import ConfigError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
-from hyperframes.sampling import MotionSampler, VideoMeta, create_sampler
+from hyperframes.sampling import VideoMeta, create_sampler
+from hyperframes.sampling._motion import MotionSampler
 from hyperframes.store import open_store
 from hyperframes.train import evaluate, load_config, run_training
 from hyperframes.train._frame_data import FrameTaskDataset, downscale

@@ -16,9 +16,9 @@ from hyperframes.data.transforms import (
     Compose,
     RandomHorizontalFlip,
     RandomResizedCrop,
-    apply_batch,
     transform_generator,
 )
+from hyperframes.data.transforms._base import apply_batch
 from hyperframes.store import StoreReader
 
 needs_cuda = pytest.mark.skipif(

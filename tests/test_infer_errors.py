@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, DecodeError, InputError, models
-from hyperframes.demo import make_motion_frames, write_h264
+from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.infer import (
     InputContract,
     Predictor,

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, models
-from hyperframes.infer import InputContract, Predictor, split_model
+from hyperframes.infer import InputContract, Predictor
+from hyperframes.infer._reuse import split_model
 
 T = 4
 

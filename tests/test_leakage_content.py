@@ -27,7 +27,8 @@ from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.store import open_store
 from hyperframes.store._annotations import Annotations
-from hyperframes.train import find_leakage, run_training
+from hyperframes.train import run_training
+from hyperframes.train._leakage import find_leakage
 from hyperframes.train._similar import video_signatures
 
 CLASSES = ("left", "right", "up")

@@ -21,8 +21,8 @@ from hyperframes.data import loader
 from hyperframes.data._repeats import RepeatedWindows
 from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import Predictor, predict_video
-from hyperframes.models import create, tube_mask
-from hyperframes.models._mae import patchify, unpatchify
+from hyperframes.models import create
+from hyperframes.models._mae import patchify, tube_mask, unpatchify
 from hyperframes.store import open_store
 from hyperframes.train import (
     evaluate,

@@ -10,13 +10,13 @@ from torch.nn import functional as F
 
 from hyperframes import DataError
 from hyperframes import models as M
-from hyperframes.models._audiovisual import fuse_conv_weight
+from hyperframes.models._audiovisual import AudioVisualFusion, fuse_conv_weight
 
 NAME = "av_channel_resnet18"
 T, K, MELS, SIZE = 4, 3, 20, 32
 
 
-def _model(**kw) -> M.AudioVisualFusion:
+def _model(**kw) -> AudioVisualFusion:
     torch.manual_seed(0)
     return M.create(NAME, num_classes=5, frames=T, n_mels=MELS, columns_per_frame=K, **kw).eval()
 

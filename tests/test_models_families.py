@@ -13,6 +13,9 @@ from torch import nn
 
 from hyperframes import ConfigError, DataError
 from hyperframes import models as M
+from hyperframes.models._base import Keyframes
+from hyperframes.models._channel import inflate_conv2d
+from hyperframes.models._tsm import TemporalShiftConv2d, temporal_shift
 
 
 def _make(name: str, seed: int = 0, frames: int = 4, num_classes: int = 3, **kw):
@@ -31,7 +34,7 @@ def test_inflated_conv_on_identical_frames_equals_original_conv():
     torch.manual_seed(0)
     conv = nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=True)
     for frames in (1, 4, 7):
-        inflated = M.inflate_conv2d(conv, frames)
+        inflated = inflate_conv2d(conv, frames)
         assert inflated.in_channels == 3 * frames
         frame = torch.randn(2, 3, 20, 20)
         same = frame.repeat(1, frames, 1, 1)  # T identical frames, frame-major
@@ -128,7 +131,7 @@ def test_tsn_attention_has_its_own_parameters():
 def test_temporal_shift_moves_one_eighth_each_way_with_zero_padding():
     b, t, c = 2, 4, 16
     x = torch.arange(b * t * c, dtype=torch.float32).reshape(b, t, c, 1, 1) + 1
-    y = M.temporal_shift(x.reshape(b * t, c, 1, 1), t).reshape(b, t, c, 1, 1)
+    y = temporal_shift(x.reshape(b * t, c, 1, 1), t).reshape(b, t, c, 1, 1)
     fold = c // 8
     assert torch.equal(y[:, :-1, :fold], x[:, 1:, :fold])  # from the next frame
     assert (y[:, -1, :fold] == 0).all()
@@ -146,7 +149,7 @@ def test_tsm_has_exactly_the_plain_resnet_parameters(name, arch):
         plain = getattr(torchvision.models, arch)(weights=None, num_classes=7)
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     assert count(tsm) == count(plain)
-    shifted = [m for m in tsm.modules() if isinstance(m, M.TemporalShiftConv2d)]
+    shifted = [m for m in tsm.modules() if isinstance(m, TemporalShiftConv2d)]
     assert len(shifted) == (8 if arch == "resnet18" else 16)  # one per residual block
 
 
@@ -301,7 +304,7 @@ def test_keyframe_add_variant_is_three_channel_and_starts_as_identity():
     model = _make("keyframe_unet_add")
     assert model.segmenter.inc[0].in_channels == 3
     x = M.to_layout(_clip(), "keyframe")
-    other = M.Keyframes(x.key, torch.randn_like(x.context))
+    other = Keyframes(x.key, torch.randn_like(x.context))
     with torch.no_grad():  # zero-initialised 1x1 conv: the context cannot matter yet
         torch.testing.assert_close(model(x), model(other))
     concat = _make("keyframe_unet")

@@ -12,6 +12,7 @@ import torch
 
 from hyperframes import ConfigError
 from hyperframes import models as M
+from hyperframes.models._base import LAYOUTS, Keyframes, as_keyframes
 
 NUM_CLASSES = 3
 FRAMES = 4
@@ -86,7 +87,7 @@ def _drop_cache():
 @pytest.mark.parametrize("name", ALL)
 def test_layout_and_example_input(name):
     model, x = _built(name)
-    assert model.layout in M.LAYOUTS
+    assert model.layout in LAYOUTS
     assert model.layout == M.get_spec(name).layout
     assert model.frames == FRAMES and model.num_classes == NUM_CLASSES
     assert model.registry_name == name
@@ -101,7 +102,7 @@ def test_layout_and_example_input(name):
     elif model.layout == "conv3d":
         assert x.shape == (BATCH, c, t, SIZE, SIZE)
     else:
-        assert isinstance(x, M.Keyframes)
+        assert isinstance(x, Keyframes)
         assert x.key.shape == (BATCH, c, SIZE, SIZE)
         assert x.context.shape == (BATCH, t, c, SIZE, SIZE)
         assert torch.equal(x.key, x.context[:, t // 2])
@@ -219,7 +220,7 @@ def test_list_and_filters():
     assert M.list is M.list_models
     names = M.list()
     assert len(names) == len(set(names)) >= 15
-    for layout in M.LAYOUTS:
+    for layout in LAYOUTS:
         sub = M.list(layout=layout)
         assert sub, layout
         assert all(M.get_spec(n).layout == layout for n in sub)
@@ -323,8 +324,8 @@ def test_to_layout_round_trip():
     assert torch.equal(c3[:, :, 2], x[:, 2])
     kf = M.to_layout(x, "keyframe")
     assert torch.equal(kf.key, x[:, 1]) and kf.context is x
-    assert M.as_keyframes({"key": kf.key, "context": x}) == kf
-    assert M.as_keyframes((kf.key, x)) == kf
+    assert as_keyframes({"key": kf.key, "context": x}) == kf
+    assert as_keyframes((kf.key, x)) == kf
     with pytest.raises(ConfigError):
         M.to_layout(x, "planar")
 

@@ -8,6 +8,8 @@ import torchvision
 
 from hyperframes import ConfigError
 from hyperframes import models as M
+from hyperframes.models._tsm import TemporalShiftConv2d
+from hyperframes.models._weights import inflate_weight, read_state_dict
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +65,7 @@ def test_per_frame_and_shifted_models_take_2d_weights(resnet18_file, name, prefi
         torch.testing.assert_close(own[prefix + key], sd[key])
     if name == "tsm_resnet18":  # the shifted convs hold the plain weights
         conv = model.backbone.net.layer2[0].conv1
-        assert isinstance(conv, M.TemporalShiftConv2d)
+        assert isinstance(conv, TemporalShiftConv2d)
         torch.testing.assert_close(conv.weight, sd["layer2.0.conv1.weight"])
 
 
@@ -168,9 +170,9 @@ class _Opaque:
 
 def test_read_state_dict_and_inflate_weight_directly(resnet18_file):
     path, sd = resnet18_file
-    got = M.read_state_dict(path)
+    got = read_state_dict(path)
     assert got.keys() == sd.keys()
     w = torch.randn(4, 3, 3, 3)
-    inflated = M.inflate_weight(w, 5)
+    inflated = inflate_weight(w, 5)
     assert inflated.shape == (4, 15, 3, 3)
     torch.testing.assert_close(inflated.reshape(4, 5, 3, 3, 3).sum(1), w)

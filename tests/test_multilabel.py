@@ -16,15 +16,9 @@ from hyperframes.build import BuildOptions, build_store
 from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import Predictor, predict_video
 from hyperframes.store import open_store
-from hyperframes.train import (
-    average_precision,
-    evaluate,
-    format_metrics,
-    load_checkpoint,
-    load_config,
-    multilabel_metrics,
-    run_training,
-)
+from hyperframes.train import evaluate, load_checkpoint, load_config, run_training
+from hyperframes.train._eval import format_metrics
+from hyperframes.train._multilabel import average_precision, multilabel_metrics
 
 MOTIONS = ("left", "right", "up")
 

@@ -18,7 +18,7 @@ import pytest
 
 import hyperframes
 from hyperframes import DecodeError, InputError, models
-from hyperframes.demo import make_motion_frames, write_h264
+from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.infer import predict_video
 from hyperframes.train._checkpoint import save_checkpoint
 from test_hostile_inputs import T, _state

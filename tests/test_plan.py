@@ -12,7 +12,8 @@ import pytest
 
 from _media import write_video
 from hyperframes import DataError
-from hyperframes.bench import pick_sample, plan_store
+from hyperframes.bench import plan_store
+from hyperframes.bench._plan import pick_sample
 from hyperframes.build import BuildOptions, build_store, header_sizes
 from hyperframes.cli import main
 from hyperframes.store import list_codecs, open_store

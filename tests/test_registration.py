@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from _media import make_translating_video, smooth_texture
-from hyperframes.data import (
-    HyperframeDataset,
+from hyperframes.data import HyperframeDataset
+from hyperframes.data._warp import (
     compose_flow,
     compose_flows,
     compose_homography,

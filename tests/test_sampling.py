@@ -19,13 +19,13 @@ from hyperframes.sampling import (
     VideoTable,
     balanced_order,
     change_score,
-    class_weights,
     create_sampler,
     epoch_order,
     list_samplers,
     partition,
     register_sampler,
 )
+from hyperframes.sampling._order import class_weights
 
 ALL = ["duration", "keyframes", "random", "segments", "sliding", "uniform"]
 RANDOM = {"random", "segments", "duration"}  # plans depend on seed/epoch (train mode)

@@ -15,13 +15,8 @@ from hyperframes import ConfigError, DataError, StoreError
 from hyperframes._core._signature import SIGNATURE_WIDTH
 from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.data import HyperframeDataset
-from hyperframes.sampling import (
-    PerSegmentSampler,
-    SegmentTable,
-    VideoTable,
-    create_sampler,
-    frame_labels,
-)
+from hyperframes.sampling import SegmentTable, VideoTable, create_sampler, frame_labels
+from hyperframes.sampling._segments import PerSegmentSampler
 from hyperframes.store import open_store
 
 #: a variable-rate video's frame times: gaps a frame count at 20 fps would misplace
@@ -261,7 +256,7 @@ def test_trimmed_classification_from_untrimmed_videos_from_the_command_line(tmp_
     import yaml
 
     from hyperframes.cli import main
-    from hyperframes.demo import make_motion_frames, write_h264
+    from hyperframes.demo._synthetic import make_motion_frames, write_h264
 
     rng = np.random.default_rng(0)
     rows = ["path,label,split,start,end"]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, DataError, InputError, models
-from hyperframes.demo import make_motion_frames
+from hyperframes.demo._synthetic import make_motion_frames
 from hyperframes.infer import InputContract, MultiStream, Predictor
 from hyperframes.store import open_store
 

@@ -13,7 +13,7 @@ import torchvision.transforms.v2.functional as TF
 from _media import make_beep_video, make_translating_video, write_video
 from hyperframes._core._errors import DataError
 from hyperframes.build import BuildOptions, build_store
-from hyperframes.data import column_times, logmel_columns
+from hyperframes.data._audio import column_times, logmel_columns
 from hyperframes.data._flow_geometry import follow_geometry
 from hyperframes.data._tracks import WindowTracks
 from hyperframes.data.transforms import (
@@ -273,7 +273,7 @@ def test_opencv_uint8_warps_match_the_float_warps(small_flow_store):
     grid_sample: the same pixels within two grey levels, zeros outside alike; and the int8
     flow dequantised in torch for a batch equals the store's own read."""
     from _media import smooth_texture
-    from hyperframes.data import warp_by_flow, warp_by_homography
+    from hyperframes.data._warp import warp_by_flow, warp_by_homography
 
     tex = torch.from_numpy(smooth_texture(40, 48, seed=2))
     frames = tex[None, None].repeat(3, 3, 1, 1)  # (T=3, C=3, 40, 48)

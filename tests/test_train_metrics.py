@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hyperframes.train import (
+from hyperframes.train._metrics import (
     classification_metrics,
     confusion_matrix,
     iou_from_confusion,

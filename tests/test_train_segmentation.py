@@ -19,7 +19,8 @@ from hyperframes.demo import make_segmentation_dataset
 from hyperframes.infer import Predictor, load_inference_model
 from hyperframes.models import UNet
 from hyperframes.store import open_store
-from hyperframes.train import SegmentationDataset, evaluate, load_config, run_training
+from hyperframes.train import evaluate, load_config, run_training
+from hyperframes.train._segmentation import SegmentationDataset
 
 
 @pytest.fixture(scope="module")

@@ -18,20 +18,10 @@ from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import Hyperframe, HyperframeBatch, HyperframeDataset, loader
 from hyperframes.data._loader import collate_hyperframes
 from hyperframes.demo import make_motion_dataset
-from hyperframes.train import (
-    ClassificationTask,
-    MultilabelTask,
-    SegmentationTask,
-    Task,
-    classification_metrics,
-    create_task,
-    get_task,
-    list_tasks,
-    register_task,
-    run_training,
-    segmentation_metrics,
-)
-from hyperframes.train._tasks import _TASKS
+from hyperframes.train import Task, create_task, list_tasks, register_task, run_training
+from hyperframes.train._metrics import classification_metrics, segmentation_metrics
+from hyperframes.train._multilabel import MultilabelTask
+from hyperframes.train._tasks import _TASKS, ClassificationTask, SegmentationTask, get_task
 
 B, C, H, W = 4, 3, 5, 6
 

@@ -26,10 +26,10 @@ from hyperframes.data.transforms import (
     ToFloat,
     Transform,
     Window,
-    apply_batch,
-    normalize,
     transform_generator,
 )
+from hyperframes.data.transforms._base import apply_batch
+from hyperframes.data.transforms._normalize import normalize
 
 T = 6
 

@@ -455,7 +455,7 @@ def _shape_or_type(x) -> tuple | str:
     return tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
 
 
-def model_frames(frames, layout: str, dtype: str = "uint8", flow=None, *, alloc=None):
+def model_frames(frames, layout: Layout, dtype: str = "uint8", flow=None, *, alloc=None):
     """Dtype, layout and flow planes of a window (T, C, H, W) or a batch (B, T, C, H, W) of
     frames: the one implementation the dataset and :meth:`InputContract.prepare` share.
     uint8 frames become ``dtype`` (a float dtype: scaled to [0, 1]), float frames are kept;

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._contract_checks import LAYOUTS
+from ._contract_checks import LAYOUTS, Layout
 from ._errors import ConfigError, DataError
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "PAD_LEAKS",
     "AudioVisual",
     "KeyframeWindow",
+    "Layout",
     "expand_channel_stats",
     "from_layout",
     "list_layouts",
@@ -96,7 +97,7 @@ def _batched(x: object, what: str) -> bool:
     return x.ndim == 5
 
 
-def to_layout(x: torch.Tensor, name: str) -> torch.Tensor | KeyframeWindow:
+def to_layout(x: torch.Tensor, name: Layout) -> torch.Tensor | KeyframeWindow:
     """Rearrange a window (T, C, H, W) or batch (B, T, C, H, W) into layout ``name``."""
     _check_name(name)
     b = _batched(x, "to_layout")

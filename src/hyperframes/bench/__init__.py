@@ -1,33 +1,22 @@
 """Measurements: store reads vs on-the-fly decoding vs memcpy (``hyperframes bench``), and
 which codec to build with, measured on a sample (``hyperframes plan``)."""
 
-from ._onthefly import available_window_decoders, cannot_decode, window_decoder
-from ._plan import PlanRow, StorePlan, format_plan, pick_sample, plan_store, plan_verdict
-from ._run import (
-    format_bench,
-    plan_windows,
-    run_bench,
-    time_memcpy,
-    time_onthefly,
-    time_store,
-    window_bytes,
-)
+# ``from ._x import name as name``: for the other hyperframes packages, not public
+from .._core._moved import moved_attribute
+from ._plan import format_plan, plan_store
+from ._plan import plan_verdict as plan_verdict
+from ._run import format_bench, run_bench
+from ._run import plan_windows as plan_windows
+from ._run import time_onthefly as time_onthefly
+from ._run import time_store as time_store
 
 __all__ = [
-    "PlanRow",
-    "StorePlan",
-    "available_window_decoders",
-    "cannot_decode",
     "format_bench",
     "format_plan",
-    "pick_sample",
     "plan_store",
-    "plan_verdict",
-    "plan_windows",
     "run_bench",
-    "time_memcpy",
-    "time_onthefly",
-    "time_store",
-    "window_bytes",
-    "window_decoder",
 ]
+
+
+def __getattr__(name: str):
+    return moved_attribute(__name__, name)

@@ -83,7 +83,7 @@ class StorePlan:
 
 
 def pick_sample(sizes, n: int) -> list:
-    """``n`` of ``sizes`` (:class:`hyperframes.build.HeaderSize`) spread across how hard they
+    """``n`` of ``sizes`` (:class:`hyperframes.build._build.HeaderSize`) spread across how hard they
     compress, sizes and codecs: ordered by source bytes per header pixel (:func:`_spend`), the
     video at the middle of each of ``n`` equal shares of the total header pixels (frames x
     stored size: the store's bytes follow the pixels, so the large videos weigh most); then

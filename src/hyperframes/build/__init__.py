@@ -27,19 +27,15 @@ imported only by what uses them."""
 
 import importlib
 
+from .._core._moved import moved_attribute
 from ._options import BuildOptions
 
 __all__ = [
     "BuildOptions",
     "BuildReport",
-    "HeaderSize",
     "build_store",
-    "conversion_summary",
     "convert_codec",
     "convert_to_hdf5",
-    "dry_run",
-    "gc_store",
-    "header_sizes",
 ]
 
 #: public name -> the module holding it, imported when the name is first asked for
@@ -48,7 +44,6 @@ _LAZY = {
     "build_store": "._build",
     "dry_run": "._build",
     "header_sizes": "._build",
-    "HeaderSize": "._build",
     "gc_store": "._publish",
     "convert_codec": "._convert",
     "convert_to_hdf5": "._hdf5",
@@ -59,7 +54,7 @@ _LAZY = {
 def __getattr__(name: str):
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_attribute(__name__, name)
 
 
 def __dir__() -> list[str]:

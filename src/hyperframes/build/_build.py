@@ -18,6 +18,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal, get_args
 
 import xxhash
 
@@ -40,7 +41,9 @@ from ._workers import decoder_for, error_text
 __all__ = ["ENGINES", "BuildReport", "HeaderSize", "build_store", "dry_run", "header_sizes"]
 
 #: where the videos are decoded: ``local`` worker processes, or a Ray cluster (``_ray``)
-ENGINES = ("local", "ray")
+#: where a build decodes: worker processes here, or actors on a Ray cluster
+Engine = Literal["local", "ray"]
+ENGINES: tuple[Engine, ...] = get_args(Engine)
 
 
 def build_store(
@@ -51,13 +54,13 @@ def build_store(
     progress: bool = True,
     input_format: str | None = None,
     root: str | os.PathLike | None = None,
-    engine: str = "local",
+    engine: Engine = "local",
     ray_address: str | None = None,
 ) -> BuildReport:
     """Build (or resume) the store ``out`` from ``data``: a folder, an HDF5 file or a URL (see
     the module docstring; resuming and crashes: ``_folder``).
     ``input_format`` / ``root``: how to read ``data`` and the folder its listed paths are
-    relative to (see :func:`hyperframes.inputs._sources.scan_inputs`). ``engine``: ``local``
+    relative to (see :func:`hyperframes.inputs.scan_inputs`). ``engine``: ``local``
     (``options.workers`` processes here) or ``ray`` (``options.workers`` actors on the Ray
     cluster at ``ray_address``, a new one on this machine when None; see ``_ray``)."""
     options = options or BuildOptions()

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Literal, get_args
 
 import numpy as np
 import xxhash
@@ -33,7 +34,9 @@ from ..store import (
 from ..store.format import MANIFEST
 from ._publish import check_write_access, publish_file, staging_dir
 
-COMPRESSIONS = ("lzf", "blosc", "gzip", "none")
+#: the HDF5 filter of the frame datasets
+Compression = Literal["lzf", "blosc", "gzip", "none"]
+COMPRESSIONS: tuple[Compression, ...] = get_args(Compression)
 
 
 #: frames per HDF5 chunk of a compressed video: a 16-frame window is 2 or 3 chunk reads
@@ -101,7 +104,7 @@ def convert_to_hdf5(
     store,
     out: str | os.PathLike,
     *,
-    compression: str = "lzf",
+    compression: Compression = "lzf",
     chunk_frames: int = CHUNK_FRAMES,
     progress=True,
     built: bool = False,

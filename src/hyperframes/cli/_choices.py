@@ -47,5 +47,5 @@ class Registered(Sequence[str]):
 CODECS = Registered("hyperframes.store", "list_codecs")
 #: the backends that decode video files (``hyperframes.decode.list_decoders``)
 DECODERS = Registered("hyperframes.decode", "list_decoders", reads="video")
-#: how a build reads its data (``hyperframes.store.list_input_formats``)
+#: how a build reads its data (``hyperframes.inputs.list_input_formats``)
 INPUT_FORMATS = Registered("hyperframes.inputs", "list_input_formats")

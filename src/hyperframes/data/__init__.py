@@ -1,18 +1,15 @@
 """Serving hyperframes: dataset, loader, layouts, collation and augmentation."""
 
-from .._core._layouts import (
-    KeyframeWindow,
-    expand_channel_stats,
-    from_layout,
-    list_layouts,
-    to_layout,
-)
+# ``from ._x import name as name``: for the other hyperframes packages, not public
+from .._core._layouts import list_layouts, to_layout
+from .._core._moved import moved_attribute
 from . import transforms
-from ._audio import LogMelOptions, column_times, logmel_columns, mel_filterbank, resolve_audio
-from ._collate import collate_hyperframes, collate_windows
+from ._audio import LogMelOptions
+from ._audio import resolve_audio as resolve_audio
+from ._collate import collate_hyperframes
 from ._dataset import HyperframeDataset
 from ._loader import HyperframeLoader, loader
-from ._loader_state import read_state
+from ._loader_state import read_state as read_state
 from ._memory import InMemoryStore
 from ._options import (
     DatasetOptions,
@@ -24,22 +21,14 @@ from ._options import (
     TrackOptions,
 )
 from ._prefetch import PrefetchLoader
-from ._record import BatchMeta, Hyperframe, HyperframeBatch
-from ._repeats import RepeatedWindows
+from ._record import Hyperframe, HyperframeBatch
+from ._repeats import RepeatedWindows as RepeatedWindows
 from ._stages import StageBatch, TargetStage
-from ._torch_samplers import BalancedSampler, EpochSampler, item_sampler
-from ._warp import (
-    compose_flow,
-    compose_flows,
-    compose_homography,
-    resize_flow,
-    warp_by_flow,
-    warp_by_homography,
-)
+from ._torch_samplers import BalancedSampler, EpochSampler
+from ._torch_samplers import item_sampler as item_sampler
 
 __all__ = [
     "BalancedSampler",
-    "BatchMeta",
     "DatasetOptions",
     "DeliveryOptions",
     "EpochSampler",
@@ -48,35 +37,22 @@ __all__ = [
     "HyperframeDataset",
     "HyperframeLoader",
     "InMemoryStore",
-    "KeyframeWindow",
     "LogMelOptions",
     "OrderOptions",
     "OutputOptions",
     "PrefetchLoader",
     "ReadOptions",
-    "RepeatedWindows",
     "SamplingOptions",
     "StageBatch",
     "TargetStage",
     "TrackOptions",
     "collate_hyperframes",
-    "collate_windows",
-    "column_times",
-    "compose_flow",
-    "compose_flows",
-    "compose_homography",
-    "expand_channel_stats",
-    "from_layout",
-    "item_sampler",
     "list_layouts",
     "loader",
-    "logmel_columns",
-    "mel_filterbank",
-    "read_state",
-    "resize_flow",
-    "resolve_audio",
     "to_layout",
     "transforms",
-    "warp_by_flow",
-    "warp_by_homography",
 ]
+
+
+def __getattr__(name: str):
+    return moved_attribute(__name__, name)

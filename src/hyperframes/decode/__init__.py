@@ -7,15 +7,11 @@ within a time span); ``FpsResampler`` picks frames for a
 target frame rate as they stream by. Importing this package never imports the optional libraries.
 """
 
+# ``from ._x import name as name``: for the other hyperframes packages, not public
+from .._core._moved import moved_attribute
 from . import _decord, _framefolder, _opencv, _pyav, _torchcodec  # noqa: F401  (registration)
-from ._audio import (
-    AUDIO_LAYOUTS,
-    AUDIO_MARGIN_SECONDS,
-    AudioStream,
-    DecodedAudio,
-    decode_audio,
-    stream_audio,
-)
+from ._audio import DecodedAudio, decode_audio
+from ._audio import stream_audio as stream_audio
 from ._base import (
     DecodedFrame,
     Decoder,
@@ -25,24 +21,22 @@ from ._base import (
     list_decoders,
     register_decoder,
 )
-from ._resample import FpsResampler, Resampled
-from ._resize import resize_rgb
+from ._resample import FpsResampler as FpsResampler
+from ._resample import Resampled as Resampled
+from ._resize import resize_rgb as resize_rgb
 
 __all__ = [
-    "AUDIO_LAYOUTS",
-    "AUDIO_MARGIN_SECONDS",
-    "AudioStream",
     "DecodeReport",
     "DecodedAudio",
     "DecodedFrame",
     "Decoder",
-    "FpsResampler",
-    "Resampled",
     "VideoInfo",
     "create_decoder",
     "decode_audio",
     "list_decoders",
     "register_decoder",
-    "resize_rgb",
-    "stream_audio",
 ]
+
+
+def __getattr__(name: str):
+    return moved_attribute(__name__, name)

@@ -13,7 +13,7 @@ import math
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, get_args
 
 import numpy as np
 
@@ -118,21 +118,24 @@ class Decoder(Protocol):
         into ``report`` when one is given."""
 
 
+#: what a backend reads: video files, or folders of numbered frames
+Reads = Literal["video", "frames"]
+READS: tuple[Reads, ...] = get_args(Reads)
+
+
 class _Backend(NamedTuple):
     """A registered backend: how to make it, how to install its library, what it reads."""
 
     factory: Callable[..., Decoder]
     install_hint: str
-    reads: str
+    reads: Reads
 
 
 #: a backend registered again under its name replaces the first (as before the registry)
 _REGISTRY: Registry[_Backend] = Registry("decoder", replace=True)
-#: what a backend reads: video files, or folders of numbered frames
-READS = ("video", "frames")
 
 
-def register_decoder(name: str, *, install_hint: str = "", reads: str = "video") -> Callable:
+def register_decoder(name: str, *, install_hint: str = "", reads: Reads = "video") -> Callable:
     """Class decorator adding a backend to the registry under ``name``.
 
     A backend whose library is missing raises ``ImportError`` from its constructor;
@@ -149,7 +152,7 @@ def register_decoder(name: str, *, install_hint: str = "", reads: str = "video")
     return wrap
 
 
-def list_decoders(*, reads: str | None = None) -> list[str]:
+def list_decoders(*, reads: Reads | None = None) -> list[str]:
     """Names of every registered backend (installed or not), default first; ``reads="video"``
     only those that decode video files, ``reads="frames"`` those that read frame folders."""
     if reads is not None and reads not in READS:

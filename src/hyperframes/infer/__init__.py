@@ -28,38 +28,32 @@ the checkpoint's :class:`InputContract` only, exactly as ``hyperframes eval`` pr
 """
 
 from .._core._contract import InputContract
+from .._core._moved import moved_attribute
 from ..train import resolve_contract
-from ._annotate import VideoAnnotator
-from ._export import ExportError, ExportReport, export_onnx, onnx_models
-from ._load import InferenceModel, Preprocess, load_inference_model, read_checkpoint
+from ._export import ExportError, ExportReport, export_onnx
+from ._load import InferenceModel, load_inference_model
 from ._prediction import Prediction
 from ._predictor import Predictor
 from ._report import PredictReport
-from ._reuse import FrameSplit, split_model
 from ._streams import MultiStream
-from ._timeline import TimelineWriter, plot_timeline
 from ._video import iter_predictions, predict_video
 
 __all__ = [
     "ExportError",
     "ExportReport",
-    "FrameSplit",
     "InferenceModel",
     "InputContract",
     "MultiStream",
     "PredictReport",
     "Prediction",
     "Predictor",
-    "Preprocess",
-    "TimelineWriter",
-    "VideoAnnotator",
     "export_onnx",
     "iter_predictions",
     "load_inference_model",
-    "onnx_models",
-    "plot_timeline",
     "predict_video",
-    "read_checkpoint",
     "resolve_contract",
-    "split_model",
 ]
+
+
+def __getattr__(name: str):
+    return moved_attribute(__name__, name)

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 from .. import models
 from .._core._contract import InputContract
 from .._core._errors import ConfigError, HyperframesError, require_extra
+from .._core._layouts import AudioVisual, KeyframeWindow, Layout
 from .._core._limits import check_infer_values
 from .._core._text import model_name
 from ..models import to_layout
@@ -107,12 +108,12 @@ class _TwoInputGraph(nn.Module):
     tuple): ``key`` and ``context`` of a keyframe model (``Keyframes``), ``input`` (video) and
     ``audio`` (log-mel) of an audio-visual one (``AudioVisual``)."""
 
-    def __init__(self, model: nn.Module, pair: str) -> None:
+    def __init__(self, model: nn.Module, pair: type[KeyframeWindow] | type[AudioVisual]) -> None:
         super().__init__()
         self.model, self.pair = model, pair
 
     def forward(self, first: Tensor, second: Tensor) -> Tensor:
-        return self.model(getattr(models, self.pair)(first, second))
+        return self.model(self.pair(first, second))
 
 
 def _is_audiovisual(model: nn.Module) -> bool:
@@ -121,7 +122,7 @@ def _is_audiovisual(model: nn.Module) -> bool:
 
 def _inputs(
     model: nn.Module,
-    layout: str,
+    layout: Layout,
     batch: int,
     hw: tuple[int, int],
     seed: int,
@@ -185,7 +186,9 @@ def export_onnx(
     model, loaded = _source_model(source)
     contract = loaded.contract if loaded is not None else None
     name = model_name(model)
-    layout = contract.layout if contract is not None else getattr(model, "layout", "temporal")
+    layout: Layout = (
+        contract.layout if contract is not None else getattr(model, "layout", "temporal")
+    )
     _check_onnx_flag(name)
     hw = _export_size(size, contract)
     _check_example_values(model, loaded, batch + 1 if check else batch, hw)
@@ -255,9 +258,9 @@ def _source_model(source) -> tuple[nn.Module, InferenceModel | None]:
 def _graph_of(model: nn.Module, layout: str) -> nn.Module:
     """What is traced: the model, its two-input wrapper, or a masked-video model's encoder."""
     if layout == "keyframe":
-        return _TwoInputGraph(model, "Keyframes").eval()
+        return _TwoInputGraph(model, KeyframeWindow).eval()
     if _is_audiovisual(model):
-        return _TwoInputGraph(model, "AudioVisual").eval()
+        return _TwoInputGraph(model, AudioVisual).eval()
     if callable(exported := getattr(model, "export_graph", None)):
         return exported()  # a masked-video model: its encoder
     return model

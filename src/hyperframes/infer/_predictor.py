@@ -58,7 +58,7 @@ import math
 import os
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import torch
@@ -75,10 +75,12 @@ from ._load import InferenceModel, load_inference_model
 from ._prediction import Prediction
 from ._reuse import FrameSplit, split_model
 
-__all__ = ["Predictor", "check_options"]
+__all__ = ["Predictor", "Short", "check_options"]
 
 REUSE = ("auto", True, False)
-SHORT = ("error", "pad")  # what flush does with a stream shorter than a window
+#: what flush does with a stream shorter than a window: refuse it, or pad it to one window
+Short = Literal["error", "pad"]
+SHORT: tuple[Short, ...] = get_args(Short)
 
 # how a window's frames were completed: not at all, the last frame repeated (a stream
 # shorter than a window), or mirrored about the stream's first or last frame
@@ -215,7 +217,7 @@ class Predictor:
         reuse: str | bool = "auto",
         frame_batch: int | None = None,
         device: str | torch.device | None = None,
-        short: str = "error",
+        short: Short = "error",
         max_gap_seconds: float | None = DEFAULT_MAX_GAP_SECONDS,
     ) -> None:
         _check_predictor_options(

@@ -24,7 +24,7 @@ from ._annotate import VideoAnnotator
 from ._frames import predict_frames
 from ._load import load_inference_model
 from ._prediction import Prediction, box_row
-from ._predictor import Predictor, check_options
+from ._predictor import Predictor, Short, check_options
 from ._reconstruct import predict_reconstructions
 from ._report import PredictReport, choose_decoder
 from ._timeline import TimelineWriter
@@ -76,7 +76,7 @@ def predict_video(
     frames: int | None = None,
     reconstruct: bool = False,
     reconstructions: int | None = None,
-    short: str = "error",
+    short: Short = "error",
     max_gap_seconds: float | None = DEFAULT_MAX_GAP_SECONDS,
 ) -> PredictReport:
     """Predict over ``video`` with a checkpoint; write ``timeline.csv/.json/.png`` (and

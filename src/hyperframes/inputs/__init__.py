@@ -6,6 +6,7 @@ Hugging Face dataset on disk, a video folder).
 
 Imports nothing of hyperframes above ``_core``; ``hyperframes.build`` is its user."""
 
+# ``from ._x import name as name``: for the other hyperframes packages, not public
 from ._boxes import BoxRows as BoxRows  # for the build, not public
 from ._boxes import match_boxes as match_boxes
 from ._boxes import read_boxes as read_boxes
@@ -18,6 +19,7 @@ from ._columns import sources_named as sources_named  # for the build, not publi
 from ._formats import list_input_formats
 from ._formats._rows import RootCheck as RootCheck  # for the build, not public
 from ._scan import scan_inputs
-from ._sources import Source, source_stat
+from ._sources import Source
+from ._sources import source_stat as source_stat
 
-__all__ = ["Source", "list_input_formats", "scan_inputs", "source_stat"]
+__all__ = ["Source", "list_input_formats", "scan_inputs"]

@@ -35,7 +35,7 @@ from .._core._errors import ConfigError
 from ..data import BalancedSampler, EpochSampler, collate_hyperframes, item_sampler
 from ._optional import require
 
-__all__ = ["EpochKeys", "stateful_loader"]
+__all__ = ["stateful_loader"]
 
 
 class _KeysIterator(Iterator[tuple[int, int]]):

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from .._core._errors import ConfigError, DataError
-from .._core._layouts import LAYOUTS, KeyframeWindow
+from .._core._layouts import LAYOUTS, KeyframeWindow, Layout
 from .._core._layouts import to_layout as _to_layout
 from .._core._limits import MAX_CLASSES, MAX_FRAMES, MAX_MODEL_WIDTH
 from .._core._tasks import TASK_TRAITS
@@ -49,7 +49,7 @@ TASKS = tuple(name for name, traits in TASK_TRAITS.items() if traits.model_task 
 
 
 #: input of the ``keyframe`` layout: ``key`` K_t (B, C, H, W), the middle frame ``T // 2`` of
-#: ``context`` (B, T, C, H, W); the same named tuple as :class:`hyperframes.data.KeyframeWindow`
+#: ``context`` (B, T, C, H, W); the same named tuple as :class:`hyperframes._core._layouts.KeyframeWindow`
 Keyframes = KeyframeWindow
 
 
@@ -80,7 +80,7 @@ def as_keyframes(x: Any) -> Keyframes:
     return kf
 
 
-def to_layout(x: Tensor, layout: str) -> Tensor | Keyframes:
+def to_layout(x: Tensor, layout: Layout) -> Tensor | Keyframes:
     """Turn a temporal batch (B, T, C, H, W) into ``layout`` (see :mod:`hyperframes._core._layouts`)."""
     if not isinstance(x, Tensor) or x.dim() != 5:
         raise DataError(f"to_layout expects a (B, T, C, H, W) tensor, got {_shape(x)}")
@@ -108,7 +108,7 @@ class VideoModel(nn.Module):
     initialised or be skipped on a shape mismatch: classifier heads, new layers).
     """
 
-    layout: str = "temporal"
+    layout: Layout = "temporal"
     task: str = "classification"
     uses_mask: bool = False
     fixed_frames: str = ""

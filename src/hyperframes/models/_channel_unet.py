@@ -2,7 +2,7 @@
 
 Layout ``channel`` (B, C*T, H, W), frame-major, as the channel classifiers take it. The
 UNet's first conv reads C*T channels, initialised from its 3-channel conv repeated T times and
-divided by T (:func:`~hyperframes.models.inflate_conv2d`), so on T identical frames it answers
+divided by T (:func:`~hyperframes.models._channel.inflate_conv2d`), so on T identical frames it answers
 as the 2D UNet does on one. The output is the key frame's mask logits (B, num_classes, H, W),
 the target the segmentation task gives a window (its frame ``T // 2``). The cheapest dense
 model: one 2D forward per window, against the keyframe models' 3D aggregator.

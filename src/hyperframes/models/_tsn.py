@@ -8,6 +8,8 @@ appearance-driven tasks and as a strong cheap baseline.
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import torch
 from torch import Tensor, nn
 
@@ -18,7 +20,9 @@ from ._registry import register_model
 
 __all__ = ["TSN", "consensus"]
 
-CONSENSUS = ("avg", "attention")
+#: how the frame scores combine: their (masked) mean, or a learned softmax weighting
+Consensus = Literal["avg", "attention"]
+CONSENSUS: tuple[Consensus, ...] = get_args(Consensus)
 
 
 def consensus(
@@ -51,7 +55,7 @@ class TSN(VideoModel):
         backbone: str,
         num_classes: int,
         frames: int,
-        consensus: str = "avg",
+        consensus: Consensus = "avg",
         dropout: float = 0.0,
         checkpointing: bool = False,
     ) -> None:

@@ -16,50 +16,34 @@ classes by pts). :func:`epoch_order`, :func:`balanced_order` and :func:`partitio
 of items in an epoch and each rank's share of it.
 """
 
-from .._core._change import ChangeScorer, change_score
+# ``from ._x import name as name``: for the other hyperframes packages, not public
+from .._core._change import change_score as change_score
+from .._core._moved import moved_attribute
 from . import _duration, _keyframes, _random, _segments, _windows  # noqa: F401  (register samplers)
-from ._base import SHORT_POLICIES, Sampler
-from ._duration import DurationSampler
-from ._keyframes import MIN_CHANGE, MIN_FLOW, KeyframesSampler, pick_changes, salience
-from ._meta import PerFrame, Plan, VideoMeta, VideoTable, as_video_table
-from ._motion import MotionSampler
-from ._order import balanced_order, class_weights, epoch_order, partition
-from ._random import CandidatesSampler, RandomSampler, ScatteredSampler, SegmentsSampler
+from ._base import Sampler
+from ._keyframes import MIN_CHANGE as MIN_CHANGE
+from ._keyframes import MIN_FLOW as MIN_FLOW
+from ._keyframes import pick_changes as pick_changes
+from ._keyframes import salience as salience
+from ._meta import PerFrame as PerFrame
+from ._meta import Plan, VideoMeta
+from ._meta import VideoTable as VideoTable
+from ._order import balanced_order as balanced_order
+from ._order import epoch_order as epoch_order
+from ._order import partition as partition
 from ._registry import create_sampler, list_samplers, register_sampler
-from ._segments import PerSegmentSampler, SegmentTable, frame_labels
-from ._windows import SlidingSampler, UniformSampler
+from ._segments import SegmentTable as SegmentTable
+from ._segments import frame_labels as frame_labels
 
 __all__ = [
-    "MIN_CHANGE",
-    "MIN_FLOW",
-    "SHORT_POLICIES",
-    "CandidatesSampler",
-    "ChangeScorer",
-    "DurationSampler",
-    "KeyframesSampler",
-    "MotionSampler",
-    "PerFrame",
-    "PerSegmentSampler",
     "Plan",
-    "RandomSampler",
     "Sampler",
-    "ScatteredSampler",
-    "SegmentTable",
-    "SegmentsSampler",
-    "SlidingSampler",
-    "UniformSampler",
     "VideoMeta",
-    "VideoTable",
-    "as_video_table",
-    "balanced_order",
-    "change_score",
-    "class_weights",
     "create_sampler",
-    "epoch_order",
-    "frame_labels",
     "list_samplers",
-    "partition",
-    "pick_changes",
     "register_sampler",
-    "salience",
 ]
+
+
+def __getattr__(name: str):
+    return moved_attribute(__name__, name)

@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 import numpy as np
 
 from .._core._errors import ConfigError, DataError
 from ._meta import Plan, VideoMeta, VideoTable, as_video_table
 
-__all__ = ["SHORT_POLICIES", "Sampler"]
+__all__ = ["SHORT_POLICIES", "Sampler", "ShortPolicy"]
 
-SHORT_POLICIES = ("error", "drop", "pad")
+#: what a sampler does with a video shorter than its window: refuse it, leave it out, or pad it
+ShortPolicy = Literal["error", "drop", "pad"]
+SHORT_POLICIES: tuple[ShortPolicy, ...] = get_args(ShortPolicy)
 
 
 def _positive_int(name: str, value, sampler: str, minimum: int = 1) -> int:
@@ -75,7 +77,7 @@ class Sampler:
     #: items drawn per item of the sampler's own (:meth:`with_clips_per_video`)
     clips_per_video: int = 1
 
-    def __init__(self, *, frames: int, short: str = "error") -> None:
+    def __init__(self, *, frames: int, short: ShortPolicy = "error") -> None:
         self.frames = _positive_int("frames", frames, self.name)
         if short not in SHORT_POLICIES:
             raise ConfigError(

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .._core._errors import ConfigError
-from ._base import Sampler, _positive_int
+from ._base import Sampler, ShortPolicy, _positive_int
 from ._meta import PerFrame, Plan, VideoTable
 from ._registry import register_sampler
 
@@ -63,7 +63,7 @@ class DurationSampler(Sampler):
         rate: float | None = None,
         train: bool = True,
         clips: int = 1,
-        short: str = "error",
+        short: ShortPolicy = "error",
     ) -> None:
         super().__init__(frames=frames, short=short)
         self.clips = _positive_int("clips", clips, self.name)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core._errors import ConfigError, DataError
-from ._base import Sampler, _positive_int, finish
+from ._base import Sampler, ShortPolicy, _positive_int, finish
 from ._meta import PerFrame, Plan, VideoTable, as_video_table
 from ._registry import register_sampler
 
@@ -77,7 +77,7 @@ class KeyframesSampler(Sampler):
         min_gap: int | None = None,
         min_change: float | None = None,
         score: str = "auto",
-        short: str = "error",
+        short: ShortPolicy = "error",
     ) -> None:
         super().__init__(frames=frames, short=short)
         self.min_gap = None if min_gap is None else _positive_int("min_gap", min_gap, self.name)

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from .._core._errors import ConfigError, DataError
+from ._base import ShortPolicy
 from ._keyframes import _has, _present
 from ._meta import Plan, VideoTable
 from ._registry import register_sampler
@@ -47,7 +48,7 @@ class MotionSampler(_StridedSampler):
         min_motion: float,
         score: str = "auto",
         stride: int = 1,
-        short: str = "drop",
+        short: ShortPolicy = "drop",
     ) -> None:
         super().__init__(frames=frames, stride=stride, short=short)
         if (

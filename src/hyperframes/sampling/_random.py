@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import Sampler, _positive_int, finish
+from ._base import Sampler, ShortPolicy, _positive_int, finish
 from ._meta import Plan
 from ._registry import register_sampler
 from ._windows import _StridedSampler
@@ -24,7 +24,7 @@ class RandomSampler(_StridedSampler):
     random = True
 
     def __init__(
-        self, *, frames: int, stride: int = 1, jitter: int = 0, short: str = "error"
+        self, *, frames: int, stride: int = 1, jitter: int = 0, short: ShortPolicy = "error"
     ) -> None:
         super().__init__(frames=frames, stride=stride, short=short)
         self.jitter = _positive_int("jitter", jitter, self.name, minimum=0)
@@ -48,7 +48,7 @@ class SegmentsSampler(Sampler):
     """TSN sampling: split the video into ``frames`` equal segments and take one frame of each --
     a random one when ``train=True`` (new every epoch), the centre one otherwise."""
 
-    def __init__(self, *, frames: int, train: bool = True, short: str = "error") -> None:
+    def __init__(self, *, frames: int, train: bool = True, short: ShortPolicy = "error") -> None:
         super().__init__(frames=frames, short=short)
         self.train = bool(train)
 
@@ -79,7 +79,7 @@ class CandidatesSampler(_StridedSampler):
     random = True
 
     def __init__(
-        self, *, frames: int, clips: int = 4, stride: int = 1, short: str = "error"
+        self, *, frames: int, clips: int = 4, stride: int = 1, short: ShortPolicy = "error"
     ) -> None:
         super().__init__(frames=frames, stride=stride, short=short)
         self.clips = _positive_int("clips", clips, self.name)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._core._errors import DataError
-from ._base import finish
+from ._base import ShortPolicy, finish
 from ._meta import Plan, VideoTable
 from ._registry import register_sampler
 from ._windows import _StridedSampler
@@ -179,7 +179,7 @@ class PerSegmentSampler(_StridedSampler):
     """
 
     def __init__(
-        self, *, frames: int, stride: int = 1, train: bool = True, short: str = "error"
+        self, *, frames: int, stride: int = 1, train: bool = True, short: ShortPolicy = "error"
     ) -> None:
         super().__init__(frames=frames, stride=stride, short=short)
         self.train = bool(train)

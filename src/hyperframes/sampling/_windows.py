@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import Sampler, _positive_int, finish
+from ._base import Sampler, ShortPolicy, _positive_int, finish
 from ._meta import Plan, VideoTable
 from ._registry import register_sampler
 
@@ -14,7 +14,7 @@ __all__ = ["SlidingSampler", "UniformSampler"]
 class _StridedSampler(Sampler):
     """A window of ``frames`` frames, ``stride`` frames apart: it spans (frames-1)*stride+1."""
 
-    def __init__(self, *, frames: int, stride: int = 1, short: str = "error") -> None:
+    def __init__(self, *, frames: int, stride: int = 1, short: ShortPolicy = "error") -> None:
         super().__init__(frames=frames, short=short)
         self.stride = _positive_int("stride", stride, self.name)
 
@@ -43,7 +43,7 @@ class SlidingSampler(_StridedSampler):
         frames: int,
         stride: int = 1,
         window_stride: int | None = None,
-        short: str = "error",
+        short: ShortPolicy = "error",
     ) -> None:
         super().__init__(frames=frames, stride=stride, short=short)
         ws = self.frames * self.stride if window_stride is None else window_stride
@@ -79,7 +79,7 @@ class UniformSampler(_StridedSampler):
     padded under ``short="pad"`` gives ``clips`` identical padded windows."""
 
     def __init__(
-        self, *, frames: int, clips: int = 10, stride: int = 1, short: str = "error"
+        self, *, frames: int, clips: int = 10, stride: int = 1, short: ShortPolicy = "error"
     ) -> None:
         super().__init__(frames=frames, stride=stride, short=short)
         self.clips = _positive_int("clips", clips, self.name)

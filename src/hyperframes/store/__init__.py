@@ -3,7 +3,8 @@
 codecs, the tracks, verify and describe.
 
 Reading a store imports no decoder. What a build writes is written by ``hyperframes.build``,
-which takes the format's pieces from here (the second group of names below).
+which takes the format's pieces from here (the names re-exported ``as`` themselves below,
+kept out of ``__all__``).
 
 Inside: ``_open`` is the one open-and-validate sequence, run by both forms over their own bytes
 (``_folder``: a folder's files, local or at a URL through ``_remote_store``; ``_hdf5``: the
@@ -14,30 +15,43 @@ its batched reads; ``_records``, ``_tracks`` and ``_annotations`` the index as v
 import importlib
 from typing import TYPE_CHECKING
 
-from ._annotations import ANNOTATION_FILES, ANNOTATION_TOLERANCE, Annotations
+# ``from ._x import name as name``: for the other hyperframes packages, not public
+from .._core._moved import moved_attribute
+from ._annotations import ANNOTATION_FILES as ANNOTATION_FILES
+from ._annotations import ANNOTATION_TOLERANCE as ANNOTATION_TOLERANCE
+from ._annotations import Annotations
 from ._codecs import Codec, codec_parameters, create_codec, list_codecs
-from ._crop import centre_boxes, read_boxes
-from ._describe import describe_store, format_store_info, gap_text
-from ._dispatch import is_store, open_store
-from ._folder import generation_prefix
-from ._hdf5 import H5_FORMAT, H5_INDEX_SUM_ATTR, H5_VERSION, H5Store, h5_index_checksum
+from ._crop import centre_boxes as centre_boxes
+from ._crop import read_boxes
+from ._describe import describe_store
+from ._describe import format_store_info as format_store_info
+from ._describe import gap_text as gap_text
+from ._dispatch import is_store as is_store
+from ._dispatch import open_store
+from ._folder import generation_prefix as generation_prefix
+from ._hdf5 import H5_FORMAT as H5_FORMAT
+from ._hdf5 import H5_INDEX_SUM_ATTR as H5_INDEX_SUM_ATTR
+from ._hdf5 import H5_VERSION as H5_VERSION
+from ._hdf5 import H5Store
+from ._hdf5 import h5_index_checksum as h5_index_checksum
 from ._protocol import StoreReader
-from ._rates import repeated_frames, upsampled_line, upsampled_rows
+from ._rates import repeated_frames as repeated_frames
+from ._rates import upsampled_line as upsampled_line
+from ._rates import upsampled_rows as upsampled_rows
 from ._reader import Store
 from ._records import VideoRecord
-from ._tracks import FLOW_DTYPES, dequantise, payload_ranges, track_keys, track_tables
-from ._verify import checksum_file, resign_store, verify_store
+from ._tracks import FLOW_DTYPES as FLOW_DTYPES
+from ._tracks import payload_ranges as payload_ranges
+from ._tracks import track_keys as track_keys
+from ._tracks import track_tables as track_tables
+from ._verify import checksum_file as checksum_file
+from ._verify import resign_store as resign_store
+from ._verify import verify_store
 
 if TYPE_CHECKING:
     from ._manifest import Manifest
 
 __all__ = [
-    "ANNOTATION_FILES",
-    "ANNOTATION_TOLERANCE",
-    "FLOW_DTYPES",
-    "H5_FORMAT",
-    "H5_INDEX_SUM_ATTR",
-    "H5_VERSION",
     "Annotations",
     "Codec",
     "H5Store",
@@ -45,27 +59,12 @@ __all__ = [
     "Store",
     "StoreReader",
     "VideoRecord",
-    "centre_boxes",
-    "checksum_file",
     "codec_parameters",
     "create_codec",
-    "dequantise",
     "describe_store",
-    "format_store_info",
-    "gap_text",
-    "generation_prefix",
-    "h5_index_checksum",
-    "is_store",
     "list_codecs",
     "open_store",
-    "payload_ranges",
     "read_boxes",
-    "repeated_frames",
-    "resign_store",
-    "track_keys",
-    "track_tables",
-    "upsampled_line",
-    "upsampled_rows",
     "verify_store",
 ]
 
@@ -75,7 +74,7 @@ def __getattr__(name: str):
     hyperframes.store`` (and so the command line's start-up) does without."""
     if name == "Manifest":
         return importlib.import_module("._manifest", __name__).Manifest
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_attribute(__name__, name)
 
 
 def __dir__() -> list[str]:

@@ -31,7 +31,7 @@ back to, which the error names (:func:`load_for_resume`).
 ``contract`` (:class:`~hyperframes._core._contract.InputContract`) is how input is prepared for
 the model; checkpoints written before it have an ``input`` entry (``{"size", "fps"}``) and
 their contract is derived from that and the config
-(:func:`~hyperframes._core._contract.resolve_contract`).
+(:func:`~hyperframes.train.resolve_contract`).
 ``epoch`` and ``batches_done`` say where training stands: resuming continues epoch ``epoch``
 after its first ``batches_done`` batches (0 = a fresh epoch). ``loader`` is the training
 loader's ``state_dict()`` (the position reached in the epoch's global order, all ranks
@@ -396,7 +396,7 @@ def rebuild_model(
 ) -> tuple[nn.Module, InputContract]:
     """The model of a checkpoint read by :func:`load_checkpoint` (its weights, eval mode, on
     ``device``) and its :class:`InputContract` (``overrides``: see
-    :func:`~hyperframes._core._contract.resolve_contract`; the contract's classes are the model's).
+    :func:`~hyperframes.train.resolve_contract`; the contract's classes are the model's).
     :class:`InputError` when the config does not build a model the weights fit."""
     path = state.get("path", "")
     frames = overrides.pop("frames", None)  # windows of another T (models that take any)

@@ -12,19 +12,15 @@ Each transform also has a batch form (``draw`` per sample, ``batch_apply`` over 
 :class:`PerSample`.
 """
 
-from ._base import (
-    Compose,
-    PerSample,
-    Transform,
-    Window,
-    apply_batch,
-    as_window,
-    transform_generator,
-)
+# ``from ._x import name as name``: for the other hyperframes packages, not public
+from ..._core._moved import moved_attribute
+from ._base import Compose, PerSample, Transform, Window
 from ._base import batch_steps as batch_steps  # the batch pipeline's (data._pipeline)
+from ._base import transform_generator as transform_generator
 from ._color import ColorJitter, GaussianNoise
-from ._contract import ContractCrop, contract_transform
-from ._normalize import Normalize, ToFloat, normalize, to_float
+from ._contract import ContractCrop as ContractCrop
+from ._contract import contract_transform as contract_transform
+from ._normalize import Normalize, ToFloat
 from ._registry import create_transform, list_transforms, register_transform
 from ._spatial import (
     CenterCrop,
@@ -41,7 +37,6 @@ __all__ = [
     "CenterCrop",
     "ColorJitter",
     "Compose",
-    "ContractCrop",
     "DropFrame",
     "DuplicateFrame",
     "GaussianNoise",
@@ -57,13 +52,11 @@ __all__ = [
     "ToFloat",
     "Transform",
     "Window",
-    "apply_batch",
-    "as_window",
-    "contract_transform",
     "create_transform",
     "list_transforms",
-    "normalize",
     "register_transform",
-    "to_float",
-    "transform_generator",
 ]
+
+
+def __getattr__(name: str):
+    return moved_attribute(__name__, name)
