@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, InputError, models
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_frames, write_h264
 from hyperframes.infer import Preprocess, export_onnx, load_inference_model, predict_video
 from hyperframes.train import load_checkpoint, load_config
-from hyperframes.train._checkpoint import save_checkpoint
 from hyperframes.train._config import (
     MAX_BATCH_BYTES,
     MAX_CONFIG_DEPTH,

@@ -28,7 +28,7 @@ the checkpoint's :class:`InputContract` only, exactly as ``hyperframes eval`` pr
 """
 
 from .._core._contract import InputContract
-from ..train import resolve_contract
+from ..checkpoint import resolve_contract
 from ._annotate import VideoAnnotator
 from ._export import ExportError, ExportReport, export_onnx, onnx_models
 from ._load import InferenceModel, Preprocess, load_inference_model, read_checkpoint

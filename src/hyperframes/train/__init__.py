@@ -23,8 +23,8 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..checkpoint import load_checkpoint, rebuild_model, resolve_contract, save_checkpoint
     from ._box_metrics import coco_map, flicker_rate
-    from ._checkpoint import load_checkpoint, rebuild_model, save_checkpoint
     from ._config import (
         AugmentConfig,
         Config,
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
         precheck_config,
         save_config,
     )
-    from ._contract import resolve_contract
     from ._data import build_data, config_dataset, loader_workers, make_dataset
     from ._detection import DetectionDataset, DetectionTask
     from ._estimate import estimate, format_estimate
@@ -120,18 +119,18 @@ _LAZY = {
     "get_task": "._tasks",
     "iou_from_confusion": "._metrics",
     "list_tasks": "._tasks",
-    "load_checkpoint": "._checkpoint",
+    "load_checkpoint": "..checkpoint",
     "load_config": "._config",
     "lr_at": "._schedule",
     "multilabel_metrics": "._multilabel",
     "per_class_scores": "._metrics",
     "precheck_config": "._config",
-    "rebuild_model": "._checkpoint",
+    "rebuild_model": "..checkpoint",
     "recalibrate": "._recalibrate",
-    "resolve_contract": "._contract",
+    "resolve_contract": "..checkpoint",
     "register_task": "._tasks",
     "run_training": "._trainer",
-    "save_checkpoint": "._checkpoint",
+    "save_checkpoint": "..checkpoint",
     "save_config": "._config",
     "scaled_lr": "._schedule",
     "segmentation_metrics": "._metrics",

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from .._core._contract import InputContract
 from .._core._errors import ConfigError
+from ..checkpoint import resolve_contract
 from ..data import (
     DatasetOptions,
     HyperframeDataset,
@@ -45,7 +46,6 @@ from ..data.transforms import (
 )
 from ..models import get_spec
 from ..store import open_store
-from ._contract import resolve_contract
 from ._splits import resolve_split
 from ._tasks import get_task
 
