@@ -10,6 +10,7 @@ Read from the source with ``ast`` (every import, at module level or deferred ins
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -389,3 +390,15 @@ def _names_imported_from(package: str, source: str) -> set[str]:
 def test_infer_takes_nothing_from_train():
     extra = _names_imported_from("infer", "train") - INFER_FROM_TRAIN
     assert not extra, f"infer imports {sorted(extra)} from train; put them below both"
+
+
+def test_serving_a_model_does_not_import_train():
+    # the checkpoint bundle lives in hyperframes.checkpoint: infer (and reading a checkpoint)
+    # load without the training package
+    code = (
+        "import sys, hyperframes.infer, hyperframes.checkpoint\n"
+        "print(sorted(m for m in sys.modules if m.startswith('hyperframes.train')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
