@@ -607,10 +607,10 @@ def _val_batches(run: Path, limit: int):
     the run's checkpoint, read from its store as training read them."""
     import torch
 
+    from hyperframes.checkpoint import load_checkpoint, rebuild_model
     from hyperframes.data import loader
     from hyperframes.store import open_store
     from hyperframes.train import load_config
-    from hyperframes.train._checkpoint import load_checkpoint, rebuild_model
     from hyperframes.train._data import build_data
 
     ck = load_checkpoint(run)

@@ -18,13 +18,13 @@ from _media import write_timed_video
 from hyperframes import ConfigError, InputError, StoreError
 from hyperframes._core._limits import MAX_CLASSES, MAX_MANIFEST_BYTES
 from hyperframes.build import BuildOptions
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.cli import main
 from hyperframes.infer import export_onnx, load_inference_model, predict_video
 from hyperframes.inputs import scan_inputs
 from hyperframes.models._weights import read_state_dict
 from hyperframes.store import open_store, verify_store
 from hyperframes.train import load_checkpoint
-from hyperframes.train._checkpoint import save_checkpoint
 from hyperframes.train._config import config_from_dict
 from test_hostile_inputs import _refused_fast, _state
 

@@ -8,8 +8,7 @@ import torch
 
 from hyperframes import ConfigError, InputError, models
 from hyperframes._core._contract import InputContract
-from hyperframes.infer import load_inference_model
-from hyperframes.train._checkpoint import (
+from hyperframes.checkpoint._checkpoint import (
     load_checkpoint,
     load_weights,
     rebuild_model,
@@ -17,6 +16,7 @@ from hyperframes.train._checkpoint import (
     save_checkpoint,
     strip_wrappers,
 )
+from hyperframes.infer import load_inference_model
 
 T = 4
 

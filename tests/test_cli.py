@@ -33,7 +33,7 @@ def _checkpoint(path):
     import torch
 
     from hyperframes import models
-    from hyperframes.train._checkpoint import save_checkpoint
+    from hyperframes.checkpoint._checkpoint import save_checkpoint
 
     torch.manual_seed(0)
     model = models.create("tsn_mobilenet_v3_small", num_classes=2, frames=4)

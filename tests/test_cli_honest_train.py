@@ -16,12 +16,12 @@ import yaml
 
 from _stores import tiny_train_config
 from hyperframes.build import BuildOptions, build_store
+from hyperframes.checkpoint._checkpoint import rebuild_model
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.store import open_store
 from hyperframes.train import load_checkpoint
-from hyperframes.train._checkpoint import rebuild_model
 from hyperframes.train._config import config_from_dict
 from hyperframes.train._data import make_dataset
 from hyperframes.train._metrics import classification_metrics
@@ -196,7 +196,7 @@ def test_eval_takes_its_views_from_the_runs_eval_section(run, tmp_path, capsys):
     for (the end-of-run evaluation's), each flag overriding its own."""
     import torch
 
-    from hyperframes.train._checkpoint import save_checkpoint
+    from hyperframes.checkpoint._checkpoint import save_checkpoint
 
     state = torch.load(run / "best.pt", weights_only=True)
     state["config"]["eval"] = {"clips": 3, "crops": 1}

@@ -12,6 +12,7 @@ import torch
 from hyperframes import ConfigError, InputError
 from hyperframes import models as M
 from hyperframes.build import BuildOptions, build_store
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.cli import main
 from hyperframes.decode import create_decoder
 from hyperframes.demo import make_motion_dataset
@@ -20,7 +21,6 @@ from hyperframes.infer import InputContract, predict_video
 from hyperframes.infer._video import choose_decoder
 from hyperframes.store import open_store
 from hyperframes.train import evaluate, load_config, resolve_contract
-from hyperframes.train._checkpoint import save_checkpoint
 
 CLASSES = ("left", "right")
 

@@ -12,12 +12,12 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, InputError, models
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.cli import main
 from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.infer import export_onnx, load_inference_model, predict_video
 from hyperframes.infer._load import Preprocess
 from hyperframes.train import load_checkpoint, load_config
-from hyperframes.train._checkpoint import save_checkpoint
 from hyperframes.train._config import (
     MAX_BATCH_BYTES,
     MAX_CONFIG_DEPTH,

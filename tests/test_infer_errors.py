@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, DecodeError, InputError, models
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.infer import (
     InputContract,
@@ -17,7 +18,6 @@ from hyperframes.infer import (
     load_inference_model,
     predict_video,
 )
-from hyperframes.train._checkpoint import save_checkpoint
 
 T = 4
 

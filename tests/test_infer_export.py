@@ -21,10 +21,10 @@ pytest.importorskip("onnxscript")
 import onnxruntime as ort
 
 from hyperframes import ConfigError, models
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.infer import ExportError, export_onnx
 from hyperframes.infer._export import onnx_models
 from hyperframes.models._registry import _REGISTRY
-from hyperframes.train._checkpoint import save_checkpoint
 
 T = 4
 SUBSET = [

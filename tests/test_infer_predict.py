@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from hyperframes import ConfigError, InputError, models
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.cli import main
 from hyperframes.decode import create_decoder
 from hyperframes.demo._synthetic import make_motion_frames, make_segmentation_frames, write_h264
 from hyperframes.infer import InputContract, Predictor, iter_predictions, predict_video
 from hyperframes.infer._timeline import _History
-from hyperframes.train._checkpoint import save_checkpoint
 
 T = 4
 

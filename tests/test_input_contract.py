@@ -15,11 +15,11 @@ from hyperframes._core._contract import (
 )
 from hyperframes._core._layouts import KeyframeWindow, to_layout
 from hyperframes.build import BuildOptions, build_store
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.demo import make_motion_dataset, make_segmentation_dataset
 from hyperframes.infer import Predictor
 from hyperframes.store import open_store
 from hyperframes.train import load_config, resolve_contract
-from hyperframes.train._checkpoint import save_checkpoint
 from hyperframes.train._data import make_dataset
 
 T = 4

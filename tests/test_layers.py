@@ -10,6 +10,7 @@ Read from the source with ``ast`` (every import, at module level or deferred ins
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
 
@@ -33,6 +34,7 @@ _ALL = (
     "sampling",
     "data",
     "models",
+    "checkpoint",
     "train",
     "infer",
     "integrations",
@@ -54,6 +56,7 @@ NEVER = {
         "sampling",
         "data",
         "models",
+        "checkpoint",
         "train",
         "infer",
         "cli",
@@ -67,6 +70,7 @@ NEVER = {
         "sampling",
         "data",
         "models",
+        "checkpoint",
         "train",
         "infer",
         "cli",
@@ -78,6 +82,7 @@ NEVER = {
         "sampling",
         "data",
         "models",
+        "checkpoint",
         "train",
         "infer",
         "cli",
@@ -94,13 +99,25 @@ NEVER = {
         "build",
         "data",
         "models",
+        "checkpoint",
         "train",
         "infer",
         "cli",
         "demo",
         "bench",
     },
-    "data": {"inputs", "build", "models", "train", "infer", "cli", "demo", "bench", "viz"},
+    "data": {
+        "inputs",
+        "build",
+        "models",
+        "checkpoint",
+        "train",
+        "infer",
+        "cli",
+        "demo",
+        "bench",
+        "viz",
+    },
     "models": {
         "decode",
         "inputs",
@@ -109,6 +126,7 @@ NEVER = {
         "data",
         "store",
         "build",
+        "checkpoint",
         "train",
         "infer",
         "cli",
@@ -117,12 +135,24 @@ NEVER = {
     },
     # pictures come from viz through the CLI or infer, not from train (issue 36)
     "train": {"infer", "viz", "cli", "demo", "bench"},
-    # what serving a model needs from a run (metrics, pictures of an output) lives below both
-    # (hyperframes.models); the checkpoint -> model + contract bundle is still train's: the
-    # imports of infer/_load.py and infer/__init__.py below are the ones left to move
-    "infer": {"cli", "demo", "bench"},
-    "bench": {"models", "train", "infer", "cli", "demo"},
-    "viz": {"build", "train", "infer", "cli", "demo", "bench"},
+    # the checkpoint -> model + contract bundle (timm's PretrainedCfg role) lives below both
+    # train and infer: it reads checkpoints, checks their config, rebuilds model and contract
+    "checkpoint": {
+        "inputs",
+        "build",
+        "train",
+        "infer",
+        "integrations",
+        "viz",
+        "cli",
+        "demo",
+        "bench",
+    },
+    # what serving a model needs from a run (metrics, pictures of an output, the checkpoint
+    # bundle) lives below both (hyperframes.models, hyperframes.checkpoint)
+    "infer": {"train", "cli", "demo", "bench"},
+    "bench": {"models", "checkpoint", "train", "infer", "cli", "demo"},
+    "viz": {"build", "checkpoint", "train", "infer", "cli", "demo", "bench"},
     "demo": {"cli"},
 }
 #: the only third-party library sampling may import ("nothing heavier than numpy")
@@ -249,7 +279,7 @@ def test_nothing_imports_the_cli():
 
 def test_the_core_depends_on_nothing_above_it():
     # not at module level, not deferred inside a function: resolving a contract from a config,
-    # a checkpoint or a store lives in train (train/_contract.py), where those live
+    # a checkpoint or a store lives in hyperframes.checkpoint (checkpoint/_contract.py)
     bad = [
         f"{module}:{line} imports {target}"
         for module, target, line, _ in IMPORTS
@@ -333,10 +363,9 @@ def test_every_deferred_import_says_why():
     assert not bad, "say why these imports are deferred (a comment):\n" + "\n".join(bad)
 
 
-#: the names infer still takes from train: the checkpoint -> model + contract bundle, which is
-#: to move below both (issue 36); nothing else (the metrics and pictures of a model's output
-#: live in hyperframes.models)
-INFER_FROM_TRAIN = {"load_checkpoint", "rebuild_model", "resolve_contract"}
+#: the names infer takes from train: none (the checkpoint -> model + contract bundle lives in
+#: hyperframes.checkpoint; the metrics and pictures of a model's output in hyperframes.models)
+INFER_FROM_TRAIN: set[str] = set()
 
 
 def _names_imported_from(package: str, source: str) -> set[str]:
@@ -358,6 +387,18 @@ def _names_imported_from(package: str, source: str) -> set[str]:
     return names
 
 
-def test_infer_takes_only_the_checkpoint_bundle_from_train():
+def test_infer_takes_nothing_from_train():
     extra = _names_imported_from("infer", "train") - INFER_FROM_TRAIN
     assert not extra, f"infer imports {sorted(extra)} from train; put them below both"
+
+
+def test_serving_a_model_does_not_import_train():
+    # the checkpoint bundle lives in hyperframes.checkpoint: infer (and reading a checkpoint)
+    # load without the training package
+    code = (
+        "import sys, hyperframes.infer, hyperframes.checkpoint\n"
+        "print(sorted(m for m in sys.modules if m.startswith('hyperframes.train')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -16,6 +16,7 @@ from PIL import Image
 
 from hyperframes import ConfigError, DataError
 from hyperframes.build import BuildOptions, build_store
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.cli import main
 from hyperframes.data import loader
 from hyperframes.data._repeats import RepeatedWindows
@@ -31,7 +32,6 @@ from hyperframes.train import (
     run_training,
     write_reconstructions,
 )
-from hyperframes.train._checkpoint import save_checkpoint
 from hyperframes.train._data import build_data
 from hyperframes.train._masked import MaskedVideoTask
 

@@ -43,7 +43,7 @@ class _SmallChannel(models.VideoModel):
 @pytest.fixture
 def checkpoint(tmp_path):
     from hyperframes._core._contract import InputContract
-    from hyperframes.train._checkpoint import save_checkpoint
+    from hyperframes.checkpoint._checkpoint import save_checkpoint
 
     @models.register_model(NAME, layout="channel", family="test")
     def build(num_classes: int, frames: int):

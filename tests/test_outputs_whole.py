@@ -18,9 +18,9 @@ import pytest
 
 import hyperframes
 from hyperframes import DecodeError, InputError, models
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.infer import predict_video
-from hyperframes.train._checkpoint import save_checkpoint
 from test_hostile_inputs import T, _state
 
 #: the code under test, for the child processes (the tree this process imported)
@@ -148,7 +148,7 @@ def test_a_full_disk_while_saving_is_one_line_and_loses_nothing(tmp_path):
             import torch
             sys.path.insert(0, {str(Path(__file__).parent)!r})
             from test_hostile_inputs import T, _state
-            from hyperframes.train._checkpoint import save_checkpoint
+            from hyperframes.checkpoint._checkpoint import save_checkpoint
             signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not a signal
             resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, resource.RLIM_INFINITY))
             state = {{**_state(), "pad": torch.zeros(3 << 20, dtype=torch.uint8)}}

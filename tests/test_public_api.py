@@ -67,11 +67,12 @@ PUBLIC = {
     "HyperframeDataset HyperframesError InputError StoreError __version__ build_store loader "
     "open_store verify_store",
     "hyperframes.bench": "format_bench format_plan plan_store run_bench",
+    "hyperframes.checkpoint": "load_checkpoint rebuild_model resolve_contract save_checkpoint",
     "hyperframes.build": "BuildOptions BuildReport build_store convert_codec convert_to_hdf5",
     "hyperframes.cli": "main",
     "hyperframes.data": "BalancedSampler DatasetOptions DeliveryOptions EpochSampler Hyperframe "
     "HyperframeBatch HyperframeDataset HyperframeLoader InMemoryStore LogMelOptions OrderOptions "
-    "OutputOptions PrefetchLoader ReadOptions SamplingOptions StageBatch TargetStage TrackOptions "
+    "OutputOptions PrefetchLoader ReadOptions SamplingOptions TargetStage TrackOptions "
     "collate_hyperframes "
     "list_layouts loader to_layout transforms",
     "hyperframes.data.transforms": "CenterCrop ColorJitter Compose DropFrame DuplicateFrame "

@@ -12,6 +12,7 @@ import torch
 from hyperframes import ConfigError
 from hyperframes import models as M
 from hyperframes.build import BuildOptions, build_store
+from hyperframes.checkpoint._checkpoint import save_checkpoint
 from hyperframes.cli import main
 from hyperframes.data import HyperframeDataset
 from hyperframes.demo import make_motion_dataset
@@ -23,7 +24,6 @@ from hyperframes.train import (
     recalibrate,
     run_training,
 )
-from hyperframes.train._checkpoint import save_checkpoint
 from hyperframes.train._frames import draw_frames, narrow_batch
 
 CLASSES = ("left", "right", "up")

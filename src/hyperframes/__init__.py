@@ -42,6 +42,7 @@ _SUBPACKAGES = frozenset(
     {
         "bench",
         "build",
+        "checkpoint",
         "cli",
         "data",
         "decode",

@@ -27,7 +27,10 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
     _json       JSON from files: a document nesting too deep is our error naming the file
     _registry   names to entries, one helper under every registry (models, tasks, samplers, ...)
     _tasks      what each task is (its traits), for config checks, the contract, eval and predict
+    _config_models  the training config's sections, as strict pydantic models
+    _config_values  a (partial) config's values checked with a config file's bounds (train, checkpoints)
     _moved      names that left a public ``__all__``: importable still, warning where they live
+    _yaml       the bounded YAML loader: size, depth and alias expansion checked
 
 Importing a core module imports nothing from the packages above it; the few functions that
 need them (the contract asks the store and the model registry) import their public

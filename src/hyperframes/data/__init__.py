@@ -23,7 +23,8 @@ from ._options import (
 from ._prefetch import PrefetchLoader
 from ._record import Hyperframe, HyperframeBatch
 from ._repeats import RepeatedWindows as RepeatedWindows
-from ._stages import StageBatch, TargetStage
+from ._stages import StageBatch as StageBatch  # (what a stage is given)
+from ._stages import TargetStage
 from ._torch_samplers import BalancedSampler, EpochSampler
 from ._torch_samplers import item_sampler as item_sampler
 
@@ -43,7 +44,6 @@ __all__ = [
     "PrefetchLoader",
     "ReadOptions",
     "SamplingOptions",
-    "StageBatch",
     "TargetStage",
     "TrackOptions",
     "collate_hyperframes",

@@ -29,7 +29,7 @@ the checkpoint's :class:`InputContract` only, exactly as ``hyperframes eval`` pr
 
 from .._core._contract import InputContract
 from .._core._moved import moved_attribute
-from ..train import resolve_contract
+from ..checkpoint import resolve_contract
 from ._export import ExportError, ExportReport, export_onnx
 from ._load import InferenceModel, load_inference_model
 from ._prediction import Prediction

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._core._errors import InputError
+from ..decode import resize_rgb
 from ._prediction import Prediction
 
 if TYPE_CHECKING:
@@ -139,8 +140,6 @@ class VideoAnnotator:
         # set by _open
         assert self._container is not None and self._stream is not None and self._size is not None
         if (h, w) != self._size:  # a size change mid-stream: fit to the first size
-            from ..decode import resize_rgb  # deferred: pulls av
-
             rgb = resize_rgb(rgb, self._size)
         image = self._draw(np.ascontiguousarray(rgb[: self._size[0], : self._size[1]]), pred)
         frame = av.VideoFrame.from_ndarray(image, format="rgb24")

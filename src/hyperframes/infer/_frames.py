@@ -32,6 +32,7 @@ import torch
 
 from .._core._atomic import write_atomic, write_json_atomic
 from .._core._errors import InputError
+from ..decode import create_decoder
 from ..models import bicubic_upscale, downscale, neighbour_blend, psnr, ssim
 from ._load import InferenceModel
 from ._report import PredictReport
@@ -153,7 +154,6 @@ def predict_frames(
 ) -> PredictReport:
     """Run a frame-task model over ``video`` and write its frames as PNG into ``out`` (default
     ``<video stem>_predict``); see the module doc."""
-    from ..decode import create_decoder  # deferred: pulls av
 
     contract, video = loaded.contract, Path(video)
     ft = contract.frame_task

@@ -21,8 +21,8 @@ as evaluation does.
 :attr:`InputContract.source` says which one was used.
 
 **Bounds.** Nothing read from a checkpoint sizes an allocation before it is checked
-(:func:`~hyperframes.train._checkpoint.check_checkpoint`,
-:func:`~hyperframes.train._checkpoint.rebuild_model`).
+(:func:`~hyperframes.checkpoint._checkpoint.check_checkpoint`,
+:func:`~hyperframes.checkpoint._checkpoint.rebuild_model`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .._core._contract import InputContract
 from .._core._device import resolve_device
 from .._core._tasks import TaskTraits, task_traits
 from .._core._text import model_name
-from ..train import load_checkpoint, rebuild_model
+from ..checkpoint import load_checkpoint, rebuild_model
 
 __all__ = [
     "InferenceModel",

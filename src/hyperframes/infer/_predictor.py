@@ -70,6 +70,7 @@ from .._core._limits import check_infer_values
 from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
 from .._core._tasks import task_traits
 from .._core._text import model_name
+from ..decode import FpsResampler, resize_rgb
 from ..models import decode_detections, detection_head, other_frames_refusal
 from ._load import InferenceModel, load_inference_model
 from ._prediction import Prediction
@@ -305,7 +306,6 @@ class Predictor:
     # -- state ------------------------------------------------------------------------------
     def reset(self) -> None:
         """Forget the stream: the next frame pushed starts a new one."""
-        from ..decode import FpsResampler  # deferred: pulls av
 
         fps = self.contract.fps
         self._resampler = FpsResampler(fps, max_gap_seconds=self.max_gap_seconds) if fps else None
@@ -452,8 +452,6 @@ class Predictor:
         if isinstance(frame, np.ndarray):
             h, w = self.frame_size(*frame.shape[:2])
             if frame.shape[:2] != (h, w):
-                from ..decode import resize_rgb  # deferred: pulls av
-
                 dec = self.contract.decoder
                 frame = resize_rgb(frame, (h, w), like=dec["name"] if dec else "pyav")
             rgb = frame

@@ -31,6 +31,7 @@ import torch
 
 from .._core._atomic import write_bytes_atomic, write_json_atomic
 from .._core._errors import ConfigError, InputError
+from ..decode import FpsResampler, create_decoder
 from ..models import masked_patch_errors, picture_png, reconstruction_rows
 from ..models import masked_psnr as psnr
 from ._load import InferenceModel
@@ -45,7 +46,6 @@ DEFAULT_WINDOWS = 16
 def _grid(loaded: InferenceModel, video: Path, decoder: str, counter: list[int]):
     """Yield ``(source frame, (3, H, W) uint8 model-size frame)`` of the model's frame grid;
     ``counter[0]`` counts the frames decoded."""
-    from ..decode import FpsResampler, create_decoder  # deferred: pulls av
 
     contract = loaded.contract
     resampler = FpsResampler(contract.fps) if contract.fps else None
@@ -128,7 +128,6 @@ def predict_reconstructions(
     (default ``<video stem>_predict``): at most ``windows`` (None: :data:`DEFAULT_WINDOWS`),
     decoded by ``decoder`` (None: the contract's, see :func:`choose_decoder`); see the module
     doc."""
-    from ..decode import create_decoder  # deferred: pulls av
 
     if not loaded.traits.reconstructs:
         raise InputError(f"{loaded.path}: a {loaded.task} model, not a masked_video one")

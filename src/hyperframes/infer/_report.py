@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._core._errors import InputError
+from ..decode import create_decoder
 from ._prediction import Prediction
 
 __all__ = ["PredictReport", "choose_decoder"]
@@ -54,8 +55,6 @@ def choose_decoder(recorded: dict | None, asked: str | None) -> tuple[str, list[
     """(the decoder predict uses, notes): ``asked`` if given (a warning on stderr when it is
     not the ``recorded`` one, the decoder that built the model's store), else the recorded
     one, else pyav. A version other than the recorded one is said too."""
-
-    from ..decode import create_decoder  # deferred: pulls av
 
     notes: list[str] = []
     name = asked or (recorded["name"] if recorded else "pyav")

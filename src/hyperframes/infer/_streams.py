@@ -41,6 +41,8 @@ import numpy as np
 import torch
 
 from .._core._errors import ConfigError, InputError
+from ..data import InMemoryStore
+from ..store import open_store
 from ._prediction import Prediction
 from ._predictor import Predictor, Window
 
@@ -194,8 +196,6 @@ class MultiStream:
         server); ``resident``: hold its frames in RAM first, else read them from the store
         as stored (a raw store: no decoding; a jpeg one decodes its images). Frames are read ``chunk_frames`` at a time per video; the model runs on full
         batches of ``batch_size`` windows, each video's last ones when it ends."""
-        from ..data import InMemoryStore  # deferred: pulls the data pipeline
-        from ..store import open_store  # deferred: opens files
 
         if not hasattr(store, "videos"):
             store = open_store(store)

@@ -19,6 +19,7 @@ from .._core._atomic import write_bytes_atomic, write_json_atomic
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, InputError
 from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
+from ..decode import create_decoder
 from ..models import hidden_picture, takes_recipe
 from ._annotate import VideoAnnotator
 from ._frames import predict_frames
@@ -43,7 +44,6 @@ def iter_predictions(
 
     ``on_frame(decoded_frame)`` is called for every decoded frame before it is pushed.
     """
-    from ..decode import create_decoder  # deferred: pulls av
 
     dec = create_decoder(decoder)
     predictor.reset()
@@ -99,7 +99,6 @@ def predict_video(
     """
     check_options(stride, ema, batch_size, short)
     device = resolve_device(device)
-    from ..decode import create_decoder  # deferred: pulls av
 
     video = Path(video)
     loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device, frames=frames)
@@ -143,7 +142,6 @@ def _predict_pictures(
         return predict_reconstructions(
             loaded, video, out=out, stride=stride, decoder=decoder, windows=reconstructions
         )
-    from ..decode import create_decoder  # deferred: pulls av
 
     decoder, _ = choose_decoder(loaded.contract.decoder, decoder)
     create_decoder(decoder).probe(os.fspath(video))  # unreadable video: fail early

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 from .._core._moved import moved_attribute
 
 if TYPE_CHECKING:
+    from ..checkpoint import load_checkpoint, save_checkpoint
+    from ..checkpoint import rebuild_model as rebuild_model
+    from ..checkpoint import resolve_contract as resolve_contract
     from ._box_metrics import coco_map, flicker_rate
-    from ._checkpoint import load_checkpoint, save_checkpoint
-    from ._checkpoint import rebuild_model as rebuild_model
     from ._config import (
         AugmentConfig,
         Config,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from ._config import (
         precheck_config as precheck_config,
     )
-    from ._contract import resolve_contract as resolve_contract
     from ._data import (
         build_data as build_data,
     )
@@ -93,15 +93,15 @@ _LAZY = {
     "evaluate": "._eval",
     "format_estimate": "._estimate",
     "list_tasks": "._tasks",
-    "load_checkpoint": "._checkpoint",
+    "load_checkpoint": "..checkpoint",
     "load_config": "._config",
     "precheck_config": "._config",
-    "rebuild_model": "._checkpoint",
+    "rebuild_model": "..checkpoint",
     "recalibrate": "._recalibrate",
-    "resolve_contract": "._contract",
+    "resolve_contract": "..checkpoint",
     "register_task": "._tasks",
     "run_training": "._trainer",
-    "save_checkpoint": "._checkpoint",
+    "save_checkpoint": "..checkpoint",
     "save_config": "._config",
     "write_reconstructions": "._masked",
     "build_data": "._data",

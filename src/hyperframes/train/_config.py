@@ -8,10 +8,10 @@ names the key (``train.lr``), the value and what is allowed::
     cfg = load_config("configs/demo.yaml", overrides=["train.lr=0.1", "data.frames=4"])
     save_config(cfg, run_dir / "config.yaml")        # the resolved config, defaults filled in
 
-The sections are declared once, as strict pydantic models (:mod:`._config_models`); what
+The sections are declared once, as strict pydantic models (:mod:`~hyperframes._core._config_models`); what
 needs the model registry or several sections is checked in :mod:`._config_checks` (the
 model's options by the registry itself); the file is read by the bounded loader of
-:mod:`._yaml`. Paths (``data.store``, ``model.pretrained``) are taken relative to the current
+:mod:`~hyperframes._core._yaml`. Paths (``data.store``, ``model.pretrained``) are taken relative to the current
 directory and saved resolved (absolute).
 
 **Splits.** ``data.train_split`` / ``data.val_split`` name splits of the store (from a CSV
@@ -41,10 +41,7 @@ import yaml
 from pydantic import BaseModel
 
 from .._core._atomic import write_text_atomic
-from .._core._errors import ConfigError
-from .._core._validate import did_you_mean, show, validate, validate_field
-from ._config_checks import check_clips, cross_checks, resolve_paths
-from ._config_models import (
+from .._core._config_models import (
     AUTO_STEPS,
     MAX_CLIPS,
     AugmentConfig,
@@ -55,8 +52,18 @@ from ._config_models import (
     ModelConfig,
     TrainConfig,
 )
-from ._frames import split_frame_list
-from ._yaml import (
+from .._core._config_values import (
+    MAX_BATCH_BYTES,
+    SECTIONS,
+    _batch_sizes,
+    _check_batch_bytes,
+    _section_model,
+    check_config_values,
+    split_frame_list,
+)
+from .._core._errors import ConfigError
+from .._core._validate import did_you_mean, show, validate
+from .._core._yaml import (
     MAX_CONFIG_BYTES,
     MAX_CONFIG_DEPTH,
     MAX_CONFIG_VALUES,
@@ -65,6 +72,7 @@ from ._yaml import (
     load_yaml_text,
     read_yaml,
 )
+from ._config_checks import cross_checks, resolve_paths
 
 __all__ = [
     "AUTO_STEPS",
@@ -89,9 +97,6 @@ __all__ = [
     "read_yaml",
     "save_config",
 ]
-
-MAX_BATCH_BYTES = 64 << 30  # one batch of uint8 frames
-SECTIONS = tuple(Config.model_fields)  # data, model, train, eval
 
 
 def config_from_dict(raw: dict, *, base: str | os.PathLike | None = None) -> Config:
@@ -129,11 +134,6 @@ def _checked_sections(raw: dict) -> Config:
     return cfg
 
 
-def _section_model(model: type[BaseModel], name: str) -> type[BaseModel] | None:
-    hint = model.model_fields[name].annotation
-    return hint if isinstance(hint, type) and issubclass(hint, BaseModel) else None
-
-
 def _as_lists(raw, model: type[BaseModel]):
     """``raw`` as the models read it: a null section is an empty one (its defaults) and a
     tuple given in a mapping is the list it stands for."""
@@ -149,85 +149,6 @@ def _as_lists(raw, model: type[BaseModel]):
         elif isinstance(out[name], tuple):
             out[name] = list(out[name])
     return out
-
-
-def _batch_sizes(data, prefix: str = "") -> dict[str, int]:
-    get = data.get if isinstance(data, Mapping) else lambda k: getattr(data, k, None)
-    out = {f"{prefix}data.batch_size": get("batch_size") or 16}
-    if get("val_batch_size"):
-        out[f"{prefix}data.val_batch_size"] = get("val_batch_size")
-    return out
-
-
-def _check_batch_bytes(
-    frames: int, batches: dict[str, int], frame_size: tuple[int, int, str] | None, prefix=""
-) -> None:
-    """One batch of uint8 frames, ``batch x frames x 3 x H x W``, must stay within
-    :data:`MAX_BATCH_BYTES`; ``frame_size``: (H, W, the key that sets them), or None when the
-    store decides (nothing to check here)."""
-    if not frame_size:
-        return
-    height, width, size_key = frame_size
-    for key, batch in batches.items():
-        size = batch * frames * 3 * height * width
-        if size > MAX_BATCH_BYTES:
-            raise ConfigError(
-                f"{key} x {prefix}data.frames x 3 x H x W ({size_key}) = {batch} x {frames} x "
-                f"3 x {height} x {width} = {size / 2**30:.1f} GiB of uint8 frames per batch; "
-                f"allowed: at most {MAX_BATCH_BYTES >> 30} GiB (lower {key}, "
-                f"{prefix}data.frames or {size_key})"
-            )
-
-
-def check_config_values(
-    raw: Mapping, *, prefix: str = "", frame_size: tuple[int, int, str] | None = None
-) -> None:
-    """Check the values a possibly partial config mapping holds (a checkpoint's ``config``)
-    with the types and bounds of :func:`config_from_dict`, before anything is allocated.
-
-    Keys that are absent are not required and unknown keys are let through (an older or
-    newer checkpoint), but every known value present must be valid, and one batch must fit
-    :data:`MAX_BATCH_BYTES`. ``prefix`` goes before the keys in messages (``"config."``);
-    ``frame_size`` is (H, W, where from) when the config does not fix the frame size.
-    """
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{prefix or 'config'}: expected a mapping of sections, got {show(raw)}")
-    check_value_tree(raw)
-    raw = split_frame_list(raw)
-    for name in SECTIONS:
-        if raw.get(name) is not None:
-            _check_partial(f"{prefix}{name}", raw[name], _section_model(Config, name))
-    data = raw.get("data") or {}
-    size = (data.get("augmentation") or {}).get("size")
-    if size:
-        frame_size = (size, size, f"{prefix}data.augmentation.size")
-    _check_batch_bytes(data.get("frames") or 8, _batch_sizes(data, prefix), frame_size, prefix)
-
-
-def _check_partial(key: str, raw, model) -> None:
-    """The known keys of the section ``raw``, each checked as ``model``'s field."""
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"{key}: expected a mapping of keys to values, got {show(raw)}")
-    for name in model.model_fields:
-        if name not in raw:
-            continue
-        sub = _section_model(model, name)
-        if sub is None:
-            check_field(f"{key}.{name}", raw[name], model, name)
-        elif raw[name] is not None:
-            _check_partial(f"{key}.{name}", raw[name], sub)
-    for opts in ("sampler_options", "val_sampler_options"):
-        if isinstance(raw.get(opts), Mapping):
-            check_clips(f"{key}.{opts}", raw[opts])
-
-
-def check_field(key: str, value, owner: type[BaseModel], name: str):
-    """``value`` checked as field ``name`` of the config section ``owner`` (its type and
-    bounds) and reported as ``key`` (which ends with ``name``); returns the value as
-    :func:`config_from_dict` keeps it."""
-    where = key.removesuffix(name).removesuffix(".")
-    value = list(value) if isinstance(value, tuple) else value
-    return validate_field(owner, name, value, where=where)
 
 
 def config_defaults() -> dict[str, object]:

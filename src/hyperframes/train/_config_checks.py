@@ -1,7 +1,7 @@
 """The config checks that need more than one section: the model, the samplers, the tracks.
 
 :func:`cross_checks` runs after every section validated on its own
-(:mod:`._config_models`). It asks the model registry for the model (its options are checked
+(:mod:`~hyperframes._core._config_models`). It asks the model registry for the model (its options are checked
 there, once: :meth:`~hyperframes.models.ModelSpec.check_options`), builds the samplers to check
 their options, and refuses combinations the training would not honour (a crop on
 segmentation masks, mixup on an audio-visual model, a memory budget for a store read from
@@ -11,31 +11,22 @@ disk, ...), each a :class:`ConfigError` naming the keys and what is allowed.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
+from .._core._config_models import Config
+from .._core._config_values import check_clips
 from .._core._errors import ConfigError
 from .._core._tasks import task_traits
 from .._core._urls import is_url
-from ._config_models import MAX_CLIPS, Config
 from ._frame_config import check_frame_config
 from ._frames import check_frame_choices, pad_refusal
 
-__all__ = ["check_clips", "cross_checks", "resolve_paths"]
-
-
-def check_clips(key: str, options: Mapping) -> None:
-    """A sampler's ``clips`` option (``key``: its options' key) within :data:`MAX_CLIPS`."""
-    clips = options.get("clips")
-    if isinstance(clips, int) and not isinstance(clips, bool) and clips > MAX_CLIPS:
-        raise ConfigError(
-            f"{key}.clips: out of range: {clips}; allowed: an integer >= 1 and <= {MAX_CLIPS}"
-        )
+__all__ = ["cross_checks", "resolve_paths"]
 
 
 def _check_tracks(cfg: Config, spec) -> None:
     """data.audio / data.flow / data.register against the model."""
-    from ._contract import model_takes_audio  # deferred: pulls torchvision
+    from ..checkpoint import model_takes_audio  # deferred: pulls torch and torchvision
 
     d, name = cfg.data, cfg.model.name
     options = spec.options()

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from .._core._contract import InputContract
 from .._core._errors import ConfigError
+from ..checkpoint import resolve_contract
 from ..data import (
     DatasetOptions,
     HyperframeDataset,
@@ -45,7 +46,7 @@ from ..data.transforms import (
 )
 from ..models import get_spec
 from ..store import open_store
-from ._contract import resolve_contract
+from ._config import AUTO_STEPS, MAX_CLIPS, Config, load_config
 from ._splits import resolve_split
 from ._tasks import get_task
 
@@ -257,7 +258,6 @@ def auto_clips_per_video(cfg, items: int) -> int:
     :data:`~hyperframes.train._config.MAX_CLIPS`. It depends on the config and the store
     only, not on the number of processes, so a run resumed on another number keeps its epochs
     (N processes share those steps: AUTO_STEPS / N each)."""
-    from ._config import AUTO_STEPS, MAX_CLIPS  # deferred: pulls yaml
 
     need = AUTO_STEPS * cfg.data.batch_size * cfg.train.accumulate
     return max(1, min(MAX_CLIPS, math.ceil(need / max(items, 1))))
@@ -305,8 +305,6 @@ def config_dataset(config, store) -> tuple:
     """``(dataset, what)``: the training dataset of ``config`` (a YAML path, a mapping or a
     :class:`Config`) over ``store`` (epoch 0: its sampler and training augmentation), and a
     line saying what it is (the store report's sampler preview shows its windows)."""
-
-    from ._config import Config, load_config  # deferred: pulls yaml
 
     cfg = config if isinstance(config, Config) else load_config(config)
     if isinstance(store, (str, os.PathLike)):

@@ -46,7 +46,7 @@ super-resolution).
 
 Input is prepared by the checkpoint's :class:`~hyperframes._core._contract.InputContract` only
 (the same object predict and export use), the model rebuilt by
-:func:`~hyperframes.train._checkpoint.rebuild_model`. The metrics are printed as a table and
+:func:`~hyperframes.checkpoint.rebuild_model`. The metrics are printed as a table and
 written per store, split, checkpoint and settings, to
 ``RUN_DIR/eval/<store name>/<split>/<checkpoint stem>[_T<frames>]_<clips>clips_<crops>crops
 [_by_index]/metrics.json`` (``best_10clips_3crops``, ``best_T4_10clips_3crops``,
@@ -73,10 +73,10 @@ from .._core._contract_extra import decoder_of
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, DataError
 from .._core._tasks import task_traits
+from ..checkpoint import load_checkpoint, rebuild_model
 from ..data import loader
 from ..data.transforms import contract_transform
 from ..store import open_store
-from ._checkpoint import load_checkpoint, rebuild_model
 from ._config import config_from_dict
 from ._data import make_dataset
 from ._eval_table import decoder_text, format_metrics

@@ -6,6 +6,7 @@ their baseline, masked video's reconstruction."""
 from __future__ import annotations
 
 from .._core._tasks import task_traits
+from ._masked import format_masked
 
 __all__ = ["decoder_text", "format_metrics"]
 
@@ -36,8 +37,6 @@ def format_metrics(r: dict) -> str:
         )
     traits = task_traits(r.get("task") or "classification")
     if traits.reconstructs:
-        from ._masked import format_masked  # deferred: pulls pydantic, torchvision
-
         return "\n".join(lines + format_masked(r) + [f"  metrics: {r.get('metrics_json', '')}"])
     if "psnr" in r:  # the frame tasks: the model and the baseline
         lines.append(f"  windows         {r['windows']}")

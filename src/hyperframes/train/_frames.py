@@ -24,36 +24,11 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from .._core._config_values import split_frame_list
 from .._core._errors import ConfigError
-from .._core._limits import MAX_FRAMES
 from .._core._tasks import task_traits
 
 __all__ = ["draw_frames", "narrow_batch", "pad_refusal", "split_frame_list"]
-
-
-def split_frame_list(raw: Any) -> Any:
-    """``raw`` (a config mapping) with a list in ``data.frames`` turned into ``data.frames``
-    (the largest) and ``data.frame_choices`` (the sorted distinct values); ``raw`` itself
-    when ``data.frames`` is not a list. :class:`ConfigError` naming the key otherwise."""
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("data"), Mapping):
-        return raw
-    data = raw["data"]
-    frames = data.get("frames")
-    if not isinstance(frames, list | tuple):
-        return raw
-    ok = all(isinstance(t, int) and not isinstance(t, bool) for t in frames)
-    if not frames or not ok or not all(1 <= t <= MAX_FRAMES for t in frames):
-        raise ConfigError(
-            f"data.frames: {list(frames)!r:.80} is not a list of frame counts; allowed: an "
-            f"integer or a list of integers from 1 to {MAX_FRAMES}, e.g. [8, 16]"
-        )
-    if data.get("frame_choices") is not None:
-        raise ConfigError(
-            "data.frame_choices: set by a list in data.frames; give one of them, not both"
-        )
-    choices = sorted(set(frames))
-    new_data = {**data, "frames": choices[-1], "frame_choices": choices}
-    return {**raw, "data": new_data}
 
 
 def check_frame_choices(cfg: Any, spec: Any) -> None:
@@ -124,31 +99,3 @@ def narrow_batch(batch: Any, frames: int, offset: float) -> Any:
     start = min(int(offset * (t - frames + 1)), t - frames)
     span = slice(start, start + frames)
     return dataclasses.replace(batch, frames=batch.frames[:, span], mask=batch.mask[:, span])
-
-
-def built_frames(contract: Any) -> int:
-    """The T a checkpoint's model was built (and trained) for: its contract's, or for a
-    re-calibrated one the T it was trained at."""
-    cal = contract.calibration
-    return int(cal["trained_frames"]) if cal is not None else int(contract.frames)
-
-
-def at_frames(model: Any, contract: Any, frames: int | None) -> Any:
-    """``contract`` for windows of ``frames`` (None: as it is) on ``model``;
-    :class:`ConfigError` with the reason when the model or the contract's tracks cannot."""
-
-    from ..models import other_frames_refusal  # deferred: pulls pydantic, torchvision
-
-    if frames is None or frames == contract.frames:
-        return contract
-    if isinstance(frames, bool) or not isinstance(frames, int) or not 1 <= frames <= MAX_FRAMES:
-        raise ConfigError(f"frames {frames!r:.40}: allowed: an integer from 1 to {MAX_FRAMES}")
-    why = other_frames_refusal(model, frames)
-    if why is None and (contract.flow or contract.audio is not None or contract.register):
-        why = (
-            f"the model was trained with tracks (flow, audio or registration) made for "
-            f"T={contract.frames}"
-        )
-    if why is not None:
-        raise ConfigError(f"--frames {frames}: {why}")
-    return contract.replace(frames=frames)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from .._core._plots import plot_curves
-from ._checkpoint import PREVIOUS, get_rng_state, save_checkpoint
+from ..checkpoint import PREVIOUS, get_rng_state, save_checkpoint
 from ._data import loader_workers
 from ._eval import evaluate
 from ._keyframe_recipe import save_epoch_picture
@@ -130,14 +130,14 @@ class LoggingHook:
 
 class CheckpointHook:
     """``last.pt`` (the save before it kept as ``last.prev.pt``) and ``best.pt``, written by rank 0
-    (:func:`~hyperframes.train._checkpoint.save_checkpoint`: atomic, checksummed)."""
+    (:func:`~hyperframes.checkpoint.save_checkpoint`: atomic, checksummed)."""
 
     def __init__(self, saved_at: tuple[int, int] | None) -> None:
         #: the ``(step, batches_done)`` of the last ``last.pt`` (the resumed one's, at first)
         self.saved_at = saved_at
 
     def contents(self, loop: EpochLoop, metrics: dict) -> dict:
-        """What a checkpoint holds (the format: :mod:`~hyperframes.train._checkpoint`)."""
+        """What a checkpoint holds (the format: :mod:`~hyperframes.checkpoint._checkpoint`)."""
         cfg, parts, b = loop.ctx.cfg, loop.parts, loop.parts.bundle
         scaler = parts.scaler
         return {

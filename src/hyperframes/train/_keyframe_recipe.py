@@ -24,7 +24,9 @@ import torch
 from torch import nn
 
 from .._core._errors import ConfigError
+from ..data import loader
 from ..models import hidden_picture, takes_recipe
+from ._data import make_dataset
 
 __all__ = ["hidden_picture", "pretrain_on_flow", "takes_recipe"]
 
@@ -50,8 +52,6 @@ def drop_g_grads(model, cfg, epoch: int) -> None:
 def pretrain_on_flow(cfg, model, bundle, store, device, say=None) -> list[float]:
     """``train.flow_pretrain_epochs`` epochs of G on the store's key-frame flow; the mean loss
     of each epoch."""
-    from ..data import loader  # deferred: pulls pydantic, torchvision
-    from ._data import make_dataset  # deferred: pulls pydantic, torchvision
 
     epochs = cfg.train.flow_pretrain_epochs
     if not getattr(store, "has_flow", False):

@@ -24,6 +24,7 @@ from .._core._atomic import write_bytes_atomic
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, DataError
 from .._core._tasks import task_traits
+from ..checkpoint import load_checkpoint, rebuild_model
 from ..data import loader
 from ..data.transforms import contract_transform
 from ..models import (
@@ -34,6 +35,7 @@ from ..models import (
     reconstruction_rows,
 )
 from ..store import open_store
+from ._config import config_from_dict
 from ._data import make_dataset
 from ._splits import resolve_split
 from ._tasks import Task, register_task
@@ -143,9 +145,6 @@ def write_reconstructions(
     ``split`` of ``store`` (default: the run's; ``None``/``"all"``: every video), one centred
     window per video, ``recon_<k>.png`` in ``out``: rows of the window's frames, the visible
     patches, the reconstruction. Returns the paths."""
-    from ._checkpoint import load_checkpoint, rebuild_model  # deferred: pulls yaml
-    from ._config import config_from_dict  # deferred: pulls yaml
-
     ck = load_checkpoint(checkpoint)
     if not task_traits(ck.get("task") or "classification").reconstructs:
         raise ConfigError(

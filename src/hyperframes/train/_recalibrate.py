@@ -30,10 +30,10 @@ from torch import nn
 from .._core._device import resolve_device
 from .._core._errors import ConfigError
 from .._core._text import model_name
+from ..checkpoint import load_checkpoint, rebuild_model, save_checkpoint
 from ..data import loader
 from ..data.transforms import contract_transform
 from ..store import open_store
-from ._checkpoint import load_checkpoint, rebuild_model, save_checkpoint
 from ._config import config_from_dict
 from ._data import make_dataset
 from ._predict import forward

@@ -8,7 +8,7 @@ the epoch (re-based when the number of processes changed) and the schedule conti
 from __future__ import annotations
 
 from .._core._errors import ConfigError
-from ._checkpoint import load_weights, set_rng_state
+from ..checkpoint import load_weights, set_rng_state
 from ._parts import RunContext, RunParts
 from ._resume import continued_schedule, rescaled_resumed_at, resized_position
 from ._state import TrainState

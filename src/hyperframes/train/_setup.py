@@ -14,6 +14,7 @@ from torch import nn
 from .._core._device import resolve_device as core_resolve_device
 from .._core._errors import ConfigError, DataError
 from .._core._signature import CROP_MAX_VIDEOS
+from ..models import create
 from ._config import Config, config_defaults
 from ._ddp import Dist, broadcast_object
 from ._leakage import check_leakage
@@ -81,7 +82,6 @@ def resolve_amp(cfg: Config, device: torch.device) -> tuple[bool, torch.dtype | 
 def build_model(cfg: Config, num_classes: int, contract=None) -> nn.Module:
     """The registered model of ``cfg.model``, initialised from ``train.seed``; with the run's
     input ``contract``, the options its tracks imply (flow planes, log-mel size)."""
-    from ..models import create  # deferred: pulls torchvision
 
     torch.manual_seed(cfg.train.seed)
     implied = contract.model_options() if contract is not None else {}

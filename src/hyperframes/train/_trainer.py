@@ -89,7 +89,7 @@ import torch
 
 from .._core._errors import ConfigError
 from .._core._plots import plot_confusion
-from ._checkpoint import load_for_resume
+from ..checkpoint import load_for_resume
 from ._config import Config, load_config, save_config
 from ._ddp import Dist, barrier, broadcast_object, setup, teardown
 from ._keyframe_recipe import pretrain_on_flow

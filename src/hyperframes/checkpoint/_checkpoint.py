@@ -83,18 +83,13 @@ from .._core._checksum import (
     state_checksum,
     stored_bytes,
 )
+from .._core._config_models import DataConfig, ModelConfig
+from .._core._config_values import check_config_values, check_field
 from .._core._contract import InputContract
 from .._core._errors import ConfigError, InputError
-from .._core._limits import MAX_CLASSES, MAX_FPS
+from .._core._limits import MAX_CLASSES, MAX_FPS, MAX_FRAMES
 from .._core._text import model_name
-from ._config import (
-    DataConfig,
-    ModelConfig,
-    check_config_values,
-    check_field,
-)
 from ._contract import check_frame_size, resolve_contract
-from ._frames import at_frames, built_frames
 
 __all__ = [
     "FORMAT",
@@ -284,7 +279,7 @@ def load_for_resume(run_dir: str | os.PathLike) -> dict:
 
 def check_checkpoint(state: Mapping, path: str | os.PathLike) -> None:
     """Check what a checkpoint's values would make a reader build, before it builds anything:
-    its ``config`` (:func:`~hyperframes.train._config.check_config_values`), ``frames``,
+    its ``config`` (:func:`~hyperframes._core._config_values.check_config_values`), ``frames``,
     ``num_classes``, ``classes``, ``contract`` and ``input``. :class:`ConfigError` naming
     ``path`` and the key.
     """
@@ -456,6 +451,32 @@ def _shape_mismatch(
         if have[key] != shape:
             return f"size mismatch for {key}: the checkpoint has {have[key]}, the model {shape}"
     return None
+
+
+def built_frames(contract: Any) -> int:
+    """The T a checkpoint's model was built (and trained) for: its contract's, or for a
+    re-calibrated one the T it was trained at."""
+    cal = contract.calibration
+    return int(cal["trained_frames"]) if cal is not None else int(contract.frames)
+
+
+def at_frames(model: Any, contract: Any, frames: int | None) -> Any:
+    """``contract`` for windows of ``frames`` (None: as it is) on ``model``;
+    :class:`ConfigError` with the reason when the model or the contract's tracks cannot."""
+
+    if frames is None or frames == contract.frames:
+        return contract
+    if isinstance(frames, bool) or not isinstance(frames, int) or not 1 <= frames <= MAX_FRAMES:
+        raise ConfigError(f"frames {frames!r:.40}: allowed: an integer from 1 to {MAX_FRAMES}")
+    why = models.other_frames_refusal(model, frames)
+    if why is None and (contract.flow or contract.audio is not None or contract.register):
+        why = (
+            f"the model was trained with tracks (flow, audio or registration) made for "
+            f"T={contract.frames}"
+        )
+    if why is not None:
+        raise ConfigError(f"--frames {frames}: {why}")
+    return contract.replace(frames=frames)
 
 
 # --------------------------------------------------------------------------- RNG state

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from .._core._errors import ConfigError
+from ._errors import ConfigError
 
 __all__ = [
     "MAX_CONFIG_BYTES",

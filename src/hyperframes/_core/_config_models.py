@@ -15,9 +15,9 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
-from .._core._limits import MAX_CLASSES, MAX_FRAMES, MAX_SIDE
-from .._core._validate import Auto, Strict
+from ._contract import IMAGENET_MEAN, IMAGENET_STD
+from ._limits import MAX_CLASSES, MAX_FRAMES, MAX_SIDE
+from ._validate import Auto, Strict
 
 __all__ = [
     "AUTO_STEPS",
