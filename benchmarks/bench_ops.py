@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -35,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_result
-from bench_pipeline import BATCH, FRAMES, SIZE, START_EVERY, build, loader_rate, make_sources
+from bench_pipeline import BATCH, FRAMES, SIZE, START_EVERY, build, interleaved, make_sources
 
 
 def variants(store: str) -> dict:
@@ -77,28 +76,7 @@ RATIOS = {
 
 
 def measure(store: str, *, rounds: int, batches: int) -> dict:
-    vs = variants(store)
-    for make in vs.values():  # warm-up: page cache, buffers, OpenCV's first calls
-        loader_rate(make, 2)
-    rates: dict[str, list[float]] = {k: [] for k in vs}
-    for r in range(rounds):
-        for k, make in vs.items():  # the slow per-sample paths: fewer batches
-            n = max(3, batches // 4) if k.endswith("per_sample") else batches
-            rates[k].append(loader_rate(make, n))
-        print(f"round {r + 1}/{rounds}:", {k: round(v[-1]) for k, v in rates.items()}, flush=True)
-    out: dict = {
-        "windows_per_s": {k: statistics.median(v) for k, v in rates.items()},
-        "rounds": rates,
-        "ratios": {},
-    }
-    for name, (a, b, target) in RATIOS.items():
-        ratio = statistics.median(x / y for x, y in zip(rates[a], rates[b]))
-        out["ratios"][name] = {
-            "ratio": ratio,
-            "target": target,
-            "met": None if target is None else ratio >= target,
-        }
-    return out
+    return interleaved(variants(store), RATIOS, rounds=rounds, batches=batches)
 
 
 def main() -> None:

@@ -180,7 +180,14 @@ RATIOS = {
 
 
 def measure(mixed: str, uniform: str, *, rounds: int, batches: int) -> dict:
-    vs = variants(mixed, uniform)
+    return interleaved(variants(mixed, uniform), RATIOS, rounds=rounds, batches=batches)
+
+
+def interleaved(vs: dict, ratios: dict, *, rounds: int, batches: int) -> dict:
+    """Loader windows/s of each variant of ``vs`` (name -> dataset maker) in interleaved
+    rounds (each round runs every variant once, so all see the same load; the ``*per_sample``
+    variants read fewer batches), their medians, and the median per-round ratio of each of
+    ``ratios`` (name -> (variant, anchor, target or None))."""
     for make in vs.values():  # warm-up: page cache, buffers, OpenCV's first calls
         loader_rate(make, 2)
     rates: dict[str, list[float]] = {k: [] for k in vs}
@@ -194,7 +201,7 @@ def measure(mixed: str, uniform: str, *, rounds: int, batches: int) -> dict:
         "rounds": rates,
         "ratios": {},
     }
-    for name, (a, b, target) in RATIOS.items():
+    for name, (a, b, target) in ratios.items():
         ratio = statistics.median(x / y for x, y in zip(rates[a], rates[b]))
         out["ratios"][name] = {
             "ratio": ratio,
