@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 
 from hyperframes import ConfigError, DataError
-from hyperframes._core._change import ChangeScorer
 from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.data import HyperframeDataset
-from hyperframes.sampling import change_score
-from hyperframes.store import open_store
+from hyperframes.store import change_score, open_store
+from hyperframes.store._change import ChangeScorer
 
 
 @pytest.mark.parametrize("codec", ["raw", "lz4"])

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from hyperframes import ConfigError, DataError, StoreError
-from hyperframes._core._change import ChangeScorer
 from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.data import HyperframeDataset
-from hyperframes.sampling import VideoMeta, change_score, create_sampler
+from hyperframes.sampling import VideoMeta, create_sampler
 from hyperframes.sampling._keyframes import MIN_FLOW, salience
-from hyperframes.store import checksum_file, open_store
+from hyperframes.store import change_score, checksum_file, open_store
+from hyperframes.store._change import ChangeScorer
 
 av = pytest.importorskip("av")
 if "libx264" not in av.codecs_available:

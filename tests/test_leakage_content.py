@@ -13,7 +13,12 @@ import numpy as np
 import pytest
 
 from hyperframes import DataError
-from hyperframes._core._signature import (
+from hyperframes.build import BuildOptions, build_store
+from hyperframes.cli import main
+from hyperframes.demo import make_motion_dataset
+from hyperframes.store import open_store
+from hyperframes.store._annotations import Annotations
+from hyperframes.store._signature import (
     SIMILAR_BITS,
     SignatureBuilder,
     frame_hash,
@@ -22,11 +27,6 @@ from hyperframes._core._signature import (
     signature_frames,
     similar_pairs,
 )
-from hyperframes.build import BuildOptions, build_store
-from hyperframes.cli import main
-from hyperframes.demo import make_motion_dataset
-from hyperframes.store import open_store
-from hyperframes.store._annotations import Annotations
 from hyperframes.train import run_training
 from hyperframes.train._leakage import find_leakage
 from hyperframes.train._similar import video_signatures
@@ -178,7 +178,7 @@ def test_the_build_and_a_later_read_choose_the_same_frames():
         seen.append(int(frame[0, 0, 0]))
         return real(frame)
 
-    import hyperframes._core._signature as sig_module
+    import hyperframes.store._signature as sig_module
 
     sig_module.grey_thumbnail = spy
     try:

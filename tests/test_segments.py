@@ -12,12 +12,12 @@ import pytest
 from _media import write_video
 from _stores import reseal
 from hyperframes import ConfigError, DataError, StoreError
-from hyperframes._core._signature import SIGNATURE_WIDTH
 from hyperframes.build import BuildOptions, build_store, convert_to_hdf5
 from hyperframes.data import HyperframeDataset
 from hyperframes.sampling import SegmentTable, VideoTable, create_sampler, frame_labels
 from hyperframes.sampling._segments import PerSegmentSampler
 from hyperframes.store import open_store
+from hyperframes.store._signature import SIGNATURE_WIDTH
 
 #: a variable-rate video's frame times: gaps a frame count at 20 fps would misplace
 VFR = [0.0, 0.1, 0.15, 0.2, 0.5, 0.55, 0.6, 1.0, 1.05, 1.1, 1.2, 1.5]

@@ -69,7 +69,7 @@ MOVED: dict[str, dict[str, str]] = {
         "hyperframes.remote._cache": "PIECE_BYTES entry_bytes",
     },
     "hyperframes.sampling": {
-        "hyperframes._core._change": "ChangeScorer",
+        "hyperframes.store._change": "ChangeScorer change_score",
         "hyperframes.sampling._base": "SHORT_POLICIES",
         "hyperframes.sampling._duration": "DurationSampler",
         "hyperframes.sampling._keyframes": "KeyframesSampler",

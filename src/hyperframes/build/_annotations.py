@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from .._core._atomic import save_npy_atomic
-from .._core._signature import SIGNATURE_WIDTH
 from ..inputs import BoxRows, Source
-from ..store import ANNOTATION_FILES, ANNOTATION_TOLERANCE, Annotations
+from ..store import ANNOTATION_FILES, ANNOTATION_TOLERANCE, SIGNATURE_WIDTH, Annotations
 from ..store.format import (
     BOX_DTYPE,
     BOXES_FILE,

@@ -10,13 +10,11 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from .._core._change import ChangeScorer
 from .._core._errors import DecodeError, InputError
-from .._core._signature import SignatureBuilder
 from .._core._sizes import target_size
 from ..decode import Decoder, DecodeReport, FpsResampler, Resampled, VideoInfo
 from ..inputs import Source, source_stat
-from ..store import Codec
+from ..store import ChangeScorer, Codec, SignatureBuilder
 from ._journal import JournalRecord
 from ._options import BuildOptions
 from ._shard import ShardWriter, VideoSink

@@ -13,8 +13,8 @@ import numpy as np
 
 from .._core._errors import ConfigError, DataError
 from .._core._layouts import PAD_LEAKS
-from ..sampling import PerFrame, VideoTable, change_score, create_sampler
-from ..store import open_store
+from ..sampling import PerFrame, VideoTable, create_sampler
+from ..store import change_score, open_store
 from ._targets import store_segments
 
 __all__ = [

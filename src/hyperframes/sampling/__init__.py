@@ -17,7 +17,6 @@ of items in an epoch and each rank's share of it.
 """
 
 # ``from ._x import name as name``: for the other hyperframes packages, not public
-from .._core._change import change_score as change_score
 from .._core._moved import moved_attribute
 from . import _duration, _keyframes, _random, _segments, _windows  # noqa: F401  (register samplers)
 from ._base import Sampler

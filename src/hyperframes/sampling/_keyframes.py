@@ -9,7 +9,7 @@ frame ``i - 1`` to ``i``. Which one is the ``score`` option's choice:
   of the last frame is found in the next, gives flow of arbitrary length, several times the
   usual; a codec's I-frame moves nothing. ``min_change`` is then in pixels (default
   ``MIN_FLOW``).
-- ``"change"``: the change score (:func:`hyperframes.sampling.change_score`), how much the
+- ``"change"``: the change score (:func:`hyperframes.store.change_score`), how much the
   coarse picture changed, as a fraction of the video's contrast; robust to compression noise
   but blind to what moved. ``min_change`` is then that fraction (default ``MIN_CHANGE``).
 - ``"auto"`` (the default): per video, the flow score when it has one, else the change score.
@@ -131,7 +131,7 @@ class KeyframesSampler(Sampler):
             f"the keyframes sampler needs a change score for every video"
             f"{'' if self.score == 'change' else ' without a flow score'}, but video {first} "
             f"has none ({count} videos without); compute it with "
-            f"hyperframes.sampling.change_score(frames) from the stored (F, C, H, W) frames "
+            f"hyperframes.store.change_score(frames) from the stored (F, C, H, W) frames "
             f"and pass it as VideoMeta(change_score=...)"
         )
 

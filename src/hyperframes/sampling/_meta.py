@@ -49,7 +49,7 @@ def _check_scores(scores, num_frames: int, where: str) -> np.ndarray | None:
     if arr is not None and np.any(np.isnan(arr)):
         raise DataError(
             f"{where}: change_score contains NaN; compute it with "
-            f"hyperframes.sampling.change_score(frames)"
+            f"hyperframes.store.change_score(frames)"
         )
     return arr
 
@@ -70,7 +70,7 @@ class VideoMeta:
 
     ``num_frames`` frames are stored at ``fps``; ``pts_seconds`` (optional) gives each stored
     frame's time; ``label`` is a class id (-1 = none); ``change_score`` (optional, one value per
-    frame, see :func:`hyperframes.sampling.change_score`) is used by the ``keyframes`` sampler,
+    frame, see :func:`hyperframes.store.change_score`) is used by the ``keyframes`` sampler,
     and so is ``flow_score`` (optional, one value per frame: the mean length in pixels of the
     optical flow from the frame before, 0 for frame 0, as a ``--flow`` store build records it:
     ``Store.flow_scores``).

@@ -8,7 +8,7 @@ to ``i``, so the mean covers exactly the steps inside the window):
 - ``score="flow"``: the flow score of a ``--flow`` build (mean flow length in pixels,
   ``Store.flow_scores``);
 - ``score="change"``: the change score every build records
-  (:func:`hyperframes.sampling.change_score`, a fraction of the video's coarse contrast);
+  (:func:`hyperframes.store.change_score`, a fraction of the video's coarse contrast);
 - ``score="auto"`` (default): the flow score where the store has one, else the change score.
 
 Each video with at least one window at or above ``min_motion`` gives one item per epoch, a

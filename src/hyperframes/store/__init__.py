@@ -20,6 +20,8 @@ from .._core._moved import moved_attribute
 from ._annotations import ANNOTATION_FILES as ANNOTATION_FILES
 from ._annotations import ANNOTATION_TOLERANCE as ANNOTATION_TOLERANCE
 from ._annotations import Annotations
+from ._change import ChangeScorer as ChangeScorer
+from ._change import change_score as change_score
 from ._codecs import Codec, codec_parameters, create_codec, list_codecs
 from ._crop import centre_boxes as centre_boxes
 from ._crop import read_boxes
@@ -40,6 +42,18 @@ from ._rates import upsampled_line as upsampled_line
 from ._rates import upsampled_rows as upsampled_rows
 from ._reader import Store
 from ._records import VideoRecord
+from ._signature import CROP_MAX_VIDEOS as CROP_MAX_VIDEOS
+from ._signature import CROP_SIMILAR_BITS as CROP_SIMILAR_BITS
+from ._signature import MIN_FRAMES as MIN_FRAMES
+from ._signature import SIGNATURE_FRAMES as SIGNATURE_FRAMES
+from ._signature import SIGNATURE_WIDTH as SIGNATURE_WIDTH
+from ._signature import SignatureBuilder as SignatureBuilder
+from ._signature import crop_candidates as crop_candidates
+from ._signature import grey_base as grey_base
+from ._signature import refine_crop as refine_crop
+from ._signature import signature_frames as signature_frames
+from ._signature import signature_of_frames as signature_of_frames
+from ._signature import similar_pairs as similar_pairs
 from ._tracks import FLOW_DTYPES as FLOW_DTYPES
 from ._tracks import payload_ranges as payload_ranges
 from ._tracks import track_keys as track_keys

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._core._errors import StoreError
-from .._core._signature import SIGNATURE_FRAMES, SIGNATURE_WIDTH
+from ._signature import SIGNATURE_FRAMES, SIGNATURE_WIDTH
 from ._table_checks import ALTERED, _Rows
 from .format import (
     BOX_DTYPE,

@@ -103,7 +103,7 @@ class StoreBase(TrackMethods):
 
     def change_scores(self, video) -> np.ndarray | None:
         """The video's per-frame change scores recorded at build time (float32, one per stored
-        frame; see :func:`hyperframes.sampling.change_score`), or None if the store has none."""
+        frame; see :func:`hyperframes.store.change_score`), or None if the store has none."""
         return change_slice(self._change, self._videos, self._video_id(video))
 
     def flow_scores(self, video) -> np.ndarray | None:

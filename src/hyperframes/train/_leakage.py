@@ -27,7 +27,7 @@ from pathlib import Path
 import xxhash
 
 from .._core._errors import DataError
-from .._core._signature import CROP_MAX_VIDEOS
+from ..store import CROP_MAX_VIDEOS
 from ._similar import find_similar
 
 __all__ = ["LeakageReport", "check_leakage", "content_hash", "find_leakage"]

@@ -13,8 +13,8 @@ from torch import nn
 
 from .._core._device import resolve_device as core_resolve_device
 from .._core._errors import ConfigError, DataError
-from .._core._signature import CROP_MAX_VIDEOS
 from ..models import create
+from ..store import CROP_MAX_VIDEOS
 from ._config import Config, config_defaults
 from ._ddp import Dist, broadcast_object
 from ._leakage import check_leakage

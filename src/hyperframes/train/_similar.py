@@ -2,7 +2,7 @@
 re-encode at another bitrate, a resized copy, a horizontal mirror, a crop keeping 70% of the
 area or more).
 
-Each video's perceptual signature (:mod:`hyperframes._core._signature`: mirror-blind pHashes
+Each video's perceptual signature (:mod:`hyperframes.store._signature`: mirror-blind pHashes
 of its stored frames at 1/8, 3/8, 5/8 and 7/8 of its duration, of the whole frame and of 42
 parts of it) is the one the build recorded in the index; a store built before signatures
 existed, or before the parts were hashed, gets them computed here from its stored frames (four
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._core._signature import (
+from ..store import (
     CROP_MAX_VIDEOS,
     CROP_SIMILAR_BITS,
     MIN_FRAMES,

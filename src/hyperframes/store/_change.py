@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._errors import ConfigError, DataError
+from .._core._errors import ConfigError, DataError
 
 __all__ = ["ChangeScorer", "change_score"]
 
