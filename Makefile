@@ -55,7 +55,7 @@ else
 XDIST_ARGS := -n $(TEST_WORKERS) --dist loadfile
 endif
 test: setup lint typecheck
-	$(BIN)/pytest -q $(XDIST_ARGS) $(COV_ARGS)
+	$(BIN)/pytest -q --durations=30 $(XDIST_ARGS) $(COV_ARGS)
 
 # The development tier: format, lint and the tests not marked slow (no subprocess builds, no
 # training runs); about a minute.

@@ -18,7 +18,6 @@ from hyperframes.sampling import (
     VideoMeta,
     VideoTable,
     balanced_order,
-    change_score,
     create_sampler,
     epoch_order,
     list_samplers,
@@ -26,6 +25,7 @@ from hyperframes.sampling import (
     register_sampler,
 )
 from hyperframes.sampling._order import class_weights
+from hyperframes.store import change_score
 
 ALL = ["duration", "keyframes", "random", "segments", "sliding", "uniform"]
 RANDOM = {"random", "segments", "duration"}  # plans depend on seed/epoch (train mode)
