@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..._core._errors import InputError
 from .._sources import Inputs
-from ._registry import SPECIFIC, Probe, register_input_format
+from ._registry import Probe, detect_kind, files_of_kind, register_input_format
 from ._rows import RowError, Rows, find_by_name, json_file, pick, read_text, segment
 
 _OBJECT = re.compile(r"\s*\{")
@@ -33,18 +33,10 @@ def _is_activitynet(probe: Probe, path: Path) -> bool:
     return bool(_OBJECT.match(head)) and ('"database"' in head or '"taxonomy"' in head)
 
 
-def _detect(probe: Probe) -> int:
-    return SPECIFIC if any(_is_activitynet(probe, p) for p in probe.files(".json")) else 0
-
-
-@register_input_format(
-    "activitynet",
-    summary='ActivityNet JSON ({"database": {id: {"subset", "annotations"}}}) or its folder',
-    detect=_detect,
-)
+@register_input_format("activitynet", detect=detect_kind(".json", _is_activitynet))
 def read_activitynet(data: Path, root: Path | None) -> Inputs:
-    probe = Probe(data)
-    files = [p for p in probe.files(".json") if _is_activitynet(probe, p)]
+    """ActivityNet JSON ({"database": {id: {"subset", "annotations"}}}) or its folder."""
+    files = files_of_kind(data, ".json", _is_activitynet)
     if len(files) != 1:
         raise InputError(
             f'{data}: expected one ActivityNet JSON (with a "database"); found {len(files)}'

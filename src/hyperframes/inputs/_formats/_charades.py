@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..._core._errors import InputError
 from .._sources import Inputs
-from ._registry import SPECIFIC, Probe, register_input_format
+from ._registry import Probe, detect_kind, files_of_kind, register_input_format
 from ._rows import (
     RowError,
     Rows,
@@ -41,19 +41,11 @@ def _is_charades(probe: Probe, path: Path) -> bool:
     return "id" in header and "actions" in header
 
 
-def _detect(probe: Probe) -> int:
-    return SPECIFIC if any(_is_charades(probe, p) for p in probe.files(".csv")) else 0
-
-
-@register_input_format(
-    "charades",
-    summary="Charades CSVs (id,...,actions 'c092 11.90 21.20;...'): one, or their folder",
-    detect=_detect,
-)
+@register_input_format("charades", detect=detect_kind(".csv", _is_charades))
 def read_charades(data: Path, root: Path | None) -> Inputs:
+    """Charades CSVs (id,...,actions 'c092 11.90 21.20;...'): one, or their folder."""
     folder = data if data.is_dir() else data.parent
-    probe = Probe(data)
-    csvs = [p for p in probe.files(".csv") if _is_charades(probe, p)]
+    csvs = files_of_kind(data, ".csv", _is_charades)
     if not csvs:
         raise InputError(f"{data}: expected a Charades CSV with the columns id and actions")
     parsed = [(p, lineno, row) for p in csvs for lineno, row in csv_rows(p)[1]]

@@ -27,12 +27,9 @@ def _detect(probe: Probe) -> int:
     return GENERIC if probe.path.suffix.lower() == ".csv" else 0
 
 
-@register_input_format(
-    "csv",
-    summary="a CSV with a header: path[,label][,split][,start,end]",
-    detect=_detect,
-)
+@register_input_format("csv", detect=_detect)
 def read_csv(data: Path, root: Path | None) -> Inputs:
+    """a CSV with a header: path[,label][,split][,start,end]."""
     header = csv_header(data)
     _check_header(data, header)
     timed = "start" in header

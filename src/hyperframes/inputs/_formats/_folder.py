@@ -19,12 +19,9 @@ def _detect(probe: Probe) -> int:
     return GENERIC if ext not in ANNOTATION_EXTENSIONS and ext != ".json" else 0
 
 
-@register_input_format(
-    "folder",
-    summary="a folder root/<label>/<video>, a folder of frame folders, a frame folder or a video",
-    detect=_detect,
-)
+@register_input_format("folder", detect=_detect)
 def read_folder(data: Path, root: Path | None) -> Inputs:
+    """a folder root/<label>/<video>, a folder of frame folders, a frame folder or a video."""
     if root is not None:
         raise InputError(
             f"root {root}: only annotation files list paths relative to a folder; {data} is "

@@ -98,12 +98,9 @@ def _paths(datasets, ds, column: str) -> list[tuple[str | None, bool]]:
     return [(p, False) for p in ds[column]]
 
 
-@register_input_format(
-    "hf_disk",
-    summary="a Hugging Face datasets folder from save_to_disk (video paths, ClassLabel labels)",
-    detect=_detect,
-)
+@register_input_format("hf_disk", detect=_detect)
 def read_hf_disk(data: Path, root: Path | None) -> Inputs:
+    """a Hugging Face datasets folder from save_to_disk (video paths, ClassLabel labels)."""
     datasets, splits = _load(data)
     rows = Rows(data, root or data)
     classes: list[str] | None = None

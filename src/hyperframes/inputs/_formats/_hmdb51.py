@@ -29,12 +29,9 @@ def _detect(probe: Probe) -> int:
     return SPECIFIC if any(_SPLIT_FILE.fullmatch(n) for n in names) else 0
 
 
-@register_input_format(
-    "hmdb51",
-    summary="HMDB51 split files <class>_test_split<N>.txt: their folder (split 1) or one of them",
-    detect=_detect,
-)
+@register_input_format("hmdb51", detect=_detect)
 def read_hmdb51(data: Path, root: Path | None) -> Inputs:
+    """HMDB51 split files <class>_test_split<N>.txt: their folder (split 1) or one of them."""
     folder = data if data.is_dir() else data.parent
     m = _SPLIT_FILE.fullmatch(data.name)
     files: dict[int, dict[str, Path]] = {}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..._core._errors import InputError
 from .._sources import Inputs, Segment
-from ._registry import SPECIFIC, Probe, register_input_format
+from ._registry import Probe, detect_kind, files_of_kind, register_input_format
 from ._rows import RowError, Rows, csv_rows, find_by_name, pick, segment
 
 REQUIRED = ("youtube_id", "time_start", "time_end")
@@ -30,22 +30,14 @@ def _is_kinetics(probe: Probe, path: Path) -> bool:
     return "youtube_id" in probe.header(path)
 
 
-def _detect(probe: Probe) -> int:
-    return SPECIFIC if any(_is_kinetics(probe, p) for p in probe.files(".csv")) else 0
-
-
 def clip_name(youtube_id: str, start: float, end: float) -> str:
     return f"{youtube_id}_{int(start):06d}_{int(end):06d}"
 
 
-@register_input_format(
-    "kinetics",
-    summary="Kinetics CSVs (label,youtube_id,time_start,time_end,split): one, or their folder",
-    detect=_detect,
-)
+@register_input_format("kinetics", detect=detect_kind(".csv", _is_kinetics))
 def read_kinetics(data: Path, root: Path | None) -> Inputs:
-    probe = Probe(data)
-    csvs = [p for p in probe.files(".csv") if _is_kinetics(probe, p)]
+    """Kinetics CSVs (label,youtube_id,time_start,time_end,split): one, or their folder."""
+    csvs = files_of_kind(data, ".csv", _is_kinetics)
     if not csvs:
         raise InputError(
             f"{data}: expected a Kinetics CSV with a header naming {','.join(REQUIRED)}"

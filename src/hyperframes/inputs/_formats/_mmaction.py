@@ -41,12 +41,9 @@ def parse_line(line: str, rows: Rows) -> tuple[str, str] | None:
     return path, m["label"]
 
 
-@register_input_format(
-    "mmaction",
-    summary="an mmaction2 list: 'path label' per line, or 'path frames label' (rawframes)",
-    detect=_detect,
-)
+@register_input_format("mmaction", detect=_detect)
 def read_mmaction(data: Path, root: Path | None) -> Inputs:
+    """an mmaction2 list: 'path label' per line, or 'path frames label' (rawframes)."""
     rows = Rows(data, root or data.parent)
     for lineno, line in text_lines(data):
         parsed = parse_line(line, rows)

@@ -96,14 +96,36 @@ class InputFormat:
 _FORMATS: Registry[InputFormat] = Registry("input format")
 
 
-def register_input_format(name: str, *, summary: str, detect: Callable[[Probe], int]):
-    """Decorator registering ``read(data, root) -> Inputs`` as the input format ``name``."""
+def register_input_format(name: str, detect: Callable[[Probe], int]):
+    """Decorator registering ``read(data, root) -> Inputs`` as the input format ``name``; the
+    first line of the reader's docstring is the format's summary (the ambiguous-input error
+    lists every format with it)."""
 
     def deco(read):
+        summary = (read.__doc__ or "").strip().splitlines()[0].rstrip(".")
+        if not summary:
+            raise TypeError(f"input format {name!r}: its reader needs a docstring (the summary)")
         _FORMATS.register(name, InputFormat(name, summary, detect, read))
         return read
 
     return deco
+
+
+def files_of_kind(data: Path, suffix: str, test: Callable[[Probe, Path], bool]) -> list[Path]:
+    """The files of ``data`` (the file itself, or a folder's own files) ending with ``suffix``
+    that pass ``test(probe, path)``: the annotation files a format reads."""
+    probe = Probe(data)
+    return [p for p in probe.files(suffix) if test(probe, p)]
+
+
+def detect_kind(suffix: str, test: Callable[[Probe, Path], bool]) -> Callable[[Probe], int]:
+    """A detector: SPECIFIC when one of the probe's files ending with ``suffix`` passes
+    ``test`` (a header or JSON shape only this format has), else 0."""
+
+    def detect(probe: Probe) -> int:
+        return SPECIFIC if any(test(probe, p) for p in probe.files(suffix)) else 0
+
+    return detect
 
 
 def list_input_formats() -> list[str]:

@@ -44,12 +44,9 @@ def _detect(probe: Probe) -> int:
     return SPECIFIC if ok else 0
 
 
-@register_input_format(
-    "ssv2",
-    summary="Something-Something v2 JSON lists with their labels JSON: one list, or their folder",
-    detect=_detect,
-)
+@register_input_format("ssv2", detect=_detect)
 def read_ssv2(data: Path, root: Path | None) -> Inputs:
+    """Something-Something v2 JSON lists with their labels JSON: one list, or their folder."""
     folder = data if data.is_dir() else data.parent
     probe = Probe(folder)
     jsons = probe.files(".json")

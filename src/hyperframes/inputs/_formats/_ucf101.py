@@ -34,12 +34,9 @@ def _detect(probe: Probe) -> int:
     return 0
 
 
-@register_input_format(
-    "ucf101",
-    summary="UCF101 lists: the folder with classInd.txt (split 01), or one trainlistNN/testlistNN",
-    detect=_detect,
-)
+@register_input_format("ucf101", detect=_detect)
 def read_ucf101(data: Path, root: Path | None) -> Inputs:
+    """UCF101 lists: the folder with classInd.txt (split 01), or one trainlistNN/testlistNN."""
     folder = data if data.is_dir() else data.parent
     classes = read_class_index(_find(folder, CLASS_INDEX, data))
     m = _LIST.fullmatch(data.name)

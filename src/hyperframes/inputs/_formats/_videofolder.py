@@ -113,12 +113,9 @@ def _label(row: dict, file_name: str) -> tuple[str | None, tuple[str, ...] | Non
     return (parts[-2] if len(parts) > 1 else None), None
 
 
-@register_input_format(
-    "videofolder",
-    summary="a Hugging Face videofolder: videos + metadata.csv/.jsonl (file_name, label columns)",
-    detect=_detect,
-)
+@register_input_format("videofolder", detect=_detect)
 def read_videofolder(data: Path, root: Path | None) -> Inputs:
+    """a Hugging Face videofolder: videos + metadata.csv/.jsonl (file_name, label columns)."""
     files = _metadata_files(data)
     if not files:
         raise InputError(
