@@ -6,34 +6,10 @@ from __future__ import annotations
 
 import os
 
-from ._formats import read_inputs
-from ._sources import Inputs, Source
+from ._formats import scan_inputs
+from ._sources import Source
 
 __all__ = ["discover", "scan", "scan_inputs"]
-
-
-def scan_inputs(
-    data: str | os.PathLike,
-    input_format: str | None = None,
-    root: str | os.PathLike | None = None,
-    *,
-    allow_outside_root: bool = False,
-    defer_checks: bool = False,
-) -> Inputs:
-    """Read ``data`` as ``input_format`` (``None``: detected from names, headers and JSON
-    shapes; an ambiguous ``data`` asks for one). ``root``: the folder an annotation's paths are
-    relative to (default: the annotation file's folder); a listed file outside it (links followed)
-    is a failed row unless ``allow_outside_root``; ``defer_checks``: that check is made of
-    one source only (every listed file outside the root is still an error), the rest left to
-    ``Inputs.root_check``, which a build calls as it hands each video out. The formats and how
-    each assigns class ids: :func:`hyperframes.inputs._formats.list_input_formats`."""
-    return read_inputs(
-        data,
-        input_format=input_format,
-        root=root,
-        allow_outside_root=allow_outside_root,
-        defer_checks=defer_checks,
-    )
 
 
 def scan(data: str | os.PathLike) -> tuple[list[Source], list[dict]]:

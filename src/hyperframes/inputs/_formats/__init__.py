@@ -43,8 +43,8 @@ from ._registry import (
     detect_input_format,
     get_input_format,
     list_input_formats,
-    read_inputs,
     register_input_format,
+    scan_inputs,
 )
 
 __all__ = [
@@ -52,6 +52,6 @@ __all__ = [
     "detect_input_format",
     "get_input_format",
     "list_input_formats",
-    "read_inputs",
     "register_input_format",
+    "scan_inputs",
 ]

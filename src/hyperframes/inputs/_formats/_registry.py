@@ -161,7 +161,7 @@ def detect_input_format(data: str | os.PathLike) -> str:
     return found[0]
 
 
-def read_inputs(
+def scan_inputs(
     data: str | os.PathLike,
     *,
     input_format: str | None = None,
@@ -169,12 +169,15 @@ def read_inputs(
     allow_outside_root: bool = False,
     defer_checks: bool = False,
 ) -> Inputs:
-    """Every source of ``data`` read as ``input_format`` (default: detected), paths relative
-    to ``root`` (default: the annotation file's folder, a folder DATA itself). An annotation's
+    """Every source of ``data`` (a folder, a file list or an annotation) read as
+    ``input_format`` (default: detected from names, headers and JSON shapes; an ambiguous
+    ``data`` asks for one), paths relative to ``root`` (default: the annotation file's folder,
+    a folder DATA itself). An annotation's
     file that is not inside ``root`` once links are followed is a failed row (see
     :func:`~hyperframes.inputs._formats._rows.inside_root`) unless ``allow_outside_root``;
     ``defer_checks``: that check is left to ``Inputs.root_check`` (the build's, one video at a
-    time) once one source is known to pass it."""
+    time) once one source is known to pass it. The formats and how each assigns class ids:
+    :func:`list_input_formats`."""
     path = Path(data)
     fmt = get_input_format(input_format) if input_format else None
     if not path.exists():
