@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from _media import smooth_texture
+from _per_sample import per_sample
 from hyperframes import ConfigError, DataError
 from hyperframes._core._contract import InputContract
 from hyperframes.data import HyperframeDataset, collate_hyperframes, loader
@@ -158,17 +159,8 @@ def _ds(store, transform):
     return HyperframeDataset(store, "random", frames=T, seed=3, transform=transform)
 
 
-def test_affine_hue_noise_temporal_and_a_lambda_stay_on_the_batch_path(
-    tiny_motion_store, monkeypatch
-):
-    slow_ds = _ds(tiny_motion_store, HEAVY)
-    slow_ds.recipe = None  # the per-sample path, the reference
-    slow = collate_hyperframes(slow_ds.__getitems__(list(range(6))))
-
-    def refuse(*a, **k):
-        raise AssertionError("the per-sample path was taken")
-
-    monkeypatch.setattr(HyperframeDataset, "_finish", refuse)
+def test_affine_hue_noise_temporal_and_a_lambda_stay_on_the_batch_path(tiny_motion_store):
+    slow = per_sample(_ds(tiny_motion_store, HEAVY), list(range(6)))  # the reference
     ds = _ds(tiny_motion_store, HEAVY)
     samples = ds.__getitems__(list(range(6)))
     fast = collate_hyperframes(samples)
@@ -253,10 +245,8 @@ def test_flow_follows_an_affine_on_the_batch_path_as_per_sample(moving_store):  
             sampler_options={"window_stride": 1},
         )
         if not pipeline:
-            ds.recipe = None
-        assert (ds.read_batch([0]) is not None) == pipeline
-        samples = ds.__getitems__(list(range(len(ds))))
-        return collate_hyperframes(samples)
+            return per_sample(ds, list(range(len(ds))))
+        return ds.__getitems__(list(range(len(ds))))
 
     fast, slow = batch(True), batch(False)
     assert fast.flow.shape == slow.flow.shape == (len(fast), FT - 1, 2, 48, 48)

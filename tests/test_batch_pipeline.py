@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from _media import smooth_texture, write_lossless
+from _per_sample import per_sample
 from hyperframes import ConfigError, DataError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import HyperframeDataset, PrefetchLoader, collate_hyperframes, loader
@@ -58,11 +59,9 @@ def _ds(store, transform, **kw):
     return HyperframeDataset(store, "sliding", frames=T, seed=5, transform=transform, **kw)
 
 
-def _per_sample(store, transform, **kw):
-    """The same dataset on the per-sample path (the pipeline switched off)."""
-    ds = _ds(store, transform, **kw)
-    ds.recipe = None
-    return ds
+def _per_sample(store, transform, indices, **kw):
+    """The same windows read whole and transformed sample by sample (the reference)."""
+    return per_sample(_ds(store, transform, **kw), indices)
 
 
 def test_mixed_shapes_batch_into_one_tensor_with_meta_columns(mixed):
@@ -172,7 +171,7 @@ def test_boxes_are_the_per_sample_transforms_draws(mixed):
 
 def _compare(store, transform) -> np.ndarray:
     fast = collate_hyperframes(_ds(store, transform).__getitems__(list(range(6)))).frames
-    slow = collate_hyperframes(_per_sample(store, transform).__getitems__(list(range(6))))
+    slow = _per_sample(store, transform, list(range(6)))
     return (fast.int() - slow.frames.int()).abs().numpy()
 
 
@@ -199,14 +198,14 @@ class _Custom(Transform):
 def test_a_users_transform_runs_in_the_batch_pipeline(mixed):
     aug = Compose([CenterCrop(40), _Custom(), RandomHorizontalFlip()])
     ds = _ds(mixed, aug)
-    assert ds.read_batch([0]) is not None  # no per-sample path for a user's transform
     samples = ds.__getitems__([0, 1, 2])
     batch = collate_hyperframes(samples)
     assert batch.frames.shape == (3, T, 3, 20, 20) and isinstance(batch.meta, BatchMeta)
-    slow = collate_hyperframes(_per_sample(mixed, aug).__getitems__([0, 1, 2]))
+    slow = _per_sample(mixed, aug, [0, 1, 2])
     assert torch.equal(batch.frames, slow.frames)
     # frames of different stored sizes with no fixed-size first step cannot share a buffer
-    assert _ds(mixed, Resize(30)).read_batch([0, 1, 2, 3, 4, 5]) is None
+    with pytest.raises(DataError, match="different sizes"):
+        _ds(mixed, Resize(30)).read_batch([0, 1, 2, 3, 4, 5])
 
 
 def test_mixed_shapes_without_a_size_transform_still_explain(mixed):

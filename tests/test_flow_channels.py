@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from _media import make_translating_video
+from _per_sample import per_sample
 from hyperframes import models
 from hyperframes._core._contract import InputContract
 from hyperframes._core._errors import ConfigError, DataError
@@ -190,11 +191,9 @@ def test_batch_pipeline_moves_flow_with_each_samples_box_and_flip(moving_store):
             sampler_options={"window_stride": 1},
             seed=4,
         )
-        if not pipeline:
-            ds.recipe = None
-        assert (ds.read_batch([0]) is not None) == pipeline  # read whole, or per sample
-        samples = ds.__getitems__(list(range(len(ds))))
-        return collate_hyperframes(samples)
+        if not pipeline:  # read whole, or per sample
+            return per_sample(ds, list(range(len(ds))))
+        return collate_hyperframes(ds.__getitems__(list(range(len(ds)))))
 
     fast, slow = batch(True), batch(False)
     assert fast.flow.shape == slow.flow.shape == (len(fast), T - 1, 2, 48, 48)

@@ -29,7 +29,7 @@ from .transforms import Window
 
 __all__ = ["collate_hyperframes", "collate_targets", "collate_track", "collate_windows"]
 
-_HINT = (
+SIZE_HINT = (
     "add a fixed-size spatial transform (RandomResizedCrop(size), Resize((h, w)) or "
     "CenterCrop(size)) so every window has the same height and width"
 )
@@ -46,11 +46,13 @@ def _stack(tensors: list[torch.Tensor], what: str) -> torch.Tensor:
         leading = {s[:-2] for s in shapes}
         if len(spatial) > 1 and len(leading) == 1:
             sizes = ", ".join(f"{h}x{w}" for h, w in sorted(spatial))
-            raise DataError(f"cannot batch {what}: windows have different sizes {sizes}; {_HINT}")
+            raise DataError(
+                f"cannot batch {what}: windows have different sizes {sizes}; {SIZE_HINT}"
+            )
         raise DataError(
             f"cannot batch {what}: windows have different shapes {_describe(shapes)}; windows "
             f"need the same frame count (sampler short='pad' keeps T fixed) and layout"
-            + (f"; {_HINT}" if len(spatial) > 1 else "")
+            + (f"; {SIZE_HINT}" if len(spatial) > 1 else "")
         )
     dtypes = {t.dtype for t in tensors}
     if len(dtypes) > 1:

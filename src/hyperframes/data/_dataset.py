@@ -13,20 +13,19 @@ import numpy as np
 import torch
 
 from .._core._contract import model_frames
+from .._core._device import torch_dtype
 from .._core._errors import ConfigError, DataError
-from .._core._layouts import KeyframeWindow
 from ..sampling import Plan, VideoTable
 from ..store import read_boxes
 from ._buffers import BatchBuffers
 from ._cache_plan import CachePlan, plan_cache
-from ._collate import collate_hyperframes, collate_targets
+from ._collate import SIZE_HINT, collate_targets
 from ._dataset_setup import (
     choose_videos,
     open_dataset_store,
     resolve_sampler,
     video_table,
 )
-from ._flow_geometry import follow_geometry
 from ._gpu_jpeg import CudaJpegReader
 from ._memory import InMemoryStore, held_dtype
 from ._options import (
@@ -36,12 +35,20 @@ from ._options import (
     TrackOptions,
     dataset_options,
 )
-from ._pipeline import BatchPlan, Recipe, batch_audio, batch_tracks, plan_batch, run_steps
+from ._pipeline import (
+    BatchPlan,
+    Recipe,
+    batch_audio,
+    batch_tracks,
+    plan_batch,
+    read_boxes_torch,
+    run_steps,
+)
 from ._record import BatchMeta, Hyperframe, HyperframeBatch
 from ._stages import TargetStage, stage_batch
 from ._targets import TargetMaker
 from ._tracks import WindowTracks
-from .transforms import Window, flip_batch, transform_generator
+from .transforms import Window, flip_batch
 
 if TYPE_CHECKING:
     from ..store import StoreReader
@@ -142,8 +149,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
         self._choose_reader(read)
         self._buffers = BatchBuffers()
         self._len = self.sampler.num_items(self.table)
-        #: what the batch pipeline does with ``transform`` (None: the per-sample path)
-        self.recipe: Recipe | None = Recipe.of(transform)
+        #: what the batch pipeline does with ``transform``
+        self.recipe = Recipe.of(transform)
 
     def _choose_reader(self, read: ReadOptions) -> None:
         """:attr:`reader` for ``read.memory`` (a memory cache of ``read.memory_budget`` bytes)
@@ -239,29 +246,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
 
     def __getitems__(self, indices: Sequence) -> HyperframeBatch:
         """The batch of ``indices``, as the loader reads it (its collation hands the batch on
-        as it is; the batch is also the sequence of its samples): read whole by the batch
-        pipeline (:mod:`hyperframes.data._pipeline`), or sample by sample and stacked where
-        :meth:`read_batch` says None (a :class:`DataError` when the windows come out in
-        different sizes: a fixed-size crop puts them in one batch)."""
-        batch = self.read_batch(indices)
-        if batch is not None:
-            return batch
-        keys = [self._key(i) for i in indices]
-        plans = [self.plan(k) for k in keys]
-        requests = [(p.video, p.frame_indices) for p in plans]
-        read = self.reader.read_batch(requests, out=self._batch_buffer(requests))
-        return collate_hyperframes(
-            [self._finish(read[b], plans[b], keys[b], plans[b].video) for b in range(len(plans))]
-        )
-
-    def _pipeline_takes(self) -> bool:
-        return (
-            self.recipe is not None
-            and self.store.dtype == np.uint8
-            and self.device.type == "cpu"
-            # registration and flow follow the read's boxes, not a read stage's geometry
-            and not (self._stage_at("read") and (self.tracks.flow or self.tracks.register))
-        )
+        as it is; the batch is also the sequence of its samples): :meth:`read_batch`."""
+        return self.read_batch(indices)
 
     def _stage_at(self, at: str) -> TargetStage | None:
         return self.stage if self.stage is not None and self.stage.at == at else None
@@ -277,41 +263,40 @@ class HyperframeDataset(torch.utils.data.Dataset):
         frames, got = stage.targets(stage_batch(frames, plan, self.store, self.seed))
         return frames, (target if got is None else got)
 
-    def read_batch(self, indices: Sequence) -> HyperframeBatch | None:
+    def read_batch(self, indices: Sequence) -> HyperframeBatch:
         """The batch of ``indices`` through the batch pipeline, with no per-sample object,
-        whatever the transform; None for options it does not take (a float store, frames on a
-        GPU, a subclass finishing samples itself) or windows that come out in different sizes
-        (no fixed-size crop over a store of mixed shapes)."""
-        if not self._pipeline_takes() or not len(indices):
-            return None
-        assert self.recipe is not None
+        whatever the transform, the store's dtype or where the frames are (module doc of
+        :mod:`~._pipeline`). Windows that come out in different sizes (no fixed-size crop
+        over a store of mixed shapes) are a :class:`DataError`; a batch of one always reads."""
+        if not len(indices):
+            raise DataError("read_batch: no items given; a batch needs at least one")
         plan = self.batch_plan(indices)
         shapes = np.asarray(self.store.videos.shapes)[plan.videos]
-        if len(set(shapes[:, 0].tolist())) != 1:
-            return None
         drawn = self.recipe.draw(self.seed, plan, shapes[:, 1:])
-        if drawn is None:
-            return None
-
-        shape = (len(plan), plan.index.shape[1], int(shapes[0, 0]), *drawn.size)
-        frames = self._buffer(shape)
-        whole = (drawn.boxes[:, :2] == 0).all() and (drawn.boxes[:, 2:] == drawn.size).all()
-        # every flip step at once (they commute with jitter), in the read's pass
-        if whole and (shapes[:, 1:] == drawn.size).all():  # no crop: the reader's batch read
-            self.reader.read_windows(plan.videos, plan.index, out=frames)  # the plan's columns
-            flip_batch(frames, drawn.flips)
-        else:
-            read_boxes(
-                self.reader,
-                list(zip(plan.videos, plan.index)),
-                drawn.boxes,
-                frames.numpy(),
-                flips=drawn.flips,
-                filter=self.recipe.filter,
+        if len(set(shapes[:, 0].tolist())) != 1 or drawn is None:
+            stored = ", ".join("x".join(map(str, s)) for s in sorted(set(map(tuple, shapes))))
+            raise DataError(
+                f"cannot batch windows of different sizes {stored} (as stored: C x H x W) "
+                f"into one batch; {SIZE_HINT}"
             )
-        frames, target = self._run_stage("read", frames, plan)
-        frames, tracks = batch_tracks(self.tracks, self.layout, plan, drawn, frames)
-        # the other steps after registration, as the per-sample path; they may reorder frames
+        shape = (len(plan), plan.index.shape[1], int(shapes[0, 0]), *drawn.size)
+        frames = self._read(plan, drawn, shapes, shape)
+        stage = self._stage_at("read")
+        if stage is not None and (self.tracks.flow or self.tracks.register):
+            # the tracks on the frames as read, then the stage moves frames and tracks alike
+            frames, tracks = self._tracks(plan, drawn, frames)
+            moved, target = self._run_stage("read", frames, plan)
+            if moved is not frames and self.tracks.flow:
+                raise ConfigError(
+                    f"flow=True: target stage {type(stage).__name__} moves the frames (a crop "
+                    "or a flip at the read), which the flow cannot follow; turn the task's "
+                    "crop and flip off (size=None, hflip=0) or leave flow out"
+                )
+            frames = moved
+        else:
+            frames, target = self._run_stage("read", frames, plan)
+            frames, tracks = self._tracks(plan, drawn, frames)
+        # the other steps after registration; they may reorder frames
         index, mask = torch.from_numpy(plan.index), torch.from_numpy(plan.mask)
         window, flow = run_steps(
             self.recipe.rest, Window(frames, index, mask), drawn.generators, tracks.get("flow")
@@ -324,6 +309,37 @@ class HyperframeDataset(torch.utils.data.Dataset):
         fps = np.asarray(self.store.videos.fps, np.float64)
         tracks.update(batch_audio(self.tracks, fps, plan, meta["pts_seconds"]))
         return self._assemble(window.frames, plan, meta, tracks, target)
+
+    def _read(self, plan: BatchPlan, drawn, shapes: np.ndarray, shape: tuple) -> torch.Tensor:
+        """The read step: every window cropped to its box, resized and flipped straight into
+        one (B, T, C, h, w) buffer. uint8 frames on the CPU go through OpenCV
+        (:func:`~hyperframes.store.read_boxes`); a float store's frames or frames on a GPU
+        through torch (:func:`~._pipeline.read_boxes_torch`), in the reader's dtype on its
+        device."""
+        frames = self._buffer(shape)
+        whole = (drawn.boxes[:, :2] == 0).all() and (drawn.boxes[:, 2:] == drawn.size).all()
+        if whole and (shapes[:, 1:] == drawn.size).all():  # no crop: the reader's batch read
+            self.reader.read_windows(plan.videos, plan.index, out=frames)  # the plan's columns
+            return flip_batch(frames, drawn.flips)
+        if frames.dtype == torch.uint8 and frames.device.type == "cpu":
+            read_boxes(
+                self.reader,
+                list(zip(plan.videos, plan.index)),
+                drawn.boxes,
+                frames.numpy(),
+                flips=drawn.flips,
+                filter=self.recipe.filter,
+            )
+            return frames
+        return read_boxes_torch(self.reader, plan, drawn, frames, antialias=self.recipe.antialias)
+
+    def _tracks(self, plan: BatchPlan, drawn, frames: torch.Tensor) -> tuple:
+        """Registration and flow (:func:`~._pipeline.batch_tracks`) on the CPU, where the
+        tracks are read; frames on a GPU go there and back."""
+        if self.device.type == "cpu" or self.tracks.register is None:
+            return batch_tracks(self.tracks, self.layout, plan, drawn, frames)
+        got, tracks = batch_tracks(self.tracks, self.layout, plan, drawn, frames.cpu())
+        return got.to(frames.device), tracks
 
     def _meta_columns(self, plan: BatchPlan) -> BatchMeta:
         videos, b = self.store.videos, len(plan)
@@ -368,7 +384,8 @@ class HyperframeDataset(torch.utils.data.Dataset):
             )
 
         flow = tracks.get("flow")
-        window = model_frames(frames, self.layout, self.dtype, flow, alloc=self._take_float)
+        alloc = self._take_float if frames.device.type == "cpu" else None
+        window = model_frames(frames, self.layout, self.dtype, flow, alloc=alloc)
         window, target = self._run_stage("output", window, plan, target)
         return HyperframeBatch(
             window,
@@ -388,116 +405,12 @@ class HyperframeDataset(torch.utils.data.Dataset):
         return self._buffers.take(shape, torch.empty(0, dtype=dtype).numpy().dtype)
 
     def _buffer(self, shape: tuple[int, ...]) -> torch.Tensor:
-        """A (B, T, C, H, W) buffer of the store's dtype: from the pool, or in shared memory
-        inside a DataLoader worker process (the batch then reaches the main process without
-        another copy)."""
+        """A (B, T, C, H, W) buffer of the reader's dtype: on its GPU for frames read there;
+        else from the pool, or in shared memory inside a DataLoader worker process (the batch
+        then reaches the main process without another copy)."""
+        dtype = np.dtype(self.reader.dtype)
+        if self.device.type != "cpu":
+            return torch.empty(shape, dtype=torch_dtype(dtype), device=self.device)
         if torch.utils.data.get_worker_info() is not None:
-            dtype = torch.from_numpy(np.empty(0, self.store.dtype)).dtype
-            return torch.empty(shape, dtype=dtype).share_memory_()
-        return self._buffers.take(shape, self.store.dtype)
-
-    def _batch_buffer(self, requests) -> torch.Tensor | None:
-        """One (B, T, C, H, W) buffer for a uniform batch: reused from batch to batch (see
-        ``_buffers``); in shared memory inside a DataLoader worker process, so the batch
-        reaches the main process without another copy."""
-        if self.reader is not self.store or len({len(ix) for _, ix in requests}) != 1:
-            return None
-        all_shapes = self.store.videos.shapes
-        shapes = {tuple(all_shapes[v].tolist()) for v, _ in requests}
-        if len(shapes) != 1:
-            return None
-        return self._buffer((len(requests), len(requests[0][1]), *shapes.pop()))
-
-    def _finish(self, frames: torch.Tensor, plan, key, video_id: int) -> Hyperframe:
-        epoch, item = key
-        idx = torch.from_numpy(np.asarray(plan.frame_indices, np.int64))
-        mask = torch.from_numpy(np.asarray(plan.mask, bool))
-
-        def col(x) -> np.ndarray:
-            return np.asarray([x], np.int64)
-
-        one = BatchPlan(
-            col(epoch),
-            col(item),
-            col(video_id),
-            idx.numpy()[None],
-            mask.numpy()[None],
-            col(plan.clip),
-            col(plan.segment),
-        )
-        stage_target = None
-        if self._stage_at("read"):
-            frames, stage_target = self._run_stage("read", frames[None], one)
-            frames, stage_target = frames[0], None if stage_target is None else stage_target[0]
-        tracks, flow = self.tracks, None
-        stored_idx = idx.numpy()
-        if tracks.register is not None:
-            k = frames.shape[0] // 2 if self.layout == "keyframe" else 0
-            path = self.store.videos.paths[video_id]
-            device = frames.device
-            frames = tracks.registered(frames.cpu(), video_id, path, stored_idx, k).to(device)
-        if tracks.flow:
-            size = (int(frames.shape[-2]), int(frames.shape[-1]))
-            flow = tracks.window_flow(video_id, stored_idx, size)
-        if self.transform is not None and flow is not None:
-            g = transform_generator(self.seed, epoch, item)
-            (frames, idx, mask), flow = follow_geometry(
-                self.transform, Window(frames, idx, mask), flow, g
-            )
-        elif self.transform is not None:
-            g = transform_generator(self.seed, epoch, item)
-            out = self.transform(frames, idx, mask, generator=g)
-            if not isinstance(out, Window):
-                raise DataError(
-                    f"transform {type(self.transform).__name__} must return a Window "
-                    "(frames, indices, mask); wrap it in hyperframes.data.transforms.Compose"
-                )
-            if out.frames.shape[0] != frames.shape[0]:
-                raise DataError(
-                    f"transform {type(self.transform).__name__} changed the frame count from "
-                    f"{frames.shape[0]} to {out.frames.shape[0]} without declaring it "
-                    "(set changes_count=True and use a sampler policy that expects it)"
-                )
-            frames, idx, mask = out
-        videos = self.store.videos
-        stored = idx.numpy()
-        rows = videos.frame_start[video_id] + stored
-        meta = {
-            "video": videos.paths[video_id],
-            "video_id": video_id,
-            "frame_indices": videos.source_index_all[rows],
-            "stored_indices": stored.copy(),
-            "pts_seconds": videos.pts_seconds_all[rows],
-            "fps": float(videos.fps[video_id]),
-            "frames": int(frames.shape[0]),
-            "seed": self.seed,
-            "epoch": epoch,
-            "item": item,
-            "clip": int(plan.clip),
-            "segment": int(self._segment_rows[plan.segment]) if plan.segment >= 0 else -1,
-            "registered": tracks.register,
-        }
-        audio = audio_mask = None
-        if tracks.audio is not None:
-            audio, audio_mask = tracks.read_audio(
-                video_id, meta["video"], meta["pts_seconds"], meta["fps"], mask.cpu().numpy()
-            )
-        label = self._targets.label(video_id, plan.segment)
-        target = stage_target
-        if target is None:
-            target = self._targets.target(
-                video_id, plan.segment, meta["pts_seconds"], mask.cpu().numpy()
-            )
-        window = model_frames(frames, self.layout, self.dtype, flow)
-        if self._stage_at("output"):
-            window, got = self._run_stage("output", _one(window, None), one)
-            window, target = _one(window, 0), target if got is None else got[0]
-        return Hyperframe(window, label, mask, meta, target, audio, audio_mask, flow)
-
-
-def _one(frames, k: int | None):
-    """A sample's frames as a batch of one (``k`` None), or sample ``k`` of a batch's
-    (a tensor or a :class:`KeyframeWindow`)."""
-    if isinstance(frames, KeyframeWindow):
-        return KeyframeWindow(_one(frames.key, k), _one(frames.context, k))
-    return frames[None] if k is None else frames[k]
+            return torch.empty(shape, dtype=torch_dtype(dtype)).share_memory_()
+        return self._buffers.take(shape, dtype)

@@ -56,6 +56,7 @@ __all__ = [
     "batch_audio",
     "batch_tracks",
     "plan_batch",
+    "read_boxes_torch",
     "run_steps",
 ]
 
@@ -172,6 +173,12 @@ class Recipe:
         return self.crop.read_filter if self.crop is not None else "area"
 
     @property
+    def antialias(self) -> bool:
+        """Whether the torch form of the read (:func:`read_boxes_torch`) antialiases its
+        resize: the crop's own ``antialias`` (True, torchvision's default, without one)."""
+        return bool(getattr(self.crop, "antialias", True))
+
+    @property
     def random(self) -> bool:
         """Whether any step draws (a user's step may, whatever it says: it gets a generator,
         as on the per-sample path)."""
@@ -208,6 +215,49 @@ class Recipe:
         for step in self.steps[int(crop is not None) : self._fused]:
             flips ^= np.asarray([bool(step.draw(g, (t, channels, *size))) for g in gens])
         return Drawn(boxes, size, flips, gens)
+
+
+def read_boxes_torch(
+    reader, plan: BatchPlan, drawn: Drawn, out: torch.Tensor, *, antialias: bool = True
+) -> torch.Tensor:
+    """The read step's torch form, for frames OpenCV's uint8 read does not take (a float
+    store, frames on a GPU): each window of ``plan`` read whole from ``reader``, cropped to
+    its box of ``drawn``, resized (``F.interpolate``, bilinear, ``antialias``; in float32,
+    rounded back for uint8) and mirrored where ``drawn.flips`` says, straight into ``out``
+    (B, T, C, h, w), on the frames' device. Windows with one box (a centre crop, a fixed
+    resize) are resized in one call. Returns ``out``."""
+    got = reader.read_batch(list(zip(plan.videos.tolist(), plan.index)))
+    windows = list(got) if isinstance(got, (list, tuple)) else got.unbind(0)
+    boxes = [tuple(int(v) for v in box) for box in drawn.boxes.tolist()]
+    if len(set(boxes)) == 1 and not isinstance(got, (list, tuple)):
+        out.copy_(
+            _resize_box(torch.as_tensor(got, device=out.device), boxes[0], drawn.size, antialias)
+        )
+    else:
+        for k, (window, box) in enumerate(zip(windows, boxes)):
+            w = torch.as_tensor(window, device=out.device)
+            out[k].copy_(_resize_box(w, box, drawn.size, antialias))
+    for k in np.flatnonzero(drawn.flips).tolist():
+        out[k] = out[k].flip(-1)
+    return out
+
+
+def _resize_box(frames: torch.Tensor, box: tuple, size: tuple, antialias: bool) -> torch.Tensor:
+    """``frames`` (..., C, H, W) cropped to ``box`` (top, left, h, w) and resized to ``size``
+    (h, w) bilinearly, computed in float32 (float16 and uint8 have no antialiased kernels
+    everywhere) and given back in the frames' dtype (uint8 rounded)."""
+    top, left, h, w = box
+    frames = frames[..., top : top + h, left : left + w]
+    if (h, w) == tuple(size):
+        return frames
+    lead = frames.shape[:-3]
+    flat = frames.reshape(-1, *frames.shape[-3:]).to(torch.float32)
+    resized = torch.nn.functional.interpolate(
+        flat, size=tuple(size), mode="bilinear", align_corners=False, antialias=antialias
+    )
+    if not frames.is_floating_point():
+        resized = resized.round_().clamp_(0, 255)
+    return resized.to(frames.dtype).reshape(*lead, *resized.shape[-3:])
 
 
 def run_steps(steps: Sequence, batch: Window, generators: Sequence, flow=None) -> tuple:
