@@ -5,7 +5,9 @@ the store gives; and ``ds[i]`` is the batch's sample i."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +15,10 @@ import torch
 import torchvision.transforms.v2.functional as TF
 from torchvision.transforms import InterpolationMode
 
-from _media import write_video
-from hyperframes import DataError
+import hyperframes
+from _media import make_translating_video, write_video
+from _per_sample import per_sample
+from hyperframes import ConfigError, DataError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data import (
     HyperframeBatch,
@@ -24,7 +28,12 @@ from hyperframes.data import (
     loader,
 )
 from hyperframes.data._pipeline import batch_audio, batch_tracks, plan_batch
-from hyperframes.data.transforms import RandomResizedCrop, transform_generator
+from hyperframes.data.transforms import (
+    Compose,
+    RandomHorizontalFlip,
+    RandomResizedCrop,
+    transform_generator,
+)
 from hyperframes.demo import make_detection_dataset, make_segmentation_dataset
 from hyperframes.store import open_store
 from hyperframes.train import DetectionDataset, SegmentationDataset
@@ -209,3 +218,140 @@ def test_windows_of_different_sizes_are_refused_at_batching_but_an_item_reads(tm
     assert sizes == {(32, 40), (32, 32)}  # each item alone reads
     with pytest.raises(DataError, match=r"different sizes .*RandomResizedCrop"):
         ds.__getitems__(list(range(len(ds))))
+
+
+# -- one path for every store and reader (issue 36 item 1) ------------------------------------
+AUG = Compose([RandomResizedCrop(24, scale=(0.3, 0.8)), RandomHorizontalFlip()])
+NO_GPU = "frames held on a GPU need a CUDA GPU; none on this machine"
+
+
+@pytest.fixture(scope="module")
+def half_store(tmp_path_factory):
+    """A float16 store (frames normalised at build time) of two 40x32 clips."""
+    tmp = tmp_path_factory.mktemp("one_half")
+    for name in ("a", "b"):
+        write_video(tmp / "d" / "x" / f"{name}.mp4", frames=6, width=40, height=32)
+    build_store(tmp / "d", tmp / "s", BuildOptions(size="none", dtype="float16"), progress=False)
+    return open_store(tmp / "s")
+
+
+@pytest.fixture(scope="module")
+def flow_store(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("one_flow")
+    make_translating_video(tmp / "src" / "move.mkv", 2.0, 1.0, frames=8, size=48)
+    build_store(tmp / "src", tmp / "s", BuildOptions(size="none", flow="dis"), progress=False)
+    return open_store(tmp / "s")
+
+
+def test_no_finish_method_or_attribute_anywhere_under_src():
+    """No class under src defines ``_finish`` and nothing reaches for one (the per-sample
+    hook is gone; the trainer's module-level ``_finish(loop, stopped)`` is not a hook)."""
+    root = Path(hyperframes.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                found += [
+                    f"{path.name}:{f.lineno}"
+                    for f in node.body
+                    if isinstance(f, ast.FunctionDef) and f.name == "_finish"
+                ]
+            if isinstance(node, ast.Attribute) and node.attr == "_finish":
+                found.append(f"{path.name}:{node.lineno}")
+    assert not found
+    assert not hasattr(HyperframeDataset, "_finish")
+
+
+def test_a_float16_store_is_read_by_the_batch_pipeline_as_torch_would(half_store):
+    """A float16 store's batch: each window read whole, its box cropped and resized with
+    torch's antialiased bilinear (in float32) and flipped, per sample, equals the batch
+    within float16's rounding (2 ulp at the largest normalised value, ~2.6)."""
+    opts = {"stride": 1, "window_stride": 1}
+    ds = HyperframeDataset(
+        half_store, "sliding", frames=4, seed=2, transform=AUG, sampler_options=opts
+    )
+    batch = ds.read_batch(list(range(len(ds))))
+    assert isinstance(batch, HyperframeBatch) and batch.frames.dtype == torch.float16
+    plan = ds.batch_plan(list(range(len(ds))))
+    for k in range(len(ds)):
+        g = transform_generator(2, 0, k)
+        whole = _stored(half_store, int(plan.videos[k]), plan.index[k]).float()
+        top, left, h, w = AUG.transforms[0].box(32, 40, g)
+        want = torch.nn.functional.interpolate(
+            whole[..., top : top + h, left : left + w],
+            size=(24, 24),
+            mode="bilinear",
+            antialias=True,
+        )
+        if AUG.transforms[1].draw(g, tuple(want.shape)):
+            want = want.flip(-1)
+        torch.testing.assert_close(batch.frames[k].float(), want, atol=4e-3, rtol=0)
+    assert torch.equal(ds[3].frames, batch.frames[3])  # ds[i]: a batch of one
+
+
+class _KeyMean:
+    """A read stage that leaves the frames where they are: the key frame's mean as target."""
+
+    at = "read"
+
+    def targets(self, batch):
+        key = batch.plan.index.shape[1] // 2
+        return batch.frames, batch.frames[:, key].float().mean(dim=(1, 2, 3))
+
+
+class _Mirror(_KeyMean):
+    """A read stage that flips every window (moves pixels)."""
+
+    def targets(self, batch):
+        return batch.frames.flip(-1), None
+
+
+def test_a_read_stage_with_flow_takes_the_batch_path(flow_store):
+    """A task's read stage beside flow: the batch reads whole, the flow is the batch
+    pipeline's (the same as without the stage, which moves no pixel), the target the
+    stage's; a stage that moves pixels is refused clearly, the flow cannot follow it."""
+
+    def ds(stage=None):
+        kw = {"stage": stage} if stage is not None else {}
+        opts = {"window_stride": 1}
+        return HyperframeDataset(
+            flow_store,
+            "sliding",
+            frames=4,
+            seed=1,
+            transform=AUG,
+            flow=True,
+            sampler_options=opts,
+            **kw,
+        )
+
+    items = list(range(len(ds())))
+    got = ds(_KeyMean()).read_batch(items)
+    plain = ds().read_batch(items)
+    assert got is not None and got.flow.shape == (len(items), 3, 2, 24, 24)
+    assert torch.equal(got.flow, plain.flow) and torch.equal(got.frames, plain.frames)
+    key = plain.frames[:, 2].float().mean(dim=(1, 2, 3))
+    assert torch.equal(got.target, key)
+    with pytest.raises(ConfigError, match="flow cannot follow"):
+        ds(_Mirror()).read_batch(items)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)
+@pytest.mark.parametrize("store", ["half_store", "seg_store"])
+def test_frames_held_on_a_gpu_take_the_batch_path(store, request):
+    """memory="cuda": the batch is read by the read step's torch form on the GPU and equals,
+    within the resize's rounding, the CPU batch of a float store (the same torch form) or the
+    per-sample reference of a uint8 one."""
+    s = request.getfixturevalue(store)
+    kw = {"frames": 4, "seed": 2, "transform": AUG}
+    gpu = HyperframeDataset(s, "sliding", memory="cuda", **kw)
+    items = list(range(len(gpu)))
+    got = gpu.read_batch(items)
+    assert got.frames.device.type == "cuda"
+    if store == "half_store":
+        want = HyperframeDataset(s, "sliding", **kw).read_batch(items).frames.float()
+        torch.testing.assert_close(got.frames.cpu().float(), want, atol=4e-3, rtol=0)
+    else:
+        want = per_sample(HyperframeDataset(s, "sliding", **kw), items).frames
+        assert (got.frames.cpu().int() - want.int()).abs().max() <= 1
