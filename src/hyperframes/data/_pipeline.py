@@ -7,10 +7,11 @@ allocated once (from the dataset's pool, or in shared memory inside a worker pro
    item)) become a (B, T) index array and a (B, T) mask;
 2. **draw** (:meth:`Recipe.draw`): each sample's crop box and flips, drawn from the sample's
    own generator (:func:`~.transforms.transform_generator`) in the order the transforms draw
-   them, so boxes are the per-sample path's and the same for any worker count;
+   them, so boxes are those of the transform run on one window and the same for any worker count;
 3. **read + crop + resize** (:func:`hyperframes.store.read_boxes`): each box resized
    straight into the (B, T, C, h, w) uint8 batch buffer, whatever the stored shapes, the
-   flips in the same pass;
+   flips in the same pass (OpenCV); float frames and frames on a GPU by torch
+   (:func:`read_boxes_torch`);
 4. **tracks** (:func:`batch_tracks`): registration through each sample's box and flip, flow
    moved with the frames' boxes, each one call for the batch;
 5. **steps** (:func:`run_steps`): every other transform step in order, each a batch
@@ -22,17 +23,22 @@ allocated once (from the dataset's pool, or in shared memory inside a worker pro
 6. **audio** (:func:`batch_audio`) at the pts of the frames the steps left.
 
 Every transform is taken: the recipe (:class:`Recipe`) reads only the steps' ``geometry``
-(``"box"``, ``"mirror"``, ...), never their classes. What still goes sample by sample is not
-the transform's doing: a float store, frames on a GPU, windows that come out in different
-sizes, or a task's read stage (:mod:`~._stages`) beside flow or registration. A task's
-targets come from its target stage (:mod:`~._stages`), at the read or on the output frames.
+(``"box"``, ``"mirror"``, ...), never their classes. Nothing goes sample by sample: a float
+store's frames and frames on a GPU take the read's torch form (:func:`read_boxes_torch`: each
+window read whole on the reader's device, cropped and resized with ``F.interpolate`` in
+float32, flipped, into the batch buffer) and then the same tracks, steps and output; a task's
+read stage (:mod:`~._stages`) beside flow or registration runs after the tracks (flow is
+refused when the stage moves pixels); windows that come out in different sizes are a
+``DataError`` (a batch of one always reads). A task's targets come from its target stage
+(:mod:`~._stages`), at the read or on the output frames.
 
-Pixels differ from the per-sample path by the resize filter only: OpenCV's bilinear
+On uint8 frames, pixels differ from the transform run window by window (torchvision) by the
+resize filter only: OpenCV's bilinear
 (``INTER_LINEAR``; area averaging ``INTER_AREA`` when a fixed resize shrinks, or when a random
 resized crop shrinks by 2x or more) on uint8 against torchvision's antialiased bilinear; and colour jitter computes its grey (contrast's mean,
 saturation's blend) with OpenCV's uint8 arithmetic, within a level or two of torchvision's.
 Registration warps the cropped frames, so near a box's edges, where content comes from
-outside the box, it gives zeros where the per-sample path (warping whole frames) has pixels.
+outside the box, it gives zeros where warping whole frames would give pixels.
 """
 
 from __future__ import annotations
@@ -181,13 +187,13 @@ class Recipe:
     @property
     def random(self) -> bool:
         """Whether any step draws (a user's step may, whatever it says: it gets a generator,
-        as on the per-sample path)."""
+        as a transform run on one window does)."""
         return any(s.random or s.geometry == "unknown" for s in self.steps)
 
     def draw(self, seed: int, plan: BatchPlan, shapes: np.ndarray, channels: int = 3):
         """The read's draws for every sample (``shapes`` (B, 2) stored (H, W)): each from the
         sample's own generator (:func:`~.transforms.transform_generator`), the crop's then
-        the fused flips', as the per-sample path draws them. None when the output sizes
+        the fused flips', as the transform run on one window draws them. None when the output sizes
         differ (no fixed-size crop over a store of mixed shapes)."""
         b, t = len(plan), plan.index.shape[1]
         crop = self.crop
@@ -264,7 +270,7 @@ def run_steps(steps: Sequence, batch: Window, generators: Sequence, flow=None) -
     """Every step of ``steps`` over ``batch`` (frames (B, T, C, H, W), indices and mask
     (B, T) tensors), in order: each sample's parameters drawn from its generator
     (``step.draw``), then the step on the whole batch (``step.batch_apply``). ``flow``
-    (B, T-1, 2, H, W), when given, follows the geometric steps as the per-sample path's
+    (B, T-1, 2, H, W), when given, follows the geometric steps as the per-window
     :func:`~._flow_geometry.follow_geometry` does: the step, with the same parameters,
     resamples the flow beside a map of pixel coordinates, whose Jacobian turns the vectors
     into the output's pixels. Returns the batch and the flow."""
