@@ -12,8 +12,6 @@ OpenCV thread; store in the page cache (one warm-up pass). Variants:
   rrc_flip                  the standard augmentation
   rrc_flip_affine           + ``RandomAffine()`` (10 degrees, 10% translation, 0.9-1.1 scale)
   rrc_flip_hue              + ``ColorJitter(hue=0.1)``
-  *_per_sample              the same on the per-sample path (the pipeline off): where every
-                            batch with an affine or a hue went before this issue
 
 Variants run in interleaved rounds (each round runs every variant once, so all see the same
 machine load); windows/s is the median over rounds and each ratio the median of the per-round
@@ -41,10 +39,10 @@ def variants(store: str) -> dict:
     from hyperframes.data import HyperframeDataset
     from hyperframes.data import transforms as T
 
-    def ds(extra: list, *, per_sample: bool = False):
+    def ds(extra: list):
         def make():
             steps = [T.RandomResizedCrop(SIZE), T.RandomHorizontalFlip(), *extra]
-            d = HyperframeDataset(
+            return HyperframeDataset(
                 store,
                 "sliding",
                 frames=FRAMES,
@@ -52,9 +50,6 @@ def variants(store: str) -> dict:
                 transform=T.Compose(steps),
                 sampler_options={"window_stride": START_EVERY, "short": "pad"},
             )
-            if per_sample:
-                d.recipe = None
-            return d
 
         return make
 
@@ -62,16 +57,12 @@ def variants(store: str) -> dict:
         "rrc_flip": ds([]),
         "rrc_flip_affine": ds([T.RandomAffine()]),
         "rrc_flip_hue": ds([T.ColorJitter(hue=0.1)]),
-        "rrc_flip_affine_per_sample": ds([T.RandomAffine()], per_sample=True),
-        "rrc_flip_hue_per_sample": ds([T.ColorJitter(hue=0.1)], per_sample=True),
     }
 
 
 RATIOS = {
     "affine_vs_rrc_flip": ("rrc_flip_affine", "rrc_flip", 0.8),
     "hue_vs_rrc_flip": ("rrc_flip_hue", "rrc_flip", 0.8),
-    "affine_vs_per_sample": ("rrc_flip_affine", "rrc_flip_affine_per_sample", None),
-    "hue_vs_per_sample": ("rrc_flip_hue", "rrc_flip_hue_per_sample", None),
 }
 
 

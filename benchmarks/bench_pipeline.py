@@ -18,8 +18,6 @@ box); stores in the page cache (one warm-up pass). Variants:
   mixed/center             ``CenterCrop(112)``
   mixed/rrc_flip           ``RandomResizedCrop(112)`` + ``RandomHorizontalFlip()``
   mixed/rrc_flip_jitter    the same + ``ColorJitter(0.4, 0.4, 0.4)``
-  mixed/*_per_sample       the same transforms on the per-sample path (the pipeline off), as
-                           every batch was read before issue 20 (a quarter of the batches)
   uniform/memcpy           the uniform store's output bytes copied as above
   uniform/none             the uniform store, no transform
 
@@ -128,9 +126,9 @@ def variants(mixed: str, uniform: str) -> dict:
     from hyperframes.data import HyperframeDataset
     from hyperframes.data import transforms as T
 
-    def ds(path, transform=None, *, per_sample=False):
+    def ds(path, transform=None):
         def make():
-            d = HyperframeDataset(
+            return HyperframeDataset(
                 path,
                 "sliding",
                 frames=FRAMES,
@@ -138,9 +136,6 @@ def variants(mixed: str, uniform: str) -> dict:
                 transform=transform,
                 sampler_options={"window_stride": START_EVERY, "short": "pad"},
             )
-            if per_sample:
-                d.recipe = None
-            return d
 
         return make
 
@@ -156,9 +151,6 @@ def variants(mixed: str, uniform: str) -> dict:
         "mixed/center": ds(mixed, T.CenterCrop(SIZE)),
         "mixed/rrc_flip": ds(mixed, aug(False)),
         "mixed/rrc_flip_jitter": ds(mixed, aug(True)),
-        "mixed/center_per_sample": ds(mixed, T.CenterCrop(SIZE), per_sample=True),
-        "mixed/rrc_flip_per_sample": ds(mixed, aug(False), per_sample=True),
-        "mixed/rrc_flip_jitter_per_sample": ds(mixed, aug(True), per_sample=True),
         "uniform/memcpy": lambda: MemcpyDataset(n_uniform, shape),
         "uniform/none": ds(uniform),
     }
@@ -169,13 +161,6 @@ RATIOS = {
     "rrc_flip_vs_center": ("mixed/rrc_flip", "mixed/center", 0.7),
     "rrc_flip_jitter_vs_center": ("mixed/rrc_flip_jitter", "mixed/center", 0.5),
     "uniform_none_vs_memcpy": ("uniform/none", "uniform/memcpy", 0.8),
-    "center_vs_per_sample": ("mixed/center", "mixed/center_per_sample", None),
-    "rrc_flip_vs_per_sample": ("mixed/rrc_flip", "mixed/rrc_flip_per_sample", None),
-    "rrc_flip_jitter_vs_per_sample": (
-        "mixed/rrc_flip_jitter",
-        "mixed/rrc_flip_jitter_per_sample",
-        None,
-    ),
 }
 
 
@@ -185,16 +170,15 @@ def measure(mixed: str, uniform: str, *, rounds: int, batches: int) -> dict:
 
 def interleaved(vs: dict, ratios: dict, *, rounds: int, batches: int) -> dict:
     """Loader windows/s of each variant of ``vs`` (name -> dataset maker) in interleaved
-    rounds (each round runs every variant once, so all see the same load; the ``*per_sample``
-    variants read fewer batches), their medians, and the median per-round ratio of each of
-    ``ratios`` (name -> (variant, anchor, target or None))."""
+    rounds (each round runs every variant once, so all see the same load), their medians,
+    and the median per-round ratio of each of ``ratios`` (name -> (variant, anchor, target
+    or None))."""
     for make in vs.values():  # warm-up: page cache, buffers, OpenCV's first calls
         loader_rate(make, 2)
     rates: dict[str, list[float]] = {k: [] for k in vs}
     for r in range(rounds):
-        for k, make in vs.items():  # the slow per-sample paths: fewer batches
-            n = max(4, batches // 4) if k.endswith("per_sample") else batches
-            rates[k].append(loader_rate(make, n))
+        for k, make in vs.items():
+            rates[k].append(loader_rate(make, batches))
         print(f"round {r + 1}/{rounds}:", {k: round(v[-1]) for k, v in rates.items()}, flush=True)
     out: dict = {
         "windows_per_s": {k: statistics.median(v) for k, v in rates.items()},
