@@ -27,11 +27,12 @@ from hyperframes.data import (
     collate_hyperframes,
     loader,
 )
-from hyperframes.data._pipeline import batch_audio, batch_tracks, plan_batch
+from hyperframes.data._pipeline import batch_audio, batch_tracks, plan_batch, read_boxes_torch
 from hyperframes.data.transforms import (
     Compose,
     RandomHorizontalFlip,
     RandomResizedCrop,
+    Resize,
     transform_generator,
 )
 from hyperframes.demo import make_detection_dataset, make_segmentation_dataset
@@ -288,6 +289,47 @@ def test_a_float16_store_is_read_by_the_batch_pipeline_as_torch_would(half_store
             want = want.flip(-1)
         torch.testing.assert_close(batch.frames[k].float(), want, atol=4e-3, rtol=0)
     assert torch.equal(ds[3].frames, batch.frames[3])  # ds[i]: a batch of one
+    # held in RAM (as float32): the same read step on the reader's frames
+    ram = HyperframeDataset(
+        half_store, "sliding", frames=4, seed=2, transform=AUG, sampler_options=opts, memory="ram"
+    )
+    held = ram.read_batch(list(range(len(ds))))
+    assert held.frames.dtype == torch.float32
+    torch.testing.assert_close(held.frames, batch.frames.float(), atol=4e-3, rtol=0)
+
+
+def test_the_torch_read_step_equals_torch_per_window_on_uint8(seg_store):
+    """The read's torch form (what frames on a GPU take) on a uint8 store on the CPU: each
+    box cropped and resized by torch, rounded back to uint8, within one level of torch's
+    resize of each window read whole."""
+    ds = HyperframeDataset(seg_store, "sliding", frames=4, seed=3, transform=AUG)
+    items = list(range(len(ds)))
+    plan = ds.batch_plan(items)
+    shapes = np.asarray(seg_store.videos.shapes)[plan.videos][:, 1:]
+    drawn = ds.recipe.draw(3, plan, shapes)
+    out = torch.empty(len(items), 4, 3, 24, 24, dtype=torch.uint8)
+    read_boxes_torch(seg_store, plan, drawn, out)
+    for k in items:
+        top, left, h, w = drawn.boxes[k].tolist()
+        whole = _stored(seg_store, int(plan.videos[k]), plan.index[k]).float()
+        want = torch.nn.functional.interpolate(
+            whole[..., top : top + h, left : left + w],
+            size=(24, 24),
+            mode="bilinear",
+            antialias=True,
+        )
+        want = want.flip(-1) if drawn.flips[k] else want
+        assert (out[k].float() - want.round()).abs().max() <= 1
+    # one box for the whole batch (a fixed resize): resized in one call, the same pixels
+    fixed = HyperframeDataset(seg_store, "sliding", frames=4, transform=Resize((20, 20)))
+    drawn = fixed.recipe.draw(0, plan, shapes)
+    out = read_boxes_torch(seg_store, plan, drawn, torch.empty(len(items), 4, 3, 20, 20))
+    for k in items:
+        whole = _stored(seg_store, int(plan.videos[k]), plan.index[k]).float()
+        want = torch.nn.functional.interpolate(
+            whole, size=(20, 20), mode="bilinear", antialias=True
+        )
+        assert (out[k] - want.round()).abs().max() <= 1
 
 
 class _KeyMean:
