@@ -27,7 +27,7 @@ from hyperframes.data import (
     collate_hyperframes,
     loader,
 )
-from hyperframes.data._pipeline import batch_audio, batch_tracks, plan_batch, read_boxes_torch
+from hyperframes.data._pipeline import batch_audio, batch_tracks, plan_batch
 from hyperframes.data.transforms import (
     Compose,
     RandomHorizontalFlip,
@@ -302,6 +302,8 @@ def test_the_torch_read_step_equals_torch_per_window_on_uint8(seg_store):
     """The read's torch form (what frames on a GPU take) on a uint8 store on the CPU: each
     box cropped and resized by torch, rounded back to uint8, within one level of torch's
     resize of each window read whole."""
+    from hyperframes.data._pipeline import read_boxes_torch  # not on main: its own failure
+
     ds = HyperframeDataset(seg_store, "sliding", frames=4, seed=3, transform=AUG)
     items = list(range(len(ds)))
     plan = ds.batch_plan(items)
@@ -377,6 +379,17 @@ def test_a_read_stage_with_flow_takes_the_batch_path(flow_store):
     assert torch.equal(got.target, key)
     with pytest.raises(ConfigError, match="flow cannot follow"):
         ds(_Mirror()).read_batch(items)
+
+
+@pytest.mark.parametrize("mode", ["homography", "flow"])
+def test_a_read_stage_moves_the_registered_frames(flow_store, mode):
+    """register= beside a read stage that moves pixels: the windows are registered as read,
+    then the stage moves them, so a mirroring stage gives the registered batch mirrored."""
+    kw = {"frames": 4, "seed": 1, "register": mode, "sampler_options": {"window_stride": 1}}
+    items = [0, 1, 2]
+    plain = HyperframeDataset(flow_store, "sliding", **kw).__getitems__(items)
+    mirrored = HyperframeDataset(flow_store, "sliding", stage=_Mirror(), **kw).__getitems__(items)
+    assert torch.equal(mirrored.frames, plain.frames.flip(-1))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)
