@@ -283,7 +283,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         frames = self._read(plan, drawn, shapes, shape)
         stage = self._stage_at("read")
         if stage is not None and (self.tracks.flow or self.tracks.register):
-            # the tracks on the frames as read, then the stage moves frames and tracks alike
+            # registered as read, then moved by the stage; the flow cannot follow a move
             frames, tracks = self._tracks(plan, drawn, frames)
             moved, target = self._run_stage("read", frames, plan)
             if moved is not frames and self.tracks.flow:
