@@ -410,3 +410,42 @@ def test_frames_held_on_a_gpu_take_the_batch_path(store, request):
     else:
         want = per_sample(HyperframeDataset(s, "sliding", **kw), items).frames
         assert (got.frames.cpu().int() - want.int()).abs().max() <= 1
+
+
+def _layout_callers(root: Path) -> set[str]:
+    """Every ``module:Function`` under ``root`` that calls a layout function
+    (``model_frames``, ``to_layout``), found in the source's syntax tree."""
+    found: set[str] = set()
+
+    def walk(node, where: str, path: Path) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = where
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = f"{where}.{child.name}" if where else child.name
+            if isinstance(child, ast.Call):
+                f = child.func
+                name = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
+                if name.lstrip("_") in ("model_frames", "to_layout"):
+                    found.add(f"{path.relative_to(root).as_posix()}:{where}")
+            walk(child, inner, path)
+
+    for path in root.rglob("*.py"):
+        walk(ast.parse(path.read_text(), str(path)), "", path)
+    return found
+
+
+def test_frames_are_laid_out_by_one_function_which_prepare_and_the_dataset_share():
+    """The layout (dtype, arrangement, flow planes) is applied by ``model_frames`` alone: the
+    input contract's ``prepare`` calls it, and the dataset's output calls it once per batch
+    (for a dataset asked for another layout than temporal); nothing else under src lays
+    frames out for a model (``to_layout`` elsewhere: the models' public wrapper and the random
+    example inputs of models and export)."""
+    callers = _layout_callers(Path(hyperframes.__file__).parent)
+    assert callers == {
+        "_core/_contract.py:model_frames",  # the one function: it arranges (to_layout)
+        "_core/_contract.py:InputContract.prepare",
+        "data/_dataset.py:HyperframeDataset._assemble",
+        "models/_base.py:to_layout",  # public wrapper of _core._layouts.to_layout
+        "models/_base.py:VideoModel.example_input",  # random input, not frames
+        "infer/_export.py:_inputs",  # random example input for tracing
+    }

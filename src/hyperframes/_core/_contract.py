@@ -457,8 +457,12 @@ def _shape_or_type(x) -> tuple | str:
 
 def model_frames(frames, layout: Layout, dtype: str = "uint8", flow=None, *, alloc=None):
     """Dtype, layout and flow planes of a window (T, C, H, W) or a batch (B, T, C, H, W) of
-    frames: the one implementation the dataset and :meth:`InputContract.prepare` share.
-    uint8 frames become ``dtype`` (a float dtype: scaled to [0, 1]), float frames are kept;
+    frames: the one function that lays frames out for a model. :meth:`InputContract.prepare`
+    calls it at the model boundary (training, eval, predict and export keep batches temporal
+    until then, so the model's layout is applied once); the dataset's output calls it once per
+    batch only to honour its own ``layout=``/``dtype=`` (a temporal uint8 dataset's frames
+    pass through unchanged). Nothing else arranges frames (pinned by
+    ``tests/test_one_path.py``). uint8 frames become ``dtype`` (a float dtype: scaled to [0, 1]), float frames are kept;
     in the channel layout ``flow`` (…, T-1, 2, H, W) is appended as 2*(T-1) planes (frames
     made float first). Other layouts leave the flow beside the frames.
 

@@ -373,8 +373,10 @@ class HyperframeDataset(torch.utils.data.Dataset):
         target: torch.Tensor | None = None,
     ) -> HyperframeBatch:
         """The batch record of frames read and augmented by the pipeline, with its tracks:
-        labels, targets (``target``: a read stage's), then dtype, layout and flow planes, and
-        the output stage."""
+        labels, targets (``target``: a read stage's), then dtype, layout and flow planes by
+        the input contract's one layout function (:func:`~hyperframes._core._contract.model_frames`,
+        which ``InputContract.prepare`` calls; the only place a batch is laid out), and the
+        output stage."""
         pts = meta["pts_seconds"]
         pairs = list(zip(plan.videos.tolist(), plan.segments.tolist()))
         labels = torch.tensor([self._targets.label(v, g) for v, g in pairs], dtype=torch.int64)
