@@ -13,6 +13,7 @@ import torch
 
 from hyperframes._core._contract import model_frames
 from hyperframes.data._flow_geometry import follow_geometry
+from hyperframes.data._warp import compose_flows, resize_flow, warp_by_flow, warp_by_homography
 from hyperframes.data.transforms import Window, transform_generator
 
 
@@ -29,7 +30,7 @@ def per_sample(ds, indices) -> SimpleNamespace:
         x = torch.from_numpy(np.asarray(ds.store.read_numpy(plan.video, idx.numpy())))
         flow = None
         if ds.tracks.flow:
-            flow = ds.tracks.window_flow(plan.video, idx.numpy(), tuple(x.shape[-2:]))
+            flow = window_flow(ds.tracks, plan.video, idx.numpy(), tuple(x.shape[-2:]))
         g = transform_generator(ds.seed, epoch, item)
         if ds.transform is not None and flow is not None:
             (x, idx, mask), flow = follow_geometry(ds.transform, Window(x, idx, mask), flow, g)
@@ -45,3 +46,26 @@ def per_sample(ds, indices) -> SimpleNamespace:
         mask=torch.stack(masks),
         meta={"stored_indices": np.stack(stored)},
     )
+
+
+def window_flow(tracks, video: int, idx: np.ndarray, size: tuple[int, int]) -> torch.Tensor:
+    """(T-1, 2, H, W) flow between a window's consecutive frames (stored ``idx``) at the
+    stored frame size ``size``: the batch's chained pairs of one window, resized whole."""
+    idx = np.asarray(idx, np.int64)
+    if len(idx) < 2:
+        return torch.zeros(0, 2, *size)
+    return resize_flow(tracks._window_pairs([video], idx[None])[0].clone(), size)
+
+
+def registered(tracks, frames: torch.Tensor, video: int, idx: np.ndarray, key: int):
+    """``frames`` (T, C, H, W), whole as stored, warped onto frame ``key`` of the window."""
+    idx = np.asarray(idx, np.int64)
+    if tracks.register == "homography":
+        return warp_by_homography(frames, tracks._to_key(video, idx, key))
+    lo, hi = int(idx.min()), int(idx.max())
+    one = np.asarray([video], np.int64)
+    pairs = tracks._read_pairs(one, np.asarray([lo]), np.asarray([hi]))
+    if not pairs.shape[0]:
+        return frames
+    flows = compose_flows(pairs, lo, int(idx[key]), idx)
+    return warp_by_flow(frames, resize_flow(flows, tuple(frames.shape[-2:])))

@@ -11,6 +11,7 @@ import torch
 import torchvision.transforms.v2.functional as TF
 
 from _media import make_beep_video, make_translating_video, write_video
+from _per_sample import registered, window_flow
 from hyperframes._core._errors import DataError
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.data._audio import column_times, logmel_columns
@@ -117,9 +118,11 @@ def test_batched_logmel_equals_each_window_alone(audio_store):
         torch.testing.assert_close(audio[b], want, rtol=0, atol=1e-4)
         has = store.audio_info(v) is not None
         assert torch.equal(amask[b], torch.from_numpy(mask[b] & has))
-        one, one_mask = tracks.read_audio(v, videos.paths[v], pts[b], fps[b], mask[b])
-        torch.testing.assert_close(one, audio[b], rtol=0, atol=1e-4)
-        assert torch.equal(one_mask, amask[b])
+        one, one_mask = tracks.read_audio_batch(
+            vids[b : b + 1], pts[b : b + 1], fps[b : b + 1], mask[b : b + 1]
+        )
+        torch.testing.assert_close(one[0], audio[b], rtol=0, atol=1e-4)
+        assert torch.equal(one_mask[0], amask[b])
     assert videos.paths[2].endswith("silent.mp4") and not amask[3].any()
     assert not audio[6].any() and not audio[3].any()  # nothing valid; a silent video
     assert audio[0].abs().sum() > 0
@@ -134,7 +137,7 @@ def test_batched_logmel_equals_each_window_alone(audio_store):
 
 def _reference_flow(tracks, video, idx, size, transform, seed):
     """window_flow then follow_geometry: the per-window path."""
-    flow = tracks.window_flow(video, idx, size)
+    flow = window_flow(tracks, video, idx, size)
     frames = torch.zeros(len(idx), 3, *size, dtype=torch.uint8)
     window = Window(frames, torch.from_numpy(idx), torch.ones(len(idx), dtype=torch.bool))
     g = torch.Generator().manual_seed(seed)
@@ -257,7 +260,7 @@ def test_batched_registration_agrees_with_the_per_window_warp_inside_the_box(flo
         assert got.shape == batch.shape and got.dtype == torch.uint8
         m = 10 * out[0] // 48  # the motion, in output pixels, and a pixel more
         for b in range(3):
-            reg = tracks.registered(stored[b], int(vids[b]), "", idx[b], key)
+            reg = registered(tracks, stored[b], int(vids[b]), idx[b], key)
             want = _crop(reg, boxes[b], out, fl[b])
             diff = (got[b].float() - want.float())[..., m:-m, m:-m].abs()
             assert float(diff.mean()) < tol / 2 and float(diff.max()) <= 4 * tol, (b, diff.max())

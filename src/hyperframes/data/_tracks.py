@@ -21,8 +21,8 @@ batch, one STFT for all columns), :meth:`WindowTracks.window_flow_batch` (the st
 dequantised in torch, chained for every window at once, cropped to each box and resized in
 one ``grid_sample``: :func:`._warp.crop_flow`) and :meth:`WindowTracks.registered_batch` (the
 homographies conjugated by each box, or the key flows cropped like the window flow, then one
-warp over B*T on the output buffer: only the box's pixels exist there). The per-window
-methods run on the same code with a batch of one.
+warp over B*T on the output buffer: only the box's pixels exist there). There are no
+per-window methods: a window is a batch of one.
 """
 
 from __future__ import annotations
@@ -45,11 +45,9 @@ from ._audio import (
 from ._warp import (
     box_to_frame,
     chain_pairs,
-    compose_flows,
     compose_flows_batch,
     crop_flow,
     homographies_to_key,
-    resize_flow,
     warp_by_flow,
     warp_by_homography,
 )
@@ -117,18 +115,6 @@ class WindowTracks:
             path = self.store.videos.paths[video]
             raise DataError(f"video {path!r} (id {video}) has no audio in the store")
 
-    def read_audio(
-        self, video: int, path: str, pts: np.ndarray, fps: float, mask: np.ndarray
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """(n_mels, T*k) log-mel of the window shown at ``pts`` and the (T,) audio mask."""
-        audio, amask = self.read_audio_batch(
-            np.asarray([video], np.int64),
-            np.asarray(pts, np.float64)[None],
-            np.asarray([fps], np.float64),
-            np.asarray(mask, bool)[None],
-        )
-        return audio[0], amask[0]
-
     def read_audio_batch(
         self, videos: np.ndarray, pts: np.ndarray, fps: np.ndarray, mask: np.ndarray
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -177,7 +163,7 @@ class WindowTracks:
         """The samples of ``video`` the valid columns of windows ``rows`` need (one read),
         where each column's STFT frame starts in them (M,), and each one's (window, frame)
         — or None without audio. Each
-        window's sample grid is the one :meth:`read_audio` of that window alone reads
+        window's sample grid is the one a batch of that window alone reads
         (first sample nearest its first column less one window), so columns match it."""
         opts = self.audio
         assert opts is not None
@@ -244,12 +230,6 @@ class WindowTracks:
             at += z - a
         return flat
 
-    def _pairs(self, video: int, idx: np.ndarray) -> tuple[torch.Tensor, int]:
-        """The stored pair flows spanning ``idx`` and the first pair's index."""
-        lo, hi = int(idx.min()), int(idx.max())
-        one = np.asarray([video], np.int64)
-        return self._read_pairs(one, np.asarray([lo]), np.asarray([hi])), lo
-
     def _window_pairs(self, videos, idx: np.ndarray) -> torch.Tensor:
         """(B, T-1, 2, h, w) window flows of stored ``idx`` (B, T) at the flow size (module
         doc), all of the batch's chaining steps at once."""
@@ -273,16 +253,6 @@ class WindowTracks:
             out[torch.from_numpy(moving)] = flows
         return out.view(bsz, t - 1, 2, h, w)
 
-    def window_flow(self, video: int, idx: np.ndarray, size: tuple[int, int]) -> torch.Tensor:
-        """(T-1, 2, H, W) flow between the window's consecutive frames (stored ``idx``), at
-        the stored frame size ``size``."""
-        idx = np.asarray(idx, np.int64)
-        if len(idx) < 2:
-            return torch.zeros(0, 2, *size)
-        flows = self._window_pairs([video], idx[None])[0]
-        out = resize_flow(flows, size)
-        return flows.clone() if out is flows else out  # never hand out the kept read
-
     def window_flow_batch(
         self,
         videos: np.ndarray,
@@ -293,15 +263,15 @@ class WindowTracks:
         *,
         out: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """(B, T-1, 2, h, w) window flows (:meth:`window_flow`) of store ``videos`` (B,) at
+        """(B, T-1, 2, h, w) window flows (module doc) of store ``videos`` (B,) at
         stored ``idx`` (B, T), cropped to ``boxes`` (B, 4) (y0, x0, h, w in stored-frame
         pixels, mapped to the flow's own resolution), resized to ``out_size`` with the
         vectors in output pixels, dx negated where ``flip`` (B,): the geometry a
         crop-resize-flip gave the frames. Read, dequantised, chained and resampled per
         group of windows sharing a flow and frame size (one group on most stores): one
         resampling per group (:func:`._warp.crop_flow`), none where every box is whole flow pixels at the output
-        size (a CenterCrop). Same as :meth:`window_flow` then :func:`follow_geometry` with
-        the box, but for the resize filter (bilinear at the output pixels here, where a
+        size (a CenterCrop). Same as the whole window's flow at the stored frame size then
+        :func:`follow_geometry` with the box, but for the resize filter (bilinear at the output pixels here, where a
         shrinking RandomResizedCrop antialiases; and the box edge reads just outside the
         box). ``out``: a (B, T-1, 2, h, w) tensor to write into (a view of the channel
         layout's buffer will do)."""
@@ -347,27 +317,6 @@ class WindowTracks:
             )
         return homographies_to_key(pair_h, int(idx[key]), idx)
 
-    def _key_flows(self, video: int, idx: np.ndarray, key: int) -> torch.Tensor | None:
-        """(T, 2, h, w) flow from the key frame to each frame at the flow size (None: one
-        stored frame, nothing moves)."""
-        pairs, first = self._pairs(video, idx)
-        if not pairs.shape[0]:
-            return None
-        return compose_flows(pairs, first, int(idx[key]), idx)
-
-    def registered(
-        self, frames: torch.Tensor, video: int, path: str, idx: np.ndarray, key: int
-    ) -> torch.Tensor:
-        """``frames`` (T, C, H, W) warped onto frame ``key`` of the window."""
-        h, w = frames.shape[-2:]
-        idx = np.asarray(idx, np.int64)
-        if self.register == "homography":
-            return warp_by_homography(frames, self._to_key(video, idx, key))
-        flows = self._key_flows(video, idx, key)
-        if flows is None:
-            return frames
-        return warp_by_flow(frames, resize_flow(flows, (h, w)))
-
     def registered_batch(
         self,
         frames: torch.Tensor,
@@ -386,8 +335,8 @@ class WindowTracks:
 
         Only the box's pixels exist in the batch: where a frame's content comes from outside
         its box the output is zero (as the per-window warp gives zero outside the frame),
-        so near the box's edges this differs from :meth:`registered` on the whole frame
-        then cropped; inside, they agree (but for the resize filter)."""
+        so near the box's edges this differs from registering the whole frames then
+        cropping them; inside, they agree (but for the resize filter)."""
         videos = np.asarray(videos, np.int64).reshape(-1)
         idx = np.asarray(idx, np.int64)
         bsz, t = idx.shape
