@@ -1,0 +1,266 @@
+/* Two uint8 pixel kernels of the batch transforms (hyperframes.data.transforms), each the
+ * arithmetic of torchvision's float path written once per pixel, the GIL released:
+ *
+ * warp_affine(src, dst, maps, windows, planes, height, width, fill): bilinear warp of every
+ * window's `planes` (H, W) planes by its own map (maps: `windows` x 6 float64, output pixel ->
+ * source pixel, pixel centres at the integers), as torchvision's affine (grid_sample with zero
+ * padding, then the fill blended by the share m of the pixel inside the frame:
+ * m * (x - fill) + fill, rounded). The map's weights are computed once per window and reused
+ * for all its planes (T * C of them), which is what makes this cheaper than a warp per plane.
+ *
+ * hue_shift(frames, shifts, count, pixels): in place, the hue of `count` RGB frames (each
+ * three planes of `pixels` uint8) turned by shifts[k] (a fraction of a turn; 0 skips the
+ * frame), as torchvision's adjust_hue: to float in [0, 1], RGB -> HSV, the hue turned,
+ * HSV -> RGB, back to uint8 as x * 255.999 truncated. Branch-free per pixel so that the
+ * compiler vectorises the loop.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
+/* -- affine ------------------------------------------------------------------------------ */
+
+#define SHIFT 14 /* the weights' fixed point: 1 << 14 is a weight of 1 */
+
+/* For each output pixel: the top-left of a 2x2 source block inside the frame and the four
+ * weights of that block (times m, zero for neighbours outside the frame), and the constant
+ * (1 - m) * fill, in 1 / 2^14 (+ a half, so that the shift rounds). */
+static void affine_table(const double *map, int height, int width, double fill, int *off,
+                         short *w01, short *w23, int *cst)
+{
+    int x, y, i = 0;
+    for (y = 0; y < height; y++) {
+        for (x = 0; x < width; x++, i++) {
+            double sx = map[0] * x + map[1] * y + map[2];
+            double sy = map[3] * x + map[4] * y + map[5];
+            double fx0 = (double)(long)sx, fy0 = (double)(long)sy; /* floor, without libm */
+            fx0 -= fx0 > sx;
+            fy0 -= fy0 > sy;
+            double fx = sx - fx0, fy = sy - fy0;
+            long x0 = (long)fx0, y0 = (long)fy0;
+            long bx = x0 < 0 ? 0 : (x0 > width - 2 ? width - 2 : x0);
+            long by = y0 < 0 ? 0 : (y0 > height - 2 ? height - 2 : y0);
+            double w[4] = {(1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy};
+            double acc[4] = {0.0, 0.0, 0.0, 0.0};
+            double m = 0.0;
+            int n;
+            for (n = 0; n < 4; n++) {
+                long xn = x0 + (n & 1), yn = y0 + (n >> 1);
+                if (xn < 0 || xn >= width || yn < 0 || yn >= height)
+                    continue;
+                acc[(yn - by) * 2 + (xn - bx)] += w[n];
+                m += w[n];
+            }
+            off[i] = (int)(by * width + bx);
+            for (n = 0; n < 2; n++) {
+                w01[2 * i + n] = (short)(acc[n] * m * (1 << SHIFT) + 0.5);
+                w23[2 * i + n] = (short)(acc[2 + n] * m * (1 << SHIFT) + 0.5);
+            }
+            cst[i] = (int)((1.0 - m) * fill * (1 << SHIFT) + 0.5) + (1 << (SHIFT - 1));
+        }
+    }
+}
+
+static inline unsigned char blend(const unsigned char *p, int width, const short *w01,
+                                  const short *w23, int c)
+{
+    int v = (w01[0] * p[0] + w01[1] * p[1] + w23[0] * p[width] + w23[1] * p[width + 1] + c) >>
+            SHIFT;
+    return (unsigned char)(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
+
+static inline unsigned short pair(const unsigned char *p)
+{
+    unsigned short v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+/* One plane of n pixels through the table: with SSE2 eight pixels a step (each pixel's two
+ * source pairs gathered as 16-bit words, pmaddwd against its weights), the rest one by one. */
+static void affine_plane(const unsigned char *s, unsigned char *d, int n, int width,
+                         const int *off, const short *w01, const short *w23, const int *cst)
+{
+    int i = 0;
+#ifdef __SSE2__
+    const __m128i z = _mm_setzero_si128();
+    for (; i + 8 <= n; i += 8) {
+        const int *o = off + i;
+        const unsigned char *b = s + width;
+        __m128i top = _mm_set_epi16(
+            (short)pair(s + o[7]), (short)pair(s + o[6]), (short)pair(s + o[5]),
+            (short)pair(s + o[4]), (short)pair(s + o[3]), (short)pair(s + o[2]),
+            (short)pair(s + o[1]), (short)pair(s + o[0]));
+        __m128i bot = _mm_set_epi16(
+            (short)pair(b + o[7]), (short)pair(b + o[6]), (short)pair(b + o[5]),
+            (short)pair(b + o[4]), (short)pair(b + o[3]), (short)pair(b + o[2]),
+            (short)pair(b + o[1]), (short)pair(b + o[0]));
+        const __m128i *wa = (const __m128i *)(w01 + 2 * i), *wb = (const __m128i *)(w23 + 2 * i);
+        const __m128i *c = (const __m128i *)(cst + i);
+        __m128i lo = _mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi8(top, z), _mm_loadu_si128(wa)),
+                                   _mm_madd_epi16(_mm_unpacklo_epi8(bot, z), _mm_loadu_si128(wb)));
+        __m128i hi = _mm_add_epi32(
+            _mm_madd_epi16(_mm_unpackhi_epi8(top, z), _mm_loadu_si128(wa + 1)),
+            _mm_madd_epi16(_mm_unpackhi_epi8(bot, z), _mm_loadu_si128(wb + 1)));
+        lo = _mm_srai_epi32(_mm_add_epi32(lo, _mm_loadu_si128(c)), SHIFT);
+        hi = _mm_srai_epi32(_mm_add_epi32(hi, _mm_loadu_si128(c + 1)), SHIFT);
+        __m128i words = _mm_packs_epi32(lo, hi);
+        _mm_storel_epi64((__m128i *)(d + i), _mm_packus_epi16(words, words));
+    }
+#endif
+    for (; i < n; i++)
+        d[i] = blend(s + off[i], width, w01 + 2 * i, w23 + 2 * i, cst[i]);
+}
+
+static PyObject *warp_affine(PyObject *self, PyObject *args)
+{
+    Py_buffer src, dst, maps;
+    Py_ssize_t windows, planes, height, width;
+    double fill;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*w*y*nnnnd", &src, &dst, &maps, &windows, &planes, &height,
+                          &width, &fill))
+        return NULL;
+    Py_ssize_t hw = height * width, frame = planes * hw;
+    if (height < 2 || width < 2 || hw > 0x7fffffff || windows < 0 || planes < 0 ||
+        src.len < windows * frame || dst.len < windows * frame ||
+        maps.len < windows * 6 * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "warp_affine: buffer sizes do not match the shape");
+        goto done;
+    }
+    {
+        int *tab = malloc(6 * hw * sizeof(int)); /* off, w01 and w23 (short pairs), cst */
+        if (tab == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        const unsigned char *s = src.buf;
+        unsigned char *d = dst.buf;
+        const double *mp = maps.buf;
+        fill = fill < 0.0 ? 0.0 : (fill > 255.0 ? 255.0 : fill);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t k = 0; k < windows; k++) {
+            short *w01 = (short *)(tab + hw), *w23 = (short *)(tab + 3 * hw);
+            affine_table(mp + 6 * k, (int)height, (int)width, fill, tab, w01, w23, tab + 5 * hw);
+            for (Py_ssize_t p = 0; p < planes; p++) {
+                Py_ssize_t at = k * frame + p * hw;
+                affine_plane(s + at, d + at, (int)hw, (int)width, tab, w01, w23, tab + 5 * hw);
+            }
+        }
+        Py_END_ALLOW_THREADS
+        free(tab);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    PyBuffer_Release(&maps);
+    return result;
+}
+
+/* -- hue --------------------------------------------------------------------------------- */
+
+#define MAXF(a, b) ((a) > (b) ? (a) : (b))
+#define MINF(a, b) ((a) < (b) ? (a) : (b))
+
+VECTOR_CLONES
+static void hue_frame(unsigned char *restrict rp, unsigned char *restrict gp,
+                      unsigned char *restrict bp, int n, float shift)
+{
+    const float to_byte = (256.0f - 1e-3f) / 255.0f;
+    int i;
+    for (i = 0; i < n; i++) {
+        float r = rp[i], g = gp[i], b = bp[i]; /* levels: x / 255 * 255.999 below */
+        float maxc = MAXF(r, MAXF(g, b)), minc = MINF(r, MINF(g, b));
+        float range = maxc - minc;
+        float eq = (float)(range == 0.0f); /* a grey pixel: no hue */
+        float inv = 1.0f / (range + eq);
+        float is_r = (float)(maxc == r), is_g = (float)(maxc == g) * (1.0f - is_r);
+        float num = is_r * (g - b) + is_g * (2.0f * range + b - r) +
+                    (1.0f - is_r - is_g) * (4.0f * range + r - g);
+        float h = num * inv * (1.0f / 6.0f) + 1.0f; /* in (0, 2): fmod 1 */
+        h = h - (float)(int)h;
+        h = h + shift; /* in (-0.5, 1.5): remainder 1 */
+        float hf = (float)(int)h;
+        h = h - (hf - (float)(hf > h));
+        float h6 = h * 6.0f;
+        float sector = (float)(int)h6; /* h6 >= 0: truncation is the floor */
+        float f = h6 - sector;
+        sector = sector - 6.0f * (float)(sector >= 6.0f);
+        /* torchvision's v (1 - s f), v (1 - s (1 - f)), v (1 - s) with s = range / v */
+        float v = maxc, p = minc, q = maxc - range * f, t = minc + range * f;
+        float s0 = (float)(sector == 0.0f), s1 = (float)(sector == 1.0f);
+        float s2 = (float)(sector == 2.0f), s3 = (float)(sector == 3.0f);
+        float s4 = (float)(sector == 4.0f), s5 = (float)(sector == 5.0f);
+        /* (r, g, b) by sector: (v,t,p) (q,v,p) (p,v,t) (p,q,v) (t,p,v) (v,p,q); one term is
+         * non-zero, so the sums are exact */
+        float ro = (s0 + s5) * v + s1 * q + (s2 + s3) * p + s4 * t;
+        float go = s0 * t + (s1 + s2) * v + s3 * q + (s4 + s5) * p;
+        float bo = (s0 + s1) * p + s2 * t + (s3 + s4) * v + s5 * q;
+        rp[i] = (unsigned char)(int)(ro * to_byte);
+        gp[i] = (unsigned char)(int)(go * to_byte);
+        bp[i] = (unsigned char)(int)(bo * to_byte);
+    }
+}
+
+static PyObject *hue_shift(PyObject *self, PyObject *args)
+{
+    Py_buffer frames, shifts;
+    Py_ssize_t count, pixels;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "w*y*nn", &frames, &shifts, &count, &pixels))
+        return NULL;
+    if (count < 0 || pixels < 0 || pixels > 0x7fffffff || frames.len < count * 3 * pixels ||
+        shifts.len < count * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "hue_shift: buffer sizes do not match the shape");
+        goto done;
+    }
+    {
+        unsigned char *x = frames.buf;
+        const double *sh = shifts.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t k = 0; k < count; k++) {
+            if (sh[k] == 0.0)
+                continue;
+            unsigned char *f = x + k * 3 * pixels;
+            hue_frame(f, f + pixels, f + 2 * pixels, (int)pixels, (float)sh[k]);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&frames);
+    PyBuffer_Release(&shifts);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"warp_affine", warp_affine, METH_VARARGS, "Bilinear affine warp of uint8 windows."},
+    {"hue_shift", hue_shift, METH_VARARGS, "Hue shift of uint8 RGB frames, in place."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_pixels",
+    "uint8 kernels of the batch transforms: affine warp and hue shift.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__pixels(void)
+{
+    return PyModule_Create(&module);
+}
