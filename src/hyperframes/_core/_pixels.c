@@ -177,43 +177,75 @@ done:
 #define MAXF(a, b) ((a) > (b) ? (a) : (b))
 #define MINF(a, b) ((a) < (b) ? (a) : (b))
 
+#define CHUNK 512
+
+/* The hue turn of `n` <= CHUNK pixels of float levels, in place; all float, branch-free, so
+ * that the compiler vectorises it. */
 VECTOR_CLONES
-static void hue_frame(unsigned char *restrict rp, unsigned char *restrict gp,
-                      unsigned char *restrict bp, int n, float shift)
+static void hue_chunk(float *restrict rf, float *restrict gf, float *restrict bf, int n,
+                      float turn)
 {
-    const float to_byte = (256.0f - 1e-3f) / 255.0f;
     int i;
     for (i = 0; i < n; i++) {
-        float r = rp[i], g = gp[i], b = bp[i]; /* levels: x / 255 * 255.999 below */
-        float maxc = MAXF(r, MAXF(g, b)), minc = MINF(r, MINF(g, b));
-        float range = maxc - minc;
-        float eq = (float)(range == 0.0f); /* a grey pixel: no hue */
-        float inv = 1.0f / (range + eq);
-        float is_r = (float)(maxc == r), is_g = (float)(maxc == g) * (1.0f - is_r);
-        float num = is_r * (g - b) + is_g * (2.0f * range + b - r) +
-                    (1.0f - is_r - is_g) * (4.0f * range + r - g);
-        float h = num * inv * (1.0f / 6.0f) + 1.0f; /* in (0, 2): fmod 1 */
-        h = h - (float)(int)h;
-        h = h + shift; /* in (-0.5, 1.5): remainder 1 */
-        float hf = (float)(int)h;
-        h = h - (hf - (float)(hf > h));
-        float h6 = h * 6.0f;
-        float sector = (float)(int)h6; /* h6 >= 0: truncation is the floor */
-        float f = h6 - sector;
-        sector = sector - 6.0f * (float)(sector >= 6.0f);
-        /* torchvision's v (1 - s f), v (1 - s (1 - f)), v (1 - s) with s = range / v */
-        float v = maxc, p = minc, q = maxc - range * f, t = minc + range * f;
+        float r = rf[i], g = gf[i], b = bf[i];
+        float v = MAXF(r, MAXF(g, b)), p = MINF(r, MINF(g, b));
+        float c = v - p; /* chroma: hue in units of c, the circle 6c long */
+        float is_r = (float)(v == r), is_g = (float)(v == g) * (1.0f - is_r);
+        float h = is_r * (g - b) + is_g * (2.0f * c + b - r) +
+                  (1.0f - is_r - is_g) * (4.0f * c + r - g);
+        h += turn * c;
+        h += 6.0f * c * ((float)(h < 0.0f) - (float)(h >= 6.0f * c)); /* back on the circle */
+        h += 6.0f * c * (float)(h < 0.0f);
+        float sector = (float)(h >= c) + (float)(h >= 2.0f * c) + (float)(h >= 3.0f * c) +
+                       (float)(h >= 4.0f * c) + (float)(h >= 5.0f * c);
+        float e = h - sector * c; /* torchvision's v s f: the third channel's distance */
+        e = MINF(MAXF(e, 0.0f), c);
+        float q = v - e, t = p + e;
+        float odd = (float)(sector == 1.0f) + (float)(sector == 3.0f) + (float)(sector == 5.0f);
+        float mid = t + odd * (q - t); /* the third channel: falling in odd sectors */
         float s0 = (float)(sector == 0.0f), s1 = (float)(sector == 1.0f);
         float s2 = (float)(sector == 2.0f), s3 = (float)(sector == 3.0f);
         float s4 = (float)(sector == 4.0f), s5 = (float)(sector == 5.0f);
         /* (r, g, b) by sector: (v,t,p) (q,v,p) (p,v,t) (p,q,v) (t,p,v) (v,p,q); one term is
          * non-zero, so the sums are exact */
-        float ro = (s0 + s5) * v + s1 * q + (s2 + s3) * p + s4 * t;
-        float go = s0 * t + (s1 + s2) * v + s3 * q + (s4 + s5) * p;
-        float bo = (s0 + s1) * p + s2 * t + (s3 + s4) * v + s5 * q;
-        rp[i] = (unsigned char)(int)(ro * to_byte);
-        gp[i] = (unsigned char)(int)(go * to_byte);
-        bp[i] = (unsigned char)(int)(bo * to_byte);
+        rf[i] = (s0 + s5) * v + (s1 + s4) * mid + (s2 + s3) * p;
+        gf[i] = (s1 + s2) * v + (s0 + s3) * mid + (s4 + s5) * p;
+        bf[i] = (s3 + s4) * v + (s2 + s5) * mid + (s0 + s1) * p;
+    }
+}
+
+VECTOR_CLONES
+static void to_float(const unsigned char *restrict x, float *restrict f, int n)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        f[i] = x[i];
+}
+
+/* back to uint8 as torchvision converts: x / 255 * 255.999, truncated */
+VECTOR_CLONES
+static void to_bytes(const float *restrict f, unsigned char *restrict x, int n)
+{
+    const float to_byte = (256.0f - 1e-3f) / 255.0f;
+    int i;
+    for (i = 0; i < n; i++)
+        x[i] = (unsigned char)(int)(f[i] * to_byte);
+}
+
+static void hue_frame(unsigned char *rp, unsigned char *gp, unsigned char *bp, int n,
+                      float shift)
+{
+    float buf[3 * CHUNK];
+    int lo;
+    for (lo = 0; lo < n; lo += CHUNK) {
+        int k = n - lo < CHUNK ? n - lo : CHUNK;
+        to_float(rp + lo, buf, k);
+        to_float(gp + lo, buf + CHUNK, k);
+        to_float(bp + lo, buf + 2 * CHUNK, k);
+        hue_chunk(buf, buf + CHUNK, buf + 2 * CHUNK, k, 6.0f * shift);
+        to_bytes(buf, rp + lo, k);
+        to_bytes(buf + CHUNK, gp + lo, k);
+        to_bytes(buf + 2 * CHUNK, bp + lo, k);
     }
 }
 
