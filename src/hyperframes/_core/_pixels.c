@@ -179,8 +179,21 @@ done:
 
 #define CHUNK 512
 
-/* The hue turn of `n` <= CHUNK pixels of float levels, in place; all float, branch-free, so
- * that the compiler vectorises it. */
+/* One channel of HSV -> RGB with the hue h in units of the chroma c (the circle 6c long):
+ * v - max(0, min(k, 4c - k, c)) with k = (h + n c) mod 6c, n = 5 for red, 3 for green, 1 for
+ * blue (torchvision's sector table, v (1 - s f) and v (1 - s (1 - f)), in one expression) */
+static inline float channel(float v, float c, float h, float nc, float c6)
+{
+    float k = h + nc;
+    k -= c6 * (float)(k >= c6);
+    float d = MINF(k, 4.0f * c - k);
+    d = MINF(d, c);
+    d = MAXF(d, 0.0f);
+    return v - d;
+}
+
+/* The hue turn of `n` <= CHUNK pixels of float levels, in place: branch-free, no division,
+ * so that the compiler vectorises it. */
 VECTOR_CLONES
 static void hue_chunk(float *restrict rf, float *restrict gf, float *restrict bf, int n,
                       float turn)
@@ -189,28 +202,17 @@ static void hue_chunk(float *restrict rf, float *restrict gf, float *restrict bf
     for (i = 0; i < n; i++) {
         float r = rf[i], g = gf[i], b = bf[i];
         float v = MAXF(r, MAXF(g, b)), p = MINF(r, MINF(g, b));
-        float c = v - p; /* chroma: hue in units of c, the circle 6c long */
+        float c = v - p, c6 = 6.0f * c;
+        /* torchvision's hue (which channel is largest: red, then green, then blue) times c */
         float is_r = (float)(v == r), is_g = (float)(v == g) * (1.0f - is_r);
         float h = is_r * (g - b) + is_g * (2.0f * c + b - r) +
                   (1.0f - is_r - is_g) * (4.0f * c + r - g);
-        h += turn * c;
-        h += 6.0f * c * ((float)(h < 0.0f) - (float)(h >= 6.0f * c)); /* back on the circle */
-        h += 6.0f * c * (float)(h < 0.0f);
-        float sector = (float)(h >= c) + (float)(h >= 2.0f * c) + (float)(h >= 3.0f * c) +
-                       (float)(h >= 4.0f * c) + (float)(h >= 5.0f * c);
-        float e = h - sector * c; /* torchvision's v s f: the third channel's distance */
-        e = MINF(MAXF(e, 0.0f), c);
-        float q = v - e, t = p + e;
-        float odd = (float)(sector == 1.0f) + (float)(sector == 3.0f) + (float)(sector == 5.0f);
-        float mid = t + odd * (q - t); /* the third channel: falling in odd sectors */
-        float s0 = (float)(sector == 0.0f), s1 = (float)(sector == 1.0f);
-        float s2 = (float)(sector == 2.0f), s3 = (float)(sector == 3.0f);
-        float s4 = (float)(sector == 4.0f), s5 = (float)(sector == 5.0f);
-        /* (r, g, b) by sector: (v,t,p) (q,v,p) (p,v,t) (p,q,v) (t,p,v) (v,p,q); one term is
-         * non-zero, so the sums are exact */
-        rf[i] = (s0 + s5) * v + (s1 + s4) * mid + (s2 + s3) * p;
-        gf[i] = (s1 + s2) * v + (s0 + s3) * mid + (s4 + s5) * p;
-        bf[i] = (s3 + s4) * v + (s2 + s5) * mid + (s0 + s1) * p;
+        h += turn * c; /* in (-4c, 9c): back on the circle */
+        h += c6 * ((float)(h < 0.0f) - (float)(h >= c6));
+        h += c6 * (float)(h < 0.0f);
+        rf[i] = channel(v, c, h, 5.0f * c, c6);
+        gf[i] = channel(v, c, h, 3.0f * c, c6);
+        bf[i] = channel(v, c, h, c, c6);
     }
 }
 
