@@ -51,6 +51,16 @@ static void affine_table(const double *map, int height, int width, double fill, 
             fy0 -= fy0 > sy;
             double fx = sx - fx0, fy = sy - fy0;
             long x0 = (long)fx0, y0 = (long)fy0;
+            if (x0 >= 0 && x0 <= width - 2 && y0 >= 0 && y0 <= height - 2) {
+                /* inside the frame (most pixels): the block is the neighbourhood, m = 1 */
+                off[i] = (int)(y0 * width + x0);
+                w01[2 * i] = (short)((1.0 - fx) * (1.0 - fy) * (1 << SHIFT) + 0.5);
+                w01[2 * i + 1] = (short)(fx * (1.0 - fy) * (1 << SHIFT) + 0.5);
+                w23[2 * i] = (short)((1.0 - fx) * fy * (1 << SHIFT) + 0.5);
+                w23[2 * i + 1] = (short)(fx * fy * (1 << SHIFT) + 0.5);
+                cst[i] = 1 << (SHIFT - 1);
+                continue;
+            }
             long bx = x0 < 0 ? 0 : (x0 > width - 2 ? width - 2 : x0);
             long by = y0 < 0 ? 0 : (y0 > height - 2 ? height - 2 : y0);
             double w[4] = {(1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy};
@@ -89,40 +99,56 @@ static inline unsigned short pair(const unsigned char *p)
     return v;
 }
 
-/* One plane of n pixels through the table: with SSE2 eight pixels a step (each pixel's two
- * source pairs gathered as 16-bit words, pmaddwd against its weights), the rest one by one. */
-static void affine_plane(const unsigned char *s, unsigned char *d, int n, int width,
-                         const int *off, const short *w01, const short *w23, const int *cst)
+static void affine_rest(const unsigned char *s, unsigned char *d, int from, int n, int width,
+                        const int *off, const short *w01, const short *w23, const int *cst)
 {
-    int i = 0;
+    int j;
+    for (j = from; j < n; j++)
+        d[j] = blend(s + off[j], width, w01 + 2 * j, w23 + 2 * j, cst[j]);
+}
+
+/* All `planes` planes (each n pixels, one after another) of a window through the table: with
+ * SSE2 eight pixels a step, their table entries loaded once for all the planes (each pixel's
+ * two source pairs gathered as 16-bit words, pmaddwd against its weights); the rest one by
+ * one. The planes advance together, row by row, so their rows stay in the cache. */
+static void affine_window(const unsigned char *s, unsigned char *d, int planes, int n,
+                          int width, const int *off, const short *w01, const short *w23,
+                          const int *cst)
+{
+    int i = 0, p;
 #ifdef __SSE2__
     const __m128i z = _mm_setzero_si128();
     for (; i + 8 <= n; i += 8) {
-        const int *o = off + i;
-        const unsigned char *b = s + width;
-        __m128i top = _mm_set_epi16(
-            (short)pair(s + o[7]), (short)pair(s + o[6]), (short)pair(s + o[5]),
-            (short)pair(s + o[4]), (short)pair(s + o[3]), (short)pair(s + o[2]),
-            (short)pair(s + o[1]), (short)pair(s + o[0]));
-        __m128i bot = _mm_set_epi16(
-            (short)pair(b + o[7]), (short)pair(b + o[6]), (short)pair(b + o[5]),
-            (short)pair(b + o[4]), (short)pair(b + o[3]), (short)pair(b + o[2]),
-            (short)pair(b + o[1]), (short)pair(b + o[0]));
+        const int o0 = off[i], o1 = off[i + 1], o2 = off[i + 2], o3 = off[i + 3];
+        const int o4 = off[i + 4], o5 = off[i + 5], o6 = off[i + 6], o7 = off[i + 7];
         const __m128i *wa = (const __m128i *)(w01 + 2 * i), *wb = (const __m128i *)(w23 + 2 * i);
-        const __m128i *c = (const __m128i *)(cst + i);
-        __m128i lo = _mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi8(top, z), _mm_loadu_si128(wa)),
-                                   _mm_madd_epi16(_mm_unpacklo_epi8(bot, z), _mm_loadu_si128(wb)));
-        __m128i hi = _mm_add_epi32(
-            _mm_madd_epi16(_mm_unpackhi_epi8(top, z), _mm_loadu_si128(wa + 1)),
-            _mm_madd_epi16(_mm_unpackhi_epi8(bot, z), _mm_loadu_si128(wb + 1)));
-        lo = _mm_srai_epi32(_mm_add_epi32(lo, _mm_loadu_si128(c)), SHIFT);
-        hi = _mm_srai_epi32(_mm_add_epi32(hi, _mm_loadu_si128(c + 1)), SHIFT);
-        __m128i words = _mm_packs_epi32(lo, hi);
-        _mm_storel_epi64((__m128i *)(d + i), _mm_packus_epi16(words, words));
+        const __m128i wa0 = _mm_loadu_si128(wa), wa1 = _mm_loadu_si128(wa + 1);
+        const __m128i wb0 = _mm_loadu_si128(wb), wb1 = _mm_loadu_si128(wb + 1);
+        const __m128i c0 = _mm_loadu_si128((const __m128i *)(cst + i));
+        const __m128i c1 = _mm_loadu_si128((const __m128i *)(cst + i + 4));
+        for (p = 0; p < planes; p++) {
+            const unsigned char *t = s + (size_t)p * n, *b = t + width;
+            __m128i top = _mm_set_epi16((short)pair(t + o7), (short)pair(t + o6),
+                                        (short)pair(t + o5), (short)pair(t + o4),
+                                        (short)pair(t + o3), (short)pair(t + o2),
+                                        (short)pair(t + o1), (short)pair(t + o0));
+            __m128i bot = _mm_set_epi16((short)pair(b + o7), (short)pair(b + o6),
+                                        (short)pair(b + o5), (short)pair(b + o4),
+                                        (short)pair(b + o3), (short)pair(b + o2),
+                                        (short)pair(b + o1), (short)pair(b + o0));
+            __m128i lo = _mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi8(top, z), wa0),
+                                       _mm_madd_epi16(_mm_unpacklo_epi8(bot, z), wb0));
+            __m128i hi = _mm_add_epi32(_mm_madd_epi16(_mm_unpackhi_epi8(top, z), wa1),
+                                       _mm_madd_epi16(_mm_unpackhi_epi8(bot, z), wb1));
+            lo = _mm_srai_epi32(_mm_add_epi32(lo, c0), SHIFT);
+            hi = _mm_srai_epi32(_mm_add_epi32(hi, c1), SHIFT);
+            __m128i words = _mm_packs_epi32(lo, hi);
+            _mm_storel_epi64((__m128i *)(d + (size_t)p * n + i), _mm_packus_epi16(words, words));
+        }
     }
 #endif
-    for (; i < n; i++)
-        d[i] = blend(s + off[i], width, w01 + 2 * i, w23 + 2 * i, cst[i]);
+    for (p = 0; p < planes; p++)
+        affine_rest(s + (size_t)p * n, d + (size_t)p * n, i, n, width, off, w01, w23, cst);
 }
 
 static PyObject *warp_affine(PyObject *self, PyObject *args)
@@ -155,10 +181,9 @@ static PyObject *warp_affine(PyObject *self, PyObject *args)
         for (Py_ssize_t k = 0; k < windows; k++) {
             short *w01 = (short *)(tab + hw), *w23 = (short *)(tab + 3 * hw);
             affine_table(mp + 6 * k, (int)height, (int)width, fill, tab, w01, w23, tab + 5 * hw);
-            for (Py_ssize_t p = 0; p < planes; p++) {
-                Py_ssize_t at = k * frame + p * hw;
-                affine_plane(s + at, d + at, (int)hw, (int)width, tab, w01, w23, tab + 5 * hw);
-            }
+            const unsigned char *sk = s + k * frame;
+            unsigned char *dk = d + k * frame;
+            affine_window(sk, dk, (int)planes, (int)hw, (int)width, tab, w01, w23, tab + 5 * hw);
         }
         Py_END_ALLOW_THREADS
         free(tab);
