@@ -1,18 +1,21 @@
-/* Two uint8 pixel kernels of the batch transforms (hyperframes.data.transforms), each the
- * arithmetic of torchvision's float path written once per pixel, the GIL released:
+/* Two uint8 pixel kernels of the batch transforms (hyperframes.data.transforms), each
+ * torchvision's float result computed per pixel without a float image, the GIL released:
  *
- * warp_affine(src, dst, maps, windows, planes, height, width, fill): bilinear warp of every
- * window's `planes` (H, W) planes by its own map (maps: `windows` x 6 float64, output pixel ->
+ * warp_affine(frames, maps, windows, planes, height, width, fill): in place, the bilinear warp
+ * of every window's `planes` (H, W) planes by its own map (maps: `windows` x 6 float64, output pixel ->
  * source pixel, pixel centres at the integers), as torchvision's affine (grid_sample with zero
  * padding, then the fill blended by the share m of the pixel inside the frame:
- * m * (x - fill) + fill, rounded). The map's weights are computed once per window and reused
- * for all its planes (T * C of them), which is what makes this cheaper than a warp per plane.
+ * m * (x - fill) + fill, rounded). The weights (in 1/16384, m folded in) are computed once per
+ * window and reused for all its T * C planes, eight pixels a step with SSE2: within one level
+ * of torchvision.
  *
  * hue_shift(frames, shifts, count, pixels): in place, the hue of `count` RGB frames (each
  * three planes of `pixels` uint8) turned by shifts[k] (a fraction of a turn; 0 skips the
- * frame), as torchvision's adjust_hue: to float in [0, 1], RGB -> HSV, the hue turned,
- * HSV -> RGB, back to uint8 as x * 255.999 truncated. Branch-free per pixel so that the
- * compiler vectorises the loop.
+ * frame), as torchvision's adjust_hue (RGB -> HSV, the hue turned, HSV -> RGB, to uint8 as
+ * x / 255 * 255.999 truncated), in levels and with the hue in units of the chroma, so that
+ * no division is needed; branch-free float code that the compiler vectorises (an AVX2 clone
+ * where the CPU has it). The largest and smallest channel come out exact, the third within
+ * one level.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -153,37 +156,38 @@ static void affine_window(const unsigned char *s, unsigned char *d, int planes, 
 
 static PyObject *warp_affine(PyObject *self, PyObject *args)
 {
-    Py_buffer src, dst, maps;
+    Py_buffer frames, maps;
     Py_ssize_t windows, planes, height, width;
     double fill;
     PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*w*y*nnnnd", &src, &dst, &maps, &windows, &planes, &height,
-                          &width, &fill))
+    if (!PyArg_ParseTuple(args, "w*y*nnnnd", &frames, &maps, &windows, &planes, &height, &width,
+                          &fill))
         return NULL;
     Py_ssize_t hw = height * width, frame = planes * hw;
     if (height < 2 || width < 2 || hw > 0x7fffffff || windows < 0 || planes < 0 ||
-        src.len < windows * frame || dst.len < windows * frame ||
-        maps.len < windows * 6 * (Py_ssize_t)sizeof(double)) {
+        frames.len < windows * frame || maps.len < windows * 6 * (Py_ssize_t)sizeof(double)) {
         PyErr_SetString(PyExc_ValueError, "warp_affine: buffer sizes do not match the shape");
         goto done;
     }
     {
-        int *tab = malloc(6 * hw * sizeof(int)); /* off, w01 and w23 (short pairs), cst */
+        /* the table (off, w01 and w23 as short pairs, cst), then one window's warped planes:
+         * each window is warped there and copied back while it is in the cache, so the batch
+         * is warped in place, with no second batch-sized buffer to fault in */
+        int *tab = malloc(6 * hw * sizeof(int) + frame);
         if (tab == NULL) {
             PyErr_NoMemory();
             goto done;
         }
-        const unsigned char *s = src.buf;
-        unsigned char *d = dst.buf;
+        unsigned char *x = frames.buf, *scratch = (unsigned char *)(tab + 6 * hw);
         const double *mp = maps.buf;
+        short *w01 = (short *)(tab + hw), *w23 = (short *)(tab + 3 * hw);
         fill = fill < 0.0 ? 0.0 : (fill > 255.0 ? 255.0 : fill);
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t k = 0; k < windows; k++) {
-            short *w01 = (short *)(tab + hw), *w23 = (short *)(tab + 3 * hw);
             affine_table(mp + 6 * k, (int)height, (int)width, fill, tab, w01, w23, tab + 5 * hw);
-            const unsigned char *sk = s + k * frame;
-            unsigned char *dk = d + k * frame;
-            affine_window(sk, dk, (int)planes, (int)hw, (int)width, tab, w01, w23, tab + 5 * hw);
+            affine_window(x + k * frame, scratch, (int)planes, (int)hw, (int)width, tab, w01,
+                          w23, tab + 5 * hw);
+            memcpy(x + k * frame, scratch, frame);
         }
         Py_END_ALLOW_THREADS
         free(tab);
@@ -191,8 +195,7 @@ static PyObject *warp_affine(PyObject *self, PyObject *args)
     result = Py_None;
     Py_INCREF(result);
 done:
-    PyBuffer_Release(&src);
-    PyBuffer_Release(&dst);
+    PyBuffer_Release(&frames);
     PyBuffer_Release(&maps);
     return result;
 }
@@ -309,7 +312,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"warp_affine", warp_affine, METH_VARARGS, "Bilinear affine warp of uint8 windows."},
+    {"warp_affine", warp_affine, METH_VARARGS, "Bilinear affine warp of uint8 windows, in place."},
     {"hue_shift", hue_shift, METH_VARARGS, "Hue shift of uint8 RGB frames, in place."},
     {NULL, NULL, 0, NULL},
 };

@@ -3,8 +3,7 @@
 import numpy as np
 
 def warp_affine(
-    src: np.ndarray,
-    dst: np.ndarray,
+    frames: np.ndarray,
     maps: np.ndarray,
     windows: int,
     planes: int,

@@ -314,20 +314,20 @@ def affine_source_map(params: dict, height: int, width: int) -> np.ndarray:
 
 def warp_affine_batch(frames: torch.Tensor, maps: np.ndarray, fill: float) -> torch.Tensor:
     """uint8 (B, T, C, H, W) frames warped by ``maps`` (B, 2, 3) output -> source pixel,
-    bilinear, ``fill`` outside, into a new batch, as torchvision's ``affine``: the warped
-    frame meets the fill as torchvision blends it (``m * (x - fill) + fill``, ``m`` the share
+    bilinear, ``fill`` outside, as torchvision's ``affine``: the warped frame meets the fill
+    as torchvision blends it (``m * (x - fill) + fill``, ``m`` the share
     of the pixel inside the frame), rounded. Every plane of a window shares its map: the C
     kernel (:mod:`hyperframes._core._pixels`) computes each window's weights once (in 1/16384)
-    and runs all its T*C planes through them, eight pixels a step (SSE2); within one grey
-    level of torchvision's float arithmetic. Without the kernel, OpenCV (:func:`_warp_opencv`,
+    and runs all its T*C planes through them, eight pixels a step (SSE2), window by window in
+    place (a contiguous batch is overwritten and returned); within one grey level of
+    torchvision's float arithmetic. Without the kernel, OpenCV (:func:`_warp_opencv`,
     1/32 pixel, within two levels, about twice the time)."""
     b, t, c, h, w = frames.shape
     if pixels is None or h < 2 or w < 2:
         return _warp_opencv(frames, maps, fill)
-    src = frames.contiguous().numpy()
-    out = np.empty_like(src)
-    pixels.warp_affine(src, out, np.ascontiguousarray(maps, np.float64), b, t * c, h, w, fill)
-    return torch.from_numpy(out)
+    frames = frames.contiguous()
+    pixels.warp_affine(frames.numpy(), np.ascontiguousarray(maps, np.float64), b, t * c, h, w, fill)
+    return frames
 
 
 def _warp_opencv(frames: torch.Tensor, maps: np.ndarray, fill: float) -> torch.Tensor:
