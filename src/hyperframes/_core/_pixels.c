@@ -279,6 +279,61 @@ static void hue_frame(unsigned char *rp, unsigned char *gp, unsigned char *bp, i
     }
 }
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define HUE_AVX2 1
+/* hue_frame with AVX2 and FMA, eight pixels a step straight from and to the bytes: the same
+ * expressions as hue_chunk, the choices as blends. The pixels after the last step of eight
+ * are left to the caller; returns how many were done. */
+__attribute__((target("avx2,fma"))) static int hue_frame_avx2(unsigned char *rp,
+                                                              unsigned char *gp,
+                                                              unsigned char *bp, int n,
+                                                              float shift)
+{
+    const __m256 zero = _mm256_setzero_ps(), turn = _mm256_set1_ps(6.0f * shift);
+    const __m256 two = _mm256_set1_ps(2.0f), three = _mm256_set1_ps(3.0f);
+    const __m256 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f);
+    const __m256 six = _mm256_set1_ps(6.0f);
+    const __m256 to_byte = _mm256_set1_ps((256.0f - 1e-3f) / 255.0f);
+    unsigned char *planes[3] = {rp, gp, bp};
+    int i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 x[3];
+        for (int j = 0; j < 3; j++) {
+            __m128i bytes = _mm_loadl_epi64((const __m128i *)(planes[j] + i));
+            x[j] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+        }
+        __m256 r = x[0], g = x[1], b = x[2];
+        __m256 v = _mm256_max_ps(r, _mm256_max_ps(g, b));
+        __m256 p = _mm256_min_ps(r, _mm256_min_ps(g, b));
+        __m256 c = _mm256_sub_ps(v, p), c6 = _mm256_mul_ps(six, c);
+        __m256 h = _mm256_fmadd_ps(four, c, _mm256_sub_ps(r, g));
+        h = _mm256_blendv_ps(h, _mm256_fmadd_ps(two, c, _mm256_sub_ps(b, r)),
+                             _mm256_cmp_ps(v, g, _CMP_EQ_OQ));
+        h = _mm256_blendv_ps(h, _mm256_sub_ps(g, b), _mm256_cmp_ps(v, r, _CMP_EQ_OQ));
+        h = _mm256_fmadd_ps(turn, c, h);
+        h = _mm256_blendv_ps(h, _mm256_add_ps(h, c6), _mm256_cmp_ps(h, zero, _CMP_LT_OQ));
+        h = _mm256_blendv_ps(h, _mm256_sub_ps(h, c6), _mm256_cmp_ps(h, c6, _CMP_GE_OQ));
+        h = _mm256_blendv_ps(h, _mm256_add_ps(h, c6), _mm256_cmp_ps(h, zero, _CMP_LT_OQ));
+        __m256 c4 = _mm256_mul_ps(four, c);
+        __m256 offsets[3] = {_mm256_mul_ps(five, c), _mm256_mul_ps(three, c), c};
+        __m128i out[3];
+        for (int j = 0; j < 3; j++) {
+            __m256 k = _mm256_add_ps(h, offsets[j]);
+            k = _mm256_blendv_ps(k, _mm256_sub_ps(k, c6), _mm256_cmp_ps(k, c6, _CMP_GE_OQ));
+            __m256 d = _mm256_min_ps(k, _mm256_sub_ps(c4, k));
+            d = _mm256_max_ps(_mm256_min_ps(d, c), zero);
+            __m256i q = _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_sub_ps(v, d), to_byte));
+            __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            out[j] = _mm_packus_epi16(w, w);
+        }
+        for (int j = 0; j < 3; j++)
+            _mm_storel_epi64((__m128i *)(planes[j] + i), out[j]);
+    }
+    return i;
+}
+#endif
+
 static PyObject *hue_shift(PyObject *self, PyObject *args)
 {
     Py_buffer frames, shifts;
@@ -294,12 +349,21 @@ static PyObject *hue_shift(PyObject *self, PyObject *args)
     {
         unsigned char *x = frames.buf;
         const double *sh = shifts.buf;
+#ifdef HUE_AVX2
+        int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t k = 0; k < count; k++) {
             if (sh[k] == 0.0)
                 continue;
             unsigned char *f = x + k * 3 * pixels;
-            hue_frame(f, f + pixels, f + 2 * pixels, (int)pixels, (float)sh[k]);
+            int done = 0;
+#ifdef HUE_AVX2
+            if (avx2)
+                done = hue_frame_avx2(f, f + pixels, f + 2 * pixels, (int)pixels, (float)sh[k]);
+#endif
+            hue_frame(f + done, f + pixels + done, f + 2 * pixels + done, (int)pixels - done,
+                      (float)sh[k]);
         }
         Py_END_ALLOW_THREADS
     }
