@@ -13,9 +13,9 @@
  * three planes of `pixels` uint8) turned by shifts[k] (a fraction of a turn; 0 skips the
  * frame), as torchvision's adjust_hue (RGB -> HSV, the hue turned, HSV -> RGB, to uint8 as
  * x / 255 * 255.999 truncated), in levels and with the hue in units of the chroma, so that
- * no division is needed; branch-free float code that the compiler vectorises (an AVX2 clone
- * where the CPU has it). The largest and smallest channel come out exact, the third within
- * one level.
+ * no division is needed: AVX2+FMA intrinsics where the CPU has them, else branch-free float
+ * code that the compiler vectorises. The largest and smallest channel come out exact, the
+ * third within one level.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
