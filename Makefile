@@ -17,7 +17,7 @@ endif
 
 .PHONY: setup demo docs test test-fast test-scale lint typecheck format bench bench-peers clean system-deps
 
-$(STAMP): requirements.lock pyproject.toml setup.py src/hyperframes/store/_jpegcrop.c
+$(STAMP): requirements.lock pyproject.toml setup.py src/hyperframes/store/_jpegcrop.c src/hyperframes/_core/_pixels.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .

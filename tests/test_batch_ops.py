@@ -14,6 +14,7 @@ from _media import smooth_texture
 from _per_sample import per_sample
 from hyperframes import ConfigError, DataError
 from hyperframes._core._contract import InputContract
+from hyperframes._core._kernels import pixels
 from hyperframes.data import HyperframeDataset, collate_hyperframes, loader
 from hyperframes.data._pipeline import Recipe, run_steps
 from hyperframes.data.transforms import (
@@ -98,8 +99,13 @@ CLOSE = [
     (ColorJitter(0.4, 0.4, 0.4), 0.6, 2, 4),
     (ColorJitter(hue=0.3), 0.05, 1, 1),
     (ColorJitter(0.4, 0.4, 0.4, 0.2, per_frame=True), 0.6, 2, 4),
-    # bilinear in OpenCV's 1/32 pixel fixed point against torchvision's float
-    (RandomAffine(degrees=15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=5.0), 0.05, 1, 2),
+    # bilinear in the C kernel's 1/16384 fixed point (OpenCV's 1/32 pixel without it)
+    (
+        RandomAffine(degrees=15, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=5.0),
+        0.05,
+        1,
+        1 if pixels is not None else 2,
+    ),
 ]
 
 

@@ -23,6 +23,7 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
     _plots      run plots (curves, confusion, bars)
     _urls       whether a store path is an object-storage URL (``s3://bucket/prefix``)
     _resize     crop + resize of frame planes with OpenCV (the batch pipeline, box reads, eval crop)
+    _kernels    the optional C kernels of the batch transforms (uint8 affine warp, hue shift)
     _text       file names and labels made printable (control bytes escaped)
     _json       JSON from files: a document nesting too deep is our error naming the file
     _registry   names to entries, one helper under every registry (models, tasks, samplers, ...)

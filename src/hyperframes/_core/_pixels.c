@@ -1,0 +1,392 @@
+/* Two uint8 pixel kernels of the batch transforms (hyperframes.data.transforms), each
+ * torchvision's float result computed per pixel without a float image, the GIL released:
+ *
+ * warp_affine(frames, maps, windows, planes, height, width, fill): in place, the bilinear warp
+ * of every window's `planes` (H, W) planes by its own map (maps: `windows` x 6 float64, output pixel ->
+ * source pixel, pixel centres at the integers), as torchvision's affine (grid_sample with zero
+ * padding, then the fill blended by the share m of the pixel inside the frame:
+ * m * (x - fill) + fill, rounded). The weights (in 1/16384, m folded in) are computed once per
+ * window and reused for all its T * C planes, eight pixels a step with SSE2: within one level
+ * of torchvision.
+ *
+ * hue_shift(frames, shifts, count, pixels): in place, the hue of `count` RGB frames (each
+ * three planes of `pixels` uint8) turned by shifts[k] (a fraction of a turn; 0 skips the
+ * frame), as torchvision's adjust_hue (RGB -> HSV, the hue turned, HSV -> RGB, to uint8 as
+ * x / 255 * 255.999 truncated), in levels and with the hue in units of the chroma, so that
+ * no division is needed: AVX2+FMA intrinsics where the CPU has them, else branch-free float
+ * code that the compiler vectorises. The largest and smallest channel come out exact, the
+ * third within one level.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VECTOR_CLONES
+#endif
+
+/* -- affine ------------------------------------------------------------------------------ */
+
+#define SHIFT 14 /* the weights' fixed point: 1 << 14 is a weight of 1 */
+
+/* For each output pixel: the top-left of a 2x2 source block inside the frame and the four
+ * weights of that block (times m, zero for neighbours outside the frame), and the constant
+ * (1 - m) * fill, in 1 / 2^14 (+ a half, so that the shift rounds). */
+static void affine_table(const double *map, int height, int width, double fill, int *off,
+                         short *w01, short *w23, int *cst)
+{
+    int x, y, i = 0;
+    for (y = 0; y < height; y++) {
+        for (x = 0; x < width; x++, i++) {
+            double sx = map[0] * x + map[1] * y + map[2];
+            double sy = map[3] * x + map[4] * y + map[5];
+            double fx0 = (double)(long)sx, fy0 = (double)(long)sy; /* floor, without libm */
+            fx0 -= fx0 > sx;
+            fy0 -= fy0 > sy;
+            double fx = sx - fx0, fy = sy - fy0;
+            long x0 = (long)fx0, y0 = (long)fy0;
+            if (x0 >= 0 && x0 <= width - 2 && y0 >= 0 && y0 <= height - 2) {
+                /* inside the frame (most pixels): the block is the neighbourhood, m = 1 */
+                off[i] = (int)(y0 * width + x0);
+                w01[2 * i] = (short)((1.0 - fx) * (1.0 - fy) * (1 << SHIFT) + 0.5);
+                w01[2 * i + 1] = (short)(fx * (1.0 - fy) * (1 << SHIFT) + 0.5);
+                w23[2 * i] = (short)((1.0 - fx) * fy * (1 << SHIFT) + 0.5);
+                w23[2 * i + 1] = (short)(fx * fy * (1 << SHIFT) + 0.5);
+                cst[i] = 1 << (SHIFT - 1);
+                continue;
+            }
+            long bx = x0 < 0 ? 0 : (x0 > width - 2 ? width - 2 : x0);
+            long by = y0 < 0 ? 0 : (y0 > height - 2 ? height - 2 : y0);
+            double w[4] = {(1.0 - fx) * (1.0 - fy), fx * (1.0 - fy), (1.0 - fx) * fy, fx * fy};
+            double acc[4] = {0.0, 0.0, 0.0, 0.0};
+            double m = 0.0;
+            int n;
+            for (n = 0; n < 4; n++) {
+                long xn = x0 + (n & 1), yn = y0 + (n >> 1);
+                if (xn < 0 || xn >= width || yn < 0 || yn >= height)
+                    continue;
+                acc[(yn - by) * 2 + (xn - bx)] += w[n];
+                m += w[n];
+            }
+            off[i] = (int)(by * width + bx);
+            for (n = 0; n < 2; n++) {
+                w01[2 * i + n] = (short)(acc[n] * m * (1 << SHIFT) + 0.5);
+                w23[2 * i + n] = (short)(acc[2 + n] * m * (1 << SHIFT) + 0.5);
+            }
+            cst[i] = (int)((1.0 - m) * fill * (1 << SHIFT) + 0.5) + (1 << (SHIFT - 1));
+        }
+    }
+}
+
+static inline unsigned char blend(const unsigned char *p, int width, const short *w01,
+                                  const short *w23, int c)
+{
+    int v = (w01[0] * p[0] + w01[1] * p[1] + w23[0] * p[width] + w23[1] * p[width + 1] + c) >>
+            SHIFT;
+    return (unsigned char)(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
+
+static inline unsigned short pair(const unsigned char *p)
+{
+    unsigned short v;
+    memcpy(&v, p, 2);
+    return v;
+}
+
+static void affine_rest(const unsigned char *s, unsigned char *d, int from, int n, int width,
+                        const int *off, const short *w01, const short *w23, const int *cst)
+{
+    int j;
+    for (j = from; j < n; j++)
+        d[j] = blend(s + off[j], width, w01 + 2 * j, w23 + 2 * j, cst[j]);
+}
+
+/* All `planes` planes (each n pixels, one after another) of a window through the table: with
+ * SSE2 eight pixels a step, their table entries loaded once for all the planes (each pixel's
+ * two source pairs gathered as 16-bit words, pmaddwd against its weights); the rest one by
+ * one. The planes advance together, row by row, so their rows stay in the cache. */
+static void affine_window(const unsigned char *s, unsigned char *d, int planes, int n,
+                          int width, const int *off, const short *w01, const short *w23,
+                          const int *cst)
+{
+    int i = 0, p;
+#ifdef __SSE2__
+    const __m128i z = _mm_setzero_si128();
+    for (; i + 8 <= n; i += 8) {
+        const int o0 = off[i], o1 = off[i + 1], o2 = off[i + 2], o3 = off[i + 3];
+        const int o4 = off[i + 4], o5 = off[i + 5], o6 = off[i + 6], o7 = off[i + 7];
+        const __m128i *wa = (const __m128i *)(w01 + 2 * i), *wb = (const __m128i *)(w23 + 2 * i);
+        const __m128i wa0 = _mm_loadu_si128(wa), wa1 = _mm_loadu_si128(wa + 1);
+        const __m128i wb0 = _mm_loadu_si128(wb), wb1 = _mm_loadu_si128(wb + 1);
+        const __m128i c0 = _mm_loadu_si128((const __m128i *)(cst + i));
+        const __m128i c1 = _mm_loadu_si128((const __m128i *)(cst + i + 4));
+        for (p = 0; p < planes; p++) {
+            const unsigned char *t = s + (size_t)p * n, *b = t + width;
+            __m128i top = _mm_set_epi16((short)pair(t + o7), (short)pair(t + o6),
+                                        (short)pair(t + o5), (short)pair(t + o4),
+                                        (short)pair(t + o3), (short)pair(t + o2),
+                                        (short)pair(t + o1), (short)pair(t + o0));
+            __m128i bot = _mm_set_epi16((short)pair(b + o7), (short)pair(b + o6),
+                                        (short)pair(b + o5), (short)pair(b + o4),
+                                        (short)pair(b + o3), (short)pair(b + o2),
+                                        (short)pair(b + o1), (short)pair(b + o0));
+            __m128i lo = _mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi8(top, z), wa0),
+                                       _mm_madd_epi16(_mm_unpacklo_epi8(bot, z), wb0));
+            __m128i hi = _mm_add_epi32(_mm_madd_epi16(_mm_unpackhi_epi8(top, z), wa1),
+                                       _mm_madd_epi16(_mm_unpackhi_epi8(bot, z), wb1));
+            lo = _mm_srai_epi32(_mm_add_epi32(lo, c0), SHIFT);
+            hi = _mm_srai_epi32(_mm_add_epi32(hi, c1), SHIFT);
+            __m128i words = _mm_packs_epi32(lo, hi);
+            _mm_storel_epi64((__m128i *)(d + (size_t)p * n + i), _mm_packus_epi16(words, words));
+        }
+    }
+#endif
+    for (p = 0; p < planes; p++)
+        affine_rest(s + (size_t)p * n, d + (size_t)p * n, i, n, width, off, w01, w23, cst);
+}
+
+static PyObject *warp_affine(PyObject *self, PyObject *args)
+{
+    Py_buffer frames, maps;
+    Py_ssize_t windows, planes, height, width;
+    double fill;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "w*y*nnnnd", &frames, &maps, &windows, &planes, &height, &width,
+                          &fill))
+        return NULL;
+    Py_ssize_t hw = height * width, frame = planes * hw;
+    if (height < 2 || width < 2 || hw > 0x7fffffff || windows < 0 || planes < 0 ||
+        frames.len < windows * frame || maps.len < windows * 6 * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "warp_affine: buffer sizes do not match the shape");
+        goto done;
+    }
+    {
+        /* the table (off, w01 and w23 as short pairs, cst), then one window's warped planes:
+         * each window is warped there and copied back while it is in the cache, so the batch
+         * is warped in place, with no second batch-sized buffer to fault in */
+        int *tab = malloc(6 * hw * sizeof(int) + frame);
+        if (tab == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        unsigned char *x = frames.buf, *scratch = (unsigned char *)(tab + 6 * hw);
+        const double *mp = maps.buf;
+        short *w01 = (short *)(tab + hw), *w23 = (short *)(tab + 3 * hw);
+        fill = fill < 0.0 ? 0.0 : (fill > 255.0 ? 255.0 : fill);
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t k = 0; k < windows; k++) {
+            affine_table(mp + 6 * k, (int)height, (int)width, fill, tab, w01, w23, tab + 5 * hw);
+            affine_window(x + k * frame, scratch, (int)planes, (int)hw, (int)width, tab, w01,
+                          w23, tab + 5 * hw);
+            memcpy(x + k * frame, scratch, frame);
+        }
+        Py_END_ALLOW_THREADS
+        free(tab);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&frames);
+    PyBuffer_Release(&maps);
+    return result;
+}
+
+/* -- hue --------------------------------------------------------------------------------- */
+
+#define MAXF(a, b) ((a) > (b) ? (a) : (b))
+#define MINF(a, b) ((a) < (b) ? (a) : (b))
+
+#define CHUNK 512
+
+/* One channel of HSV -> RGB with the hue h in units of the chroma c (the circle 6c long):
+ * v - max(0, min(k, 4c - k, c)) with k = (h + n c) mod 6c, n = 5 for red, 3 for green, 1 for
+ * blue (torchvision's sector table, v (1 - s f) and v (1 - s (1 - f)), in one expression) */
+static inline float channel(float v, float c, float h, float nc, float c6)
+{
+    float k = h + nc;
+    k -= c6 * (float)(k >= c6);
+    float d = MINF(k, 4.0f * c - k);
+    d = MINF(d, c);
+    d = MAXF(d, 0.0f);
+    return v - d;
+}
+
+/* The hue turn of `n` <= CHUNK pixels of float levels, in place: branch-free, no division,
+ * so that the compiler vectorises it. */
+VECTOR_CLONES
+static void hue_chunk(float *restrict rf, float *restrict gf, float *restrict bf, int n,
+                      float turn)
+{
+    int i;
+    for (i = 0; i < n; i++) {
+        float r = rf[i], g = gf[i], b = bf[i];
+        float v = MAXF(r, MAXF(g, b)), p = MINF(r, MINF(g, b));
+        float c = v - p, c6 = 6.0f * c;
+        /* torchvision's hue (which channel is largest: red, then green, then blue) times c */
+        float is_r = (float)(v == r), is_g = (float)(v == g) * (1.0f - is_r);
+        float h = is_r * (g - b) + is_g * (2.0f * c + b - r) +
+                  (1.0f - is_r - is_g) * (4.0f * c + r - g);
+        h += turn * c; /* in (-4c, 9c): back on the circle */
+        h += c6 * ((float)(h < 0.0f) - (float)(h >= c6));
+        h += c6 * (float)(h < 0.0f);
+        rf[i] = channel(v, c, h, 5.0f * c, c6);
+        gf[i] = channel(v, c, h, 3.0f * c, c6);
+        bf[i] = channel(v, c, h, c, c6);
+    }
+}
+
+VECTOR_CLONES
+static void to_float(const unsigned char *restrict x, float *restrict f, int n)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        f[i] = x[i];
+}
+
+/* back to uint8 as torchvision converts: x / 255 * 255.999, truncated */
+VECTOR_CLONES
+static void to_bytes(const float *restrict f, unsigned char *restrict x, int n)
+{
+    const float to_byte = (256.0f - 1e-3f) / 255.0f;
+    int i;
+    for (i = 0; i < n; i++)
+        x[i] = (unsigned char)(int)(f[i] * to_byte);
+}
+
+static void hue_frame(unsigned char *rp, unsigned char *gp, unsigned char *bp, int n,
+                      float shift)
+{
+    float buf[3 * CHUNK];
+    int lo;
+    for (lo = 0; lo < n; lo += CHUNK) {
+        int k = n - lo < CHUNK ? n - lo : CHUNK;
+        to_float(rp + lo, buf, k);
+        to_float(gp + lo, buf + CHUNK, k);
+        to_float(bp + lo, buf + 2 * CHUNK, k);
+        hue_chunk(buf, buf + CHUNK, buf + 2 * CHUNK, k, 6.0f * shift);
+        to_bytes(buf, rp + lo, k);
+        to_bytes(buf + CHUNK, gp + lo, k);
+        to_bytes(buf + 2 * CHUNK, bp + lo, k);
+    }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define HUE_AVX2 1
+/* hue_frame with AVX2 and FMA, eight pixels a step straight from and to the bytes: the same
+ * expressions as hue_chunk, the choices as blends. The pixels after the last step of eight
+ * are left to the caller; returns how many were done. */
+__attribute__((target("avx2,fma"))) static int hue_frame_avx2(unsigned char *rp,
+                                                              unsigned char *gp,
+                                                              unsigned char *bp, int n,
+                                                              float shift)
+{
+    const __m256 zero = _mm256_setzero_ps(), turn = _mm256_set1_ps(6.0f * shift);
+    const __m256 two = _mm256_set1_ps(2.0f), three = _mm256_set1_ps(3.0f);
+    const __m256 four = _mm256_set1_ps(4.0f), five = _mm256_set1_ps(5.0f);
+    const __m256 six = _mm256_set1_ps(6.0f);
+    const __m256 to_byte = _mm256_set1_ps((256.0f - 1e-3f) / 255.0f);
+    unsigned char *planes[3] = {rp, gp, bp};
+    int i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 x[3];
+        for (int j = 0; j < 3; j++) {
+            __m128i bytes = _mm_loadl_epi64((const __m128i *)(planes[j] + i));
+            x[j] = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+        }
+        __m256 r = x[0], g = x[1], b = x[2];
+        __m256 v = _mm256_max_ps(r, _mm256_max_ps(g, b));
+        __m256 p = _mm256_min_ps(r, _mm256_min_ps(g, b));
+        __m256 c = _mm256_sub_ps(v, p), c6 = _mm256_mul_ps(six, c);
+        __m256 h = _mm256_fmadd_ps(four, c, _mm256_sub_ps(r, g));
+        h = _mm256_blendv_ps(h, _mm256_fmadd_ps(two, c, _mm256_sub_ps(b, r)),
+                             _mm256_cmp_ps(v, g, _CMP_EQ_OQ));
+        h = _mm256_blendv_ps(h, _mm256_sub_ps(g, b), _mm256_cmp_ps(v, r, _CMP_EQ_OQ));
+        h = _mm256_fmadd_ps(turn, c, h);
+        h = _mm256_blendv_ps(h, _mm256_add_ps(h, c6), _mm256_cmp_ps(h, zero, _CMP_LT_OQ));
+        h = _mm256_blendv_ps(h, _mm256_sub_ps(h, c6), _mm256_cmp_ps(h, c6, _CMP_GE_OQ));
+        h = _mm256_blendv_ps(h, _mm256_add_ps(h, c6), _mm256_cmp_ps(h, zero, _CMP_LT_OQ));
+        __m256 c4 = _mm256_mul_ps(four, c);
+        __m256 offsets[3] = {_mm256_mul_ps(five, c), _mm256_mul_ps(three, c), c};
+        __m128i out[3];
+        for (int j = 0; j < 3; j++) {
+            __m256 k = _mm256_add_ps(h, offsets[j]);
+            k = _mm256_blendv_ps(k, _mm256_sub_ps(k, c6), _mm256_cmp_ps(k, c6, _CMP_GE_OQ));
+            __m256 d = _mm256_min_ps(k, _mm256_sub_ps(c4, k));
+            d = _mm256_max_ps(_mm256_min_ps(d, c), zero);
+            __m256i q = _mm256_cvttps_epi32(_mm256_mul_ps(_mm256_sub_ps(v, d), to_byte));
+            __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            out[j] = _mm_packus_epi16(w, w);
+        }
+        for (int j = 0; j < 3; j++)
+            _mm_storel_epi64((__m128i *)(planes[j] + i), out[j]);
+    }
+    return i;
+}
+#endif
+
+static PyObject *hue_shift(PyObject *self, PyObject *args)
+{
+    Py_buffer frames, shifts;
+    Py_ssize_t count, pixels;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "w*y*nn", &frames, &shifts, &count, &pixels))
+        return NULL;
+    if (count < 0 || pixels < 0 || pixels > 0x7fffffff || frames.len < count * 3 * pixels ||
+        shifts.len < count * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "hue_shift: buffer sizes do not match the shape");
+        goto done;
+    }
+    {
+        unsigned char *x = frames.buf;
+        const double *sh = shifts.buf;
+#ifdef HUE_AVX2
+        int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t k = 0; k < count; k++) {
+            if (sh[k] == 0.0)
+                continue;
+            unsigned char *f = x + k * 3 * pixels;
+            int done = 0;
+#ifdef HUE_AVX2
+            if (avx2)
+                done = hue_frame_avx2(f, f + pixels, f + 2 * pixels, (int)pixels, (float)sh[k]);
+#endif
+            hue_frame(f + done, f + pixels + done, f + 2 * pixels + done, (int)pixels - done,
+                      (float)sh[k]);
+        }
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&frames);
+    PyBuffer_Release(&shifts);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"warp_affine", warp_affine, METH_VARARGS, "Bilinear affine warp of uint8 windows, in place."},
+    {"hue_shift", hue_shift, METH_VARARGS, "Hue shift of uint8 RGB frames, in place."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_pixels",
+    "uint8 kernels of the batch transforms: affine warp and hue shift.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__pixels(void)
+{
+    return PyModule_Create(&module);
+}

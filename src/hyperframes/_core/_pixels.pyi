@@ -1,0 +1,15 @@
+"""Types of the C extension ``_pixels.c`` (uint8 affine warp and hue shift)."""
+
+import numpy as np
+
+def warp_affine(
+    frames: np.ndarray,
+    maps: np.ndarray,
+    windows: int,
+    planes: int,
+    height: int,
+    width: int,
+    fill: float,
+    /,
+) -> None: ...
+def hue_shift(frames: np.ndarray, shifts: np.ndarray, count: int, pixels: int, /) -> None: ...
