@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -519,3 +521,12 @@ def test_torch_samplers_cover_every_item_and_resume():
     assert list(ranks[1]) == items[1][1:] and len(ranks[1]) == 3
     b = BalancedSampler([0, 0, 0, 1], num_samples=8, seed=1)
     assert len(list(b)) == 8
+
+
+def test_every_sampler_is_registered_by_importing_the_package():
+    # in a fresh process: a sampler whose module nothing imports (motion, once) is missing from
+    # a user's config although a test that imports that module sees it registered
+    code = "from hyperframes.sampling import list_samplers; print(' '.join(list_samplers()))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    names = set(out.stdout.split())
+    assert {"motion", "keyframes", "per_segment", "candidates", "scattered"} <= names, names

@@ -18,7 +18,7 @@ of items in an epoch and each rank's share of it.
 
 # ``from ._x import name as name``: for the other hyperframes packages, not public
 from .._core._moved import moved_attribute
-from . import _duration, _keyframes, _random, _segments, _windows  # noqa: F401  (register samplers)
+from . import _duration, _keyframes, _motion, _random, _segments, _windows  # noqa: F401  (register samplers)
 from ._base import Sampler
 from ._keyframes import MIN_CHANGE as MIN_CHANGE
 from ._keyframes import MIN_FLOW as MIN_FLOW
