@@ -402,3 +402,37 @@ def test_serving_a_model_does_not_import_train():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+#: train's rooms, bottom up: each imports only rooms before it (issue 36)
+TRAIN_ROOMS = ("_dist", "_tasks", "_config", "_eval", "_loop")
+
+
+def _train_room(module: str) -> str | None:
+    """``hyperframes.train._eval._predict`` -> ``_eval``; None outside a room of train."""
+    parts = module.split(".")
+    if parts[:2] != ["hyperframes", "train"] or len(parts) < 3:
+        return None
+    return parts[2]
+
+
+def test_train_is_rooms():
+    # train/ holds its public __init__ and its rooms only: no module left on the floor
+    here = sorted(
+        p.stem if p.is_file() else p.name
+        for p in (PACKAGE / "train").iterdir()
+        if p.name != "__init__.py" and (p.suffix == ".py" or (p / "__init__.py").is_file())
+    )
+    assert here == sorted(TRAIN_ROOMS)
+
+
+def test_train_rooms_import_downwards_only():
+    # every import between rooms (at module level, deferred or for type checking) goes down
+    # the list: the rooms' import graph has no circle
+    rank = {room: i for i, room in enumerate(TRAIN_ROOMS)}
+    bad = []
+    for module, target, line, _ in IMPORTS:
+        a, b = _train_room(module), _train_room(target)
+        if a and b and a != b and rank[b] > rank[a]:
+            bad.append(f"{module}:{line} imports {target} ({a} is below {b})")
+    assert not bad, "train's rooms import downwards only:\n" + "\n".join(bad)

@@ -4,7 +4,7 @@ The options are those of a config's ``data`` section (``frames``, ``batch_size``
 ``sampler_options``, ``augmentation``, ``train_split``, ``val_split``, ``clips_per_video``,
 ``workers``...), checked by the same validation as ``hyperframes train`` (an unknown key or a
 value out of range is a :class:`ConfigError` naming ``data.<key>``) and turned into datasets by
-the same code (:func:`hyperframes.train._data.build_data`), so a Lightning run reads exactly the
+the same code (:func:`hyperframes.train._config._data.build_data`), so a Lightning run reads exactly the
 windows a ``hyperframes train`` run of that config reads::
 
     import lightning as L
@@ -150,7 +150,7 @@ class HyperframeDataModule(lightning.LightningDataModule):
 
     @property
     def bundle(self):
-        """The run's data (:class:`~hyperframes.train._data.DataBundle`): split, classes,
+        """The run's data (:class:`~hyperframes.train._config._data.DataBundle`): split, classes,
         datasets and the input contract; made once, when first asked for."""
         if self._bundle is None:
             from ..train import build_data  # deferred: pulls pydantic
