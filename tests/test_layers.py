@@ -436,3 +436,48 @@ def test_train_rooms_import_downwards_only():
         if a and b and a != b and rank[b] > rank[a]:
             bad.append(f"{module}:{line} imports {target} ({a} is below {b})")
     assert not bad, "train's rooms import downwards only:\n" + "\n".join(bad)
+
+
+#: the most imports of the package's own modules inside functions, outside the CLI (whose
+#: commands load their code when they run): each waits for a reason it states (issue 36)
+MAX_DEFERRED_OWN_IMPORTS = 12
+
+
+def _deferred_own_imports(path: Path) -> list[str]:
+    """``module:line`` of each import statement inside a function of ``path`` that imports
+    one of the package's own modules (relative, or ``hyperframes...``)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = set()
+    for func in ast.walk(tree):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(func):
+            own = (
+                isinstance(node, ast.ImportFrom)
+                and (node.level > 0 or (node.module or "").startswith("hyperframes"))
+            ) or (
+                isinstance(node, ast.Import)
+                and any(a.name.startswith("hyperframes") for a in node.names)
+            )
+            if own:
+                found.add(f"{_module_name(path)}:{node.lineno}")
+    return sorted(found)
+
+
+def test_the_deferred_count_sees_deferred_imports():
+    # the measure below finds a relative import inside a function (the CLI's lazy commands)
+    assert _deferred_own_imports(PACKAGE / "cli" / "_commands.py")
+
+
+def test_few_deferred_imports_of_own_modules_outside_the_cli():
+    found = [
+        hit
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if _package(_module_name(p)) != "cli"
+        for hit in _deferred_own_imports(p)
+    ]
+    assert len(found) <= MAX_DEFERRED_OWN_IMPORTS, (
+        f"{len(found)} imports of hyperframes' own modules inside functions (at most "
+        f"{MAX_DEFERRED_OWN_IMPORTS}); import at module level where the layers allow:\n"
+        + "\n".join(found)
+    )

@@ -24,9 +24,13 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+import torch
+
 from ..._core._config_values import split_frame_list
 from ..._core._errors import ConfigError
+from ..._core._layouts import PAD_LEAKS
 from ..._core._tasks import task_traits
+from ...models import create, other_frames_refusal
 
 __all__ = ["draw_frames", "narrow_batch", "pad_refusal", "split_frame_list"]
 
@@ -49,9 +53,6 @@ def check_frame_choices(cfg: Any, spec: Any) -> None:
             f"data.frames: several T {choices} with {what}: the tracks and per-frame targets "
             "are made for one T; allowed: one integer"
         )
-    import torch  # deferred: optional/heavy dependency
-
-    from ...models import create, other_frames_refusal  # deferred: pulls pydantic, torchvision
 
     options = {k: v for k, v in cfg.model.options.items() if k != "checkpointing"}
     with torch.device("meta"):  # shapes only: the model's own word on other T
@@ -64,7 +65,6 @@ def check_frame_choices(cfg: Any, spec: Any) -> None:
 def pad_refusal(cfg: Any, spec: Any) -> None:
     """:class:`ConfigError` when a sampler pads short videos (``short: pad``) for a model
     that ignores the mask (:data:`~hyperframes._core._layouts.PAD_LEAKS`)."""
-    from ..._core._layouts import PAD_LEAKS  # imports torch: not before a config is refused
 
     reason = PAD_LEAKS.get(spec.layout)
     if reason is None:

@@ -32,7 +32,12 @@ from typing import Any
 import torch
 
 from ..._core._errors import ConfigError
+from ...data import loader
+from ...models import STAGE_PROBE, stage_match
 from ...store import open_store
+from .._config._data import build_data
+from .._tasks._base import create_task
+from ._setup import build_model
 
 __all__ = ["Estimate", "estimate", "format_estimate", "measure_step_peak"]
 
@@ -110,10 +115,6 @@ class _Saved:
 def _probe_batch(cfg, store):
     """The model as training builds it (no checkpointing), its input for two real clips, their
     mask, targets and task."""
-    from ...data import loader  # deferred: pulls pydantic, torchvision
-    from .._config._data import build_data  # deferred: pulls pydantic, torchvision
-    from .._tasks._base import create_task  # deferred: pulls pydantic, torchvision
-    from ._setup import build_model  # deferred: pulls pydantic, yaml
 
     bundle = build_data(cfg, store)
     saved = cfg.train.checkpointing
@@ -156,8 +157,6 @@ def _loss(model, x, batch, task) -> torch.Tensor:
 def estimate(cfg, store=None) -> Estimate:
     """The :class:`Estimate` of ``cfg`` (a loaded :class:`~hyperframes.train.Config`)."""
     from torch.utils.flop_counter import FlopCounterMode  # deferred: optional/heavy dependency
-
-    from ...models import STAGE_PROBE  # deferred: pulls pydantic, torchvision
 
     own = store is None
     if own:
@@ -218,7 +217,6 @@ def _checkpointed(total: float, stages: list[Stage], chosen: list[Stage]) -> flo
 def _chosen(stages: list[Stage], setting) -> list[Stage]:
     """The stages ``train.checkpointing`` selects (all of them when it is false, to show
     what checkpointing would save)."""
-    from ...models import stage_match  # deferred: pulls pydantic, torchvision
 
     if setting is True or setting is False or not setting:
         return list(stages)
