@@ -63,6 +63,7 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ from .._config._load import config_from_dict
 from .._config._splits import GENERATED, resolve_split
 from .._tasks._base import create_task, get_task
 from ._eval_table import decoder_text, format_metrics
+from ._options import EvalOptions, eval_options
 from ._predict import predict
 
 __all__ = ["evaluate", "format_metrics", "match_classes"]
@@ -287,6 +289,10 @@ def _write_predictions(path: Path, rows: list[dict], paths: list[str]) -> None:
             w.writerow([paths[r["video_id"]], r["label"], r["prediction"], f"{r['score']:.6f}"])
 
 
+#: evaluate's own parameters (a misspelt keyword may have meant one)
+_EVAL_PARAMETERS = ("store", "split", "clips", "crops", "device", "out")
+
+
 def evaluate(
     checkpoint: str | Path,
     store: str | Path | None = None,
@@ -294,13 +300,10 @@ def evaluate(
     split: str | None = "val",
     clips: int | None = None,
     crops: int | None = None,
-    batch_size: int | None = None,
-    workers: int | None = 0,
     device: str = "auto",
     out: str | Path | None = None,
-    classes_by_index: bool = False,
-    verbose: bool = True,
-    frames: int | None = None,
+    settings: EvalOptions | Mapping[str, Any] | None = None,
+    **options: Any,
 ) -> dict:
     """Evaluate ``checkpoint`` (a file, or a run folder: its ``best.pt``, else ``last.pt``) on
     ``store`` (default: the run's store), split ``split`` (``None`` or ``"all"``: every
@@ -308,7 +311,14 @@ def evaluate(
     doc). ``clips``/``crops`` (None: the module doc's Views). Classes are matched by name
     (``classes_by_index``: by number; module doc); ``frames``: windows of that T instead of the
     model's (models that take any T; others refuse it). Returns the metrics dict
-    (``predictions_only``: the videos have no labels, so no metrics)."""
+    (``predictions_only``: the videos have no labels, so no metrics).
+
+    ``batch_size``, ``workers``, ``frames``, ``classes_by_index`` and ``verbose`` are the
+    group ``settings`` (:class:`~hyperframes.train._eval._options.EvalOptions`, or a mapping),
+    each also taken on its own as a keyword; an unknown keyword is a ConfigError."""
+    o = eval_options(settings, options, others=_EVAL_PARAMETERS)
+    batch_size, workers, frames = o.batch_size, o.workers, o.frames
+    classes_by_index, verbose = o.classes_by_index, o.verbose
     ck, cfg, task = _read_checkpoint(checkpoint, store)
     clips, crops = _views_asked(cfg, task, clips, crops, verbose=verbose)
     dev = resolve_device(device)
