@@ -5,7 +5,7 @@ here, batch 8, SGD): a 3D CNN whose activations are most of a step's memory. Thr
 ``train.checkpointing``: off (the anchor), every stage, and the first two stages only (the
 seed's advice: checkpoint where the activations are, not everything). Per setting: the
 estimate (``hyperframes estimate``'s step peak), the measured peak (CPU: glibc's mallinfo2
-after every aten op, ``hyperframes.train._estimate.measure_step_peak``; CUDA:
+after every aten op, ``hyperframes.train._loop._estimate.measure_step_peak``; CUDA:
 ``torch.cuda.max_memory_allocated``) and the median step time, each also as a ratio to the
 anchor. Results: benchmarks/results/checkpointing.json (``--device cuda``:
 checkpointing_cuda.json).
@@ -53,10 +53,10 @@ def _measure(cfg, device, steps: int, *, amp_dtype=None) -> tuple[int, float]:
 
     from hyperframes.data import loader
     from hyperframes.store import open_store
-    from hyperframes.train._data import build_data
-    from hyperframes.train._estimate import _loss, measure_step_peak
-    from hyperframes.train._setup import build_model, build_optimizer
-    from hyperframes.train._tasks import create_task
+    from hyperframes.train._config._data import build_data
+    from hyperframes.train._loop._estimate import _loss, measure_step_peak
+    from hyperframes.train._loop._setup import build_model, build_optimizer
+    from hyperframes.train._tasks._base import create_task
 
     st = open_store(cfg.data.store)
     b = build_data(cfg, st)

@@ -611,7 +611,7 @@ def _val_batches(run: Path, limit: int):
     from hyperframes.data import loader
     from hyperframes.store import open_store
     from hyperframes.train import load_config
-    from hyperframes.train._data import build_data
+    from hyperframes.train._config._data import build_data
 
     ck = load_checkpoint(run)
     model, contract = rebuild_model(ck)

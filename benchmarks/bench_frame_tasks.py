@@ -16,7 +16,7 @@ backgrounds, discs, positions and speeds), stores built at native size.
 Both train with AdamW (lr 0.004, cosine) from their zero-initialised corrections (an untrained model is its
 baseline) for ``--epochs`` epochs of 20 steps of 16 windows; each held-out video gives 8
 evenly spaced windows (``hyperframes eval --clips 8 --crops 1``). PSNR is per frame, averaged
-(dB); SSIM with an 11 x 11 Gaussian window (``hyperframes.train._frame_tasks``).
+(dB); SSIM with an 11 x 11 Gaussian window (``hyperframes.train._tasks._frame_tasks``).
 Run: .venv/bin/python benchmarks/bench_frame_tasks.py [--epochs 6]   (the recorded run: 198 s of
 interpolation and 121 s of super-resolution training on 2 shared cores, about 6 minutes in all)
 """

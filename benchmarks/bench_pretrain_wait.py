@@ -84,7 +84,7 @@ def pretrain(batches, *, steps: int, warmup: int, device: str) -> dict:
     import torch
 
     from hyperframes import models
-    from hyperframes.train._masked import MaskedVideoTask
+    from hyperframes.train._tasks._masked import MaskedVideoTask
 
     torch.manual_seed(0)
     net = models.create("video_mae", num_classes=1, frames=FRAMES, **MODEL).to(device)

@@ -23,7 +23,7 @@ from hyperframes.demo import make_motion_dataset
 from hyperframes.sampling import VideoMeta, create_sampler
 from hyperframes.store import open_store
 from hyperframes.train import load_config
-from hyperframes.train._data import make_dataset, train_transform
+from hyperframes.train._config._data import make_dataset, train_transform
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from hyperframes.inputs import scan_inputs
 from hyperframes.models._weights import read_state_dict
 from hyperframes.store import open_store, verify_store
 from hyperframes.train import load_checkpoint
-from hyperframes.train._config import config_from_dict
+from hyperframes.train._config._load import config_from_dict
 from test_hostile_inputs import _refused_fast, _state
 
 # --------------------------------------------------------------------------- labels

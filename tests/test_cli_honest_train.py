@@ -22,10 +22,10 @@ from hyperframes.demo import make_motion_dataset
 from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.store import open_store
 from hyperframes.train import load_checkpoint
-from hyperframes.train._config import config_from_dict
-from hyperframes.train._data import make_dataset
-from hyperframes.train._metrics import classification_metrics
-from hyperframes.train._schedule import lr_at
+from hyperframes.train._config._data import make_dataset
+from hyperframes.train._config._load import config_from_dict
+from hyperframes.train._loop._schedule import lr_at
+from hyperframes.train._tasks._metrics import classification_metrics
 
 CLASSES = ("left", "right", "up")
 STEPS_PER_EPOCH = 3  # 6 training videos (the generated split), batch 2
@@ -110,7 +110,7 @@ def test_eval_on_a_store_at_another_rate_warns_and_plans_windows_at_the_model_ra
     assert m["notes"] and "trained at 15 fps" in m["notes"][0]
     # the windows eval reads: T frames 2 model frames (2/15 s) apart, each the stored frame
     # nearest its time (within half a frame of the 30 fps store): 4 frames apart, not 2
-    from hyperframes.train._eval import _passes
+    from hyperframes.train._eval._eval import _passes
 
     ck = load_checkpoint(run / "best.pt")
     cfg = config_from_dict(

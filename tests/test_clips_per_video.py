@@ -17,8 +17,8 @@ from hyperframes.data import HyperframeDataset, loader
 from hyperframes.sampling import VideoMeta, create_sampler
 from hyperframes.store import open_store
 from hyperframes.train import load_config
-from hyperframes.train._config import AUTO_STEPS
-from hyperframes.train._data import build_data, loader_workers
+from hyperframes.train._config._config import AUTO_STEPS
+from hyperframes.train._config._data import build_data, loader_workers
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
 

@@ -14,7 +14,7 @@ from hyperframes._core._config_models import DataConfig, EvalConfig
 from hyperframes._core._config_values import check_config_values, check_field
 from hyperframes.models import create, get_spec
 from hyperframes.train import Config, config_from_dict, precheck_config
-from hyperframes.train._config import config_defaults
+from hyperframes.train._config._config import config_defaults
 
 S = {"store": "s"}
 

@@ -26,8 +26,8 @@ from hyperframes.data import (
 from hyperframes.data import transforms as T
 from hyperframes.data._options import OPTION_GROUP
 from hyperframes.store import open_store
-from hyperframes.train._config import load_config
-from hyperframes.train._data import dataset_options, make_dataset
+from hyperframes.train._config._data import dataset_options, make_dataset
+from hyperframes.train._config._load import load_config
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from hyperframes.train import (
     load_config,
     run_training,
 )
-from hyperframes.train._detection import DetectionDataset, crop_boxes
+from hyperframes.train._tasks._detection import DetectionDataset, crop_boxes
 
 
 @pytest.fixture(scope="module")

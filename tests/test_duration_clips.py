@@ -141,7 +141,7 @@ def run(stores, tmp_path_factory):
 def test_eval_with_clips_on_a_store_at_another_rate_reads_one_pass_of_spread_windows(
     run, stores, monkeypatch, capsys
 ):
-    import hyperframes.train._eval as ev
+    import hyperframes.train._eval._eval as ev
 
     made = []
     real = ev.make_dataset
@@ -179,7 +179,7 @@ def test_eval_with_clips_on_a_store_at_another_rate_reads_one_pass_of_spread_win
 def test_the_eval_rate_note_counts_the_rates_it_leaves_out():
     """Eight other rates: five are listed and the note says how many more there are."""
     from hyperframes.infer import InputContract
-    from hyperframes.train._eval import _rate_note
+    from hyperframes.train._eval._eval import _rate_note
 
     rates = np.array([15.0, 10, 12, 20, 24, 25, 28, 29.97, 30, 15.0])
     note, resample = _rate_note(

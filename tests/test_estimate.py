@@ -1,6 +1,6 @@
 """``hyperframes estimate CONFIG``: parameters, FLOPs per clip and memory before training,
 checked against the measured peak of real CPU training steps (glibc's mallinfo2 read after
-every aten op: ``hyperframes.train._estimate.measure_step_peak``); ``train.checkpointing`` as a
+every aten op: ``hyperframes.train._loop._estimate.measure_step_peak``); ``train.checkpointing`` as a
 list of stages; normalisation layers kept in float32 under AMP."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from hyperframes.data import loader
 from hyperframes.demo import make_motion_dataset
 from hyperframes.store import open_store
 from hyperframes.train import estimate, load_config
-from hyperframes.train._data import build_data
-from hyperframes.train._estimate import _loss, _mallinfo, measure_step_peak
-from hyperframes.train._setup import build_model, build_optimizer
-from hyperframes.train._tasks import create_task
+from hyperframes.train._config._data import build_data
+from hyperframes.train._loop._estimate import _loss, _mallinfo, measure_step_peak
+from hyperframes.train._loop._setup import build_model, build_optimizer
+from hyperframes.train._tasks._base import create_task
 
 BATCH = 6  # the training split of the store below: 3 of 4 videos per class
 

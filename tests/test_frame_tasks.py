@@ -21,8 +21,8 @@ from hyperframes.sampling import VideoMeta, create_sampler
 from hyperframes.sampling._motion import MotionSampler
 from hyperframes.store import open_store
 from hyperframes.train import evaluate, load_config, run_training
-from hyperframes.train._frame_data import FrameTaskDataset, downscale
-from hyperframes.train._frame_tasks import psnr, ssim
+from hyperframes.train._tasks._frame_data import FrameTaskDataset, downscale
+from hyperframes.train._tasks._frame_tasks import psnr, ssim
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

@@ -19,7 +19,7 @@ from hyperframes.data._cache_plan import plan_cache
 from hyperframes.demo import make_motion_dataset
 from hyperframes.store import open_store
 from hyperframes.train import load_config, run_training
-from hyperframes.train._data import build_data
+from hyperframes.train._config._data import build_data
 
 NO_GPU = "the GPU cache needs a CUDA GPU; none on this machine"
 

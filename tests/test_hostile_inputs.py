@@ -18,7 +18,7 @@ from hyperframes.demo._synthetic import make_motion_frames, write_h264
 from hyperframes.infer import export_onnx, load_inference_model, predict_video
 from hyperframes.infer._load import Preprocess
 from hyperframes.train import load_checkpoint, load_config
-from hyperframes.train._config import (
+from hyperframes.train._config._config import (
     MAX_BATCH_BYTES,
     MAX_CONFIG_DEPTH,
     MAX_CONFIG_VALUES,

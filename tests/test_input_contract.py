@@ -20,7 +20,7 @@ from hyperframes.demo import make_motion_dataset, make_segmentation_dataset
 from hyperframes.infer import Predictor
 from hyperframes.store import open_store
 from hyperframes.train import load_config, resolve_contract
-from hyperframes.train._data import make_dataset
+from hyperframes.train._config._data import make_dataset
 
 T = 4
 STRIDE = 2  # the sampler's frame stride: windows span (T - 1) * 2 + 1 = 7 stored frames
@@ -95,7 +95,8 @@ CASES = [
 
 @pytest.mark.parametrize("name, store, data", CASES, ids=[c[0] for c in CASES])
 def test_eval_and_predict_give_the_same_logits(stores, tmp_path, monkeypatch, name, store, data):
-    from hyperframes.train import _eval, evaluate
+    from hyperframes.train import evaluate
+    from hyperframes.train._eval import _eval
 
     cfg, st, contract, ckpt = _run(stores[store], name, tmp_path, **data)
     assert contract.layout == models.get_spec(name).layout

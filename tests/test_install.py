@@ -224,7 +224,7 @@ from hyperframes.build._ray_cluster import import_ray
 from hyperframes.inputs._formats._hf_disk import read_hf_disk
 from hyperframes.models import create
 from hyperframes.remote import filesystem
-from hyperframes.train._mlflow import _import_mlflow
+from hyperframes.train._loop._mlflow import _import_mlflow
 
 calls = {
     "s3": lambda: filesystem("s3://bucket/store"),

@@ -15,9 +15,9 @@ from hyperframes.demo import make_segmentation_dataset
 from hyperframes.infer import predict_video
 from hyperframes.store import open_store
 from hyperframes.train import load_checkpoint, load_config, run_training
-from hyperframes.train._data import build_data
-from hyperframes.train._keyframe_recipe import hidden_picture, pretrain_on_flow
-from hyperframes.train._setup import build_model
+from hyperframes.train._config._data import build_data
+from hyperframes.train._loop._keyframe_recipe import hidden_picture, pretrain_on_flow
+from hyperframes.train._loop._setup import build_model
 
 
 @pytest.fixture(scope="module")

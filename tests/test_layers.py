@@ -402,3 +402,82 @@ def test_serving_a_model_does_not_import_train():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+#: train's rooms, bottom up: each imports only rooms before it (issue 36)
+TRAIN_ROOMS = ("_dist", "_tasks", "_config", "_eval", "_loop")
+
+
+def _train_room(module: str) -> str | None:
+    """``hyperframes.train._eval._predict`` -> ``_eval``; None outside a room of train."""
+    parts = module.split(".")
+    if parts[:2] != ["hyperframes", "train"] or len(parts) < 3:
+        return None
+    return parts[2]
+
+
+def test_train_is_rooms():
+    # train/ holds its public __init__ and its rooms only: no module left on the floor
+    here = sorted(
+        p.stem if p.is_file() else p.name
+        for p in (PACKAGE / "train").iterdir()
+        if p.name != "__init__.py" and (p.suffix == ".py" or (p / "__init__.py").is_file())
+    )
+    assert here == sorted(TRAIN_ROOMS)
+
+
+def test_train_rooms_import_downwards_only():
+    # every import between rooms (at module level, deferred or for type checking) goes down
+    # the list: the rooms' import graph has no circle
+    rank = {room: i for i, room in enumerate(TRAIN_ROOMS)}
+    bad = []
+    for module, target, line, _ in IMPORTS:
+        a, b = _train_room(module), _train_room(target)
+        if a and b and a != b and rank[b] > rank[a]:
+            bad.append(f"{module}:{line} imports {target} ({a} is below {b})")
+    assert not bad, "train's rooms import downwards only:\n" + "\n".join(bad)
+
+
+#: the most imports of the package's own modules inside functions, outside the CLI (whose
+#: commands load their code when they run): each waits for a reason it states (issue 36)
+MAX_DEFERRED_OWN_IMPORTS = 12
+
+
+def _deferred_own_imports(path: Path) -> list[str]:
+    """``module:line`` of each import statement inside a function of ``path`` that imports
+    one of the package's own modules (relative, or ``hyperframes...``)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = set()
+    for func in ast.walk(tree):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(func):
+            own = (
+                isinstance(node, ast.ImportFrom)
+                and (node.level > 0 or (node.module or "").startswith("hyperframes"))
+            ) or (
+                isinstance(node, ast.Import)
+                and any(a.name.startswith("hyperframes") for a in node.names)
+            )
+            if own:
+                found.add(f"{_module_name(path)}:{node.lineno}")
+    return sorted(found)
+
+
+def test_the_deferred_count_sees_deferred_imports():
+    # the measure below finds a relative import inside a function (the CLI's lazy commands)
+    assert _deferred_own_imports(PACKAGE / "cli" / "_commands.py")
+
+
+def test_few_deferred_imports_of_own_modules_outside_the_cli():
+    found = [
+        hit
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if _package(_module_name(p)) != "cli"
+        for hit in _deferred_own_imports(p)
+    ]
+    assert len(found) <= MAX_DEFERRED_OWN_IMPORTS, (
+        f"{len(found)} imports of hyperframes' own modules inside functions (at most "
+        f"{MAX_DEFERRED_OWN_IMPORTS}); import at module level where the layers allow:\n"
+        + "\n".join(found)
+    )

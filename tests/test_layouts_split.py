@@ -65,8 +65,8 @@ def test_info_counts_videos_per_split_and_class(split_store, capsys):
 
 def test_dataset_and_config_choose_a_split(split_store):
     from hyperframes import HyperframeDataset
-    from hyperframes.train._config import load_config
-    from hyperframes.train._splits import resolve_split
+    from hyperframes.train._config._load import load_config
+    from hyperframes.train._config._splits import resolve_split
 
     store = open_store(split_store)
     val = HyperframeDataset(store, sampler="uniform", frames=2, split="val")

@@ -28,8 +28,8 @@ from hyperframes.store._signature import (
     similar_pairs,
 )
 from hyperframes.train import run_training
-from hyperframes.train._leakage import find_leakage
-from hyperframes.train._similar import video_signatures
+from hyperframes.train._config._leakage import find_leakage
+from hyperframes.train._config._similar import video_signatures
 
 CLASSES = ("left", "right", "up")
 
@@ -312,7 +312,7 @@ def test_mirrored_and_cropped_copies_of_real_clips_are_found_and_nothing_else(
 def test_different_real_clips_stay_far_apart_mirrored_and_cropped(mirrored_and_cropped):
     """No new false positives: every pair of different clips, by whole frames and by the
     crop search, stays beyond the threshold (and the first margin reported)."""
-    from hyperframes.train._similar import crop_pairs
+    from hyperframes.train._config._similar import crop_pairs
 
     _, s = mirrored_and_cropped
     sig = video_signatures(s, np.arange(len(s)))
@@ -343,8 +343,8 @@ def test_the_motion_demo_set_gets_no_new_similar_pair(tmp_path):
 def test_beyond_the_crop_search_limit_the_report_says_crops_were_not_looked_for(
     mirrored_and_cropped, monkeypatch
 ):
-    import hyperframes.train._leakage as leakage
-    import hyperframes.train._similar as similar
+    import hyperframes.train._config._leakage as leakage
+    import hyperframes.train._config._similar as similar
 
     _, s = mirrored_and_cropped
     roles = {i: "train" for i in range(len(s))}

@@ -32,8 +32,8 @@ from hyperframes.train import (
     run_training,
     write_reconstructions,
 )
-from hyperframes.train._data import build_data
-from hyperframes.train._masked import MaskedVideoTask
+from hyperframes.train._config._data import build_data
+from hyperframes.train._tasks._masked import MaskedVideoTask
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "masked_video.yaml"
 TINY = {"image_size": 32, "patch_size": 8, "dim": 32, "depth": 1, "heads": 2}

@@ -17,8 +17,8 @@ from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import Predictor, predict_video
 from hyperframes.store import open_store
 from hyperframes.train import evaluate, load_checkpoint, load_config, run_training
-from hyperframes.train._eval import format_metrics
-from hyperframes.train._multilabel import average_precision, multilabel_metrics
+from hyperframes.train._eval._eval import format_metrics
+from hyperframes.train._tasks._multilabel import average_precision, multilabel_metrics
 
 MOTIONS = ("left", "right", "up")
 

@@ -38,7 +38,7 @@ from hyperframes.data.transforms import (
 from hyperframes.demo import make_detection_dataset, make_segmentation_dataset
 from hyperframes.store import open_store
 from hyperframes.train import DetectionDataset, SegmentationDataset
-from hyperframes.train._frame_data import FrameTaskDataset
+from hyperframes.train._tasks._frame_data import FrameTaskDataset
 
 TASK_DATASETS = (SegmentationDataset, FrameTaskDataset, DetectionDataset)
 

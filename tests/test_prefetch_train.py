@@ -14,7 +14,7 @@ import torch
 from _stores import tiny_train_config
 from hyperframes.data import HyperframeDataset, PrefetchLoader, loader
 from hyperframes.train import load_checkpoint, run_training
-from hyperframes.train._step import StepRunner as _Run
+from hyperframes.train._loop._step import StepRunner as _Run
 
 needs_cuda = pytest.mark.skipif(
     not torch.cuda.is_available(),
@@ -148,7 +148,7 @@ def test_prefetch_waits_for_batches_made_on_the_gpu(tiny_motion_store):
 @needs_cuda
 def test_validation_prefetched_on_the_gpu_gives_the_cpus_predictions(tiny_motion_store, tmp_path):
     from hyperframes.infer import load_inference_model
-    from hyperframes.train._predict import predict
+    from hyperframes.train._eval._predict import predict
 
     run = tmp_path / "run"
     run_training(_config(tiny_motion_store), run, progress=False)

@@ -172,7 +172,7 @@ def test_every_moved_name_resolves():
     ("module", "function", "parameter", "modes"),
     [
         ("hyperframes.sampling", "Sampler.__init__", "short", ("error", "drop", "pad")),
-        ("hyperframes.infer", "predict_video", "short", ("error", "pad")),
+        ("hyperframes.infer._options", "ReadingOptions", "short", ("error", "pad")),
         ("hyperframes.infer", "Predictor.__init__", "short", ("error", "pad")),
         ("hyperframes.build", "build_store", "engine", ("local", "ray")),
         ("hyperframes.build", "convert_to_hdf5", "compression", ("lzf", "blosc", "gzip", "none")),

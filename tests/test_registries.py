@@ -26,7 +26,7 @@ from hyperframes.inputs._formats._registry import Probe
 from hyperframes.sampling import Sampler, create_sampler, list_samplers
 from hyperframes.store._codecs import create_codec, list_codecs
 from hyperframes.train import create_task, list_tasks, register_task
-from hyperframes.train._tasks import _TASKS, ClassificationTask, get_task
+from hyperframes.train._tasks._base import _TASKS, ClassificationTask, get_task
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "hyperframes"
 

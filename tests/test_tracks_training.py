@@ -105,7 +105,7 @@ def test_track_options_are_checked_against_the_model(av_store, tmp_path, model, 
 
 def test_a_checkpoint_from_before_the_track_keys_resumes():
     from hyperframes.train import config_from_dict
-    from hyperframes.train._setup import check_resume_config
+    from hyperframes.train._loop._setup import check_resume_config
 
     cfg = config_from_dict({"data": {"store": "s"}})
     saved = cfg.to_dict()

@@ -10,7 +10,7 @@ import yaml
 
 from hyperframes import ConfigError
 from hyperframes.train import Config, apply_overrides, config_from_dict, load_config, save_config
-from hyperframes.train._schedule import lr_at, scaled_lr
+from hyperframes.train._loop._schedule import lr_at, scaled_lr
 
 CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"))
 BASE = {"data": {"store": "some/store"}}

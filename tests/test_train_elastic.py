@@ -1,5 +1,5 @@
 """Elastic resume of training: a run preempted on one number of processes continues mid-epoch
-on another, reading the rest of the epoch's global order (hyperframes.train._resume).
+on another, reading the rest of the epoch's global order (hyperframes.train._loop._resume).
 
 Which samples a run trains on is recorded by wrapping ``StepRunner._loss`` (:data:`HOOK`): one JSON
 line per micro-batch per rank, ``{"epoch", "step", "items"}``. Ranks step in lockstep, so the
@@ -24,8 +24,8 @@ import yaml
 from hyperframes.build import BuildOptions, build_store
 from hyperframes.demo import make_motion_dataset
 from hyperframes.train import load_checkpoint, run_training, save_checkpoint
-from hyperframes.train._resume import rescaled_resumed_at, resized_position
-from hyperframes.train._step import StepRunner as _Run
+from hyperframes.train._loop._resume import rescaled_resumed_at, resized_position
+from hyperframes.train._loop._step import StepRunner as _Run
 
 #: wraps ``StepRunner._loss`` to record the items of every micro-batch in $HF_TEST_SEEN/rank<r>.jsonl;
 #: with $HF_TEST_PAUSE_STEP, rank 0 then waits after that optimizer step for a signal (so the
@@ -33,7 +33,7 @@ from hyperframes.train._step import StepRunner as _Run
 HOOK = """
 import json, os, time
 from pathlib import Path
-from hyperframes.train import _step
+from hyperframes.train._loop import _step
 
 def install(seen):
     loss, optimizer_step = _step.StepRunner._loss, _step.StepRunner._optimizer_step

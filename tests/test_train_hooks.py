@@ -1,11 +1,11 @@
 """The epoch loop calls its hooks by name, at the points and in the order
-:mod:`hyperframes.train._hooks` lists: a newcomer adding one knows where it runs."""
+:mod:`hyperframes.train._loop._hooks` lists: a newcomer adding one knows where it runs."""
 
 from __future__ import annotations
 
 from _stores import tiny_train_config
 from hyperframes.train import run_training
-from hyperframes.train._hooks import CheckpointHook, EvaluationHook, LoggingHook, SignalHook
+from hyperframes.train._loop._hooks import CheckpointHook, EvaluationHook, LoggingHook, SignalHook
 
 POINTS = {
     "logging": (

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from hyperframes.train._metrics import (
+from hyperframes.train._tasks._metrics import (
     classification_metrics,
     confusion_matrix,
     iou_from_confusion,
@@ -17,7 +17,7 @@ from hyperframes.train._metrics import (
     topk_accuracy,
     video_level,
 )
-from hyperframes.train._mixing import mix_batch, soft_targets
+from hyperframes.train._tasks._mixing import mix_batch, soft_targets
 
 # 6 samples, 3 classes. Predictions (argmax): 0, 1, 1, 2, 2, 0; targets: 0, 0, 1, 1, 2, 2
 SCORES = np.array(

@@ -27,8 +27,8 @@ from hyperframes.build import BuildOptions, build_store
 from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.train import TrainingInterrupted, load_checkpoint, run_training
-from hyperframes.train._step import StepRunner as _Run
-from hyperframes.train._stopping import _StopRequests
+from hyperframes.train._loop._step import StepRunner as _Run
+from hyperframes.train._loop._stopping import _StopRequests
 
 pytestmark = pytest.mark.slow  # signals to real training processes
 
@@ -41,7 +41,7 @@ TIMING = ("samples_per_s", "data_wait_share", "epoch_seconds", "elapsed_seconds"
 PAUSING = """
 import os, runpy, time
 from pathlib import Path
-from hyperframes.train import _step
+from hyperframes.train._loop import _step
 
 pause_step, paused = int(os.environ["HF_TEST_PAUSE_STEP"]), Path(os.environ["HF_TEST_PAUSED"])
 pause_rank = os.environ.get("HF_TEST_PAUSE_RANK")

@@ -21,7 +21,7 @@ from hyperframes.cli import main
 start = time.perf_counter()
 code = main(sys.argv[1:])
 seconds = time.perf_counter() - start
-heavy = [m for m in ("torch", "hyperframes.models", "hyperframes.train._trainer") if m in sys.modules]
+heavy = [m for m in ("torch", "hyperframes.models", "hyperframes.train._loop._trainer") if m in sys.modules]
 status = open("/proc/self/status").read()  # VmHWM: this process's peak (ru_maxrss spans exec)
 peak_mib = int(re.search(r"VmHWM:\s+(\d+)", status)[1]) / 1024
 print(json.dumps({"code": code, "seconds": seconds, "heavy": heavy, "peak_mib": peak_mib}))

@@ -18,7 +18,7 @@ from hyperframes.cli import main
 from hyperframes.demo import make_motion_dataset
 from hyperframes.infer import load_inference_model
 from hyperframes.train import evaluate, load_checkpoint, run_training
-from hyperframes.train._splits import split_videos
+from hyperframes.train._config._splits import split_videos
 
 CLASSES = ("left", "right", "up")
 TIMING = ("samples_per_s", "data_wait_share", "epoch_seconds", "elapsed_seconds")

@@ -20,7 +20,7 @@ from hyperframes.infer import Predictor, load_inference_model
 from hyperframes.models import UNet
 from hyperframes.store import open_store
 from hyperframes.train import evaluate, load_config, run_training
-from hyperframes.train._segmentation import SegmentationDataset
+from hyperframes.train._tasks._segmentation import SegmentationDataset
 
 
 @pytest.fixture(scope="module")

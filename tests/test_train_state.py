@@ -1,12 +1,12 @@
-"""``TrainState`` (hyperframes.train._state): the entries ``last.pt`` holds about where training
+"""``TrainState`` (hyperframes.train._loop._state): the entries ``last.pt`` holds about where training
 stands, written and read back in one place, and how an epoch's end moves them."""
 
 from __future__ import annotations
 
 import pytest
 
-from hyperframes.train._state import TrainState, fresh_tally
-from hyperframes.train._tasks import create_task
+from hyperframes.train._loop._state import TrainState, fresh_tally
+from hyperframes.train._tasks._base import create_task
 
 #: the training-state entries of ``last.pt``, in its order (the format: ``_checkpoint``)
 ENTRIES = [

@@ -19,9 +19,9 @@ from hyperframes.data import Hyperframe, HyperframeBatch, HyperframeDataset, loa
 from hyperframes.data._loader import collate_hyperframes
 from hyperframes.demo import make_motion_dataset
 from hyperframes.train import Task, create_task, list_tasks, register_task, run_training
-from hyperframes.train._metrics import classification_metrics, segmentation_metrics
-from hyperframes.train._multilabel import MultilabelTask
-from hyperframes.train._tasks import _TASKS, ClassificationTask, SegmentationTask, get_task
+from hyperframes.train._tasks._base import _TASKS, ClassificationTask, SegmentationTask, get_task
+from hyperframes.train._tasks._metrics import classification_metrics, segmentation_metrics
+from hyperframes.train._tasks._multilabel import MultilabelTask
 
 B, C, H, W = 4, 3, 5, 6
 

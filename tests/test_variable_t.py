@@ -24,7 +24,7 @@ from hyperframes.train import (
     recalibrate,
     run_training,
 )
-from hyperframes.train._frames import draw_frames, narrow_batch
+from hyperframes.train._config._frames import draw_frames, narrow_batch
 
 CLASSES = ("left", "right", "up")
 

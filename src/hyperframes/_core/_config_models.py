@@ -1,10 +1,11 @@
 """The training configuration's sections, declared once as strict pydantic models.
 
 Each field's type, bounds (``Field(ge=, le=, gt=, lt=)``), choices (``Literal``) and help
-(``description``) are here and nowhere else: :func:`~hyperframes.train._config.config_from_dict`
+(``description``) are here and nowhere else: :func:`~hyperframes.train._config._config.config_from_dict`
 validates a mapping with them and :mod:`hyperframes._core._validate` words the errors
 (``train.lr: out of range: -1.0; allowed: a number > 0.0``). What one section cannot know alone
-(the model, the samplers, two keys together) is checked in :mod:`._config_checks`.
+(the model, the samplers, two keys together) is checked in
+:mod:`hyperframes.train._config._checks`.
 """
 
 from __future__ import annotations

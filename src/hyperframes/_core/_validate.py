@@ -39,6 +39,7 @@ __all__ = [
     "did_you_mean",
     "error_text",
     "field_type",
+    "resolve_groups",
     "show",
     "validate",
     "validate_field",
@@ -455,3 +456,47 @@ class Options(Strict):
     def as_dict(self) -> dict[str, Any]:
         """Every field by name, as given, in the order they are declared."""
         return {name: getattr(self, name) for name in type(self).model_fields}
+
+
+def _group(name: str, model: type[Options], value: Any) -> Options | None:
+    """The group ``name`` as given: an instance of its model, a mapping of its fields, or None."""
+    if value is None or isinstance(value, model):
+        return value
+    if isinstance(value, Mapping):
+        return model(**value)
+    raise ConfigError(
+        f"{name}={show(value, 80)}: expected a {model.__name__} or a mapping of its fields "
+        f"({', '.join(model.model_fields)})"
+    )
+
+
+def resolve_groups(
+    models: Mapping[str, type[Options]],
+    groups: Mapping[str, Any],
+    keywords: Mapping[str, Any],
+    *,
+    others: tuple[str, ...] = (),
+) -> dict[str, Options]:
+    """Each group of ``models`` (keyword -> model) made from what ``groups`` gives for it (an
+    instance, a mapping of its fields, or None) and from the options of ``keywords`` that
+    are its fields (replacing those of the group given). A keyword that is no field of any
+    group is a :class:`ConfigError` naming it and listing those allowed (and ``others``: the
+    caller's own parameters, which a misspelt keyword may have meant)."""
+    owner = {name: group for group, model in models.items() for name in model.model_fields}
+    unknown = [k for k in keywords if k not in owner]
+    if unknown:
+        name = unknown[0]
+        own = f"the parameters {', '.join(others)}, " if others else ""
+        raise ConfigError(
+            f"unknown option {name!r}{did_you_mean(name, [*others, *owner])} (allowed: {own}"
+            f"the groups {', '.join(models)}, or one option of them: {', '.join(owner)})"
+        )
+    out = {}
+    for group, model in models.items():
+        given = _group(group, model, groups.get(group))
+        changes = {k: v for k, v in keywords.items() if owner[k] == group}
+        if given is None:
+            out[group] = model(**changes)
+        else:
+            out[group] = given.replace(**changes) if changes else given
+    return out

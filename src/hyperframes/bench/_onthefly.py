@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._core._errors import ConfigError, DecodeError, HyperframesError
+from ..decode import create_decoder
 
 WindowDecoder = Callable[..., np.ndarray]
 _REGISTRY: dict[str, WindowDecoder] = {}
@@ -31,7 +32,6 @@ def _register(name: str):
 def available_window_decoders() -> list[str]:
     """Names of the on-the-fly decoders whose library loads here (torchcodec imports without
     the system's FFmpeg libraries and fails only when it decodes: the decoder's own check)."""
-    from ..decode import create_decoder  # deferred: pulls PIL, av
 
     names = []
     for name in ("pyav", "torchcodec", "decord", "opencv"):
@@ -53,7 +53,6 @@ def cannot_decode(name: str, rec) -> str | None:
     Asks the decoder package to open the video's stream (which refuses a backend that would
     decode another stream than the store's) and decodes the video's first stored frame.
     """
-    from ..decode import create_decoder  # deferred: pulls PIL, av
 
     try:
         create_decoder(name).probe(rec.path, stream=rec.stream)

@@ -38,6 +38,7 @@ import numpy as np
 
 from .._core._errors import ConfigError, DataError
 from .._core._progress import Progress
+from ..build import BuildOptions, build_store, header_sizes
 from ..store import list_codecs, open_store
 from ._onthefly import available_window_decoders
 from ._run import augmented_rate, one_thread, plan_windows, time_onthefly
@@ -167,7 +168,6 @@ def plan_store(
     ``data`` (module doc). ``options``: the build's :class:`~hyperframes.build.BuildOptions`
     (its codec is replaced by each of ``codecs``, default every registered one); ``seconds``:
     how long each store's reads, and the on-the-fly decoders together, are timed."""
-    from ..build import BuildOptions, header_sizes  # deferred: pulls pydantic and the decoders
 
     if sample < 1:
         raise ConfigError(f"plan: sample={sample}: allowed: a number of videos >= 1")
@@ -257,7 +257,6 @@ def _sample_csv(tmp: Path, chosen) -> Path:
 def _measure_codec(listing, out, options, codec, frames, batch, crop, seconds):
     """(store bytes, build seconds, windows/s on one core, {built source path: its payload
     bytes}) of ``codec`` on the sample."""
-    from ..build import build_store  # deferred: pulls pydantic and the decoders
 
     opts = options.model_copy(
         update={"codec": codec, "workers": 1, "format": "store", "allow_outside_root": True}

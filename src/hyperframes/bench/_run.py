@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .._core._errors import DataError
+from ..build import BuildOptions, build_store
 from ..store import is_store, list_codecs, open_store
 from ._onthefly import StderrTap, available_window_decoders, cannot_decode, window_decoder
 
@@ -271,7 +272,6 @@ def run_bench(
 
 
 def _build_and_measure(data, where: Path, codecs, size, progress, how: dict) -> dict:
-    from ..build import BuildOptions, build_store  # deferred: pulls pydantic
 
     stores = {}
     try:

@@ -36,7 +36,7 @@ their contract is derived from that and the config
 after its first ``batches_done`` batches (0 = a fresh epoch). ``loader`` is the training
 loader's ``state_dict()`` (the position reached in the epoch's global order, all ranks
 together), ``world_size`` and ``steps_per_epoch`` those of the run that saved it: with them a
-run resumes on another number of processes (:mod:`hyperframes.train._resume`); ``log_records``
+run resumes on another number of processes (:mod:`hyperframes.train._loop._resume`); ``log_records``
 is how many records ``log.jsonl`` held. Checkpoints without them resume on the same number.
 
 **Run folders.** Every command takes a checkpoint file or a run folder; a folder resolves

@@ -35,7 +35,7 @@ from pydantic.config import JsonDict
 from pydantic_core import PydanticCustomError
 
 from .._core._errors import ConfigError
-from .._core._validate import Options, did_you_mean, show
+from .._core._validate import Options, resolve_groups, show
 from ._audio import LogMelOptions, resolve_audio
 
 __all__ = [
@@ -237,44 +237,6 @@ class DatasetOptions(Options):
     sampling: SamplingOptions = Field(default_factory=SamplingOptions)
     output: OutputOptions = Field(default_factory=OutputOptions)
     reading: ReadOptions = Field(default_factory=ReadOptions)
-
-
-def _group(name: str, model: type[Options], value: Any) -> Options | None:
-    """The group ``name`` as given: an instance of its model, a mapping of its fields, or None."""
-    if value is None or isinstance(value, model):
-        return value
-    if isinstance(value, Mapping):
-        return model(**value)
-    raise ConfigError(
-        f"{name}={show(value, 80)}: expected a {model.__name__} or a mapping of its fields "
-        f"({', '.join(model.model_fields)})"
-    )
-
-
-def resolve_groups(
-    models: Mapping[str, type[Options]], groups: Mapping[str, Any], keywords: Mapping[str, Any]
-) -> dict[str, Options]:
-    """Each group of ``models`` (keyword -> model) made from what ``groups`` gives for it (an
-    instance, a mapping of its fields, or None) and from the options of ``keywords`` that
-    are its fields (replacing those of the group given). A keyword that is no field of any
-    group is a :class:`ConfigError` naming it and listing those allowed."""
-    owner = {name: group for group, model in models.items() for name in model.model_fields}
-    unknown = [k for k in keywords if k not in owner]
-    if unknown:
-        name = unknown[0]
-        raise ConfigError(
-            f"unknown option {name!r}{did_you_mean(name, owner)} (allowed: the groups "
-            f"{', '.join(models)}, or one option of them: {', '.join(owner)})"
-        )
-    out = {}
-    for group, model in models.items():
-        given = _group(group, model, groups.get(group))
-        changes = {k: v for k, v in keywords.items() if owner[k] == group}
-        if given is None:
-            out[group] = model(**changes)
-        else:
-            out[group] = given.replace(**changes) if changes else given
-    return out
 
 
 def dataset_options(groups: Mapping[str, Any], keywords: Mapping[str, Any]) -> DatasetOptions:

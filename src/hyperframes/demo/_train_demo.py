@@ -47,6 +47,7 @@ from pathlib import Path
 
 from .._core._plots import plot_bars
 from ..build import BuildOptions, build_store
+from ..train import run_training
 from ._synthetic import MOTION_CLASSES, make_motion_dataset, make_segmentation_dataset
 
 __all__ = ["DEMO_CLASSES", "demo_configs", "run_training_demo"]
@@ -253,7 +254,6 @@ def run_training_demo(
     out_dir: str | os.PathLike = "demo_out", quick: bool = False, *, progress: bool = True
 ) -> dict:
     """Train the runs described in the module docstring; returns the report dict."""
-    from ..train import run_training  # deferred: pulls torchvision, yaml
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

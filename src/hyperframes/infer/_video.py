@@ -11,21 +11,21 @@ import io
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._core._atomic import write_bytes_atomic, write_json_atomic
 from .._core._device import resolve_device
 from .._core._errors import ConfigError, InputError
-from .._core._sizes import DEFAULT_MAX_GAP_SECONDS
 from ..decode import create_decoder
 from ..models import hidden_picture, takes_recipe
 from ._annotate import VideoAnnotator
 from ._frames import predict_frames
 from ._load import load_inference_model
+from ._options import ReadingOptions, TimelineOptions, predict_groups
 from ._prediction import Prediction, box_row
-from ._predictor import Predictor, Short, check_options
+from ._predictor import Predictor, check_options
 from ._reconstruct import predict_reconstructions
 from ._report import PredictReport, choose_decoder
 from ._timeline import TimelineWriter
@@ -57,27 +57,21 @@ def iter_predictions(
         predictor.reset()
 
 
+#: predict_video's own parameters (a misspelt keyword may have meant one)
+_PREDICT_PARAMETERS = ("out", "stride", "batch_size", "device")
+
+
 def predict_video(
     checkpoint: str | os.PathLike,
     video: str | os.PathLike,
     *,
-    stride: int = 1,
-    ema: float = 0.0,
     out: str | os.PathLike | None = None,
-    annotate: bool = False,
+    stride: int = 1,
     batch_size: int = 8,
-    reuse: str | bool = "auto",
-    size: Any = None,
-    fps: Any = None,
     device: str = "cpu",
-    decoder: str | None = None,
-    top_k: int = 3,
-    progress: bool = False,
-    frames: int | None = None,
-    reconstruct: bool = False,
-    reconstructions: int | None = None,
-    short: Short = "error",
-    max_gap_seconds: float | None = DEFAULT_MAX_GAP_SECONDS,
+    reading: ReadingOptions | Mapping[str, Any] | None = None,
+    timeline: TimelineOptions | Mapping[str, Any] | None = None,
+    **options: Any,
 ) -> PredictReport:
     """Predict over ``video`` with a checkpoint; write ``timeline.csv/.json/.png`` (and
     ``annotated.mp4`` with ``annotate``) into ``out`` (default ``<video stem>_predict``).
@@ -96,17 +90,25 @@ def predict_video(
     need whole windows: a short video writes nothing and is refused either way.
     ``max_gap_seconds``: as the build's ``max_gap``, frames further apart are not bridged
     (see :class:`Predictor`).
+
+    The options after ``device`` come in two groups (:mod:`hyperframes.infer._options`):
+    ``reading`` (size, fps, frames, decoder, reuse, short, max_gap_seconds) and ``timeline``
+    (ema, top_k, annotate, progress, reconstruct, reconstructions); each may also be given on
+    its own as a keyword (``ema=0.7``). An unknown keyword is a ConfigError.
     """
+    r, tl = predict_groups(reading, timeline, options, others=_PREDICT_PARAMETERS)
+    size, fps, frames, decoder, short = r.size, r.fps, r.frames, r.decoder, r.short
+    ema, top_k, annotate = tl.ema, tl.top_k, tl.annotate
     check_options(stride, ema, batch_size, short)
     device = resolve_device(device)
 
     video = Path(video)
     loaded = load_inference_model(checkpoint, size=size, fps=fps, device=device, frames=frames)
-    if reconstructions is not None and not loaded.traits.reconstructs:
+    if tl.reconstructions is not None and not loaded.traits.reconstructs:
         raise ConfigError(f"{loaded.path}: reconstructions are written for masked_video models")
     if loaded.traits.pictures or loaded.contract.frame_task is not None:
         return _predict_pictures(
-            loaded, video, out, stride, batch_size, decoder, reconstruct, reconstructions
+            loaded, video, out, stride, batch_size, decoder, tl.reconstruct, tl.reconstructions
         )
     predictor = Predictor.from_checkpoint(
         loaded,
@@ -117,9 +119,9 @@ def predict_video(
         stride=stride,
         ema=ema,
         batch_size=batch_size,
-        reuse=reuse,
+        reuse=r.reuse,
         short=short,
-        max_gap_seconds=max_gap_seconds,
+        max_gap_seconds=r.max_gap_seconds,
     )
     decoder, said = choose_decoder(predictor.contract.decoder, decoder)
     predictor.notes += said
@@ -129,7 +131,7 @@ def predict_video(
     meta = _timeline_meta(predictor, video, decoder, info, stride=stride, ema=ema)
     writer = TimelineWriter(out, predictor.classes, task=predictor.task, meta=meta, top_k=top_k)
     annotator = VideoAnnotator(out / "annotated.mp4", fps=info.fps) if annotate else None
-    total = info.num_frames_from_header if progress else None
+    total = info.num_frames_from_header if tl.progress else None
     return _write_timeline(predictor, video, decoder, out, writer, annotator, total, top_k)
 
 

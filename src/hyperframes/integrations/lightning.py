@@ -4,7 +4,7 @@ The options are those of a config's ``data`` section (``frames``, ``batch_size``
 ``sampler_options``, ``augmentation``, ``train_split``, ``val_split``, ``clips_per_video``,
 ``workers``...), checked by the same validation as ``hyperframes train`` (an unknown key or a
 value out of range is a :class:`ConfigError` naming ``data.<key>``) and turned into datasets by
-the same code (:func:`hyperframes.train._data.build_data`), so a Lightning run reads exactly the
+the same code (:func:`hyperframes.train._config._data.build_data`), so a Lightning run reads exactly the
 windows a ``hyperframes train`` run of that config reads::
 
     import lightning as L
@@ -36,7 +36,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from .._core._errors import ConfigError, install_command
+from ..data import loader, read_state
 from ..store import open_store
+from ..train import (
+    build_data,
+    config_from_dict,
+    load_config,
+    loader_workers,
+    make_dataset,
+    resolve_split,
+)
 
 try:  # an optional extra: imported by this module, which only a Lightning user imports
     import lightning
@@ -86,7 +95,6 @@ class _EpochLoader:
         return self._pending if self._pending is not None else self.loader.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
-        from ..data import read_state  # deferred: pulls pydantic
 
         inner = self.loader.sampler.inner
         self._pending = read_state(
@@ -116,7 +124,6 @@ class HyperframeDataModule(lightning.LightningDataModule):
         **data: Any,
     ) -> None:
         super().__init__()
-        from ..train import config_from_dict  # deferred: pulls pydantic
 
         if "store" in data:
             raise ConfigError("data.store: give the store as the first argument only")
@@ -135,7 +142,6 @@ class HyperframeDataModule(lightning.LightningDataModule):
     def from_config(cls, config, overrides: list[str] | None = None, **kwargs: Any):
         """The data module of a training config (a YAML path, a mapping or a ``Config``):
         its ``data`` section, ``model.name``, ``train.seed`` and ``train.balanced``."""
-        from ..train import load_config  # deferred: pulls pydantic
 
         cfg = load_config(config, overrides)
         data = {k: v for k, v in cfg.to_dict()["data"].items() if k != "store"}
@@ -150,11 +156,9 @@ class HyperframeDataModule(lightning.LightningDataModule):
 
     @property
     def bundle(self):
-        """The run's data (:class:`~hyperframes.train._data.DataBundle`): split, classes,
+        """The run's data (:class:`~hyperframes.train._config._data.DataBundle`): split, classes,
         datasets and the input contract; made once, when first asked for."""
         if self._bundle is None:
-            from ..train import build_data  # deferred: pulls pydantic
-
             d = self.config.data
             store = open_store(d.store, cache_dir=d.cache_dir, cache_limit=d.cache_limit)
             self._bundle = build_data(self.config, store)
@@ -183,8 +187,6 @@ class HyperframeDataModule(lightning.LightningDataModule):
         return int(trainer.global_rank), int(trainer.world_size)
 
     def _loader(self, dataset, *, train: bool):
-        from ..data import loader  # deferred: pulls pydantic
-        from ..train import loader_workers  # deferred: pulls pydantic
 
         cfg = self.config
         rank, world = self._rank()
@@ -213,7 +215,6 @@ class HyperframeDataModule(lightning.LightningDataModule):
         return self._loader(self.bundle.val, train=False)
 
     def test_dataloader(self):
-        from ..train import make_dataset, resolve_split  # deferred: pulls pydantic
 
         b = self.bundle
         ids, _ = resolve_split(b.store, self.test_split, self.config.data, role="test")

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .._core._errors import ConfigError, DataError
+from ..data import HyperframeDataset
 from ..store import open_store
 
 try:  # an optional dependency: imported by this module, which only an mmaction2 user imports
@@ -126,8 +127,6 @@ class HyperframeSampleFrames(BaseTransform):
     def _dataset(self, path: str):
         """The dataset planning the windows, and each video's items (made once per store)."""
         if self._planned is None or self._planned[0] != path:
-            from ..data import HyperframeDataset  # deferred: pulls pydantic, torchvision
-
             ds = HyperframeDataset(
                 path, self.sampler, self.frames, seed=self.seed, sampler_options=self.options
             )

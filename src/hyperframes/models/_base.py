@@ -250,7 +250,7 @@ def other_frames_refusal(model: nn.Module, frames: int) -> str | None:
     )
 
 
-#: set by the memory estimate (``hyperframes.train._estimate``): called as
+#: set by the memory estimate (``hyperframes.train._loop._estimate``): called as
 #: ``probe(model, fn, args)`` in place of every checkpointable stage
 STAGE_PROBE: contextvars.ContextVar[Callable[..., Any] | None] = contextvars.ContextVar(
     "hyperframes_stage_probe", default=None

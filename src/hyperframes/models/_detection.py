@@ -9,7 +9,7 @@ the single-frame detector does. The target is the window's middle frame (T // 2)
 ``forward`` returns one dense tensor (B, A, K + 9) over the A locations of the pyramid (level
 by level, row-major): K class logits, the 4 box regressions, the centerness logit, then the
 location's anchor box (x1, y1, x2, y2) normalised to [0, 1] of the input's width and height.
-The task (:mod:`hyperframes.train._detection`) computes FCOS's loss and decodes boxes from it
+The task (:mod:`hyperframes.train._tasks._detection`) computes FCOS's loss and decodes boxes from it
 with torchvision's own code, in normalised coordinates; a dense tensor trains, evaluates and
 exports to ONNX like every other model's output.
 

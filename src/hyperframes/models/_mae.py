@@ -18,7 +18,7 @@ below, so the loss, metrics and reconstructions are the same for any k.
 
 The output is one tensor (B, T*N, P + 1) in (frame, row, column) token order: columns ``:P``
 the predicted patch (P = patch_size**2 * 3 values, per-patch normalised: what the loss of
-:mod:`hyperframes.train._masked` compares with the true patch minus its mean, over its std),
+:mod:`hyperframes.train._tasks._masked` compares with the true patch minus its mean, over its std),
 column ``P`` 1.0 where the token was masked. :func:`patchify` / :func:`unpatchify` give that
 patch order. With ``target: delta`` the decoder predicts each masked patch's **frame
 difference** (frame t minus frame t-1, over the window's RMS difference) and column ``P`` is

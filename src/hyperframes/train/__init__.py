@@ -13,8 +13,8 @@ The command lines (``hyperframes.cli``) call these: ``hyperframes train CONFIG [
 [--store STORE] [--split val] [--clips 10 --crops 3]`` runs :func:`evaluate`;
 ``torchrun --nproc_per_node N -m hyperframes train CONFIG`` trains with DDP.
 
-The names load on first use (torch with them), so ``hyperframes.train._config`` is read, and a
-config refused, without importing torch: the command line checks a config before training.
+The names load on first use (torch with them), so ``hyperframes.train._config._config`` is read, and a
+config refused, without importing torch (:func:`precheck_config`): the command line checks a config before training.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from ..checkpoint import load_checkpoint, save_checkpoint
     from ..checkpoint import rebuild_model as rebuild_model
     from ..checkpoint import resolve_contract as resolve_contract
-    from ._box_metrics import coco_map, flicker_rate
-    from ._config import (
+    from ._config._config import (
         AugmentConfig,
         Config,
         DataConfig,
@@ -37,77 +36,75 @@ if TYPE_CHECKING:
         ModelConfig,
         TrainConfig,
         apply_overrides,
-        config_from_dict,
-        load_config,
         save_config,
     )
-    from ._config import (
+    from ._config._config import (
         precheck_config as precheck_config,
     )
-    from ._data import (
+    from ._config._data import (
         build_data as build_data,
     )
-    from ._data import (
-        config_dataset as config_dataset,
-    )
-    from ._data import (
+    from ._config._data import (
         loader_workers as loader_workers,
     )
-    from ._data import (
+    from ._config._data import (
         make_dataset as make_dataset,
     )
-    from ._detection import DetectionDataset
-    from ._estimate import estimate
-    from ._estimate import format_estimate as format_estimate
-    from ._eval import evaluate
-    from ._leakage import LeakageReport, check_leakage
-    from ._masked import write_reconstructions as write_reconstructions
-    from ._recalibrate import RecalibrateReport, recalibrate
-    from ._segmentation import SegmentationDataset
-    from ._splits import resolve_split as resolve_split
-    from ._stopping import TrainingInterrupted
+    from ._config._leakage import LeakageReport, check_leakage
+    from ._config._load import config_dataset as config_dataset
+    from ._config._load import config_from_dict, load_config
+    from ._config._splits import resolve_split as resolve_split
+    from ._eval._eval import evaluate
+    from ._eval._recalibrate import RecalibrateReport, recalibrate
+    from ._eval._reconstructions import write_reconstructions as write_reconstructions
+    from ._loop._estimate import estimate
+    from ._loop._estimate import format_estimate as format_estimate
+    from ._loop._stopping import TrainingInterrupted
+    from ._loop._trainer import run_training
     from ._tasks import Task, create_task, list_tasks, register_task
-    from ._trainer import run_training
+    from ._tasks._box_metrics import coco_map, flicker_rate
+    from ._tasks._detection import DetectionDataset
+    from ._tasks._segmentation import SegmentationDataset
 
 _LAZY = {
-    "DetectionDataset": "._detection",
-    "SegmentationDataset": "._segmentation",
-    "AugmentConfig": "._config",
-    "Config": "._config",
-    "DataConfig": "._config",
-    "EvalConfig": "._config",
-    "LeakageReport": "._leakage",
-    "ModelConfig": "._config",
-    "RecalibrateReport": "._recalibrate",
+    "DetectionDataset": "._tasks._detection",
+    "SegmentationDataset": "._tasks._segmentation",
+    "AugmentConfig": "._config._config",
+    "Config": "._config._config",
+    "DataConfig": "._config._config",
+    "EvalConfig": "._config._config",
+    "LeakageReport": "._config._leakage",
+    "ModelConfig": "._config._config",
+    "RecalibrateReport": "._eval._recalibrate",
     "Task": "._tasks",
-    "TrainConfig": "._config",
-    "TrainingInterrupted": "._stopping",
-    "apply_overrides": "._config",
-    "check_leakage": "._leakage",
-    "coco_map": "._box_metrics",
-    "flicker_rate": "._box_metrics",
-    "config_dataset": "._data",
-    "config_from_dict": "._config",
+    "TrainConfig": "._config._config",
+    "TrainingInterrupted": "._loop._stopping",
+    "apply_overrides": "._config._config",
+    "check_leakage": "._config._leakage",
+    "coco_map": "._tasks._box_metrics",
+    "flicker_rate": "._tasks._box_metrics",
+    "config_dataset": "._config._load",
+    "config_from_dict": "._config._load",
     "create_task": "._tasks",
-    "estimate": "._estimate",
-    "evaluate": "._eval",
-    "format_estimate": "._estimate",
+    "estimate": "._loop._estimate",
+    "evaluate": "._eval._eval",
+    "format_estimate": "._loop._estimate",
     "list_tasks": "._tasks",
     "load_checkpoint": "..checkpoint",
-    "load_config": "._config",
-    "precheck_config": "._config",
+    "load_config": "._config._load",
+    "precheck_config": "._config._config",
     "rebuild_model": "..checkpoint",
-    "recalibrate": "._recalibrate",
+    "recalibrate": "._eval._recalibrate",
     "resolve_contract": "..checkpoint",
     "register_task": "._tasks",
-    "run_training": "._trainer",
+    "run_training": "._loop._trainer",
     "save_checkpoint": "..checkpoint",
-    "save_config": "._config",
-    "write_reconstructions": "._masked",
-    "build_data": "._data",
-    "loader_workers": "._data",
-    "make_dataset": "._data",
-    "resolve_split": "._splits",
+    "save_config": "._config._config",
+    "write_reconstructions": "._eval._reconstructions",
+    "build_data": "._config._data",
+    "loader_workers": "._config._data",
+    "make_dataset": "._config._data",
+    "resolve_split": "._config._splits",
 }
 
 __all__ = [

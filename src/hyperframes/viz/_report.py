@@ -23,7 +23,7 @@ import numpy as np
 
 from .._core._atomic import write_text_atomic
 from .._core._errors import ConfigError
-from ..sampling import MIN_CHANGE, MIN_FLOW, pick_changes, salience
+from ..sampling import MIN_CHANGE, MIN_FLOW, create_sampler, pick_changes, salience
 from ..store import describe_store, open_store
 
 __all__ = ["write_report"]
@@ -231,7 +231,6 @@ def _preview_dataset(store, sampler, sampler_options, frames, seed):
     default of most) previews with ``short="pad"`` instead, and the page says so: a report
     shows every store, and a padded window is marked on its row."""
     from ..data import HyperframeDataset  # deferred: pulls pydantic, torchvision
-    from ..sampling import create_sampler  # deferred: only the preview plans windows
 
     options = dict(sampler_options or {})
     note = ""
