@@ -508,3 +508,21 @@ def test_a_tubelet_encoder_exports_to_onnx(tubelet_run, tmp_path):
         32,
     ]  # T/2 x 4x4
     assert report.max_abs_diff is not None and report.max_abs_diff < 1e-4
+
+
+def test_the_pretraining_encoder_sees_the_classifiers_time_embedding_at_a_shorter_t():
+    """A window shorter than ``frames``: pretraining's encoder adds the temporal embedding the
+    classifier adds (resized to T, first and last entries kept), not its first T entries, so
+    a fine-tuned model meets the embeddings its encoder was pretrained with."""
+    torch.manual_seed(0)
+    model = create("video_mae", num_classes=1, frames=8, mask_ratio=0.75, **TINY).eval()
+    enc = model.encoder
+    with torch.no_grad():
+        enc.pos_time.copy_(torch.randn_like(enc.pos_time))  # entries that differ visibly
+        x = torch.rand(2, 4, 3, 32, 32)
+        seen: list[torch.Tensor] = []
+        hook = enc.blocks[-1].register_forward_hook(lambda m, i, o: seen.append(o))
+        enc(x)  # the classifier's path: its tokens after the last block
+        hook.remove()
+        keep = torch.arange(16).expand(2, 16)
+        torch.testing.assert_close(model.encode(x, keep, None), enc.norm(seen[0]))

@@ -196,7 +196,8 @@ class MaskedVideoAutoencoder(VideoModel):
             raise DataError(f"{self._who()} has embeddings for {self.frames} frames, got T={t}")
         tokens = e.embed_patches(x, mask)  # (B, T', N, D)
         p, t = e.patch_size, tokens.shape[1]
-        tokens = tokens + e._space_embedding(h // p, w // p) + e.pos_time[:, :t]
+        # the classifier's embeddings for t token frames (resized, not cropped, when t differs)
+        tokens = tokens + e._space_embedding(h // p, w // p) + e._time_embedding(t)
         d = tokens.shape[-1]
         vis = tokens.gather(2, keep[:, None, :, None].expand(b, t, keep.shape[1], d))
         mask = e.token_mask(mask)
