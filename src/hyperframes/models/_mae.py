@@ -5,8 +5,10 @@ registry (``encoder``: ``video_vit_tiny`` or ``timesformer_tiny``, built with th
 options given beside it) and adds a light decoder. Each frame is cut into ``patch_size``
 patches; a *tube* is one place of the frame grid through all T frames. Per window,
 ``round(mask_ratio * places)`` places are masked (default 0.9), the same ones in every frame
-(:func:`tube_mask`); the encoder runs on the visible tubes' tokens only, (B, T, visible, D),
-so its cost falls with the ratio. The decoder gets the encoded tokens back at their places,
+(:func:`tube_mask`); with ``masking: random`` as many places are drawn for each token frame
+on its own, so a place hidden in one frame may be seen in another (a joint-attention encoder
+only). The encoder runs on the visible tokens only, (B, T, visible, D), so its cost falls
+with the ratio. The decoder gets the encoded tokens back at their places,
 a learned mask token at the others, its own position embeddings, a few blocks, and predicts
 every patch's pixels.
 
