@@ -106,6 +106,34 @@ def order_sensitivity(model, contract, frames: np.ndarray) -> float:
     return float(np.linalg.norm(forward - reverse, axis=1).mean() / between)
 
 
+def encoder_dependence(model, contract, frames: np.ndarray) -> dict[str, float]:
+    """The masked-patch loss of the pretrained model on the probe's windows (masks seeded
+    by ``mask_seed``) with the encoder's outputs as they are, replaced by zeros, and shuffled
+    between windows: equal losses mean the decoder predicts from positions alone."""
+    import torch
+
+    from hyperframes.models import masked_patch_errors
+
+    encode = model.encode
+    out: dict[str, float] = {}
+    for mode in ("encoder", "zeros", "shuffled"):
+
+        def replaced(x, keep, mask, mode=mode):
+            v = encode(x, keep, mask)
+            if mode == "zeros":
+                return torch.zeros_like(v)
+            return v.roll(1, dims=0) if mode == "shuffled" else v
+
+        model.encode = replaced
+        model.eval()
+        with torch.no_grad():
+            f = torch.from_numpy(frames)
+            loss, _, n = masked_patch_errors(model(contract.prepare(f, device="cpu")), f)
+        out[mode] = float((loss * n).sum() / n.sum())
+    model.encode = encode
+    return out
+
+
 def flow_statistics(frames: np.ndarray) -> np.ndarray:
     """The positive control: two numbers per window, the sums of I_t * I_x and I_t * I_y
     over its pixels (brightness constancy: their signs give the direction of motion)."""
@@ -210,6 +238,7 @@ def main() -> None:
         }
         order: dict[str, list[float]] = {enc: [] for enc in encoders}
         control: list[float] = []
+        dependence: list[dict[str, float]] = []
         pretraining = []
         for seed in args.seeds:
             cfg = pretrain_config(store, args.pretrain_epochs, extra)
@@ -233,13 +262,22 @@ def main() -> None:
             )
             train = np.isin(vids, sorted(split(per_video, seed)))
             control.append(probe(flow_statistics(frames), labels, train))
+            dependence.append(encoder_dependence(trained, contract, frames))
             for name, model in zip(encoders, (fresh, trained, supervised), strict=True):
                 feats = features(model, contract, frames)
                 for f in FEATURES:
                     acc[name][f].append(probe(feats[f], labels, train))
                 order[name].append(order_sensitivity(model, contract, frames))
             print(seed, pretraining[-1], {k: {f: v[f][-1] for f in v} for k, v in acc.items()})
-            print("control", control[-1], "order", {k: v[-1] for k, v in order.items()}, flush=True)
+            print(
+                "control",
+                control[-1],
+                "dependence",
+                dependence[-1],
+                "order",
+                {k: v[-1] for k, v in order.items()},
+                flush=True,
+            )
         result = {enc: {f: summary(v) for f, v in per.items()} for enc, per in acc.items()}
         write_result(
             args.out,
@@ -265,6 +303,11 @@ def main() -> None:
                 f"{args.supervised_per_class} other videos per class, "
                 f"{args.supervised_steps} steps of 16 windows",
                 "flow_statistics_control": summary(control),
+                "encoder_dependence": {
+                    "what": "masked-patch loss of the pretrained model on the probe's windows "
+                    "with the encoder's outputs as they are, zeroed, and shuffled between windows",
+                    **{k: summary([d[k] for d in dependence]) for k in dependence[0]},
+                },
                 "order_sensitivity": {k: summary(v) for k, v in order.items()},
                 "pretrained_minus_random": {
                     f: float(np.mean(acc["pretrained"][f]) - np.mean(acc["random_init"][f]))

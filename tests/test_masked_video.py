@@ -102,6 +102,65 @@ def test_tube_masks_have_the_ratio_span_every_frame_and_are_seeded():
     assert torch.equal(model(x), model(x))
 
 
+@pytest.mark.parametrize("tubelet", [1, 2])
+def test_random_masking_draws_places_per_token_frame_and_the_encoder_sees_only_them(tubelet):
+    torch.manual_seed(0)
+    opts = {**TINY, "mask_ratio": 0.75, "masking": "random", "tubelet": tubelet}
+    model = create("video_mae", num_classes=1, frames=4, **opts).eval()  # seeded masks
+    frames = torch.randint(0, 256, (3, 4, 3, 32, 32), dtype=torch.uint8)
+    out = model(frames.float() / 255)
+    flag = out[..., -1].reshape(3, 4, 16)
+    assert (flag.sum(-1) == 12).all()  # the ratio in every frame
+    assert (flag[:, ::tubelet] == flag[:, tubelet - 1 :: tubelet]).all()  # a tubelet's frames
+    assert (flag[:, ::tubelet] != flag[:, :1]).any(-1)[:, 1:].all()  # other places per frame
+    # the masked pixels of the input change nothing: the encoder sees the visible ones only
+    tokens = patchify(frames.float(), 8)
+    masked = flag.reshape(3, 64).bool()
+    tokens[masked] = 255 - tokens[masked]
+    assert torch.equal(model(unpatchify(tokens, 4, (32, 32)) / 255), out)
+    tokens[~masked] = 255 - tokens[~masked]
+    assert not torch.equal(model(unpatchify(tokens, 4, (32, 32)) / 255), out)
+    with pytest.raises(ConfigError, match="masking 'sideways'"):
+        create("video_mae", num_classes=1, frames=4, **{**opts, "masking": "sideways"})
+    with pytest.raises(ConfigError, match="joint attention"):
+        create("video_mae", num_classes=1, frames=4, divided=True, **opts)
+
+
+@pytest.mark.parametrize("masking", ["tube", "random"])
+def test_one_batch_is_overfitted_and_the_prediction_needs_the_encoder(masking):
+    """Issue 38: the pretraining's sanity checks. On one fixed batch with the same masks each
+    step the masked-patch loss falls below half a zero prediction's (1.0) in 100 steps;
+    replacing the encoder's outputs by zeros then brings it back up: the prediction uses
+    what the encoder saw, not the positions alone. (``tube`` is main's masking: a guard.)"""
+    from hyperframes.demo._synthetic import make_motion_frames
+
+    torch.manual_seed(0)
+    clips = [
+        make_motion_frames(label, frames=4, size=32, rng=np.random.default_rng(i))
+        for i, label in enumerate(("left", "right", "up", "down"))
+    ]
+    frames = torch.from_numpy(np.stack(clips)).permute(0, 1, 4, 2, 3).contiguous()
+    options = {**TINY, "mask_ratio": 0.75} | ({"masking": masking} if masking != "tube" else {})
+    model = create("video_mae", num_classes=1, frames=4, **options)
+    task = MaskedVideoTask(["pixels"])
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    x = frames.float() / 255
+
+    def loss() -> torch.Tensor:
+        torch.manual_seed(1)  # the same masks at every step
+        return task.loss(model(x), frames)
+
+    for _ in range(100):
+        opt.zero_grad()
+        step = loss()
+        step.backward()
+        opt.step()
+    fitted = loss().item()
+    encode = model.encode
+    model.encode = lambda *a: torch.zeros_like(encode(*a))  # type: ignore[method-assign]
+    assert fitted < 0.5 and loss().item() > 2 * fitted
+
+
 def test_the_loss_sees_only_masked_patches_and_the_encoder_only_visible_ones():
     torch.manual_seed(0)
     model = create("video_mae", num_classes=1, frames=4, mask_ratio=0.75, **TINY).eval()
@@ -508,3 +567,21 @@ def test_a_tubelet_encoder_exports_to_onnx(tubelet_run, tmp_path):
         32,
     ]  # T/2 x 4x4
     assert report.max_abs_diff is not None and report.max_abs_diff < 1e-4
+
+
+def test_the_pretraining_encoder_sees_the_classifiers_time_embedding_at_a_shorter_t():
+    """A window shorter than ``frames``: pretraining's encoder adds the temporal embedding the
+    classifier adds (resized to T, first and last entries kept), not its first T entries, so
+    a fine-tuned model meets the embeddings its encoder was pretrained with."""
+    torch.manual_seed(0)
+    model = create("video_mae", num_classes=1, frames=8, mask_ratio=0.75, **TINY).eval()
+    enc = model.encoder
+    with torch.no_grad():
+        enc.pos_time.copy_(torch.randn_like(enc.pos_time))  # entries that differ visibly
+        x = torch.rand(2, 4, 3, 32, 32)
+        seen: list[torch.Tensor] = []
+        hook = enc.blocks[-1].register_forward_hook(lambda m, i, o: seen.append(o))
+        enc(x)  # the classifier's path: its tokens after the last block
+        hook.remove()
+        keep = torch.arange(16).expand(2, 16)
+        torch.testing.assert_close(model.encode(x, keep, None), enc.norm(seen[0]))

@@ -5,8 +5,10 @@ registry (``encoder``: ``video_vit_tiny`` or ``timesformer_tiny``, built with th
 options given beside it) and adds a light decoder. Each frame is cut into ``patch_size``
 patches; a *tube* is one place of the frame grid through all T frames. Per window,
 ``round(mask_ratio * places)`` places are masked (default 0.9), the same ones in every frame
-(:func:`tube_mask`); the encoder runs on the visible tubes' tokens only, (B, T, visible, D),
-so its cost falls with the ratio. The decoder gets the encoded tokens back at their places,
+(:func:`tube_mask`); with ``masking: random`` as many places are drawn for each token frame
+on its own, so a place hidden in one frame may be seen in another (a joint-attention encoder
+only). The encoder runs on the visible tokens only, (B, T, visible, D), so its cost falls
+with the ratio. The decoder gets the encoded tokens back at their places,
 a learned mask token at the others, its own position embeddings, a few blocks, and predicts
 every patch's pixels.
 
@@ -52,6 +54,8 @@ __all__ = ["MaskedVideoAutoencoder", "patchify", "tube_mask", "unpatchify"]
 
 #: what the decoder predicts at masked tokens: the frames' pixels, or the frame differences
 TARGETS = ("pixels", "delta")
+#: which places are masked: the same in every token frame (tubes), or drawn per token frame
+MASKINGS = ("tube", "random")
 
 
 def tube_mask(
@@ -137,6 +141,7 @@ class MaskedVideoAutoencoder(VideoModel):
         decoder_heads: int = 2,
         mask_seed: int = 0,
         target: str = "pixels",
+        masking: str = "tube",
         **encoder_options,
     ) -> None:
         super().__init__(num_classes, frames, 3, bool(encoder_options.pop("checkpointing", 0)))
@@ -144,6 +149,13 @@ class MaskedVideoAutoencoder(VideoModel):
             raise ConfigError(f"mask_ratio must be a number in (0, 1), got {mask_ratio!r}")
         if target not in TARGETS:
             raise ConfigError(f"target {target!r}: allowed: {', '.join(TARGETS)}")
+        if masking not in MASKINGS:
+            raise ConfigError(f"masking {masking!r}: allowed: {', '.join(MASKINGS)}")
+        if masking == "random" and encoder_options.get("divided"):
+            raise ConfigError(
+                "masking 'random' (other places in each frame) needs joint attention; a divided "
+                "encoder attends over time per place: use masking 'tube' or divided: false"
+            )
         if target == "delta" and frames < 2:
             raise ConfigError(f"target 'delta' (frame differences) needs frames >= 2, got {frames}")
         if get_spec(encoder).family != "transformer":
@@ -158,7 +170,7 @@ class MaskedVideoAutoencoder(VideoModel):
         enc.head = nn.Identity()  # type: ignore[assignment]
         self.encoder, self.encoder_name = enc, encoder
         self.mask_ratio, self.mask_seed = float(mask_ratio), int(mask_seed)
-        self.target = target
+        self.target, self.masking = target, masking
         dim = enc.pos_space.shape[-1]
         if decoder_dim % decoder_heads:
             raise ConfigError(f"decoder_dim ({decoder_dim}) must be a multiple of decoder_heads")
@@ -188,17 +200,21 @@ class MaskedVideoAutoencoder(VideoModel):
         return (h // p) * (w // p)
 
     def encode(self, x: Tensor, keep: Tensor, mask: Tensor | None) -> Tensor:
-        """The encoder on the places ``keep`` (B, V) of every token frame (a frame, or a
-        tubelet of ``tubelet`` frames; ``mask`` (B, T) marks the real frames): (B, T', V, D)."""
+        """The encoder on the places ``keep`` of every token frame (a frame, or a tubelet of
+        ``tubelet`` frames): (B, V) the same in each, or (B, T', V) per token frame; ``mask``
+        (B, T) marks the real frames. Returns (B, T', V, D)."""
         e = self.encoder
         b, t, _, h, w = x.shape
         if t > self.frames:
             raise DataError(f"{self._who()} has embeddings for {self.frames} frames, got T={t}")
         tokens = e.embed_patches(x, mask)  # (B, T', N, D)
         p, t = e.patch_size, tokens.shape[1]
-        tokens = tokens + e._space_embedding(h // p, w // p) + e.pos_time[:, :t]
+        # the classifier's embeddings for t token frames (resized, not cropped, when t differs)
+        tokens = tokens + e._space_embedding(h // p, w // p) + e._time_embedding(t)
         d = tokens.shape[-1]
-        vis = tokens.gather(2, keep[:, None, :, None].expand(b, t, keep.shape[1], d))
+        if keep.dim() == 2:
+            keep = keep[:, None, :].expand(b, t, keep.shape[1])
+        vis = tokens.gather(2, keep[..., None].expand(b, t, keep.shape[2], d))
         mask = e.token_mask(mask)
         for block in e.blocks:
             vis = e._ckpt(block, vis, mask)
@@ -213,13 +229,18 @@ class MaskedVideoAutoencoder(VideoModel):
         gen = None
         if not self.training:
             gen = torch.Generator(device=x.device).manual_seed(self.mask_seed)
-        masked = tube_mask(b, n, self.mask_ratio, generator=gen, device=x.device)
-        keep = (~masked).nonzero()[:, 1].reshape(b, -1)  # visible places, ascending
+        tt = t // self.tubelet
+        if self.masking == "tube":  # (B, T', N): the same places in every token frame
+            masked = tube_mask(b, n, self.mask_ratio, generator=gen, device=x.device)
+            masked = masked[:, None, :].expand(b, tt, n)
+        else:  # as many places in each token frame, drawn for each
+            masked = tube_mask(b * tt, n, self.mask_ratio, generator=gen, device=x.device)
+            masked = masked.reshape(b, tt, n)
+        keep = (~masked).nonzero()[:, 2].reshape(b, tt, -1)  # visible places, ascending
         vis = self.encode(x, keep, mask)  # (B, T', V, D), T' = T / tubelet
         y = self.decoder_embed(vis)
-        tt = y.shape[1]
         full = self.mask_token.expand(b, tt, n, y.shape[-1]).clone()
-        full.scatter_(2, keep[:, None, :, None].expand_as(y), y.to(full.dtype))
+        full.scatter_(2, keep[..., None].expand_as(y), y.to(full.dtype))
         p = self.encoder.patch_size
         grid = self.encoder.grid
         full = full + resize_grid(self.decoder_pos_space, grid, h // p, w // p)
@@ -230,7 +251,7 @@ class MaskedVideoAutoencoder(VideoModel):
         pred = self.decoder_pred(self.decoder_norm(full)).flatten(1, 2)  # (B, T'*N, k*P)
         if self.tubelet > 1:  # each tubelet's k frames as k frame patches: (B, T*N, P)
             pred = patchify(unpatchify(pred, t, (h, w), tubelet=self.tubelet), p)
-        flag = masked[:, None, :].expand(b, t, n).reshape(b, t * n, 1).to(pred.dtype)
+        flag = masked.repeat_interleave(self.tubelet, dim=1).reshape(b, t * n, 1).to(pred.dtype)
         if self.target == "delta":  # what the masked predictions are of (models._outputs)
             flag = flag * 2.0
         return torch.cat([pred, flag], dim=-1)
