@@ -20,11 +20,11 @@ from ._options import (
     SamplingOptions,
     TrackOptions,
 )
+from ._pipeline import StageBatch as StageBatch  # (what a stage is given)
+from ._pipeline import TargetStage
 from ._prefetch import PrefetchLoader
 from ._record import Hyperframe, HyperframeBatch
 from ._repeats import RepeatedWindows as RepeatedWindows
-from ._stages import StageBatch as StageBatch  # (what a stage is given)
-from ._stages import TargetStage
 from ._torch_samplers import BalancedSampler, EpochSampler
 from ._torch_samplers import item_sampler as item_sampler
 

@@ -38,14 +38,15 @@ from ._options import (
 from ._pipeline import (
     BatchPlan,
     Recipe,
+    TargetStage,
     batch_audio,
     batch_tracks,
     plan_batch,
     read_boxes_torch,
     run_steps,
+    stage_batch,
 )
 from ._record import BatchMeta, Hyperframe, HyperframeBatch
-from ._stages import TargetStage, stage_batch
 from ._targets import TargetMaker
 from ._tracks import WindowTracks
 from .transforms import Window, flip_batch
@@ -73,9 +74,9 @@ class HyperframeDataset(torch.utils.data.Dataset):
     * ``tracks=`` :class:`TrackOptions`: ``audio``, ``audio_missing``, ``flow``, ``register``
       (see :mod:`hyperframes.data._tracks`; the store must hold them).
 
-    ``stage=`` (by keyword) is a task's :class:`~._stages.TargetStage`: its targets (a key
+    ``stage=`` (by keyword) is a task's :class:`~._pipeline.TargetStage`: its targets (a key
     frame's mask, boxes, a frame task's truth) made a whole batch at a time inside the batch
-    pipeline, at the read or on the output frames (:mod:`hyperframes.data._stages`).
+    pipeline, at the read or on the output frames (:mod:`hyperframes.data._pipeline._targets`).
 
     Any of those options may also be given on its own by keyword (``seed=0``,
     ``layout="channel"``, ``flow=True``): it goes to its group, replacing that field of a
@@ -118,7 +119,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
             )
             options = {"seed": transform, **options}
             transform = None
-        #: the task's target stage (:mod:`hyperframes.data._stages`; None: the store's targets)
+        #: the task's target stage (:mod:`hyperframes.data._pipeline._targets`; None: the store's targets)
         self.stage: TargetStage | None = options.pop("stage", None)
         if self.stage is not None and not isinstance(self.stage, TargetStage):
             raise ConfigError(

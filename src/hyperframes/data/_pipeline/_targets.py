@@ -1,4 +1,4 @@
-"""Target stages: a task's targets made inside the batch pipeline, a whole batch at a time.
+"""The batch pipeline's targets stage: a task's targets made inside the batch pipeline, a whole batch at a time.
 
 A task whose target is not one of the store's annotations (a key frame's segmentation mask, a
 frame task's true frame and baseline, a key frame's boxes) contributes a :class:`TargetStage`
@@ -13,8 +13,8 @@ sample's own generator) and takes the frames and targets it returns. Where it ru
 * ``"output"``: on the frames as the dataset gives them (its layout and dtype).
 
 Each sample's generator is seeded by (seed, epoch, item) as the transform's is
-(:func:`~.transforms.transform_generator`), a fresh one for the stage: the same draws for any
-number of workers, and ``ds[i]`` (a batch of one) draws what the batch's sample ``i`` draws.
+(:func:`~hyperframes.data.transforms.transform_generator`), a fresh one for the stage: the same
+draws for any number of workers, and ``ds[i]`` (a batch of one) draws what the batch's sample ``i`` draws.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from ._pipeline import BatchPlan
-from .transforms import transform_generator
+from ..transforms import transform_generator
+from ._plan import BatchPlan
 
 __all__ = ["StageBatch", "TargetStage", "stage_batch"]
 
@@ -35,7 +35,7 @@ __all__ = ["StageBatch", "TargetStage", "stage_batch"]
 class StageBatch:
     """What a :class:`TargetStage` gets: ``frames`` (B, T, C, H, W) (at ``"output"`` in the
     dataset's layout: a :class:`~hyperframes.data.KeyframeWindow` in the keyframe one); ``plan`` (the batch's
-    :class:`~._pipeline.BatchPlan`: store video ids, stored indices (B, T), mask, items);
+    :class:`~._plan.BatchPlan`: store video ids, stored indices (B, T), mask, items);
     ``source_index`` (B, T), each frame's index in its source video; ``generators``, each
     sample's own generator; ``store``, the store the frames come from."""
 
