@@ -40,7 +40,9 @@ from ._pipeline import (
     Recipe,
     TargetStage,
     batch_audio,
+    batch_record,
     batch_tracks,
+    meta_columns,
     plan_batch,
     read_boxes_torch,
     run_steps,
@@ -306,7 +308,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
             tracks["flow"] = flow
         if window.indices is not index or window.mask is not mask:
             plan = dataclasses.replace(plan, index=window.indices.numpy(), mask=window.mask.numpy())
-        meta = self._meta_columns(plan)
+        meta = meta_columns(self.store, plan, self.seed, self._segment_rows, self.tracks.register)
         fps = np.asarray(self.store.videos.fps, np.float64)
         tracks.update(batch_audio(self.tracks, fps, plan, meta["pts_seconds"]))
         return self._assemble(window.frames, plan, meta, tracks, target)
@@ -342,29 +344,6 @@ class HyperframeDataset(torch.utils.data.Dataset):
         got, tracks = batch_tracks(self.tracks, self.layout, plan, drawn, frames.cpu())
         return got.to(frames.device), tracks
 
-    def _meta_columns(self, plan: BatchPlan) -> BatchMeta:
-        videos, b = self.store.videos, len(plan)
-        rows = np.asarray(videos.frame_start)[plan.videos][:, None] + plan.index
-        segments = np.full(b, -1, np.int64)
-        has = plan.segments >= 0
-        segments[has] = np.asarray(self._segment_rows)[plan.segments[has]]
-        columns = {
-            "video": [videos.paths[v] for v in plan.videos.tolist()],
-            "video_id": plan.videos.copy(),
-            "frame_indices": videos.source_index_all[rows],
-            "stored_indices": plan.index.copy(),
-            "pts_seconds": videos.pts_seconds_all[rows],
-            "fps": np.asarray(videos.fps, np.float64)[plan.videos],
-            "frames": np.full(b, plan.index.shape[1], np.int64),
-            "seed": np.full(b, self.seed, np.int64),
-            "epoch": plan.epochs.copy(),
-            "item": plan.items.copy(),
-            "clip": plan.clips.copy(),
-            "segment": segments,
-            "registered": [self.tracks.register] * b,
-        }
-        return BatchMeta(columns, b)
-
     def _assemble(
         self,
         frames: torch.Tensor,
@@ -390,16 +369,7 @@ class HyperframeDataset(torch.utils.data.Dataset):
         alloc = self._take_float if frames.device.type == "cpu" else None
         window = model_frames(frames, self.layout, self.dtype, flow, alloc=alloc)
         window, target = self._run_stage("output", window, plan, target)
-        return HyperframeBatch(
-            window,
-            labels,
-            torch.from_numpy(plan.mask.copy()),
-            meta,
-            target,
-            tracks.get("audio"),
-            tracks.get("audio_mask"),
-            flow,
-        )
+        return batch_record(window, labels, plan, meta, target, tracks)
 
     def _take_float(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """A float buffer for :func:`model_frames` (pooled as the frames' buffers are)."""

@@ -21,6 +21,8 @@ allocated once (from the dataset's pool, or in shared memory inside a worker pro
    callable wrapped in :class:`~hyperframes.data.transforms.PerSample` sample by sample); the flow follows
    their geometry;
 6. **audio** (:func:`batch_audio`) at the pts of the frames the steps left.
+7. **assemble** (:func:`meta_columns`, :func:`batch_record`): the meta columns, and the batch
+   record of the frames the dataset laid out.
 
 Every transform is taken: the recipe (:class:`Recipe`) reads only the steps' ``geometry``
 (``"box"``, ``"mirror"``, ...), never their classes. Nothing goes sample by sample: a float
@@ -41,6 +43,7 @@ Registration warps the cropped frames, so near a box's edges, where content come
 outside the box, it gives zeros where warping whole frames would give pixels.
 """
 
+from ._assemble import batch_record, meta_columns
 from ._ops import run_steps
 from ._plan import BatchPlan, plan_batch
 from ._read import Drawn, Recipe, read_boxes_torch
@@ -54,7 +57,9 @@ __all__ = [
     "StageBatch",
     "TargetStage",
     "batch_audio",
+    "batch_record",
     "batch_tracks",
+    "meta_columns",
     "plan_batch",
     "read_boxes_torch",
     "run_steps",
