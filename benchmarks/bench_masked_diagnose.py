@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_result
 from bench_masked_finetune import CLASSES, STATS, VIT, parse_options
+from bench_masked_probe import ENCODER_MODES, encoder_replaced
 
 T, STRIDE = 8, 2
 #: a patch "moves" where it changes by more than this (pixels in [0, 1]) to a neighbour frame
@@ -179,17 +180,9 @@ def dependence(model, frames) -> dict:
     from hyperframes.models import patch_errors
 
     model.eval()  # masks seeded by mask_seed: the same in every variant
-    encode, res = model.encode, {}
-    for mode in ("encoder", "zeros", "shuffled"):
-
-        def replaced(x, keep, mask, mode=mode):
-            v = encode(x, keep, mask)
-            if mode == "zeros":
-                return torch.zeros_like(v)
-            return v.roll(1, dims=0) if mode == "shuffled" else v
-
-        model.encode = replaced
-        with torch.no_grad():
+    res: dict = {}
+    for mode in ENCODER_MODES:
+        with encoder_replaced(model, mode), torch.no_grad():
             out = model(prepare(frames))
         res[mode] = masked_loss(out, frames)
         if mode == "encoder":
@@ -199,7 +192,6 @@ def dependence(model, frames) -> dict:
             res["encoder_still_patches"] = float(per_patch[masked & ~moving].mean())
             res["moving_share_of_masked"] = float((masked & moving).sum() / masked.sum())
             res["copy_oracle"] = copy_oracle(out, frames)
-    model.encode = encode
     return res
 
 

@@ -28,6 +28,7 @@ Run: OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_masked_probe.py [--seed
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import sys
@@ -106,6 +107,31 @@ def order_sensitivity(model, contract, frames: np.ndarray) -> float:
     return float(np.linalg.norm(forward - reverse, axis=1).mean() / between)
 
 
+#: the encoder's outputs as they are, replaced by zeros, shuffled between windows
+ENCODER_MODES = ("encoder", "zeros", "shuffled")
+
+
+@contextlib.contextmanager
+def encoder_replaced(model, mode: str):
+    """``model.encode`` giving its outputs as they are (``"encoder"``), zeros (``"zeros"``) or
+    each window's outputs given to the next window (``"shuffled"``), restored after."""
+    import torch
+
+    encode = model.encode
+
+    def replaced(x, keep, mask):
+        v = encode(x, keep, mask)
+        if mode == "zeros":
+            return torch.zeros_like(v)
+        return v.roll(1, dims=0) if mode == "shuffled" else v
+
+    model.encode = replaced
+    try:
+        yield
+    finally:
+        model.encode = encode
+
+
 def encoder_dependence(model, contract, frames: np.ndarray) -> dict[str, float]:
     """The masked-patch loss of the pretrained model on the probe's windows (masks seeded
     by ``mask_seed``) with the encoder's outputs as they are, replaced by zeros, and shuffled
@@ -114,23 +140,13 @@ def encoder_dependence(model, contract, frames: np.ndarray) -> dict[str, float]:
 
     from hyperframes.models import masked_patch_errors
 
-    encode = model.encode
     out: dict[str, float] = {}
-    for mode in ("encoder", "zeros", "shuffled"):
-
-        def replaced(x, keep, mask, mode=mode):
-            v = encode(x, keep, mask)
-            if mode == "zeros":
-                return torch.zeros_like(v)
-            return v.roll(1, dims=0) if mode == "shuffled" else v
-
-        model.encode = replaced
-        model.eval()
-        with torch.no_grad():
+    model.eval()
+    for mode in ENCODER_MODES:
+        with encoder_replaced(model, mode), torch.no_grad():
             f = torch.from_numpy(frames)
             loss, _, n = masked_patch_errors(model(contract.prepare(f, device="cpu")), f)
         out[mode] = float((loss * n).sum() / n.sum())
-    model.encode = encode
     return out
 
 
