@@ -49,7 +49,6 @@ of 32, store in the page cache. Targets not met are marked **missed**.
 | batch pipeline (`bench_pipeline.py`; 13 real clips of 4:3 and 16:9, short side 128; loader 2 threads, T=16, batches of 32, sliding windows every 4th start, shuffled): `CenterCrop(112)` vs a memcpy of the same output bytes through the loader | PIPE_CENTER | ≥ 0.5x |
 | `RandomResizedCrop(112)` + `RandomHorizontalFlip()` vs `CenterCrop(112)`; the same + `ColorJitter(0.4, 0.4, 0.4)` | PIPE_AUG | ≥ 0.7x; ≥ 0.5x |
 | uniform 112x112 store, no transform, vs a memcpy through the loader | PIPE_UNIFORM | ≥ 0.8x |
-| the batch pipeline vs the per-sample path, same transforms: CenterCrop, RandomResizedCrop + flip, + jitter | PIPE_VS | reported |
 
 Windows/s in that run: STORE_ROWS. On-the-fly decoders: DEC_ROWS.
 The batch pipeline rows come from one run (load average PIPE_LOAD on 2 cores while it ran: a
@@ -262,9 +261,6 @@ def table_section(res: Path = RES) -> str:
         + "; "
         + pipe_ratio("rrc_flip_jitter_vs_center"),
         "PIPE_UNIFORM": pipe_ratio("uniform_none_vs_memcpy"),
-        "PIPE_VS": ", ".join(
-            pipe_ratio(f"{k}_vs_per_sample") for k in ("center", "rrc_flip", "rrc_flip_jitter")
-        ),
         "PIPE_LOAD": f"{max(pipe['load_average_1min']):.0f}",
         "PIPE_MEMCPY": f"{pipe['windows_per_s']['mixed/memcpy']:,.0f}",
         "PIPE_UNIFORM_RATE": f"{pipe['windows_per_s']['uniform/none']:,.0f}",
