@@ -191,7 +191,11 @@ def test_the_config_builds_the_same_option_groups(store):
     got = dataset_options(cfg, train=True, sampler_options=cfg.data.sampler_options)
     assert got == DatasetOptions(
         tracks=TrackOptions(
-            audio={"n_mels": 32}, audio_missing="error", flow=True, register="flow"
+            audio={"n_mels": 32},
+            audio_missing="error",
+            flow=True,
+            register="flow",
+            register_onto="first",  # the run's model (channel_resnet18) is not a keyframe one
         ),
         sampling=SamplingOptions(seed=9, sampler_options={"stride": 2}),
         output=OutputOptions(layout="temporal"),

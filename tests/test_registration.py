@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from _media import make_translating_video, smooth_texture
+from hyperframes import ConfigError
 from hyperframes.data import HyperframeDataset
 from hyperframes.data._warp import (
     compose_flow,
@@ -166,6 +167,59 @@ def test_the_keyframe_layout_registers_onto_the_middle_frame(panning_store):
     ctx = s.frames.context
     assert diff_to_key(ctx, key) < diff_to_key(plain, key) / 3
     torch.testing.assert_close(s.frames.key.float(), plain[key].float(), atol=1, rtol=0)
+
+
+def test_register_onto_the_middle_in_the_temporal_layout(panning_store):
+    """``register_onto="middle"``: a temporal window registered onto T//2 (a training run's
+    windows stay temporal until the contract lays them out, so it says which frame is key)."""
+    opts = {"clips": 1}
+    plain = HyperframeDataset(panning_store, "uniform", frames=T, sampler_options=opts)[0].frames
+    got = HyperframeDataset(
+        panning_store,
+        "uniform",
+        frames=T,
+        register="homography",
+        register_onto="middle",
+        sampler_options=opts,
+    )[0].frames
+    key = T // 2
+    assert diff_to_key(got, key) < diff_to_key(plain, key) / 3
+    assert diff_to_key(got, key) < diff_to_key(got, 0) / 3  # not onto the first frame
+    torch.testing.assert_close(got[key].float(), plain[key].float(), atol=1, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("model", "onto"), [("keyframe_unet", "middle"), ("r2plus1d_tiny", "first")]
+)
+def test_a_run_registers_onto_its_models_key_frame(panning_store, model, onto):
+    """The training config's dataset registers a keyframe model's windows onto the key frame
+    (T//2), which the keyframe layout takes as K_t; other models' onto the first frame."""
+    from hyperframes.train import load_config
+    from hyperframes.train._config._data import dataset_options
+
+    cfg = load_config(
+        {
+            "data": {"store": str(panning_store), "frames": T, "register": "homography"},
+            "model": {"name": model},
+        }
+    )
+    tracks = dataset_options(cfg, train=True).tracks
+    assert tracks.register == "homography" and tracks.register_onto == onto
+    opts = {"clips": 1}
+    plain = HyperframeDataset(panning_store, "uniform", frames=T, sampler_options=opts)[0].frames
+    frames = HyperframeDataset(
+        panning_store, "uniform", frames=T, sampler_options=opts, **tracks.as_dict()
+    )[0].frames
+    key, other = (T // 2, 0) if onto == "middle" else (0, T // 2)
+    assert diff_to_key(frames, key) < diff_to_key(plain, key) / 3  # registered ...
+    # ... onto the key frame, which stays as it was, while the other one is moved
+    torch.testing.assert_close(frames[key].float(), plain[key].float(), atol=1, rtol=0)
+    assert (frames[other].int() - plain[other].int()).abs().float().mean() > 5
+
+
+def test_register_onto_refuses_other_frames(panning_store):
+    with pytest.raises(ConfigError, match="register_onto"):
+        HyperframeDataset(panning_store, frames=T, register="homography", register_onto="last")
 
 
 @pytest.mark.parametrize("mode", ["homography", "flow"])

@@ -215,6 +215,12 @@ with warnings.catch_warnings():
             json_schema_extra=_choice("{key}={value}: allowed: None, 'homography', 'flow'"),
             description="warp the frames onto the window's key frame",
         )
+        register_onto: Literal["first", "middle"] | None = Field(
+            None,
+            json_schema_extra=_choice("{key}={value}: allowed: None, 'first', 'middle'"),
+            description="the key frame of register: the first, the middle (T//2), or None: by "
+            "layout (the middle in the keyframe layout, else the first)",
+        )
 
 
 #: the dataset's option groups: its keyword, and the model of that keyword's value

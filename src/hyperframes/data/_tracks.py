@@ -69,6 +69,7 @@ class WindowTracks:
         audio_missing: str = "zeros",
         flow: bool = False,
         register: str | None = None,
+        register_onto: str | None = None,
     ) -> None:
         self.store = store
         self.audio: LogMelOptions | None = resolve_audio(audio)
@@ -85,6 +86,9 @@ class WindowTracks:
                 f"register={register!r}: allowed: None, {', '.join(map(repr, REGISTER_MODES))}"
             )
         self.register = register
+        if register_onto not in (None, "first", "middle"):
+            raise ConfigError(f"register_onto={register_onto!r}: allowed: None, 'first', 'middle'")
+        self.register_onto = register_onto
         self._last_pairs: tuple[tuple[bytes, bytes, bytes], torch.Tensor] | None = None
         where = getattr(store, "path", store)
         if (flow or register == "flow") and not getattr(store, "has_flow", False):

@@ -150,8 +150,12 @@ def dataset_options(
         except ConfigError as e:
             raise ConfigError(f"data.audio_options: {e}") from None
     targets = "multi_hot" if model_task(cfg) == "multilabel" else None
+    # the windows stay temporal here, so registration is told the model's key frame
+    register_onto = None
+    if d.register is not None:
+        register_onto = "middle" if model_layout(cfg) == "keyframe" else "first"
     return DatasetOptions(
-        tracks=_from_section(TrackOptions, d, audio=audio),
+        tracks=_from_section(TrackOptions, d, audio=audio, register_onto=register_onto),
         sampling=_from_section(
             SamplingOptions,
             d,
