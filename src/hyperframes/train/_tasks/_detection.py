@@ -28,7 +28,7 @@ import torch
 from ..._core._errors import ConfigError, DataError
 from ...data import StageBatch
 from ...models import MAX_DETECTIONS, anchor_levels, decode_detections, detection_head, split_output
-from ._base import Task, cropped_with_targets, register_task, unfollowed_augmentation
+from ._base import Task, cropped_with_targets, mean_loss, register_task, unfollowed_augmentation
 from ._box_metrics import box_iou, coco_map, flicker_rate
 from ._key_geometry import KeyFrameDataset, KeyFrameGeometry
 
@@ -182,12 +182,11 @@ class DetectionTask(Task):
         return names + [f"class_{i}" for i in range(len(names), num_classes or len(names))]
 
     def targets(self, batch) -> torch.Tensor:
-        target = getattr(batch, "target", None)
-        if target is None or target.dim() != 3 or target.shape[-1] != 5:
-            raise DataError(
-                "the detection task needs boxes in batch.target (B, M, 5): x1, y1, x2, y2, "
-                "class (-1: padding); give a hyperframes.train.DetectionDataset"
-            )
+        needs = (
+            "boxes in batch.target (B, M, 5): x1, y1, x2, y2, class (-1: padding); give a "
+            "hyperframes.train.DetectionDataset"
+        )
+        target = self._batch_target(batch, needs, lambda t: t.dim() == 3 and t.shape[-1] == 5)
         return target.to(torch.float32)
 
     @staticmethod
@@ -265,7 +264,7 @@ class DetectionTask(Task):
         dets, gts = self._unpad(pred)
         m = coco_map(dets, gts, self.num_classes)
         out = {"map": m["map"], "map50": m["map50"], "windows": len(dets)}
-        out["loss"] = float(pred["losses"].mean()) if len(pred["losses"]) else float("nan")
+        out["loss"] = mean_loss(pred)
         return out
 
     def evaluate_views(self, views):
