@@ -416,17 +416,14 @@ class InputContract(Options):
         return out
 
     def _check_flow(self, flow, t: int, size: tuple):
-        import torch  # deferred: optional/heavy dependency
-
         want = (t - 1, 2, *size)
-        if not isinstance(flow, torch.Tensor) or tuple(flow.shape[-4:]) != want:
-            got = _shape_or_type(flow)
-            raise DataError(
-                f"prepare: this contract appends optical flow (…, {want[0]}, 2, {want[2]}, "
-                f"{want[3]}) to the frames (the model was trained with flow channels); got "
-                f"{got}. Flow comes from a store built with --flow and a dataset with flow=True"
-            )
-        return flow
+        return _ending_in(
+            flow,
+            want,
+            f"this contract appends optical flow (…, {want[0]}, 2, {want[2]}, {want[3]}) to the "
+            "frames (the model was trained with flow channels)",
+            "Flow comes from a store built with --flow and a dataset with flow=True",
+        )
 
     def _with_audio(self, video, audio, device):
         import torch  # deferred: optional/heavy dependency
@@ -436,16 +433,25 @@ class InputContract(Options):
         assert self.audio is not None
         k = self.audio["columns_per_frame"]
         want = (self.audio["n_mels"], self.frames * k)
-        if not isinstance(audio, torch.Tensor) or tuple(audio.shape[-2:]) != want:
-            got = _shape_or_type(audio)
-            raise DataError(
-                f"prepare: the model takes audio beside the video, a log-mel (…, {want[0]}, "
-                f"{want[1]}); got {got}. Audio comes from a store built with --audio and a "
-                f"dataset with audio={self.audio!r}"
-            )
+        audio = _ending_in(
+            audio,
+            want,
+            f"the model takes audio beside the video, a log-mel (…, {want[0]}, {want[1]})",
+            f"Audio comes from a store built with --audio and a dataset with audio={self.audio!r}",
+        )
         # non-blocking: from pinned memory, prepared on a side stream (PrefetchLoader)
         audio = audio.to(device=video.device, dtype=torch.float32, non_blocking=True)
         return AudioVisual(video, audio)
+
+
+def _ending_in(value, want: tuple[int, ...], takes: str, comes: str):
+    """``value`` if it is a tensor whose shape ends in ``want``; else the :class:`DataError`
+    saying what the contract ``takes``, what came, and where it ``comes`` from."""
+    import torch  # deferred: optional/heavy dependency
+
+    if not isinstance(value, torch.Tensor) or tuple(value.shape[-len(want) :]) != want:
+        raise DataError(f"prepare: {takes}; got {_shape_or_type(value)}. {comes}")
+    return value
 
 
 def _shape_or_type(x) -> tuple | str:

@@ -15,15 +15,10 @@ from ..inputs import BoxRows, Source
 from ..store import ANNOTATION_FILES, ANNOTATION_TOLERANCE, SIGNATURE_WIDTH, Annotations
 from ..store.format import (
     BOX_DTYPE,
-    BOXES_FILE,
     SEGMENT_DTYPE,
     SEGMENT_LABEL_DTYPE,
-    SEGMENT_LABELS_FILE,
-    SEGMENTS_FILE,
     SIGNATURE_DTYPE,
-    SIGNATURES_FILE,
     VIDEO_LABEL_DTYPE,
-    VIDEO_LABELS_FILE,
 )
 from ._journal import JournalRecord
 
@@ -153,16 +148,7 @@ def _note(source: Source, segment, note: str) -> dict:
 def write_annotations(index: Path, ann: Annotations) -> list[str]:
     """Write the optional files ``ann`` has content for into ``index`` (removing those it has
     none for, left by an earlier assembly); returns the names written."""
-    arrays = {}
-    if ann.has_segments:
-        arrays[SEGMENTS_FILE] = ann.segments
-        arrays[SEGMENT_LABELS_FILE] = ann.segment_labels
-    if len(ann.video_labels):
-        arrays[VIDEO_LABELS_FILE] = ann.video_labels
-    if ann.signatures is not None:
-        arrays[SIGNATURES_FILE] = ann.signatures
-    if ann.boxes is not None:
-        arrays[BOXES_FILE] = ann.boxes
+    arrays = ann.files()
     for name in ANNOTATION_FILES:
         if name in arrays:
             save_npy_atomic(index / name, arrays[name])

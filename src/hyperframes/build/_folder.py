@@ -10,6 +10,7 @@ uninterrupted build.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import time
@@ -45,7 +46,7 @@ from ._resume import check_params, live_records, next_run
 from ._shard import output_error, recover_all
 from ._workers import InProcess, error_text, run_parallel
 
-__all__ = ["build_folder", "decode_sources"]
+__all__ = ["build_folder", "decode_sources", "decoding"]
 
 
 def build_folder(
@@ -111,11 +112,35 @@ def _build_locked(
         (store / MANIFEST).unlink()  # the store is incomplete until assembled again
         fsync_dir(store)
     run = next_run(store)
-    with FailureLog(store, len(sources), inputs.failed_rows) as failures:
+    with decoding(store, options, inputs, todo, run, progress, t0, dispatch, refuse) as assembly:
+        this_run = frozenset(
+            p.name[: -len(SHARD_SUFFIX)]
+            for p in (store / SHARDS_DIR).glob(f"r{run:03d}-*{SHARD_SUFFIX}")
+        )
+        return assembly(skipped=skipped, trusted=this_run, boxes=boxes)
+
+
+@contextlib.contextmanager
+def decoding(
+    store: Path,
+    options,
+    inputs,
+    todo: Sequence[int],
+    run: int,
+    progress,
+    started: float,
+    dispatch=None,
+    refuse: Callable[[Source], dict | None] | None = None,
+) -> Iterator[Callable[..., BuildReport]]:
+    """A build but its end: the sources ``todo`` of ``inputs`` decoded into ``store``'s shards
+    (:func:`decode_sources`), those that failed in an open :class:`FailureLog`; gives the
+    caller :func:`~._assemble.assemble` of this build, to call (with its ``skipped``,
+    ``trusted``, ``boxes``) once the shards are where the index is written from."""
+    with FailureLog(store, len(inputs.sources), inputs.failed_rows) as failures:
         decode_sources(
             store,
             options,
-            sources,
+            inputs.sources,
             todo,
             run=run,
             progress=progress,
@@ -123,21 +148,15 @@ def _build_locked(
             dispatch=dispatch,
             refuse=refuse,
         )
-        this_run = frozenset(
-            p.name[: -len(SHARD_SUFFIX)]
-            for p in (store / SHARDS_DIR).glob(f"r{run:03d}-*{SHARD_SUFFIX}")
-        )
-        return assemble(
+        yield functools.partial(
+            assemble,
             store,
-            sources,
+            inputs.sources,
             inputs.classes,
             options,
             failures,
-            reused=len(sources) - len(todo),
-            started=t0,
-            skipped=skipped,
-            trusted=this_run,
-            boxes=boxes,
+            reused=len(inputs.sources) - len(todo),
+            started=started,
         )
 
 

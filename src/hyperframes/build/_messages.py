@@ -16,11 +16,16 @@ __all__ = ["Done", "Exit", "Failed", "Fatal", "Frames", "Message", "Start"]
 
 
 @dataclasses.dataclass(frozen=True)
-class Start:
-    """Worker ``worker`` began item ``item`` (an index into the build's sources)."""
+class _ItemMessage:
+    """What worker ``worker`` says of item ``item`` (an index into the build's sources)."""
 
     worker: int
     item: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Start(_ItemMessage):
+    """Worker ``worker`` began item ``item``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,22 +36,18 @@ class Frames:
 
 
 @dataclasses.dataclass(frozen=True)
-class Done:
+class Done(_ItemMessage):
     """Item ``item`` is stored: ``num_frames`` frames in ``nbytes`` bytes of payload."""
 
-    worker: int
-    item: int
     num_frames: int
     nbytes: int
 
 
 @dataclasses.dataclass(frozen=True)
-class Failed:
+class Failed(_ItemMessage):
     """Item ``item`` is not stored; ``error`` says why (``"Type: message"``). ``worker`` is -1
     when no worker had it (refused as it was handed out)."""
 
-    worker: int
-    item: int
     error: str
 
 

@@ -34,10 +34,8 @@ from ..inputs import scan_inputs
 from ..remote import RemoteFiles, join_url
 from ..store import track_keys
 from ..store.format import BUILD_PARAMS, LOCK, MANIFEST, RECORDS_SUFFIX, SHARD_SUFFIX, SHARDS_DIR
-from ._assemble import assemble
-from ._failures import FailureLog
 from ._flow import require_opencv
-from ._folder import decode_sources
+from ._folder import decoding
 from ._lock import StoreLock
 from ._publish import check_write_access, delete_objects, leftovers, publish_file, staging_dir
 from ._ray import run_on_ray
@@ -144,30 +142,10 @@ def _build_locked(folder: Path, url: str, options, inputs, t0, progress, ray_add
         delete_objects(url, [MANIFEST])
     run = _next_run(listing)
     dispatch = functools.partial(run_on_ray, address=ray_address, url=url)
-    with FailureLog(folder, len(sources), inputs.failed_rows) as failures:
-        decode_sources(
-            folder,
-            options,
-            sources,
-            todo,
-            run=run,
-            progress=progress,
-            failures=failures,
-            dispatch=dispatch,
-        )
+    with decoding(folder, options, inputs, todo, run, progress, t0, dispatch) as assembly:
         mirrored = _mirror(folder, remote.listing(refresh=True), remote)
         (folder / MANIFEST).unlink(missing_ok=True)
-        report = assemble(
-            folder,
-            sources,
-            inputs.classes,
-            options,
-            failures,
-            reused=len(sources) - len(todo),
-            started=t0,
-            skipped=inputs.skipped,
-            trusted=mirrored,
-        )
+        report = assembly(skipped=inputs.skipped, trusted=mirrored)
     report.failures_file = None  # (the staging folder is removed: the manifest lists them)
     _upload_index(folder, url)
     return report

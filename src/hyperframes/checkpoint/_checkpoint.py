@@ -59,7 +59,6 @@ real build.
 from __future__ import annotations
 
 import errno
-import math
 import os
 import pickle
 import random
@@ -89,7 +88,7 @@ from .._core._contract import InputContract
 from .._core._errors import ConfigError, InputError
 from .._core._limits import MAX_CLASSES, MAX_FPS, MAX_FRAMES
 from .._core._text import model_name
-from ._contract import check_frame_size, resolve_contract
+from ._contract import check_frame_size, is_frame_rate, resolve_contract
 
 __all__ = [
     "FORMAT",
@@ -314,11 +313,7 @@ def _check_entries(state: Mapping) -> tuple[int, int, str] | None:
     if not isinstance(recorded, Mapping):
         raise ConfigError(f"input: expected a mapping with size and fps, got {recorded!r:.80}")
     fps = recorded.get("fps")
-    if fps is not None and (
-        isinstance(fps, bool)
-        or not isinstance(fps, int | float)
-        or not (math.isfinite(fps) and 0 <= fps <= MAX_FPS)
-    ):
+    if fps is not None and not is_frame_rate(fps):
         raise ConfigError(
             f"input.fps: {fps!r:.80} is not a frame rate; allowed: a number >= 0 and <= "
             f"{MAX_FPS:g} (0 = every decoded frame)"

@@ -75,14 +75,21 @@ def _names_field(source: str, overrides: dict) -> bool:
     return ("size" in overrides and "size" in source) or ("fps" in overrides and "fps" in source)
 
 
+def is_frame_rate(value: Any) -> bool:
+    """Whether ``value`` is a frame rate a checkpoint may record: a number from 0 (every decoded
+    frame) to :data:`MAX_FPS`."""
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and 0 <= value <= MAX_FPS
+    )
+
+
 def _fps(value: Any, where: str) -> float | None:
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not (math.isfinite(value) and 0 <= value <= MAX_FPS)
-    ):
+    if not is_frame_rate(value):
         raise ConfigError(
             f"{where} must be a number >= 0 and <= {MAX_FPS:g} (0 = every decoded frame), "
             f"got {value!r:.80}"

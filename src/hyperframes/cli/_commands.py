@@ -9,11 +9,17 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from .._core._text import printable
 from ._from_model import model_values
 
 EXIT_OK, EXIT_FATAL, EXIT_FAILURES = 0, 1, 2
+
+
+def _same_names(args, *names: str) -> dict[str, Any]:
+    """The command line's values of ``names``, for the library's keywords of the same names."""
+    return {name: getattr(args, name) for name in names}
 
 
 def build(args) -> int:
@@ -42,10 +48,7 @@ def build(args) -> int:
         args.out,
         options,
         progress=not args.quiet,
-        input_format=args.input_format,
-        root=args.root,
-        engine=args.engine,
-        ray_address=args.ray_address,
+        **_same_names(args, "input_format", "root", "engine", "ray_address"),
     )
     print(report.summary())
     return report.exit_code
@@ -124,9 +127,7 @@ def show(args) -> int:
         open_store(args.store, cache_dir=args.cache_dir, cache_limit=args.cache_limit),
         args.video,
         args.out,
-        start=args.start,
-        frames=args.frames,
-        stride=args.stride,
+        **_same_names(args, "start", "frames", "stride"),
     )
     print(printable(shown.summary()))
     return EXIT_OK
@@ -147,10 +148,7 @@ def report(args) -> int:
         args.out,
         dataset=dataset,
         dataset_note=note,
-        sampler=args.sampler,
-        frames=args.frames,
-        videos=args.videos,
-        preview=args.preview,
+        **_same_names(args, "sampler", "frames", "videos", "preview"),
     )
     print(f"wrote {path}: open it in a browser (one file, no server)")
     return EXIT_OK
@@ -194,10 +192,7 @@ def bench(args) -> int:
 
     result = run_bench(
         args.data,
-        frames=args.frames,
-        batch=args.batch,
-        windows=args.windows,
-        size=args.size,
+        **_same_names(args, "frames", "batch", "windows", "size"),
         codecs=None
         if args.codecs is None
         else tuple(c.strip() for c in args.codecs.split(",") if c.strip()),
@@ -219,14 +214,8 @@ def plan(args) -> int:
     result = plan_store(
         args.data,
         BuildOptions(**model_values(args, BuildOptions)),
-        sample=args.sample,
-        budget=args.budget,
-        frames=args.frames,
-        batch=args.batch,
-        crop=args.crop,
-        seconds=args.seconds,
-        input_format=args.input_format,
-        root=args.root,
+        **_same_names(args, "sample", "budget", "frames", "batch", "crop", "seconds"),
+        **_same_names(args, "input_format", "root"),
         progress=not (args.quiet or args.json),
     )
     print(json.dumps(result.to_rows(), indent=1) if args.json else format_plan(result))
@@ -261,20 +250,11 @@ def predict(args) -> int:
     report = predict_video(
         args.checkpoint,
         args.video,
-        stride=args.stride,
-        ema=args.ema,
-        out=args.out,
-        annotate=args.annotate,
-        batch_size=args.batch_size,
-        device=args.device,
+        **_same_names(args, "stride", "ema", "out", "annotate", "batch_size", "device", "frames"),
+        **_same_names(args, "decoder", "reconstruct", "reconstructions", "short"),
         reuse=False if args.no_reuse else "auto",
         max_gap_seconds=args.max_gap,
         progress=not args.quiet,
-        frames=args.frames,
-        decoder=args.decoder,
-        reconstruct=args.reconstruct,
-        reconstructions=args.reconstructions,
-        short=args.short,
     )
     print(printable(report.summary()))  # (ESC in a video name: written as an escape)
     return EXIT_OK
@@ -353,15 +333,8 @@ def evaluate(args) -> int:
     result = evaluate_checkpoint(
         args.checkpoint,
         args.store,
-        split=args.split,
-        clips=args.clips,
-        crops=args.crops,
-        batch_size=args.batch_size,
-        workers=args.workers,
-        device=args.device,
-        out=args.out,
-        classes_by_index=args.classes_by_index,
-        frames=args.frames,
+        **_same_names(args, "split", "clips", "crops", "batch_size", "workers", "device", "out"),
+        **_same_names(args, "classes_by_index", "frames"),
     )
     if args.reconstructions:
         # deferred: the CLI loads a command's code when it runs
@@ -387,12 +360,7 @@ def recalibrate(args) -> int:
     report = recalibrate_checkpoint(
         args.checkpoint,
         args.store,
-        frames=args.frames,
-        split=args.split,
-        batches=args.batches,
-        batch_size=args.batch_size,
-        device=args.device,
-        out=args.out,
+        **_same_names(args, "frames", "split", "batches", "batch_size", "device", "out"),
     )
     print(printable(report.summary()))  # (ESC in a video name: written as an escape)
     return EXIT_OK

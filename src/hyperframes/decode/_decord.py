@@ -33,19 +33,12 @@ class DecordDecoder(LibraryDecoder):
     """decord's CPU VideoReader."""
 
     name = "decord"
-
-    def __init__(self):
-        import decord  # deferred: optional/heavy dependency
-
-        self._decord = decord
-
-    def version(self) -> str:
-        return f"decord {self._decord.__version__}"
+    module = "decord"
 
     def _open(self, found: Inspection):
         path = found.info.path
         try:
-            reader = self._decord.VideoReader(path, ctx=self._decord.cpu(0), num_threads=0)
+            reader = self._lib.VideoReader(path, ctx=self._lib.cpu(0), num_threads=0)
             picked = library_pick(found.streams, fps=reader.get_avg_fps(), frames=len(reader))
             if len(picked) > 1:
                 shape = reader[0].shape

@@ -8,6 +8,7 @@ to be upright at the inspected size (:func:`check_upright`)."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,14 @@ class LibraryDecoder:
 
     name: str
     resize_algorithm = PIL_BILINEAR
+    #: the library's module, imported when the decoder is made (an ImportError: not installed)
+    module = ""
+
+    def __init__(self) -> None:
+        self._lib: Any = importlib.import_module(self.module)  # deferred: optional dependency
+
+    def version(self) -> str:
+        return f"{self.name} {self._lib.__version__}"
 
     def probe(self, path: str, stream: int | None = None) -> VideoInfo:
         found = inspect(path, stream)

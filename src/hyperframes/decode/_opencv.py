@@ -30,17 +30,10 @@ class OpenCVDecoder(LibraryDecoder):
     """OpenCV's VideoCapture (FFmpeg backend); BGR converted to RGB with ``cvtColor``."""
 
     name = "opencv"
-
-    def __init__(self):
-        import cv2  # deferred: optional/heavy dependency
-
-        self._cv2 = cv2
-
-    def version(self) -> str:
-        return f"opencv {self._cv2.__version__}"
+    module = "cv2"
 
     def _open(self, found: Inspection):
-        cv2, path = self._cv2, found.info.path
+        cv2, path = self._lib, found.info.path
         try:
             capture = cv2.VideoCapture(path, cv2.CAP_FFMPEG)
             opened = capture.isOpened()
@@ -72,7 +65,7 @@ class OpenCVDecoder(LibraryDecoder):
     def _decode(
         self, capture, info: VideoInfo, report: DecodeReport | None = None
     ) -> Iterator[ArrayFrame]:
-        cv2 = self._cv2
+        cv2 = self._lib
         timeline = Timeline(info.fps, start=info.start_seconds)
         try:
             with decode_errors(info, "OpenCV", timeline):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from itertools import islice
 from typing import Any
 
@@ -259,14 +259,18 @@ class PyAVFrame:
             kwargs.update(width=width, height=height, interpolation="AREA")
         return kwargs
 
-    def to_rgb(self, size: tuple[int, int] | None = None) -> np.ndarray:
-        scaling = self._scaling(size)  # a bad size is the caller's ConfigError, raised here
+    def _converted(self, what: str, convert: Callable[..., Any], **kwargs: Any) -> Any:
+        """``convert(**kwargs)``, a failure raised as the :class:`DecodeError` naming the frame."""
         try:
-            rgb = self._frame.to_ndarray(format="rgb24", **scaling)
+            return convert(**kwargs)
         except Exception as e:
             raise DecodeError(
-                f"{self._path}: frame {self.index}: RGB conversion failed: {e}"
+                f"{self._path}: frame {self.index}: {what} conversion failed: {e}"
             ) from e
+
+    def to_rgb(self, size: tuple[int, int] | None = None) -> np.ndarray:
+        scaling = self._scaling(size)  # a bad size is the caller's ConfigError, raised here
+        rgb = self._converted("RGB", self._frame.to_ndarray, format="rgb24", **scaling)
         if self._turns:
             rgb = np.rot90(rgb, self._turns)
         return np.ascontiguousarray(rgb)
@@ -281,13 +285,7 @@ class PyAVFrame:
         source = self._frame.format.name
         if not source.startswith("yuv"):
             return None
-        scaling = self._scaling(size)
-        try:
-            yuv = self._frame.reformat(format="yuv420p", **scaling)
-        except Exception as e:
-            raise DecodeError(
-                f"{self._path}: frame {self.index}: I420 conversion failed: {e}"
-            ) from e
+        yuv = self._converted("I420", self._frame.reformat, format="yuv420p", **self._scaling(size))
         planes = []
         for p in yuv.planes:
             a = np.frombuffer(p, np.uint8).reshape(p.height, p.line_size)[:, : p.width]

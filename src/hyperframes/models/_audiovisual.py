@@ -30,10 +30,19 @@ import torch
 import torchvision
 from torch import Tensor, nn
 from torch.nn import functional as F
+from typing_extensions import Unpack
 
 from .._core._errors import ConfigError, DataError
 from .._core._layouts import AudioVisual
-from ._base import VideoModel, _check_int, _shape, mobilenet_features, preset, resnet_features
+from ._base import (
+    ModelArgs,
+    VideoModel,
+    _check_int,
+    _shape,
+    mobilenet_features,
+    preset,
+    resnet_features,
+)
 from ._channel import _TORCHVISION, conv_like
 from ._registry import register_model
 
@@ -75,14 +84,12 @@ class AudioVisualFusion(VideoModel):
     def __init__(
         self,
         backbone: str,
-        num_classes: int,
-        frames: int,
         *,
         n_mels: int = 64,
         columns_per_frame: int = 4,
-        checkpointing: bool = False,
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, 3, checkpointing)
+        super().__init__(**base)
         _check_int("n_mels", n_mels)
         _check_int("columns_per_frame", columns_per_frame)
         if backbone not in _TORCHVISION:
@@ -94,11 +101,11 @@ class AudioVisualFusion(VideoModel):
         self.n_mels = n_mels
         self.columns_per_frame = columns_per_frame
         first, head_prefix = _TORCHVISION[backbone]
-        net = getattr(torchvision.models, backbone)(weights=None, num_classes=num_classes)
+        net = getattr(torchvision.models, backbone)(weights=None, num_classes=self.num_classes)
         conv = net.get_submodule(first)
         with torch.no_grad():
-            weight = fuse_conv_weight(conv.weight, frames)
-        fused = conv_like(conv, (self.in_channels + 1) * frames, weight)
+            weight = fuse_conv_weight(conv.weight, self.frames)
+        fused = conv_like(conv, (self.in_channels + 1) * self.frames, weight)
         parent, _, leaf = first.rpartition(".")
         setattr(net.get_submodule(parent) if parent else net, leaf, fused)
         self.backbone = net

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
+from typing_extensions import Required, TypedDict, Unpack
 
 from .._core._errors import ConfigError, DataError
 from .._core._layouts import LAYOUTS, KeyframeWindow, Layout
@@ -37,6 +38,7 @@ from ._weights import adapt_state_dict
 __all__ = [
     "LAYOUTS",
     "Keyframes",
+    "ModelArgs",
     "VideoModel",
     "as_keyframes",
     "preset",
@@ -89,6 +91,20 @@ def to_layout(x: Tensor, layout: Layout) -> Tensor | Keyframes:
 
 def _shape(x: Any) -> str:
     return f"shape {tuple(x.shape)}" if isinstance(x, Tensor) else type(x).__name__
+
+
+#: the five-dimensional layouts: the axis of their channels, their shape with C as ``{}``
+_FIVE_DIMS = {"temporal": (2, "(B, T, {}, H, W)"), "conv3d": (1, "(B, {}, T, H, W)")}
+
+
+class ModelArgs(TypedDict, total=False):
+    """The keywords every model takes, declared once: a model's constructor takes its own
+    options and ``**base: Unpack[ModelArgs]``, handed to :class:`VideoModel` (whose signature
+    gives their defaults; :func:`preset` lists them among a builder's options)."""
+
+    num_classes: Required[int]
+    frames: Required[int]
+    checkpointing: bool
 
 
 class VideoModel(nn.Module):
@@ -150,9 +166,14 @@ class VideoModel(nn.Module):
         return to_layout(x, self.layout)
 
     def _temporal(self, x: Tensor) -> Tensor:
-        if not isinstance(x, Tensor) or x.dim() != 5 or x.shape[2] != self.in_channels:
+        return self._five_dims(x, "temporal")
+
+    def _five_dims(self, x: Tensor, layout: Layout) -> Tensor:
+        """``x`` if it is a batch of ``layout`` (temporal or conv3d) with this model's channels."""
+        axis, dims = _FIVE_DIMS[layout]
+        if not isinstance(x, Tensor) or x.dim() != 5 or x.shape[axis] != self.in_channels:
             raise DataError(
-                f"{self._who()} takes the temporal layout (B, T, {self.in_channels}, H, W); "
+                f"{self._who()} takes the {layout} layout {dims.format(self.in_channels)}; "
                 f"got {_shape(x)}"
             )
         return x
@@ -282,11 +303,7 @@ def preset(
     registry lists as options and checks a model's options against, is the constructor's less
     those: ``num_classes``, ``frames``, then the options in the constructor's order."""
     own = dict(defaults or {})
-    params = list(inspect.signature(cls.__init__).parameters.values())[1:]  # less self
-    try:
-        hints = typing.get_type_hints(cls.__init__)
-    except Exception:  # an annotation that does not resolve: those options take any value
-        hints = {}
+    params, hints = constructor_parameters(cls)
     kept = [p for p in params if p.name not in fixed and p.name not in set(omit)]
     kept = [p.replace(default=own[p.name]) if p.name in own else p for p in kept]
     first = [p for p in kept if p.name in ("num_classes", "frames")]
@@ -314,6 +331,29 @@ def preset(
         return build
 
     return wrap
+
+
+def constructor_parameters(cls: type[nn.Module]) -> tuple[list[inspect.Parameter], dict[str, Any]]:
+    """``cls.__init__``'s parameters (less ``self``) and their resolved annotations, with a
+    ``**base: Unpack[ModelArgs]`` spelled out as :class:`VideoModel`'s parameters of those names
+    (``num_classes`` and ``frames`` without defaults, the others keyword-only)."""
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # an annotation that does not resolve: those options take any value
+        hints = {}
+    params = []
+    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:  # less self
+        if p.kind is p.VAR_KEYWORD and hints.get(p.name) == Unpack[ModelArgs]:
+            del hints[p.name]
+            base = inspect.signature(VideoModel.__init__).parameters
+            base_hints = typing.get_type_hints(VideoModel.__init__)
+            for name in ModelArgs.__annotations__:
+                q = base[name]
+                params.append(q if q.default is q.empty else q.replace(kind=q.KEYWORD_ONLY))
+                hints[name] = base_hints[name]
+        else:
+            params.append(p)
+    return params, hints
 
 
 def stage_match(qualified: str, name: str) -> bool:

@@ -11,9 +11,10 @@ model: one 2D forward per window, against the keyframe models' 3D aggregator.
 from __future__ import annotations
 
 from torch import Tensor
+from typing_extensions import Unpack
 
 from .._core._errors import DataError
-from ._base import VideoModel, _shape, preset
+from ._base import ModelArgs, VideoModel, _shape, preset
 from ._channel import inflate_conv2d
 from ._keyframe import UNet
 from ._registry import register_model
@@ -30,16 +31,14 @@ class ChannelSegmenter(VideoModel):
 
     def __init__(
         self,
-        num_classes: int,
-        frames: int,
         base_width: int = 16,
         depth: int = 3,
-        checkpointing: bool = False,
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, 3, checkpointing)
-        self.segmenter = UNet(3, num_classes, base_width, depth)
+        super().__init__(**base)
+        self.segmenter = UNet(3, self.num_classes, base_width, depth)
         first = self.segmenter.inc[0]
-        self.segmenter.inc[0] = inflate_conv2d(first, frames)  # type: ignore[arg-type]
+        self.segmenter.inc[0] = inflate_conv2d(first, self.frames)  # type: ignore[arg-type]
         self.pretrained_inflate = ("segmenter.inc.0.weight",)
         self.pretrained_optional = ("segmenter.out.",)
 

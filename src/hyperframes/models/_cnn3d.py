@@ -10,9 +10,10 @@ from __future__ import annotations
 import torch
 import torchvision.models.video as tvv
 from torch import Tensor, nn
+from typing_extensions import Unpack
 
-from .._core._errors import ConfigError, DataError
-from ._base import VideoModel, _check_int, _shape, preset
+from .._core._errors import ConfigError
+from ._base import ModelArgs, VideoModel, _check_int, preset
 from ._norm import check_norm, norm_layer, replace_batch_norm
 from ._registry import register_model
 
@@ -31,12 +32,7 @@ class _Conv3dModel(VideoModel):
     layout = "conv3d"
 
     def _check(self, x: Tensor) -> Tensor:
-        if not isinstance(x, Tensor) or x.dim() != 5 or x.shape[1] != self.in_channels:
-            raise DataError(
-                f"{self._who()} takes the conv3d layout (B, {self.in_channels}, T, H, W); "
-                f"got {_shape(x)}"
-            )
-        return x
+        return self._five_dims(x, "conv3d")
 
 
 class TorchvisionVideo(_Conv3dModel):
@@ -45,13 +41,11 @@ class TorchvisionVideo(_Conv3dModel):
     def __init__(
         self,
         arch: str,
-        num_classes: int,
-        frames: int,
         dropout: float = 0.2,
-        checkpointing=False,
         norm: str = "batch",
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, 3, checkpointing)
+        super().__init__(**base)
         norm = check_norm(norm)
         if arch not in _TORCHVISION:
             raise ConfigError(
@@ -60,14 +54,14 @@ class TorchvisionVideo(_Conv3dModel):
             )
         self.arch = arch
         if arch == "s3d":
-            net = tvv.s3d(weights=None, num_classes=num_classes, dropout=dropout)
+            net = tvv.s3d(weights=None, num_classes=self.num_classes, dropout=dropout)
             # S3D's fixed (2, 7, 7) pool needs 224-pixel, 16-frame clips: pool adaptively.
             # Its last 2x2x2 max-pool rounds up, so T=4 clips survive; for the even sizes
             # of the standard clips (16 frames, 224 px) that changes nothing.
             net.avgpool = nn.AdaptiveAvgPool3d(1)
             net.features[13].ceil_mode = True
         else:
-            net = getattr(tvv, arch)(weights=None, num_classes=num_classes)
+            net = getattr(tvv, arch)(weights=None, num_classes=self.num_classes)
         # BatchNorm3d pools statistics over T: group/layer normalise each clip by its own
         replace_batch_norm(net, norm)
         self.backbone = net
@@ -128,14 +122,12 @@ class R2Plus1DTiny(_Conv3dModel):
 
     def __init__(
         self,
-        num_classes: int,
-        frames: int,
         base_width: int = 8,
         dropout: float = 0.0,
-        checkpointing: bool = False,
         norm: str = "batch",
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, 3, checkpointing)
+        super().__init__(**base)
         _check_int("base_width", base_width)
         norm = check_norm(norm)
         w = base_width
@@ -152,7 +144,7 @@ class R2Plus1DTiny(_Conv3dModel):
         self.stages = nn.ModuleList(stages)
         self.pool = nn.AdaptiveAvgPool3d(1)
         self.dropout = nn.Dropout(dropout)
-        self.fc = nn.Linear(cin, num_classes)
+        self.fc = nn.Linear(cin, self.num_classes)
         self.pretrained_optional = ("fc.",)
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -167,7 +159,9 @@ def _tv(arch: str):
     def build(
         num_classes: int, frames: int, checkpointing: bool = False, norm: str = "batch"
     ) -> TorchvisionVideo:
-        return TorchvisionVideo(arch, num_classes, frames, checkpointing=checkpointing, norm=norm)
+        return TorchvisionVideo(
+            arch, num_classes=num_classes, frames=frames, checkpointing=checkpointing, norm=norm
+        )
 
     build.__doc__ = f"3D CNN: torchvision {arch} (Kinetics weights from a local file)."
     build.__name__ = arch

@@ -28,9 +28,10 @@ from torch import Tensor, nn
 from torchvision.models.detection import FCOS
 from torchvision.models.detection.anchor_utils import AnchorGenerator
 from torchvision.models.detection.fcos import FCOSHead
+from typing_extensions import Unpack
 
 from .._core._errors import ConfigError, DataError
-from ._base import VideoModel, _shape
+from ._base import ModelArgs, VideoModel, _shape, preset
 from ._channel import inflate_conv2d
 from ._registry import register_model
 
@@ -108,15 +109,13 @@ class ChannelDetector(VideoModel):
 
     def __init__(
         self,
-        num_classes: int,
-        frames: int,
-        in_channels: int = 3,
-        checkpointing: bool = False,
         backbone: str = "tiny",
         width: int = 32,
         head_convs: int = 1,
+        in_channels: int = 3,
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, in_channels, checkpointing)
+        super().__init__(in_channels=in_channels, **base)
         if backbone not in BACKBONES:
             raise ConfigError(
                 f"backbone: {backbone!r} is not a detection backbone; allowed: "
@@ -129,10 +128,10 @@ class ChannelDetector(VideoModel):
             )
         if isinstance(head_convs, bool) or not isinstance(head_convs, int) or head_convs < 0:
             raise ConfigError(f"head_convs: {head_convs!r}; allowed: an integer >= 0")
-        body = _Pyramid(backbone, width, in_channels, frames)
+        body = _Pyramid(backbone, width, in_channels, self.frames)
         anchors = AnchorGenerator(tuple((s,) for s in DETECTION_STRIDES), ((1.0,),) * 2)
-        head = FCOSHead(width, 1, num_classes, num_convs=head_convs)
-        self.detector = FCOS(body, num_classes, anchor_generator=anchors, head=head)
+        head = FCOSHead(width, 1, self.num_classes, num_convs=head_convs)
+        self.detector = FCOS(body, self.num_classes, anchor_generator=anchors, head=head)
         if backbone == "resnet18":
             self.pretrained_prefix = "detector.backbone."
             self.pretrained_rename = (
@@ -191,23 +190,9 @@ class ChannelDetector(VideoModel):
 
 
 @register_model("fcos_channel", layout="channel", family="detection", task="detection")
-def fcos_channel(
-    num_classes: int,
-    frames: int,
-    checkpointing: bool = False,
-    backbone: str = "tiny",
-    width: int = 32,
-    head_convs: int = 1,
-) -> ChannelDetector:
+@preset(ChannelDetector, omit=("in_channels",))
+def fcos_channel() -> None:
     """Detection: torchvision FCOS with a 3T-channel first conv (repeat / T), middle frame."""
-    return ChannelDetector(
-        num_classes,
-        frames,
-        checkpointing=checkpointing,
-        backbone=backbone,
-        width=width,
-        head_convs=head_convs,
-    )
 
 
 def detection_head(num_classes: int) -> FCOS:

@@ -31,9 +31,19 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from typing_extensions import Unpack
 
 from .._core._errors import ConfigError, DataError
-from ._base import Keyframes, VideoModel, _check_int, as_keyframes, check_mask, masked_mean, preset
+from ._base import (
+    Keyframes,
+    ModelArgs,
+    VideoModel,
+    _check_int,
+    as_keyframes,
+    check_mask,
+    masked_mean,
+    preset,
+)
 from ._norm import check_norm, norm_layer
 from ._registry import register_model
 
@@ -150,18 +160,16 @@ class KeyframeSegmenter(VideoModel):
 
     def __init__(
         self,
-        num_classes: int,
-        frames: int,
         fusion: str = "concat",
         base_width: int = 16,
         depth: int = 3,
         hidden_channels: int = 8,
         aggregator_width: int = 16,
-        checkpointing: bool = False,
         attention: bool = False,
         norm: str = "batch",
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, 3, checkpointing)
+        super().__init__(**base)
         if fusion not in FUSIONS:
             raise ConfigError(f"unknown fusion {fusion!r}; expected one of {FUSIONS}")
         _check_int("hidden_channels", hidden_channels)
@@ -180,7 +188,7 @@ class KeyframeSegmenter(VideoModel):
         else:
             self.to_rgb = None
             f_in = 3 + hidden_channels
-        self.segmenter = UNet(f_in, num_classes, base_width, depth)
+        self.segmenter = UNet(f_in, self.num_classes, base_width, depth)
         self.aux_head = nn.Conv2d(hidden_channels, 3, 1)
         self.pretrained_optional = ("segmenter.out.", "aux_head.")
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from typing_extensions import Unpack
 
 from .._core._errors import ConfigError
 from ._backbones import BACKBONES_2D, Backbone2D, backbone_pretrained_map
-from ._base import VideoModel, _check_int, check_mask, preset
+from ._base import ModelArgs, VideoModel, _check_int, check_mask, preset
 from ._norm import check_norm, norm_layer
 from ._registry import register_model
 
@@ -54,17 +55,15 @@ class CNNLSTM(VideoModel):
 
     def __init__(
         self,
-        num_classes: int,
-        frames: int,
         encoder: str = "small",
         base_width: int = 16,
         hidden_size: int = 128,
         num_layers: int = 1,
         dropout: float = 0.0,
-        checkpointing: bool = False,
         norm: str = "batch",
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, 3, checkpointing)
+        super().__init__(**base)
         _check_int("hidden_size", hidden_size)
         _check_int("num_layers", num_layers)
         if encoder != "small" and norm != "batch":
@@ -86,7 +85,7 @@ class CNNLSTM(VideoModel):
             self.encoder.out_features, hidden_size, num_layers=num_layers, batch_first=True
         )
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(hidden_size, num_classes)
+        self.head = nn.Linear(hidden_size, self.num_classes)
         self.pretrained_optional = ("lstm.", "head.")
 
     def _encode(self, x: Tensor) -> Tensor:

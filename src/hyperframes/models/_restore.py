@@ -23,10 +23,11 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from typing_extensions import Unpack
 
 from .._core._contract import IMAGENET_MEAN, IMAGENET_STD
 from .._core._errors import ConfigError, DataError
-from ._base import VideoModel, _check_int, preset
+from ._base import ModelArgs, VideoModel, _check_int, preset
 from ._keyframe import UNet
 from ._registry import register_model
 
@@ -47,10 +48,12 @@ def bicubic_upscale(frame: Tensor, scale: int) -> Tensor:
 class _Restorer(VideoModel):
     """Shared by both: undoing the contract's normalisation, the input check."""
 
-    def __init__(self, num_classes, frames, mean, std, checkpointing) -> None:
+    def __init__(
+        self, mean: Sequence[float], std: Sequence[float], **base: Unpack[ModelArgs]
+    ) -> None:
         # the output is always the 3 RGB channels; a run's task names them r, g, b and
         # refuses another model.num_classes (the registry builds models with any)
-        super().__init__(num_classes, frames, 3, checkpointing)
+        super().__init__(**base)
         self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, 1, 3, 1, 1))
         self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, 1, 3, 1, 1))
 
@@ -71,20 +74,19 @@ class FrameInterpolator(_Restorer):
 
     def __init__(
         self,
-        num_classes: int,
-        frames: int,
         base_width: int = 16,
         depth: int = 3,
         mean: Sequence[float] = IMAGENET_MEAN,
         std: Sequence[float] = IMAGENET_STD,
-        checkpointing: bool = False,
+        **base: Unpack[ModelArgs],
     ) -> None:
+        frames = base["frames"]
         if frames < 3:  # a run also needs T odd (its config says so): a centred target
             raise ConfigError(
                 f"frames: {frames} but interpolation needs a window of 3 frames or more (the "
                 "middle frame T // 2 is the target, the others the input); allowed: 3, 5, 7, ..."
             )
-        super().__init__(num_classes, frames, mean, std, checkpointing)
+        super().__init__(mean, std, **base)
         self.net = UNet(3 * (frames - 1), 3, base_width, depth)
         nn.init.zeros_(self.net.out.weight)
         assert self.net.out.bias is not None
@@ -107,20 +109,18 @@ class FrameSuperResolver(_Restorer):
 
     def __init__(
         self,
-        num_classes: int,
-        frames: int,
         scale: int = 4,
         width: int = 32,
         blocks: int = 3,
         mean: Sequence[float] = IMAGENET_MEAN,
         std: Sequence[float] = IMAGENET_STD,
-        checkpointing: bool = False,
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, mean, std, checkpointing)
+        super().__init__(mean, std, **base)
         for name, value in (("scale", scale), ("width", width), ("blocks", blocks)):
             _check_int(name, value)
         self.scale = scale
-        layers: list[nn.Module] = [nn.Conv2d(3 * frames, width, 3, padding=1), nn.ReLU(True)]
+        layers: list[nn.Module] = [nn.Conv2d(3 * self.frames, width, 3, padding=1), nn.ReLU(True)]
         for _ in range(blocks):
             layers += [nn.Conv2d(width, width, 3, padding=1), nn.ReLU(True)]
         self.body = nn.Sequential(*layers)

@@ -22,9 +22,10 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from typing_extensions import Unpack
 
 from .._core._errors import ConfigError, DataError
-from ._base import VideoModel, _check_int, check_mask, masked_mean, preset
+from ._base import ModelArgs, VideoModel, _check_int, check_mask, masked_mean, preset
 from ._registry import register_model
 
 __all__ = ["VideoTransformer"]
@@ -101,8 +102,6 @@ class VideoTransformer(VideoModel):
 
     def __init__(
         self,
-        num_classes: int,
-        frames: int,
         image_size: int = 64,
         patch_size: int = 8,
         dim: int = 64,
@@ -111,10 +110,10 @@ class VideoTransformer(VideoModel):
         mlp_ratio: float = 2.0,
         divided: bool = False,
         dropout: float = 0.0,
-        checkpointing: bool = False,
         tubelet: int = 1,
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, 3, checkpointing)
+        super().__init__(**base)
         for name, value in (
             ("image_size", image_size),
             ("patch_size", patch_size),
@@ -124,10 +123,10 @@ class VideoTransformer(VideoModel):
             ("tubelet", tubelet),
         ):
             _check_int(name, value)
-        if frames % tubelet:
+        if self.frames % tubelet:
             raise ConfigError(
-                f"tubelet ({tubelet}) must divide frames ({frames}): each token embeds "
-                f"{tubelet} consecutive frames; allowed: a divisor of {frames}, e.g. 1"
+                f"tubelet ({tubelet}) must divide frames ({self.frames}): each token embeds "
+                f"{tubelet} consecutive frames; allowed: a divisor of {self.frames}, e.g. 1"
             )
         if dim % heads:
             raise ConfigError(f"dim ({dim}) must be a multiple of heads ({heads})")
@@ -144,14 +143,14 @@ class VideoTransformer(VideoModel):
             size = (tubelet, patch_size, patch_size)
             self.patch_embed = nn.Conv3d(3, dim, size, stride=size)
         self.pos_space = nn.Parameter(torch.zeros(1, 1, self.grid * self.grid, dim))
-        self.pos_time = nn.Parameter(torch.zeros(1, frames // tubelet, 1, dim))
+        self.pos_time = nn.Parameter(torch.zeros(1, self.frames // tubelet, 1, dim))
         nn.init.trunc_normal_(self.pos_space, std=0.02)
         nn.init.trunc_normal_(self.pos_time, std=0.02)
         self.blocks = nn.ModuleList(
             _Block(dim, heads, mlp_ratio, dropout, divided) for _ in range(depth)
         )
         self.norm = nn.LayerNorm(dim)
-        self.head = nn.Linear(dim, num_classes)
+        self.head = nn.Linear(dim, self.num_classes)
         self.pretrained_optional = ("head.",)
 
     def map_pretrained(self, state_dict):

@@ -12,10 +12,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from typing_extensions import Unpack
 
 from .._core._errors import ConfigError, DataError
 from ._backbones import Backbone2D, backbone_pretrained_map
-from ._base import VideoModel, check_mask, masked_mean, preset
+from ._base import ModelArgs, VideoModel, check_mask, masked_mean, preset
 from ._registry import register_model
 
 __all__ = ["TSM", "TemporalShiftConv2d", "temporal_shift"]
@@ -75,13 +76,11 @@ class TSM(VideoModel):
     def __init__(
         self,
         backbone: str,
-        num_classes: int,
-        frames: int,
         fold_div: int = 8,
         dropout: float = 0.0,
-        checkpointing: bool = False,
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, 3, checkpointing)
+        super().__init__(**base)
         if not backbone.startswith("resnet"):
             raise ConfigError(f"TSM shifts inside ResNet blocks; got backbone {backbone!r}")
         if isinstance(fold_div, bool) or not isinstance(fold_div, int) or fold_div < 2:
@@ -91,9 +90,9 @@ class TSM(VideoModel):
         net = self.backbone.net
         for layer in (net.layer1, net.layer2, net.layer3, net.layer4):
             for block in layer:
-                block.conv1 = TemporalShiftConv2d(block.conv1, frames, fold_div)
+                block.conv1 = TemporalShiftConv2d(block.conv1, self.frames, fold_div)
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(self.backbone.out_features, num_classes)
+        self.head = nn.Linear(self.backbone.out_features, self.num_classes)
         for k, v in backbone_pretrained_map(backbone, "backbone.", head="head.").items():
             setattr(self, k, v)
         self.pretrained_optional = ("head.",)

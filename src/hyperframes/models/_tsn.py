@@ -12,10 +12,11 @@ from typing import Literal, get_args
 
 import torch
 from torch import Tensor, nn
+from typing_extensions import Unpack
 
 from .._core._errors import ConfigError
 from ._backbones import Backbone2D, backbone_pretrained_map
-from ._base import VideoModel, check_mask, masked_mean, preset
+from ._base import ModelArgs, VideoModel, check_mask, masked_mean, preset
 from ._registry import register_model
 
 __all__ = ["TSN", "consensus"]
@@ -53,20 +54,18 @@ class TSN(VideoModel):
     def __init__(
         self,
         backbone: str,
-        num_classes: int,
-        frames: int,
         consensus: Consensus = "avg",
         dropout: float = 0.0,
-        checkpointing: bool = False,
+        **base: Unpack[ModelArgs],
     ) -> None:
-        super().__init__(num_classes, frames, 3, checkpointing)
+        super().__init__(**base)
         if consensus not in CONSENSUS:
             raise ConfigError(f"unknown consensus {consensus!r}; expected one of {CONSENSUS}")
         self.consensus = consensus
         self.backbone = Backbone2D(backbone)
         feat = self.backbone.out_features
         self.dropout = nn.Dropout(dropout)
-        self.head = nn.Linear(feat, num_classes)
+        self.head = nn.Linear(feat, self.num_classes)
         self.attention = nn.Linear(feat, 1) if consensus == "attention" else None
         for k, v in backbone_pretrained_map(backbone, "backbone.", head="head.").items():
             setattr(self, k, v)

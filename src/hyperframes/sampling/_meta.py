@@ -9,7 +9,8 @@ item costs microseconds even for hundreds of thousands of videos.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,7 +23,29 @@ if TYPE_CHECKING:
 __all__ = ["PerFrame", "Plan", "VideoMeta", "VideoTable", "as_video_table"]
 
 
+#: what a per-frame column must hold beyond one value per stored frame: when its values are
+#: bad, and what is said of them after the column's name
+_PER_FRAME_RULES: dict[str, tuple[Callable[[np.ndarray], bool], str]] = {
+    "pts_seconds": (
+        lambda a: not np.all(np.isfinite(a)) or bool(np.any(np.diff(a) < 0)),
+        "must be finite and non-decreasing (one time per stored frame, in frame order); pass "
+        "pts_seconds=None to use fps instead",
+    ),
+    "change_score": (
+        lambda a: bool(np.any(np.isnan(a))),
+        "contains NaN; compute it with hyperframes.store.change_score(frames)",
+    ),
+    "flow_score": (
+        lambda a: not np.all(np.isfinite(a) & (a >= 0)),
+        "must be finite and >= 0 (the mean flow length from the frame before, in pixels, as a "
+        "--flow store build records it)",
+    ),
+}
+
+
 def _check_per_frame(name: str, values, num_frames: int, where: str) -> np.ndarray | None:
+    """``values`` of the per-frame column ``name`` as float64, checked (one per stored frame,
+    and its :data:`_PER_FRAME_RULES`); None stays None."""
     if values is None:
         return None
     arr = np.asarray(values, dtype=np.float64).reshape(-1)
@@ -31,37 +54,15 @@ def _check_per_frame(name: str, values, num_frames: int, where: str) -> np.ndarr
             f"{where}: {name} has {arr.shape[0]} values but the video has {num_frames} frames; "
             f"give one value per stored frame (or None)"
         )
+    bad, said = _PER_FRAME_RULES[name]
+    if bad(arr):
+        raise DataError(f"{where}: {name} {said}")
     return arr
 
 
-def _check_pts(pts, num_frames: int, where: str) -> np.ndarray | None:
-    arr = _check_per_frame("pts_seconds", pts, num_frames, where)
-    if arr is not None and (not np.all(np.isfinite(arr)) or np.any(np.diff(arr) < 0)):
-        raise DataError(
-            f"{where}: pts_seconds must be finite and non-decreasing (one time per stored frame, "
-            f"in frame order); pass pts_seconds=None to use fps instead"
-        )
-    return arr
-
-
-def _check_scores(scores, num_frames: int, where: str) -> np.ndarray | None:
-    arr = _check_per_frame("change_score", scores, num_frames, where)
-    if arr is not None and np.any(np.isnan(arr)):
-        raise DataError(
-            f"{where}: change_score contains NaN; compute it with "
-            f"hyperframes.store.change_score(frames)"
-        )
-    return arr
-
-
-def _check_flow_scores(scores, num_frames: int, where: str) -> np.ndarray | None:
-    arr = _check_per_frame("flow_score", scores, num_frames, where)
-    if arr is not None and not np.all(np.isfinite(arr) & (arr >= 0)):
-        raise DataError(
-            f"{where}: flow_score must be finite and >= 0 (the mean flow length from the "
-            f"frame before, in pixels, as a --flow store build records it)"
-        )
-    return arr
+_check_pts = functools.partial(_check_per_frame, "pts_seconds")
+_check_scores = functools.partial(_check_per_frame, "change_score")
+_check_flow_scores = functools.partial(_check_per_frame, "flow_score")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

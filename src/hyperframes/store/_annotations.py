@@ -86,6 +86,21 @@ class Annotations:
     def has_segments(self) -> bool:
         return len(self.segments) > 0
 
+    def files(self) -> dict[str, np.ndarray]:
+        """The optional index files these annotations have content for: file name → array,
+        in :data:`ANNOTATION_FILES` order (what :func:`read_annotations` reads back)."""
+        arrays = {}
+        if self.has_segments:
+            arrays[SEGMENTS_FILE] = self.segments
+            arrays[SEGMENT_LABELS_FILE] = self.segment_labels
+        if len(self.video_labels):
+            arrays[VIDEO_LABELS_FILE] = self.video_labels
+        if self.signatures is not None:
+            arrays[SIGNATURES_FILE] = self.signatures
+        if self.boxes is not None:
+            arrays[BOXES_FILE] = self.boxes
+        return arrays
+
     def segment_rows(self, video: int) -> np.ndarray:
         """The rows of ``segments`` of store video ``video`` (int64, in time order)."""
         v = self.segments["video"]

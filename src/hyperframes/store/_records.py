@@ -13,6 +13,18 @@ import numpy as np
 from ._annotations import Annotations
 
 
+def _column(
+    name: str, dtype: type, doc: str | None = None
+) -> functools.cached_property[np.ndarray]:
+    """A column of the index's ``videos`` table as an array of ``dtype``, read once."""
+
+    def read(self) -> np.ndarray:
+        return self._v[name].astype(dtype)
+
+    read.__doc__ = doc
+    return functools.cached_property(read)
+
+
 @dataclasses.dataclass(frozen=True, repr=False)
 class VideoRecord:
     id: int
@@ -115,13 +127,8 @@ class VideoList(Sequence):
         )
 
     # vectorised columns (computed once), for planners and loaders over many videos
-    @functools.cached_property
-    def num_frames(self) -> np.ndarray:
-        return self._v["num_frames"].astype(np.int64)
-
-    @functools.cached_property
-    def label_ids(self) -> np.ndarray:
-        return self._v["label_id"].astype(np.int64)
+    num_frames = _column("num_frames", np.int64)
+    label_ids = _column("label_id", np.int64)
 
     @functools.cached_property
     def decode_errors(self) -> np.ndarray:
@@ -130,18 +137,13 @@ class VideoList(Sequence):
             return self._v["decode_errors"].astype(np.int64)
         return np.zeros(len(self._v), np.int64)
 
-    @functools.cached_property
-    def streams(self) -> np.ndarray:
-        """The video stream decoded per video: K of v:K, counting the source's video streams."""
-        return self._v["stream"].astype(np.int64)
-
-    @functools.cached_property
-    def fps(self) -> np.ndarray:
-        return self._v["fps"].astype(np.float64)
-
-    @functools.cached_property
-    def frame_start(self) -> np.ndarray:
-        return self._v["frame_start"].astype(np.int64)
+    streams = _column(
+        "stream",
+        np.int64,
+        "The video stream decoded per video: K of v:K, counting the source's video streams.",
+    )
+    fps = _column("fps", np.float64)
+    frame_start = _column("frame_start", np.int64)
 
     @functools.cached_property
     def shapes(self) -> np.ndarray:
@@ -150,15 +152,16 @@ class VideoList(Sequence):
             np.int64
         )
 
-    @functools.cached_property
-    def split_ids(self) -> np.ndarray:
-        """Index into :attr:`splits` per video (-1 when the video has no split)."""
-        return self._v["split_id"].astype(np.int64)
-
-    @functools.cached_property
-    def nbytes(self) -> np.ndarray:
-        """Payload bytes per video (as stored: compressed for a compressed codec)."""
-        return self._v["nbytes"].astype(np.int64)
+    split_ids = _column(
+        "split_id",
+        np.int64,
+        "Index into :attr:`splits` per video (-1 when the video has no split).",
+    )
+    nbytes = _column(
+        "nbytes",
+        np.int64,
+        "Payload bytes per video (as stored: compressed for a compressed codec).",
+    )
 
     @property
     def paths(self) -> list[str]:

@@ -25,19 +25,18 @@ from typing import TYPE_CHECKING
 from .._core._moved import moved_attribute
 
 if TYPE_CHECKING:
-    from ..checkpoint import load_checkpoint, save_checkpoint
-    from ..checkpoint import rebuild_model as rebuild_model
-    from ..checkpoint import resolve_contract as resolve_contract
-    from ._config._config import (
+    from .._core._config_models import (
         AugmentConfig,
         Config,
         DataConfig,
         EvalConfig,
         ModelConfig,
         TrainConfig,
-        apply_overrides,
-        save_config,
     )
+    from ..checkpoint import load_checkpoint, save_checkpoint
+    from ..checkpoint import rebuild_model as rebuild_model
+    from ..checkpoint import resolve_contract as resolve_contract
+    from ._config._config import apply_overrides, save_config
     from ._config._config import (
         precheck_config as precheck_config,
     )
@@ -69,15 +68,15 @@ if TYPE_CHECKING:
 _LAZY = {
     "DetectionDataset": "._tasks._detection",
     "SegmentationDataset": "._tasks._segmentation",
-    "AugmentConfig": "._config._config",
-    "Config": "._config._config",
-    "DataConfig": "._config._config",
-    "EvalConfig": "._config._config",
+    "AugmentConfig": ".._core._config_models",
+    "Config": ".._core._config_models",
+    "DataConfig": ".._core._config_models",
+    "EvalConfig": ".._core._config_models",
     "LeakageReport": "._config._leakage",
-    "ModelConfig": "._config._config",
+    "ModelConfig": ".._core._config_models",
     "RecalibrateReport": "._eval._recalibrate",
     "Task": "._tasks",
-    "TrainConfig": "._config._config",
+    "TrainConfig": ".._core._config_models",
     "TrainingInterrupted": "._loop._stopping",
     "apply_overrides": "._config._config",
     "check_leakage": "._config._leakage",

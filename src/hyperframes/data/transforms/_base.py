@@ -193,11 +193,17 @@ def each_sample(batch: Window, fn: Callable[[Window, int], Window], step) -> Win
         outs.append(out)
     if not outs:
         return batch
+    return _stacked(outs, f"{step!r} gave windows of different shapes {{}} in one batch")
+
+
+def _stacked(outs: list[Window], differ: str) -> Window:
+    """The windows ``outs`` stacked into a batch; :class:`DataError` when their shapes differ
+    (``differ``: what went wrong, ``{}`` standing for the shapes)."""
     shapes = sorted({tuple(o.frames.shape) for o in outs})
     if len(shapes) > 1:
         raise DataError(
-            f"{step!r} gave windows of different shapes {shapes} in one batch; end with a "
-            f"fixed-size transform (RandomResizedCrop, Resize with (h, w), CenterCrop)"
+            f"{differ.format(shapes)}; end with a fixed-size transform (RandomResizedCrop, "
+            "Resize with (h, w), CenterCrop)"
         )
     return Window(*(torch.stack(parts) for parts in zip(*outs)))
 
@@ -330,10 +336,4 @@ def apply_batch(
         )
         for i in range(b)
     ]
-    shapes = sorted({tuple(o.frames.shape) for o in outs})
-    if len(shapes) > 1:
-        raise DataError(
-            f"apply_batch: {transform!r} gave windows of different shapes {shapes}; end with a "
-            f"fixed-size transform (RandomResizedCrop, Resize with (h, w), CenterCrop)"
-        )
-    return Window(*(torch.stack(parts) for parts in zip(*outs)))
+    return _stacked(outs, f"apply_batch: {transform!r} gave windows of different shapes {{}}")

@@ -42,17 +42,7 @@ import yaml
 from pydantic import BaseModel
 
 from ..._core._atomic import write_text_atomic
-from ..._core._config_models import (
-    AUTO_STEPS,
-    MAX_CLIPS,
-    AugmentConfig,
-    Config,
-    DataConfig,
-    DownscaleConfig,
-    EvalConfig,
-    ModelConfig,
-    TrainConfig,
-)
+from ..._core._config_models import AUTO_STEPS, MAX_CLIPS, Config
 from ..._core._config_values import (
     MAX_BATCH_BYTES,
     SECTIONS,
@@ -81,13 +71,7 @@ __all__ = [
     "MAX_CONFIG_BYTES",
     "MAX_CONFIG_DEPTH",
     "MAX_CONFIG_VALUES",
-    "AugmentConfig",
     "Config",
-    "DataConfig",
-    "DownscaleConfig",
-    "EvalConfig",
-    "ModelConfig",
-    "TrainConfig",
     "apply_overrides",
     "check_config_values",
     "checked_sections",

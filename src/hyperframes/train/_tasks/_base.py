@@ -175,6 +175,16 @@ class Task(abc.ABC):
     def targets(self, batch) -> torch.Tensor:
         """The targets of a :class:`~hyperframes.data.HyperframeBatch`, on the CPU."""
 
+    def _batch_target(
+        self, batch, needs: str, fits: Callable[[torch.Tensor], bool] = lambda t: True
+    ) -> torch.Tensor:
+        """``batch.target``; a :class:`DataError` saying what this task ``needs`` when the batch
+        has none, or one that does not ``fits``."""
+        target = getattr(batch, "target", None)
+        if target is None or not fits(target):
+            raise DataError(f"the {self.name} task needs {needs}")
+        return target
+
     def mix(self, x, targets: torch.Tensor, *, rank: int, step: int):
         """``(x, mixed)``: the input after batch mixing, and the mixed targets for
         :meth:`loss` (``None``: not mixed). The default mixes nothing."""
@@ -317,12 +327,11 @@ class ClassificationTask(Task):
 
     @classmethod
     def resolve_classes(cls, store, *, num_classes, video_ids):
-        classes = list(store.classes)
-        if not classes:
-            raise DataError(
-                f"{store.path} has no class labels; a classification model needs a store built "
-                "from root/<label>/<video> or an annotation with labels"
-            )
+        classes = store_classes(
+            store,
+            "a classification model needs a store built from root/<label>/<video> or an "
+            "annotation with labels",
+        )
         labels = np.asarray(store.videos.label_ids)
         for role, ids in video_ids.items():
             unlabelled = [int(i) for i in ids if labels[i] < 0]
@@ -386,7 +395,7 @@ class ClassificationTask(Task):
 
     def metrics(self, pred):
         m = classification_metrics(pred["scores"], pred["labels"], self.classes)
-        m["loss"] = float(pred["losses"].mean()) if len(pred["losses"]) else float("nan")
+        m["loss"] = mean_loss(pred)
         return m
 
     def evaluate_views(self, views):
@@ -395,12 +404,8 @@ class ClassificationTask(Task):
         groups, _, _ = view_groups(views)
         prob, video_labels, _ = video_level(scores, labels, groups)
         per_video = classification_metrics(np.log(prob + 1e-12), video_labels, self.classes)
-        return {
-            "views": len(scores),
-            "clip_level": classification_metrics(scores, labels, self.classes),
-            "video_level": per_video,
-            "accuracy": per_video["top1"],
-        }
+        clip_level = classification_metrics(scores, labels, self.classes)
+        return views_metrics(len(scores), clip_level, per_video, accuracy=per_video["top1"])
 
     def video_predictions(self, views):
         """Per video (per segment, for ``per_segment`` views): its class (``label``), the
@@ -422,6 +427,26 @@ class ClassificationTask(Task):
             }
             for i, (g, t, b) in enumerate(zip(uniq, video_labels, best))
         ]
+
+
+def store_classes(store, needs: str) -> list[str]:
+    """The class names of ``store``; a :class:`DataError` saying what the task ``needs`` when
+    it has none."""
+    classes = list(store.classes)
+    if not classes:
+        raise DataError(f"{store.path} has no class labels; {needs}")
+    return classes
+
+
+def mean_loss(pred: Mapping[str, np.ndarray]) -> float:
+    """The mean of a prediction's per-window ``losses`` (NaN when it has none)."""
+    return float(pred["losses"].mean()) if len(pred["losses"]) else float("nan")
+
+
+def views_metrics(views: int, clip_level: dict, video_level: dict, **headline: float) -> dict:
+    """What ``evaluate_views`` returns: the number of ``views``, the metrics over clips and over
+    videos, and the ``headline`` numbers (e.g. ``accuracy``) taken from them."""
+    return {"views": views, "clip_level": clip_level, "video_level": video_level, **headline}
 
 
 def view_groups(views: Sequence[Mapping[str, np.ndarray]]):
@@ -492,14 +517,11 @@ class SegmentationTask(Task):
         return [str(i) for i in range(num_classes)]
 
     def targets(self, batch) -> torch.Tensor:
-        target = getattr(batch, "target", None)
-        if target is None:
-            raise DataError(
-                "the segmentation task needs masks in batch.target (B, H, W) but the batch has "
-                "none; give a dataset whose samples carry Hyperframe.target, such as "
-                "hyperframes.train.SegmentationDataset"
-            )
-        return target.to(torch.int64)
+        needs = (
+            "masks in batch.target (B, H, W) but the batch has none; give a dataset whose "
+            "samples carry Hyperframe.target, such as hyperframes.train.SegmentationDataset"
+        )
+        return self._batch_target(batch, needs).to(torch.int64)
 
     def loss(self, logits, targets, *, mixed=None):
         return F.cross_entropy(logits, targets, weight=self.class_weights)
@@ -523,7 +545,7 @@ class SegmentationTask(Task):
 
     def metrics(self, pred):
         m = segmentation_metrics(pred["confusion"].sum(axis=0), self.classes)
-        m["loss"] = float(pred["losses"].mean()) if len(pred["losses"]) else float("nan")
+        m["loss"] = mean_loss(pred)
         return m
 
     def evaluate_views(self, views):

@@ -26,10 +26,11 @@ import numpy as np
 import torch
 
 from ..._core._errors import ConfigError, DataError
-from ...data import HyperframeDataset, StageBatch
+from ...data import StageBatch
 from ...models import MAX_DETECTIONS, anchor_levels, decode_detections, detection_head, split_output
-from ._base import Task, cropped_with_targets, register_task, unfollowed_augmentation
+from ._base import Task, cropped_with_targets, mean_loss, register_task, unfollowed_augmentation
 from ._box_metrics import box_iou, coco_map, flicker_rate
+from ._key_geometry import KeyFrameDataset, KeyFrameGeometry
 
 __all__ = ["DetectionDataset", "DetectionTargets", "DetectionTask", "key_boxes"]
 
@@ -64,23 +65,10 @@ def crop_boxes(boxes: torch.Tensor, x0: float, y0: float, w: float, h: float) ->
     return out[keep]
 
 
-class DetectionTargets:
+class DetectionTargets(KeyFrameGeometry):
     """The detection task's target stage (:class:`~hyperframes.data.TargetStage`, at the
     read): each window's key frame boxes (N, 5), frames and boxes flipped and cropped together
     with the sample's own generator (module doc); a batch's lists padded with rows of -1."""
-
-    at = "read"
-
-    def __init__(
-        self,
-        *,
-        hflip: float = 0.0,
-        size: int | None = None,
-        scale: Sequence[float] = (0.35, 1.0),
-        ratio: Sequence[float] = (3 / 4, 4 / 3),
-    ) -> None:
-        self.hflip, self.size = float(hflip), size
-        self.scale, self.ratio = tuple(scale), tuple(ratio)
 
     def geometry(self, frames: torch.Tensor, boxes: torch.Tensor, g: torch.Generator):
         """One window's frames (T, C, H, W) and boxes flipped, then cropped and resized."""
@@ -122,29 +110,18 @@ class DetectionTargets:
         return frames, padded
 
 
-class DetectionDataset(HyperframeDataset):
+class DetectionDataset(KeyFrameDataset):
     """Windows of a store with boxes, each with its key frame's boxes as ``target`` (module
     doc), made by the detection target stage (:class:`DetectionTargets`). ``hflip``: the
     flip's probability; ``size``: the crop's side (None: whole frames), ``scale`` /
     ``ratio``: its area fraction and aspect ranges."""
 
-    def __init__(
-        self,
-        store,
-        video_ids,
-        *,
-        hflip: float = 0.0,
-        size: int | None = None,
-        scale: Sequence[float] = (0.35, 1.0),
-        ratio: Sequence[float] = (3 / 4, 4 / 3),
-        **kwargs,
-    ) -> None:
-        stage = DetectionTargets(hflip=hflip, size=size, scale=scale, ratio=ratio)
-        super().__init__(store, video_ids=video_ids, stage=stage, **kwargs)
+    stage_type = DetectionTargets
+
+    def __init__(self, store, video_ids, **kwargs) -> None:
+        super().__init__(store, video_ids, **kwargs)
         if len(store.videos):
             key_boxes(store, 0, 0)  # a store without boxes is refused here, not at a read
-        self.hflip, self.size = stage.hflip, stage.size
-        self.scale, self.ratio = stage.scale, stage.ratio
 
 
 @register_task
@@ -205,12 +182,11 @@ class DetectionTask(Task):
         return names + [f"class_{i}" for i in range(len(names), num_classes or len(names))]
 
     def targets(self, batch) -> torch.Tensor:
-        target = getattr(batch, "target", None)
-        if target is None or target.dim() != 3 or target.shape[-1] != 5:
-            raise DataError(
-                "the detection task needs boxes in batch.target (B, M, 5): x1, y1, x2, y2, "
-                "class (-1: padding); give a hyperframes.train.DetectionDataset"
-            )
+        needs = (
+            "boxes in batch.target (B, M, 5): x1, y1, x2, y2, class (-1: padding); give a "
+            "hyperframes.train.DetectionDataset"
+        )
+        target = self._batch_target(batch, needs, lambda t: t.dim() == 3 and t.shape[-1] == 5)
         return target.to(torch.float32)
 
     @staticmethod
@@ -288,7 +264,7 @@ class DetectionTask(Task):
         dets, gts = self._unpad(pred)
         m = coco_map(dets, gts, self.num_classes)
         out = {"map": m["map"], "map50": m["map50"], "windows": len(dets)}
-        out["loss"] = float(pred["losses"].mean()) if len(pred["losses"]) else float("nan")
+        out["loss"] = mean_loss(pred)
         return out
 
     def evaluate_views(self, views):

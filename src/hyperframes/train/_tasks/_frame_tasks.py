@@ -70,12 +70,11 @@ class _FrameTask(Task):
         return list(CHANNELS)
 
     def targets(self, batch) -> torch.Tensor:
-        target = getattr(batch, "target", None)
-        if target is None or target.ndim != 5 or target.shape[1] != 2:
-            raise DataError(
-                f"the {self.name} task needs batch.target (B, 2, 3, H, W): the true frame and "
-                "its baseline, which the trainer's data makes when train.task is a frame task"
-            )
+        needs = (
+            "batch.target (B, 2, 3, H, W): the true frame and its baseline, which the trainer's "
+            "data makes when train.task is a frame task"
+        )
+        target = self._batch_target(batch, needs, lambda t: t.ndim == 5 and t.shape[1] == 2)
         return target.to(torch.float32)
 
     def _check(self, out: torch.Tensor, targets: torch.Tensor) -> None:

@@ -28,7 +28,15 @@ import torch.nn.functional as F
 
 from ..._core._errors import DataError
 from ...data import HyperframeDataset
-from ._base import Task, register_task, view_groups, with_num_classes
+from ._base import (
+    Task,
+    mean_loss,
+    register_task,
+    store_classes,
+    view_groups,
+    views_metrics,
+    with_num_classes,
+)
 from ._metrics import nanmean as _nanmean
 
 __all__ = ["MultilabelTask", "average_precision", "multilabel_metrics"]
@@ -121,24 +129,19 @@ class MultilabelTask(Task):
 
     @classmethod
     def resolve_classes(cls, store, *, num_classes, video_ids):
-        classes = list(store.classes)
-        if not classes:
-            raise DataError(
-                f"{store.path} has no class labels; a multi-label model needs a store built "
-                "from an annotation with labels (a label per video, several, or labelled "
-                "segments)"
-            )
-        return with_num_classes(classes, num_classes)
+        needs = (
+            "a multi-label model needs a store built from an annotation with labels (a label "
+            "per video, several, or labelled segments)"
+        )
+        return with_num_classes(store_classes(store, needs), num_classes)
 
     def targets(self, batch) -> torch.Tensor:
-        target = getattr(batch, "target", None)
-        if target is None:
-            raise DataError(
-                "the multilabel task needs multi-hot targets in batch.target (B, C) but the "
-                "batch has none; give a dataset made with HyperframeDataset(..., "
-                "targets='multi_hot') (training with train.task: multilabel does)"
-            )
-        target = target.float()
+        needs = (
+            "multi-hot targets in batch.target (B, C) but the batch has none; give a dataset "
+            "made with HyperframeDataset(..., targets='multi_hot') (training with train.task: "
+            "multilabel does)"
+        )
+        target = self._batch_target(batch, needs).float()
         if target.dim() == 3:  # (B, T, C) per-frame classes: the window's are any frame's
             target = target.amax(dim=1)
         if self.label_map is not None and target.dim() == 2:  # the store's columns -> ours
@@ -182,7 +185,7 @@ class MultilabelTask(Task):
 
     def metrics(self, pred):
         m = multilabel_metrics(_sigmoid(pred["scores"]), pred["targets"], self.classes)
-        m["loss"] = float(pred["losses"].mean()) if len(pred["losses"]) else float("nan")
+        m["loss"] = mean_loss(pred)
         return m
 
     def _per_video(self, views):
@@ -201,12 +204,8 @@ class MultilabelTask(Task):
     def evaluate_views(self, views):
         probs, targets, _, video_probs, video_truth = self._per_video(views)
         per_video = multilabel_metrics(video_probs, video_truth, self.classes)
-        return {
-            "views": len(probs),
-            "clip_level": multilabel_metrics(probs, targets, self.classes),
-            "video_level": per_video,
-            "map": per_video["map"],
-        }
+        clip_level = multilabel_metrics(probs, targets, self.classes)
+        return views_metrics(len(probs), clip_level, per_video, map=per_video["map"])
 
     def video_predictions(self, views):
         """Per video: its classes (``label``), the classes of mean probability >= 0.5

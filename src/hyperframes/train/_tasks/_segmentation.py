@@ -28,8 +28,9 @@ import torchvision.transforms.v2.functional as TF
 from torchvision.transforms import InterpolationMode
 
 from ..._core._errors import DataError
-from ...data import HyperframeDataset, StageBatch
+from ...data import StageBatch
 from ...data.transforms import RandomResizedCrop
+from ._key_geometry import KeyFrameDataset, KeyFrameGeometry
 
 __all__ = ["SegmentationDataset", "SegmentationTargets", "masks_path"]
 
@@ -40,27 +41,18 @@ def masks_path(video_path: str) -> Path:
     return Path(video_path).with_suffix(".npz")
 
 
-class SegmentationTargets:
+class SegmentationTargets(KeyFrameGeometry):
     """The segmentation task's target stage (:class:`~hyperframes.data.TargetStage`, at the
     read): each window's key frame mask, frames and mask cropped and flipped together with
     the sample's own generator (module doc). Masks are cached for the most recent videos."""
 
-    at = "read"
-
-    def __init__(
-        self,
-        *,
-        hflip: float = 0.0,
-        size: int | None = None,
-        scale: tuple[float, float] = (0.35, 1.0),
-        ratio: tuple[float, float] = (3 / 4, 4 / 3),
-    ) -> None:
-        self.hflip = float(hflip)
+    def __init__(self, **geometry) -> None:
+        super().__init__(**geometry)
         #: the random crop of frames and mask (None: whole frames)
         self.crop = (
             None
-            if size is None
-            else RandomResizedCrop(size, scale=tuple(scale), ratio=tuple(ratio))  # type: ignore[arg-type]
+            if self.size is None
+            else RandomResizedCrop(self.size, scale=self.scale, ratio=self.ratio)  # type: ignore[arg-type]
         )
         self._masks: OrderedDict[int, np.ndarray] = OrderedDict()
 
@@ -148,25 +140,18 @@ class SegmentationTargets:
         return frames, mask[0]
 
 
-class SegmentationDataset(HyperframeDataset):
+class SegmentationDataset(KeyFrameDataset):
     """A :class:`~hyperframes.data.HyperframeDataset` of ``video_ids`` with the
     segmentation task's target stage (:class:`SegmentationTargets`): ``hflip``, ``size``,
     ``scale`` and ``ratio`` are its options (module doc)."""
 
-    def __init__(
-        self,
-        store,
-        video_ids,
-        *,
-        hflip: float = 0.0,
-        size: int | None = None,
-        scale: tuple[float, float] = (0.35, 1.0),
-        ratio: tuple[float, float] = (3 / 4, 4 / 3),
-        **kwargs,
-    ) -> None:
-        stage = SegmentationTargets(hflip=hflip, size=size, scale=scale, ratio=ratio)
-        super().__init__(store, video_ids=video_ids, stage=stage, **kwargs)
-        self.hflip, self.crop = stage.hflip, stage.crop
+    stage_type = SegmentationTargets
+
+    @property
+    def crop(self) -> RandomResizedCrop | None:
+        """The random crop of frames and mask (None: whole frames)."""
+        assert isinstance(self.stage, SegmentationTargets)
+        return self.stage.crop
 
     def video_masks(self, video_id: int) -> np.ndarray:
         """All masks (F, H, W) of a video, cached for the most recent videos."""
