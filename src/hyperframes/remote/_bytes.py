@@ -21,6 +21,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -209,11 +210,31 @@ class RemoteShards:
         """Fetch a future batch's ranges in the background (False: over ``budget``)."""
         return self.read_ahead.offer(self._merge(plan), budget)
 
+    def expect(self, make_plan: Callable[[], list]) -> None:
+        """The next reads of this thread are one batch, whose plan ``make_plan()`` gives.
+        Through the cache, a read whose ranges are all in it is served from it as they are
+        (``BlockCache.resident``): the plan is never made; the first read that finds one
+        missing fetches the whole batch then (``prefetch(make_plan())``). Without a cache,
+        or while the read-ahead holds batches (``prefetch`` takes them), it is fetched now."""
+        ahead = self._ahead
+        if self.cache is None or (ahead is not None and ahead.holds()):
+            self.prefetch(make_plan())
+            return
+        self._local.fetched = {}
+        self._local.expected = make_plan
+
+    def _fetch_expected(self) -> None:
+        """``prefetch`` the batch ``expect`` was told of, if it was not fetched yet."""
+        make_plan = getattr(self._local, "expected", None)
+        if make_plan is not None:
+            self.prefetch(make_plan())
+
     def prefetch(self, plan) -> None:
         """Fetch the ranges of a batch at once: ``plan`` is ``[(shard, offsets, nbytes)]``;
         every shard's ranges are coalesced and all requests go out together, or taken from
         the read-ahead when it fetched this batch already. Kept for this thread until its
         next prefetch: ``ranges`` serves what lies inside."""
+        self._local.expected = None
         merged = self._merge(plan)
         got = self._ahead.take(merged) if self._ahead is not None else None
         if got is None:
@@ -249,11 +270,32 @@ class RemoteShards:
         joined = np.concatenate([bufs[int(u)] for u in used])
         return joined, base[local.reshape(-1)] + (offsets - ms[g])
 
+    def _resident(self, parts, *, one_buffer: bool = False):
+        """``BlockCache.resident`` of ranges of shards, ``parts`` as ``[(shard, offsets,
+        nbytes)]`` (None without a cache)."""
+        cache = self.cache
+        if cache is None:
+            return None
+        url_of, sizes, etags = self.files.url_of, self.sizes, self.etags
+        keyed = [
+            (cache.key(url_of(self._rel(k)), sizes[k], etags[k]), sizes[k], offs, nbs)
+            for k, offs, nbs in parts
+        ]
+        return cache.resident(keyed, one_buffer=one_buffer)
+
     def ranges(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
         offsets = np.asarray(offsets, np.int64)
         nbytes = np.asarray(nbytes, np.int64)
         if not len(offsets):
             return np.zeros(0, np.uint8), offsets
+        served = self._prefetched(k, offsets, nbytes)
+        if served is not None:
+            return served
+        got = self._resident([(k, offsets, nbytes)], one_buffer=True)
+        if got is not None:  # (in one block of the cache: a view of it)
+            (block,), (where,) = got
+            return block, where - block.ctypes.data
+        self._fetch_expected()
         served = self._prefetched(k, offsets, nbytes)
         if served is not None:
             return served
@@ -264,7 +306,27 @@ class RemoteShards:
         buf = np.frombuffer(pieces[0] if len(pieces) == 1 else b"".join(pieces), np.uint8)
         return buf, base[group] + (offsets - ms[group])
 
+    def _resident_addresses(self, shard_of_row, offsets, nbytes):
+        """``addresses`` served from the cache when every range is in it, else None."""
+        if len(offsets) and (shard_of_row == shard_of_row[0]).all():  # (the usual batch)
+            got = self._resident([(int(shard_of_row[0]), offsets, nbytes)])
+            return None if got is None else (got[0], got[1][0])
+        shards = np.unique(shard_of_row).tolist()
+        rows = [np.flatnonzero(shard_of_row == sh) for sh in shards]
+        got = self._resident([(sh, offsets[r], nbytes[r]) for sh, r in zip(shards, rows)])
+        if got is None:
+            return None
+        src = np.empty(len(offsets), np.int64)
+        for r, where in zip(rows, got[1]):
+            src[r] = where
+        return got[0], src
+
     def addresses(self, shard_of_row: np.ndarray, offsets: np.ndarray, nbytes: np.ndarray):
+        if self.cache is not None and not getattr(self._local, "fetched", None):
+            got = self._resident_addresses(shard_of_row, offsets, nbytes)
+            if got is not None:
+                return got
+        self._fetch_expected()
         src = np.empty(len(offsets), np.int64)
         held = []
         for sh in np.unique(shard_of_row).tolist():
