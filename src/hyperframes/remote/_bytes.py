@@ -118,6 +118,7 @@ class RemoteShards:
         self.folder = folder
         self._pinned = {self._rel(k): etags[k] for k in range(len(names))}
         self.cache = cache
+        self._cache_keys: dict[int, str] = {}
         self._local = threading.local()
         self._ahead: ReadAhead | None = None
         self._ahead_lock = threading.Lock()
@@ -132,7 +133,7 @@ class RemoteShards:
         if self.cache is None:
             return self.files.read_ranges(rel, starts.tolist(), ends.tolist(), etag=etag)
         return self.cache.read_ranges(
-            key=self.cache.key(self.files.url_of(rel), self.sizes[k], etag),
+            key=self._cache_key(k),
             size=self.sizes[k],
             starts=starts.tolist(),
             ends=ends.tolist(),
@@ -270,18 +271,22 @@ class RemoteShards:
         joined = np.concatenate([bufs[int(u)] for u in used])
         return joined, base[local.reshape(-1)] + (offsets - ms[g])
 
+    def _cache_key(self, k: int) -> str:
+        """The cache's key of shard ``k`` (its URL, size and ETag; made once)."""
+        key = self._cache_keys.get(k)
+        if key is None:
+            assert self.cache is not None
+            url = self.files.url_of(self._rel(k))
+            key = self._cache_keys[k] = self.cache.key(url, self.sizes[k], self.etags[k])
+        return key
+
     def _resident(self, parts, *, one_buffer: bool = False):
         """``BlockCache.resident`` of ranges of shards, ``parts`` as ``[(shard, offsets,
         nbytes)]`` (None without a cache)."""
-        cache = self.cache
-        if cache is None:
+        if self.cache is None:
             return None
-        url_of, sizes, etags = self.files.url_of, self.sizes, self.etags
-        keyed = [
-            (cache.key(url_of(self._rel(k)), sizes[k], etags[k]), sizes[k], offs, nbs)
-            for k, offs, nbs in parts
-        ]
-        return cache.resident(keyed, one_buffer=one_buffer)
+        keyed = [(self._cache_key(k), self.sizes[k], offs, nbs) for k, offs, nbs in parts]
+        return self.cache.resident(keyed, one_buffer=one_buffer)
 
     def ranges(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
         offsets = np.asarray(offsets, np.int64)
