@@ -10,8 +10,10 @@ in it (``ranges``), or addresses for a codec that decodes between addresses (``a
   call go out concurrently (fsspec ``cat_ranges``). With a node-local
   :class:`~hyperframes.remote._cache.BlockCache`, ranges are served from fixed-size aligned blocks
   of the shards, each fetched once per node; a batch's ranges are then cut at block boundaries,
-  so each is a view of one mapped block (no join). The ranges of future batches can be fetched
-  in the background (:mod:`~hyperframes.remote._ahead`), and a batch read takes them from there.
+  so each is a view of one mapped block (no join). A batch whose ranges are all in the cache
+  is served from the blocks' maps as they are, its plan never made (``expect``,
+  ``BlockCache.resident``). The ranges of future batches can be fetched in the background
+  (:mod:`~hyperframes.remote._ahead`), and a batch read takes them from there.
 
 A source never reads a whole shard unless asked for every byte of it.
 """

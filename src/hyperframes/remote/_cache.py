@@ -28,6 +28,11 @@ a read is seen), and the entry is then mapped and checked again: a byte changed 
 even while a process has it open, is never served (as with a local store's memory map, a
 write while a read is decoding the bytes it was just handed is the one thing not caught).
 
+A batch is looked up at once (``resident``): its ranges are grouped by block with numpy, each
+block used is checked as above (one ``stat`` for the batch), and the ranges come back as
+addresses in the blocks' maps, so a warm batch costs no plan, no request and no copy (but for a
+range across a block boundary, whose two parts are joined).
+
 KEY hashes the shard's URL, size, ETag, the block size and the entry layout's version, so a
 shard replaced at its URL never meets old blocks, and no name holds anything but a hash and
 a number. The ETag is the one listed when the store was opened, and a missing block is
@@ -40,10 +45,12 @@ Guarantees (tested in ``tests/test_s3.py``):
   evicts least recently used entries (by mtime, refreshed by a hit at most every
   ``TOUCH_SECONDS`` per process) and is skipped when that cannot free room;
 - safe with several processes: no shared state but the files (mapped read-only) and flocks;
-- an entry a reader is mapping is never evicted: readers hold ``LOCK_SH`` on it while checking
-  and mapping it; eviction takes ``LOCK_EX | LOCK_NB`` and passes over a busy entry. An entry
-  evicted after a process mapped it stays valid there (unlinking keeps a mapped file's pages);
-  its disk space comes back when that process next looks it up (it is found gone and unmapped);
+- an entry a process has mapped is never evicted: readers take ``LOCK_SH`` on it to check and
+  map it, and the map keeps that lock (it holds the open file) until the process lets the map
+  go (its LRU touch, or the entry found changed, maps it anew); eviction takes ``LOCK_EX |
+  LOCK_NB`` and passes over a busy entry. An entry removed from outside after a process
+  mapped it (by hand, a cleaner) is never served from that map again: the next read finds it
+  gone, lets the map go (its disk space comes back) and fetches the block again;
 - crashes: entries are written to ``tmp/``, fsynced and renamed into ``blocks/``, so a killed
   writer leaves at most a temp file (removed by the next insert), and no piece is served
   before its checksum and the seal check, so a damaged entry is dropped and fetched again;

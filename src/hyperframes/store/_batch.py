@@ -142,7 +142,8 @@ class BatchReads(StoreBase):
     def fetch_batch(self, requests: Sequence[tuple]) -> None:
         """A store at a URL: fetch every range the ``(video, frame_indices)`` reads of a batch
         need at once (or take them from the read-ahead), for this thread's next reads of
-        them; nothing for a local store."""
+        them; through a node cache, only when a read finds a range missing from it
+        (``RemoteShards.expect``); nothing for a local store."""
         if not self._source.is_local:
             reqs = [(self._video_id(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
             self._source.expect(lambda: self._batch_plan(reqs))
