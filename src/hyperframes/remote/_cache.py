@@ -258,12 +258,13 @@ class BlockCache:
         are in use) and, per part, the address of each range's first byte.
 
         Planned for all ranges of a part at once with numpy. Each block used is checked as
-        ``get`` checks it, once for the call: one ``stat``, its stamp compared with its map's;
-        a block whose pieces were not all checked yet (or that is due for an LRU touch) goes
-        through ``get``'s steps for the span the ranges want of it. A range inside one block
+        ``get`` checks it, once for the call: one ``stat``, its stamp compared with its map's,
+        its pieces from the first to the last byte wanted checked (each hashed once per map);
+        a block not mapped yet, changed, damaged or due for its LRU touch goes through
+        ``get``'s steps for that span. A range inside one block
         is a view of its map (no copy, no hashing once warm); one across a block boundary is
         its blocks' parts joined (as ``read_ranges`` serves it). None when a range is empty
-        or longer than a block, a block is missing or damaged, the cache failed, or
+        or spans more than two blocks, a block is missing or damaged, the cache failed, or
         (``one_buffer``) the ranges would not lie in one buffer: the caller reads them through
         ``read_ranges`` then."""
         if not self._usable():
@@ -275,13 +276,13 @@ class BlockCache:
         now = time.monotonic()
         try:
             for key, size, offsets, nbytes in parts:
-                if not len(offsets) or (nbytes <= 0).any() or (nbytes > bb).any():
-                    return None
-                if (offsets + nbytes > size).any():
+                if not len(offsets) or nbytes.min() <= 0:
                     return None
                 block = offsets // bb
                 rel = offsets - block * bb
-                end = rel + nbytes
+                end = rel + nbytes  # (past the object's end: found in the loop, z > m.n)
+                if end.max() > 2 * bb:  # (a range over more than two blocks)
+                    return None
                 cross = np.flatnonzero(end > bb)
                 if len(cross):  # (these use the next block too, from its first byte)
                     gb = np.concatenate([block, block[cross] + 1])
@@ -303,6 +304,8 @@ class BlockCache:
                 names = self._names.get(key)
                 if names is None:
                     names = self._names[key] = [f"{key}-{b}" for b in range(-(-size // bb))]
+                if used[-1] >= len(names):  # (past the object's end)
+                    return None
                 maps = []
                 for b, a, z in zip(used.tolist(), lo.tolist(), hi.tolist()):
                     name = names[b]
