@@ -516,6 +516,8 @@ def test_warm_batches_are_served_from_the_blocks_without_a_plan(sharded, tmp_pat
     assert calls["plans"] == 0 and s._source.cache.hits > hits
     for v, ix in windows:
         assert np.array_equal(s.read_numpy(v, ix), loc.read_numpy(v, ix))
+    boxed = s.read_batch(windows[:8], size=(16, 16)).numpy()  # cropped and resized
+    assert np.array_equal(boxed, loc.read_batch(windows[:8], size=(16, 16)).numpy())
     assert s._files.traffic.bytes == before  # nothing fetched
 
 
