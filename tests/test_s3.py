@@ -278,7 +278,7 @@ def _flip(path: Path, at: int) -> None:
         f.write(bytes([b[0] ^ 0xFF]))
 
 
-def test_cache_entry_flipped_under_a_live_store_is_refetched(built, tmp_path):
+def test_cache_entry_flipped_under_a_live_store_is_refetched(built, tmp_path, monkeypatch):
     """A byte changed in a cache entry after this very Store object read and checked it is
     detected on the next read (every read checks what it serves) and fetched again."""
     url, local = built["lz4"]
@@ -286,7 +286,9 @@ def test_cache_entry_flipped_under_a_live_store_is_refetched(built, tmp_path):
     want = open_store(local).read_batch(WINDOWS).numpy()
     s = open_remote(url, cache_dir=cache, cache_limit=10**7, cache_block_bytes=4096)
     assert np.array_equal(s.read_batch(WINDOWS).numpy(), want)  # fills the cache
-    assert np.array_equal(s.read_batch(WINDOWS).numpy(), want)  # served from it
+    calls = _count_plans(s, monkeypatch)
+    assert np.array_equal(s.read_batch(WINDOWS).numpy(), want)  # served from its maps
+    assert calls["plans"] == 0
     entries = sorted((cache / "blocks").iterdir())
     before, misses = s._files.traffic.bytes, s._source.cache.misses
     for e in entries:  # every entry damaged in place, inside the bytes it serves
@@ -458,6 +460,178 @@ def test_killed_cache_fill_leaves_no_served_entry(tmp_path):
     # a truncated entry (e.g. copied in by hand) is refused too
     (tmp_path / "blocks" / "cut").write_bytes(b"o" * 5)
     assert c.get("cut") is None and not (tmp_path / "blocks" / "cut").exists()
+
+
+# -- warm reads: served from the blocks' maps as they are (issue 34 item 7) -----------------
+
+#: a cache block size under which the sharded store's chunks (71-358 bytes) cross boundaries
+_SMALL_BLOCK = 1000
+
+
+@pytest.fixture(scope="module")
+def sharded(class_folder, s3_server, tmp_path_factory):
+    """An lz4 store of the class folder in several shards, in a local folder and at a URL."""
+    root = tmp_path_factory.mktemp("sharded")
+    opts = BuildOptions(codec="lz4", size="32", shard_bytes=5_000)
+    local = Path(build_store(class_folder, root / "lz4", opts, progress=False).store)
+    url = f"s3://{s3_server['bucket']}/sharded-lz4"
+    publish_store(local, url)
+    return url, local
+
+
+def _count_plans(store, monkeypatch) -> dict[str, int]:
+    """Count the batch plans ``store`` makes from now on."""
+    calls = {"plans": 0}
+    plan = store._batch_plan
+
+    def counted(reqs):
+        calls["plans"] += 1
+        return plan(reqs)
+
+    monkeypatch.setattr(store, "_batch_plan", counted)
+    return calls
+
+
+def test_warm_batches_are_served_from_the_blocks_without_a_plan(sharded, tmp_path, monkeypatch):
+    """Once every block a batch needs is in the cache, read_batch makes no batch plan and
+    fetches nothing: each chunk is addressed in its block's map (one across a block boundary
+    joined), across shards, and the frames are the local store's, batch by batch and window
+    by window."""
+    url, local = sharded
+    loc = open_store(local)
+    rows = loc._chunks
+    ends = rows["offset"] + rows["nbytes"] - 1
+    assert ((rows["offset"] // _SMALL_BLOCK) != (ends // _SMALL_BLOCK)).any()
+    assert len(loc.manifest["shards"]) > 1
+    windows = _windows(loc)  # every 4-frame window of every video: every chunk
+    want = loc.read_batch(windows).numpy()
+    s = open_remote(
+        url, cache_dir=tmp_path / "c", cache_limit=10**7, cache_block_bytes=_SMALL_BLOCK
+    )
+    assert np.array_equal(s.read_batch(windows).numpy(), want)  # fills the cache
+    calls = _count_plans(s, monkeypatch)
+    before, hits = s._files.traffic.bytes, s._source.cache.hits
+    for b in range(0, len(windows), 8):
+        assert np.array_equal(s.read_batch(windows[b : b + 8]).numpy(), want[b : b + 8])
+    assert calls["plans"] == 0 and s._source.cache.hits > hits
+    for v, ix in windows:
+        assert np.array_equal(s.read_numpy(v, ix), loc.read_numpy(v, ix))
+    boxed = s.read_batch(windows[:8], size=(16, 16)).numpy()  # cropped and resized
+    assert np.array_equal(boxed, loc.read_batch(windows[:8], size=(16, 16)).numpy())
+    assert s._files.traffic.bytes == before  # nothing fetched
+
+
+_EVICTOR = textwrap.dedent(
+    """
+    import sys
+    from hyperframes.remote._cache import BlockCache, entry_bytes
+    cache, block = sys.argv[1], int(sys.argv[2])
+    c = BlockCache(cache, entry_bytes(block), block_bytes=block)
+    print(c.put("other", bytes(block)))  # room for this one only: every other entry must go
+    """
+)
+
+_FILLER_READER = textwrap.dedent(
+    """
+    import sys, json
+    from hyperframes.store._remote_store import open_remote
+    url, cache, block, windows = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    s = open_remote(url, cache_dir=cache, cache_limit=10**7, cache_block_bytes=block)
+    s.read_batch(json.loads(windows))
+    """
+)
+
+
+def _run(code: str, *args) -> str:
+    env = {**os.environ, "PYTHONPATH": SRC}
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def _warm(url, local, cache, monkeypatch):
+    """``(store, windows, want)``: a store at ``url`` whose cache in ``cache`` holds (and whose
+    process maps) every block of twelve windows, which it read twice; plans counted."""
+    windows = _windows(open_store(local))[:12]
+    want = open_store(local).read_batch(windows).numpy()
+    s = open_remote(url, cache_dir=cache, cache_limit=10**7, cache_block_bytes=_SMALL_BLOCK)
+    for _ in range(2):  # filled, then served from the maps
+        assert np.array_equal(s.read_batch(windows).numpy(), want)
+    return s, windows, want
+
+
+def test_blocks_mapped_here_are_not_evicted_by_another_process(sharded, tmp_path, monkeypatch):
+    """Another process that needs room cannot evict the blocks this process has mapped (the
+    map keeps the shared lock taken while mapping): its insert is skipped, and reads here go
+    on from the maps, fetching nothing."""
+    url, local = sharded
+    cache = tmp_path / "cache"
+    s, windows, want = _warm(url, local, cache, monkeypatch)
+    mapped = set(s._source.cache._maps)
+    assert _run(_EVICTOR, cache, _SMALL_BLOCK) == "False"
+    assert {p.name for p in (cache / "blocks").iterdir()} == mapped
+    calls = _count_plans(s, monkeypatch)
+    before = s._files.traffic.bytes
+    assert np.array_equal(s.read_batch(windows).numpy(), want)
+    assert s._files.traffic.bytes == before and calls["plans"] == 0
+
+
+def test_blocks_removed_under_this_process_are_fetched_again(sharded, tmp_path, monkeypatch):
+    """Blocks removed from the cache folder after this process mapped them (by hand, or by
+    any cleaner) are not served from the maps it kept: the next batch finds each gone,
+    fetches it again and caches it anew; frames right."""
+    url, local = sharded
+    cache = tmp_path / "cache"
+    s, windows, want = _warm(url, local, cache, monkeypatch)
+    entries = sorted((cache / "blocks").iterdir())
+    for e in entries:
+        e.unlink()
+    before, misses = s._files.traffic.bytes, s._source.cache.misses
+    assert np.array_equal(s.read_batch(windows).numpy(), want)
+    assert s._source.cache.misses == misses + len(entries)  # each block fetched again
+    assert s._files.traffic.bytes > before
+    assert sorted((cache / "blocks").iterdir()) == entries
+
+
+def test_blocks_filled_again_by_another_process_are_mapped_anew(sharded, tmp_path, monkeypatch):
+    """Blocks removed under this process and then filled again by another process's read
+    are mapped anew (their files are new) and served from there: nothing fetched here,
+    frames right, and none of the maps made before is used."""
+    import json
+
+    url, local = sharded
+    cache = tmp_path / "cache"
+    s, windows, want = _warm(url, local, cache, monkeypatch)
+    old = dict(s._source.cache._maps)
+    for e in (cache / "blocks").iterdir():
+        e.unlink()
+    _run(_FILLER_READER, url, cache, _SMALL_BLOCK, json.dumps(windows))
+    assert {p.name for p in (cache / "blocks").iterdir()} == set(old)  # filled again
+    before, misses = s._files.traffic.bytes, s._source.cache.misses
+    assert np.array_equal(s.read_batch(windows).numpy(), want)
+    assert s._files.traffic.bytes == before and s._source.cache.misses == misses
+    now = s._source.cache._maps
+    assert all(now[name] is not m for name, m in old.items())  # every one mapped anew
+
+
+def test_read_ahead_through_a_warm_cache_takes_its_jobs(built, tmp_path):
+    """With batches read ahead, a read through a warm cache still takes its batch's job (a
+    batch served around it would leave the job holding the budget until it went stale)."""
+    from hyperframes import HyperframeDataset, loader
+
+    url, local = built["lz4"]
+    remote = HyperframeDataset(url, frames=4, seed=3, cache_dir=tmp_path / "c", cache_limit=10**7)
+    for _ in loader(remote, 2, workers=2, seed=3, read_ahead=0):  # fills the cache
+        pass
+    ahead = remote.store._source.read_ahead
+    want = [b.frames.clone() for b in loader(HyperframeDataset(local, frames=4, seed=3), 2, seed=3)]
+    got = [b.frames.clone() for b in loader(remote, 2, workers=2, seed=3, read_ahead=1 << 20)]
+    assert all(torch.equal(a, b) for a, b in zip(got, want)) and len(got) == len(want)
+    _settled(ahead)
+    assert ahead.accepted == ahead.taken == len(got) and ahead.dropped == 0
+    assert ahead.held == 0 and not ahead._jobs
 
 
 @pytest.mark.slow  # (a training run)

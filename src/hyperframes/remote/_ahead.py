@@ -107,6 +107,10 @@ class ReadAhead:
         with self._lock:
             self.held -= job.nbytes
 
+    def holds(self) -> bool:
+        """Batches were accepted and not taken or dropped yet."""
+        return bool(self._jobs)
+
     def take(self, merged: Merged) -> dict | None:
         """The bytes of this batch's job (waiting for them), or None when none was accepted
         (or it failed): the caller fetches them itself."""

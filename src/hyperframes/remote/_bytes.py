@@ -10,8 +10,10 @@ in it (``ranges``), or addresses for a codec that decodes between addresses (``a
   call go out concurrently (fsspec ``cat_ranges``). With a node-local
   :class:`~hyperframes.remote._cache.BlockCache`, ranges are served from fixed-size aligned blocks
   of the shards, each fetched once per node; a batch's ranges are then cut at block boundaries,
-  so each is a view of one mapped block (no join). The ranges of future batches can be fetched
-  in the background (:mod:`~hyperframes.remote._ahead`), and a batch read takes them from there.
+  so each is a view of one mapped block (no join). A batch whose ranges are all in the cache
+  is served from the blocks' maps as they are, its plan never made (``expect``,
+  ``BlockCache.resident``). The ranges of future batches can be fetched in the background
+  (:mod:`~hyperframes.remote._ahead`), and a batch read takes them from there.
 
 A source never reads a whole shard unless asked for every byte of it.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -117,6 +120,7 @@ class RemoteShards:
         self.folder = folder
         self._pinned = {self._rel(k): etags[k] for k in range(len(names))}
         self.cache = cache
+        self._cache_keys: dict[int, str] = {}
         self._local = threading.local()
         self._ahead: ReadAhead | None = None
         self._ahead_lock = threading.Lock()
@@ -131,7 +135,7 @@ class RemoteShards:
         if self.cache is None:
             return self.files.read_ranges(rel, starts.tolist(), ends.tolist(), etag=etag)
         return self.cache.read_ranges(
-            key=self.cache.key(self.files.url_of(rel), self.sizes[k], etag),
+            key=self._cache_key(k),
             size=self.sizes[k],
             starts=starts.tolist(),
             ends=ends.tolist(),
@@ -209,11 +213,31 @@ class RemoteShards:
         """Fetch a future batch's ranges in the background (False: over ``budget``)."""
         return self.read_ahead.offer(self._merge(plan), budget)
 
+    def expect(self, make_plan: Callable[[], list]) -> None:
+        """The next reads of this thread are one batch, whose plan ``make_plan()`` gives.
+        Through the cache, a read whose ranges are all in it is served from it as they are
+        (``BlockCache.resident``): the plan is never made; the first read that finds one
+        missing fetches the whole batch then (``prefetch(make_plan())``). Without a cache,
+        or while the read-ahead holds batches (``prefetch`` takes them), it is fetched now."""
+        ahead = self._ahead
+        if self.cache is None or (ahead is not None and ahead.holds()):
+            self.prefetch(make_plan())
+            return
+        self._local.fetched = {}
+        self._local.expected = make_plan
+
+    def _fetch_expected(self) -> None:
+        """``prefetch`` the batch ``expect`` was told of, if it was not fetched yet."""
+        make_plan = getattr(self._local, "expected", None)
+        if make_plan is not None:
+            self.prefetch(make_plan())
+
     def prefetch(self, plan) -> None:
         """Fetch the ranges of a batch at once: ``plan`` is ``[(shard, offsets, nbytes)]``;
         every shard's ranges are coalesced and all requests go out together, or taken from
         the read-ahead when it fetched this batch already. Kept for this thread until its
         next prefetch: ``ranges`` serves what lies inside."""
+        self._local.expected = None
         merged = self._merge(plan)
         got = self._ahead.take(merged) if self._ahead is not None else None
         if got is None:
@@ -249,11 +273,36 @@ class RemoteShards:
         joined = np.concatenate([bufs[int(u)] for u in used])
         return joined, base[local.reshape(-1)] + (offsets - ms[g])
 
+    def _cache_key(self, k: int) -> str:
+        """The cache's key of shard ``k`` (its URL, size and ETag; made once)."""
+        key = self._cache_keys.get(k)
+        if key is None:
+            assert self.cache is not None
+            url = self.files.url_of(self._rel(k))
+            key = self._cache_keys[k] = self.cache.key(url, self.sizes[k], self.etags[k])
+        return key
+
+    def _resident(self, parts, *, one_buffer: bool = False):
+        """``BlockCache.resident`` of ranges of shards, ``parts`` as ``[(shard, offsets,
+        nbytes)]`` (None without a cache)."""
+        if self.cache is None:
+            return None
+        keyed = [(self._cache_key(k), self.sizes[k], offs, nbs) for k, offs, nbs in parts]
+        return self.cache.resident(keyed, one_buffer=one_buffer)
+
     def ranges(self, k: int, offsets: np.ndarray, nbytes: np.ndarray):
         offsets = np.asarray(offsets, np.int64)
         nbytes = np.asarray(nbytes, np.int64)
         if not len(offsets):
             return np.zeros(0, np.uint8), offsets
+        served = self._prefetched(k, offsets, nbytes)
+        if served is not None:
+            return served
+        got = self._resident([(k, offsets, nbytes)], one_buffer=True)
+        if got is not None:  # (in one block of the cache: a view of it)
+            (block,), (where,) = got
+            return block, where - block.ctypes.data
+        self._fetch_expected()
         served = self._prefetched(k, offsets, nbytes)
         if served is not None:
             return served
@@ -264,7 +313,27 @@ class RemoteShards:
         buf = np.frombuffer(pieces[0] if len(pieces) == 1 else b"".join(pieces), np.uint8)
         return buf, base[group] + (offsets - ms[group])
 
+    def _resident_addresses(self, shard_of_row, offsets, nbytes):
+        """``addresses`` served from the cache when every range is in it, else None."""
+        if len(offsets) and (shard_of_row == shard_of_row[0]).all():  # (the usual batch)
+            got = self._resident([(int(shard_of_row[0]), offsets, nbytes)])
+            return None if got is None else (got[0], got[1][0])
+        shards = np.unique(shard_of_row).tolist()
+        rows = [np.flatnonzero(shard_of_row == sh) for sh in shards]
+        got = self._resident([(sh, offsets[r], nbytes[r]) for sh, r in zip(shards, rows)])
+        if got is None:
+            return None
+        src = np.empty(len(offsets), np.int64)
+        for r, where in zip(rows, got[1]):
+            src[r] = where
+        return got[0], src
+
     def addresses(self, shard_of_row: np.ndarray, offsets: np.ndarray, nbytes: np.ndarray):
+        if self.cache is not None and not getattr(self._local, "fetched", None):
+            got = self._resident_addresses(shard_of_row, offsets, nbytes)
+            if got is not None:
+                return got
+        self._fetch_expected()
         src = np.empty(len(offsets), np.int64)
         held = []
         for sh in np.unique(shard_of_row).tolist():

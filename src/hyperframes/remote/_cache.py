@@ -28,6 +28,11 @@ a read is seen), and the entry is then mapped and checked again: a byte changed 
 even while a process has it open, is never served (as with a local store's memory map, a
 write while a read is decoding the bytes it was just handed is the one thing not caught).
 
+A batch is looked up at once (``resident``): its ranges are grouped by block with numpy, each
+block used is checked as above (one ``stat`` for the batch), and the ranges come back as
+addresses in the blocks' maps, so a warm batch costs no plan, no request and no copy (but for a
+range across a block boundary, whose two parts are joined).
+
 KEY hashes the shard's URL, size, ETag, the block size and the entry layout's version, so a
 shard replaced at its URL never meets old blocks, and no name holds anything but a hash and
 a number. The ETag is the one listed when the store was opened, and a missing block is
@@ -40,10 +45,12 @@ Guarantees (tested in ``tests/test_s3.py``):
   evicts least recently used entries (by mtime, refreshed by a hit at most every
   ``TOUCH_SECONDS`` per process) and is skipped when that cannot free room;
 - safe with several processes: no shared state but the files (mapped read-only) and flocks;
-- an entry a reader is mapping is never evicted: readers hold ``LOCK_SH`` on it while checking
-  and mapping it; eviction takes ``LOCK_EX | LOCK_NB`` and passes over a busy entry. An entry
-  evicted after a process mapped it stays valid there (unlinking keeps a mapped file's pages);
-  its disk space comes back when that process next looks it up (it is found gone and unmapped);
+- an entry a process has mapped is never evicted: readers take ``LOCK_SH`` on it to check and
+  map it, and the map keeps that lock (it holds the open file) until the process lets the map
+  go (its LRU touch, or the entry found changed, maps it anew); eviction takes ``LOCK_EX |
+  LOCK_NB`` and passes over a busy entry. An entry removed from outside after a process
+  mapped it (by hand, a cleaner) is never served from that map again: the next read finds it
+  gone, lets the map go (its disk space comes back) and fetches the block again;
 - crashes: entries are written to ``tmp/``, fsynced and renamed into ``blocks/``, so a killed
   writer leaves at most a temp file (removed by the next insert), and no piece is served
   before its checksum and the seal check, so a damaged entry is dropped and fetched again;
@@ -65,6 +72,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import xxhash
 
 from .._core._errors import ConfigError
@@ -107,13 +115,16 @@ def _seal(data: bytes) -> bytes:
 
 
 class _Mapped:
-    """An entry mapped in this process: its ``n`` bytes, its piece checksums, the stamp of the
-    file it was mapped from and which pieces were checked against them."""
+    """An entry mapped in this process: its ``n`` bytes (``view``, and ``array`` at address
+    ``addr``), its piece checksums, the stamp of the file it was mapped from, which pieces
+    were checked against them."""
 
-    __slots__ = ("n", "ok", "stamp", "sums", "touched", "view")
+    __slots__ = ("addr", "array", "n", "ok", "stamp", "sums", "touched", "view")
 
     def __init__(self, view: memoryview, n: int, sums: bytes, stamp: tuple | None):
         self.view, self.n, self.sums, self.stamp = view, n, sums, stamp
+        self.array = np.frombuffer(view, np.uint8)
+        self.addr = self.array.ctypes.data
         self.ok = bytearray(_pieces(n))
         self.touched = time.monotonic()
 
@@ -168,6 +179,8 @@ class BlockCache:
         self._maps: dict[str, _Mapped] = {}
         #: keys made by this object, by (url, size, etag): a read hashes none
         self._keys: dict[tuple[str, int, str], str] = {}
+        #: the entry name of each block of the objects ``resident`` served, by key
+        self._names: dict[str, list[str]] = {}
         self._blocks_dir = str(self.blocks) + os.sep
 
     def key(self, url: str, size: int, etag: str) -> str:
@@ -184,6 +197,20 @@ class BlockCache:
         is mapped, each piece the first time a read serves it; a later read checks them again
         only when the entry's file changed since (its inode, size, mtime or ctime differ: one
         ``stat`` a read, see the module)."""
+        m = self._entry(name)
+        if m is None:
+            return None
+        hi = m.n if hi is None else min(hi, m.n)
+        if hi <= lo:
+            return b""
+        if not self._serves(name, m, lo, hi):
+            return None
+        return m.view[lo:hi]
+
+    def _entry(self, name: str) -> _Mapped | None:
+        """The entry ``name`` as mapped in this process, mapped (again) when its file is new
+        or changed since (one ``stat``); None when it is absent or its seal does not check (a
+        damaged entry is removed)."""
         path = self._blocks_dir + name  # (a str: no Path object or join per read)
         try:
             st = os.stat(path)
@@ -199,20 +226,128 @@ class BlockCache:
                 self._drop_damaged(path, st.st_ino)
                 return None
             self._maps[name] = m
-        hi = m.n if hi is None else min(hi, m.n)
-        if hi <= lo:
-            return b""
+        return m
+
+    def _serves(self, name: str, m: _Mapped, lo: int, hi: int) -> bool:
+        """Bytes ``lo:hi`` (``lo < hi <= m.n``) of the entry ``m`` (just returned by
+        ``_entry``) may be served: their pieces check (else the entry is removed, False).
+        The entry's LRU age is refreshed at most every ``TOUCH_SECONDS``."""
         if not m.check(lo // PIECE_BYTES, (hi - 1) // PIECE_BYTES):
             self._maps.pop(name, None)
-            self._drop_damaged(path, st.st_ino)
-            return None
+            assert m.stamp is not None  # (set by _entry; only a touch clears it, below)
+            self._drop_damaged(self._blocks_dir + name, m.stamp[0])
+            return False
         now = time.monotonic()
         if now - m.touched >= TOUCH_SECONDS:  # recently used: evicted last
             m.touched = now
             with contextlib.suppress(OSError):
-                os.utime(path)
+                os.utime(self._blocks_dir + name)
             m.stamp = None  # (the touch changes its stamp: the next read maps it again)
-        return m.view[lo:hi]
+        return True
+
+    def resident(
+        self,
+        parts: Sequence[tuple[str, int, np.ndarray, np.ndarray]],
+        *,
+        one_buffer: bool = False,
+    ) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
+        """Ranges of objects served from the blocks that hold them, when every one is in the
+        cache: ``parts`` lists ``(key, size, offsets, nbytes)``, ranges ``offsets[j] :
+        offsets[j] + nbytes[j]`` of the object of ``size`` bytes keyed ``key``. Returns
+        ``(arrays, addresses)``: the buffers the ranges lie in (to hold while the addresses
+        are in use) and, per part, the address of each range's first byte.
+
+        Planned for all ranges of a part at once with numpy. Each block used is checked as
+        ``get`` checks it, once for the call: one ``stat``, its stamp compared with its map's,
+        its pieces from the first to the last byte wanted checked (each hashed once per map);
+        a block not mapped yet, changed, damaged or due for its LRU touch goes through
+        ``get``'s steps for that span. A range inside one block
+        is a view of its map (no copy, no hashing once warm); one across a block boundary is
+        its blocks' parts joined (as ``read_ranges`` serves it). None when a range is empty
+        or spans more than two blocks, a block is missing or damaged, the cache failed, or
+        (``one_buffer``) the ranges would not lie in one buffer: the caller reads them through
+        ``read_ranges`` then."""
+        if not self._usable():
+            return None
+        bb = self.block_bytes
+        arrays: list[np.ndarray] = []
+        addresses = []
+        looked = 0
+        now = time.monotonic()
+        try:
+            for key, size, offsets, nbytes in parts:
+                if not len(offsets) or nbytes.min() <= 0:
+                    return None
+                block = offsets // bb
+                rel = offsets - block * bb
+                end = rel + nbytes  # (past the object's end: found in the loop, z > m.n)
+                if end.max() > 2 * bb:  # (a range over more than two blocks)
+                    return None
+                cross = np.flatnonzero(end > bb)
+                if len(cross):  # (these use the next block too, from its first byte)
+                    gb = np.concatenate([block, block[cross] + 1])
+                    glo = np.concatenate([rel, np.zeros(len(cross), np.int64)])
+                    ghi = np.concatenate([np.minimum(end, bb), end[cross] - bb])
+                else:
+                    gb, glo, ghi = block, rel, end
+                if (gb == gb[0]).all():  # (the usual part of a small store: one block)
+                    used, lo, hi = gb[:1], glo.min(keepdims=True), ghi.max(keepdims=True)
+                else:  # each block's span wanted, from its first to its last byte
+                    order = np.argsort(gb, kind="stable")
+                    gb = gb[order]
+                    heads = np.flatnonzero(np.concatenate([[True], gb[1:] != gb[:-1]]))
+                    used = gb[heads]
+                    lo = np.minimum.reduceat(glo[order], heads)
+                    hi = np.maximum.reduceat(ghi[order], heads)
+                if one_buffer and (len(parts) != 1 or len(used) + len(cross) != 1):
+                    return None
+                names = self._names.get(key)
+                if names is None:
+                    names = self._names[key] = [f"{key}-{b}" for b in range(-(-size // bb))]
+                if used[-1] >= len(names):  # (past the object's end)
+                    return None
+                maps = []
+                for b, a, z in zip(used.tolist(), lo.tolist(), hi.tolist()):
+                    name = names[b]
+                    m = self._maps.get(name)
+                    st = os.stat(self._blocks_dir + name)  # (FileNotFoundError: an OSError)
+                    if (
+                        m is None
+                        or m.stamp != (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                        or now - m.touched >= TOUCH_SECONDS
+                        or z > m.n
+                        or not m.check(a // PIECE_BYTES, (z - 1) // PIECE_BYTES)
+                    ):  # (get's steps: mapped again, a damaged entry dropped, or touched)
+                        m = self._served(name, a, z)
+                        if m is None:
+                            return None
+                    maps.append(m)
+                looked += len(maps)
+                arrays += [m.array for m in maps]
+                bases = np.array([m.addr for m in maps], np.int64)
+                if len(maps) == 1:
+                    where = bases[0] + rel
+                else:
+                    where = bases[used.searchsorted(block)] + rel
+                for j, i in zip(cross.tolist(), used.searchsorted(block[cross]).tolist()):
+                    a, z = int(rel[j]), int(end[j]) - bb  # (its two blocks' parts joined)
+                    joined = b"".join((maps[i].view[a:], maps[i + 1].view[:z]))
+                    arrays.append(np.frombuffer(joined, np.uint8))
+                    where[j] = arrays[-1].ctypes.data
+                addresses.append(where)
+        except OSError:  # (a block gone; read_ranges meets anything else again: the module)
+            return None
+        with self._counts:
+            self.hits += looked
+        return arrays, addresses
+
+    def _served(self, name: str, lo: int, hi: int) -> _Mapped | None:
+        """The entry ``name`` when it holds bytes ``lo:hi`` (``lo < hi``) and they may be
+        served (``_entry``, ``_serves``), else None."""
+        m = self._entry(name)
+        if m is None or hi > m.n or not self._serves(name, m, lo, hi):
+            return None
+        return m
 
     def _map(self, path: str, stamp: tuple) -> _Mapped | None:
         """The entry at ``path`` mapped, its seal checked (None when it does not check), under

@@ -61,8 +61,8 @@ class BatchReads(StoreBase):
         if size is not None or boxes is not None:
             return self._read_boxes(reqs, size, boxes, out)
         geoms = [self._geom(v) for v, _ in reqs]
-        if not self._source.is_local:  # (reqs checked: planned as they are)
-            self._source.prefetch(self._batch_plan(reqs))
+        if not self._source.is_local:  # (reqs checked: planned as they are, if needed)
+            self._source.expect(lambda: self._batch_plan(reqs))
         shapes = {(len(ix), *g[4:7]) for (_, ix), g in zip(reqs, geoms)}
         order = sorted(
             range(len(reqs)), key=lambda b: (geoms[b][0], geoms[b][1], reqs[b][1][:1].tolist())
@@ -142,10 +142,11 @@ class BatchReads(StoreBase):
     def fetch_batch(self, requests: Sequence[tuple]) -> None:
         """A store at a URL: fetch every range the ``(video, frame_indices)`` reads of a batch
         need at once (or take them from the read-ahead), for this thread's next reads of
-        them; nothing for a local store."""
+        them; through a node cache, only when a read finds a range missing from it
+        (``RemoteShards.expect``); nothing for a local store."""
         if not self._source.is_local:
             reqs = [(self._video_id(v), np.asarray(ix, np.int64).reshape(-1)) for v, ix in requests]
-            self._source.prefetch(self._batch_plan(reqs))
+            self._source.expect(lambda: self._batch_plan(reqs))
 
     def read_ahead(self, batches: Sequence[Sequence[tuple]], *, budget: int) -> int:
         """Hand over the batches to be read next, in order (each a list of ``(video,
