@@ -43,6 +43,7 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -58,8 +59,9 @@ T, STRIDE = 8, 2
 MOVING = 0.02
 
 
-def clips(per_class: int, seed: int):
-    """``(frames (n, T, C, H, W) uint8 tensor, labels (n,) array)``: one window per clip."""
+def clips(per_class: int, seed: int, every: bool = False):
+    """``(frames (n, T, C, H, W) uint8 tensor, labels (n,) array)``: one window per clip at a
+    seeded start, or with ``every`` all its windows (starts 2 frames apart)."""
     import torch
 
     from hyperframes.demo._synthetic import make_motion_frames
@@ -71,9 +73,12 @@ def clips(per_class: int, seed: int):
             video = make_motion_frames(
                 label, frames=24, size=32, rng=np.random.default_rng([seed, c, i])
             )
-            start = int(np.random.default_rng([seed, c, i, 1]).integers(0, 24 - span + 1))
-            xs.append(video[start : start + span : STRIDE])
-            ys.append(c)
+            starts: Iterable[int] = range(0, 24 - span + 1, 2)
+            if not every:
+                starts = [int(np.random.default_rng([seed, c, i, 1]).integers(0, 24 - span + 1))]
+            for start in starts:
+                xs.append(video[start : start + span : STRIDE])
+                ys.append(c)
     frames = torch.from_numpy(np.stack(xs)).permute(0, 1, 4, 2, 3).contiguous()
     return frames, np.asarray(ys)
 
@@ -260,32 +265,11 @@ def embedding_gain(model, frames) -> dict:
     return {"appearance": float(look.std()), "change": float(change.std())}
 
 
-def labelled(per_class: int, seed: int):
-    """Every window (T at stride 2, starts 2 apart) of ``per_class`` clips per class:
-    ``(frames (n, T, C, H, W) uint8, labels (n,) long)``."""
-    import torch
-
-    from hyperframes.demo._synthetic import make_motion_frames
-
-    xs, ys = [], []
-    span = (T - 1) * STRIDE + 1
-    for c, label in enumerate(CLASSES):
-        for i in range(per_class):
-            video = make_motion_frames(
-                label, frames=24, size=32, rng=np.random.default_rng([seed, c, i])
-            )
-            for start in range(0, 24 - span + 1, 2):
-                xs.append(video[start : start + span : STRIDE])
-                ys.append(c)
-    frames = torch.from_numpy(np.stack(xs)).permute(0, 1, 4, 2, 3).contiguous()
-    return frames, torch.tensor(ys)
-
-
 def train_classifier(model, data, test, seed: int, steps: int = 150) -> float:
-    """Fine-tune ``model`` on ``data``; its accuracy on ``test`` (both ``labelled``)."""
+    """Fine-tune ``model`` on ``data``; its accuracy on ``test`` (both :func:`clips`)."""
     import torch
 
-    (x, y), (xt, yt) = data, test
+    (x, y), (xt, yt) = ((f, torch.as_tensor(labels)) for f, labels in (data, test))
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
     warm = max(1, steps // 10)
@@ -316,7 +300,7 @@ def finetune(mae, options: dict, seeds: list[int]) -> dict:
 
     from hyperframes.models import create
 
-    data, test = labelled(4, 7000), labelled(8, 8000)
+    data, test = clips(4, 7000, every=True), clips(8, 8000, every=True)
     opts = {**VIT, "tubelet": int(options.get("tubelet", 1))}
     out: dict[str, list[float]] = {"scratch": [], "pretrained": [], "pretrained_fresh_embed": []}
     with tempfile.TemporaryDirectory() as tmp:
