@@ -19,11 +19,22 @@ set per run:
   * **probe**: a logistic regression (standardised, C=0.1) on the frozen encoder's features
     (every token averaged, ``pooled``; tokens averaged per token frame, side by side,
     ``per_frame``) of 64 clips, scored on 64 others: pretrained against the same encoder at
-    its random initialisation.
+    its random initialisation;
+  * **patch embedding**: the spread (std over tokens) of its response to the clips'
+    appearance and, with tubelets of 2, to the change inside a tubelet (the embedding split
+    into its two frames' sum and difference), pretrained against random initialisation;
+  * **fine-tune** (``--finetune-seeds``): ``video_vit_tiny`` trained with labels on every
+    window of 4 clips per class (150 AdamW steps of 8, lr 1e-3, weight decay 0.05, the
+    classifier config of ``bench_masked_finetune.py``) and scored on every window of 8 other
+    clips per class: from scratch, from the pretrained encoder (``pretrained=`` a checkpoint
+    of it: the product's load path) and from it with the patch embedding left at the
+    scratch initialisation (which part of the encoder helps or hurts).
 
-A benchmark (a minute or more per option set on one CPU thread), not a test.
+``--steps`` and ``--per-class`` take several values: one pretraining per pair (the fine-tune
+gap as pretraining grows). A benchmark (a minute or more per option set on one CPU
+thread), not a test.
 Run: .venv/bin/python benchmarks/bench_masked_diagnose.py --options 'mask_ratio=0.75' \
-    'mask_ratio=0.75,masking=random' [--steps 400] [--per-class 12]
+    'mask_ratio=0.75,masking=random' [--steps 400] [--per-class 12] [--lr 2e-3]
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -47,8 +59,9 @@ T, STRIDE = 8, 2
 MOVING = 0.02
 
 
-def clips(per_class: int, seed: int):
-    """``(frames (n, T, C, H, W) uint8 tensor, labels (n,) array)``: one window per clip."""
+def clips(per_class: int, seed: int, every: bool = False):
+    """``(frames (n, T, C, H, W) uint8 tensor, labels (n,) array)``: one window per clip at a
+    seeded start, or with ``every`` all its windows (starts 2 frames apart)."""
     import torch
 
     from hyperframes.demo._synthetic import make_motion_frames
@@ -60,9 +73,12 @@ def clips(per_class: int, seed: int):
             video = make_motion_frames(
                 label, frames=24, size=32, rng=np.random.default_rng([seed, c, i])
             )
-            start = int(np.random.default_rng([seed, c, i, 1]).integers(0, 24 - span + 1))
-            xs.append(video[start : start + span : STRIDE])
-            ys.append(c)
+            starts: Iterable[int] = range(0, 24 - span + 1, 2)
+            if not every:
+                starts = [int(np.random.default_rng([seed, c, i, 1]).integers(0, 24 - span + 1))]
+            for start in starts:
+                xs.append(video[start : start + span : STRIDE])
+                ys.append(c)
     frames = torch.from_numpy(np.stack(xs)).permute(0, 1, 4, 2, 3).contiguous()
     return frames, np.asarray(ys)
 
@@ -114,12 +130,12 @@ def _loss(out, frames):
     return per_patch[masked].mean()
 
 
-def pretrain(options: dict, per_class: int, steps: int, seed: int):
+def pretrain(options: dict, per_class: int, steps: int, seed: int, lr: float = 2e-3):
     import torch
 
     x, _ = clips(per_class, 1000 + seed)
     model = build(options, seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.05)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.05)
     warm = max(1, steps // 10)
 
     def factor(s: int) -> float:
@@ -135,7 +151,7 @@ def pretrain(options: dict, per_class: int, steps: int, seed: int):
         loss.backward()
         opt.step()
         sched.step()
-    return model, float(loss)
+    return model, float(loss.detach())
 
 
 def moving_patches(frames):
@@ -224,12 +240,104 @@ def probe(models: dict, seed: int) -> dict:
     return out
 
 
+def embedding_gain(model, frames) -> dict:
+    """The std over tokens of the patch embedding's response to the clips' appearance (the
+    frames of a tubelet averaged) and, for tubelets of 2, to the change inside a tubelet (half
+    their difference): ``W0 x0 + W1 x1`` split as ``(W0 + W1)(x0 + x1)/4 + (W0 - W1)(x0 - x1)/4``
+    times 2 each, so the two parts add up to the embedding."""
+    import torch
+    import torch.nn.functional as F
+
+    w = model.encoder.patch_embed.weight.detach()
+    x = prepare(frames).transpose(1, 2)  # (B, C, T, H, W)
+    p = VIT["patch_size"]
+    with torch.no_grad():
+        if w.dim() == 4:  # frame patches: appearance only
+            b, c, t, h, wd = x.shape
+            y = F.conv2d(x.transpose(1, 2).reshape(b * t, c, h, wd), w, stride=p)
+            return {"appearance": float(y.std()), "change": None}
+        if w.shape[2] != 2:
+            return {"appearance": None, "change": None}
+        x0, x1 = x[:, :, 0::2], x[:, :, 1::2]
+        both, diff = (w[:, :, :1] + w[:, :, 1:]) / 2, (w[:, :, :1] - w[:, :, 1:]) / 2
+        look = F.conv3d(x0 + x1, both, stride=(1, p, p))
+        change = F.conv3d(x0 - x1, diff, stride=(1, p, p))
+    return {"appearance": float(look.std()), "change": float(change.std())}
+
+
+def train_classifier(model, data, test, seed: int, steps: int = 150) -> float:
+    """Fine-tune ``model`` on ``data``; its accuracy on ``test`` (both :func:`clips`)."""
+    import torch
+
+    (x, y), (xt, yt) = ((f, torch.as_tensor(labels)) for f, labels in (data, test))
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+    warm = max(1, steps // 10)
+
+    def factor(s: int) -> float:
+        return min(1.0, (s + 1) / warm) * 0.5 * (1 + math.cos(math.pi * s / steps))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    model.train()
+    for _ in range(steps):
+        i = torch.randint(0, len(x), (8,), generator=g)
+        loss = torch.nn.functional.cross_entropy(model(prepare(x[i])), y[i])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    model.eval()
+    with torch.no_grad():
+        return float((model(prepare(xt)).argmax(1) == yt).float().mean())
+
+
+def finetune(mae, options: dict, seeds: list[int]) -> dict:
+    """Held-out accuracy per seed of a classifier from scratch, from the pretrained encoder
+    (loaded from a checkpoint file), and from it with a fresh patch embedding (module doc)."""
+    import tempfile
+
+    import torch
+
+    from hyperframes.models import create
+
+    data, test = clips(4, 7000, every=True), clips(8, 8000, every=True)
+    opts = {**VIT, "tubelet": int(options.get("tubelet", 1))}
+    out: dict[str, list[float]] = {"scratch": [], "pretrained": [], "pretrained_fresh_embed": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mae.pt"
+        torch.save({"model": mae.state_dict()}, path)
+        for seed in seeds:
+            for name in out:
+                torch.manual_seed(seed)
+                fresh = create("video_vit_tiny", num_classes=len(CLASSES), frames=T, **opts)
+                torch.manual_seed(seed)
+                model = fresh
+                if name != "scratch":
+                    model = create(
+                        "video_vit_tiny",
+                        num_classes=len(CLASSES),
+                        frames=T,
+                        pretrained=path,
+                        **opts,
+                    )
+                if name == "pretrained_fresh_embed":
+                    model.patch_embed.load_state_dict(fresh.patch_embed.state_dict())
+                out[name].append(train_classifier(model, data, test, seed))
+    return {
+        "per_seed": out,
+        "mean": {k: float(np.mean(v)) for k, v in out.items()},
+        "windows": {"train": len(data[1]), "held_out": len(test[1])},
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--options", nargs="+", default=["mask_ratio=0.75"])
-    ap.add_argument("--per-class", type=int, default=12)
-    ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--overfit-steps", type=int, default=200)
+    ap.add_argument("--per-class", type=int, nargs="+", default=[12])
+    ap.add_argument("--steps", type=int, nargs="+", default=[400])
+    ap.add_argument("--lr", type=float, default=2e-3, help="pretraining learning rate")
+    ap.add_argument("--overfit-steps", type=int, default=200, help="0: skip")
+    ap.add_argument("--finetune-seeds", type=int, nargs="*", default=[0, 1, 2])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="masked_diagnose", help="results/NAME.json")
     args = ap.parse_args()
@@ -240,26 +348,39 @@ def main() -> None:
     runs = []
     for text in args.options:
         options = parse_options(text)
-        t0 = time.perf_counter()
-        row: dict = {"options": options}
-        row["overfit_one_batch"] = overfit(options, args.overfit_steps)
-        model, last = pretrain(options, args.per_class, args.steps, args.seed)
-        row["final_train_loss"] = last
-        row["held_out"] = dependence(model, held_out)
-        row["probe"] = probe({"random_init": build(options, args.seed), "pretrained": model}, 0)
-        row["seconds"] = time.perf_counter() - t0
-        print(row, flush=True)
-        runs.append(row)
+        fit = overfit(options, args.overfit_steps) if args.overfit_steps else None
+        for per_class in args.per_class:
+            for steps in args.steps:
+                t0 = time.perf_counter()
+                row: dict = {"options": options, "per_class": per_class, "steps": steps}
+                row["overfit_one_batch"] = fit
+                model, last = pretrain(options, per_class, steps, args.seed, args.lr)
+                row["final_train_loss"] = last
+                row["held_out"] = dependence(model, held_out)
+                init = build(options, args.seed)
+                row["probe"] = probe({"random_init": init, "pretrained": model}, 0)
+                row["patch_embedding"] = {
+                    "random_init": embedding_gain(init, held_out),
+                    "pretrained": embedding_gain(model, held_out),
+                }
+                if args.finetune_seeds:
+                    row["finetune"] = finetune(model, options, args.finetune_seeds)
+                row["seconds"] = time.perf_counter() - t0
+                print(row, flush=True)
+                runs.append(row)
     write_result(
         args.out,
         {
             "data": f"demo motion generator in memory, classes {', '.join(CLASSES)}, 32x32, "
-            f"windows of {T} frames at stride {STRIDE}; pretraining on {args.per_class} clips "
-            "per class, 32 held-out clips, probe on 64 clips scored on 64 others",
+            f"windows of {T} frames at stride {STRIDE}; pretraining on each run's per_class "
+            "clips per class, 32 held-out clips, probe on 64 clips scored on 64 others; "
+            "fine-tune on every window of 4 clips per class, scored on those of 8 others",
             "model": "video_mae, encoder video_vit_tiny",
             "encoder_options": VIT,
-            "pretraining": f"{args.steps} AdamW steps of 16 clips, lr 2e-3, weight decay 0.05, "
-            "10% warmup, cosine",
+            "pretraining": f"each run's steps of AdamW on 16 clips, lr {args.lr:g}, weight decay "
+            "0.05, 10% warmup, cosine",
+            "finetune": "video_vit_tiny, 150 AdamW steps of 8 windows, lr 1e-3, weight decay "
+            "0.05, 10% warmup, cosine; seeds: the head's initialisation and the batches",
             "moving_patch": f"changes by more than {MOVING} to the frame before or after",
             "seed": args.seed,
             "runs": runs,

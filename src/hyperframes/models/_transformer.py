@@ -163,25 +163,12 @@ class VideoTransformer(VideoModel):
         return out
 
     def _space_embedding(self, gh: int, gw: int) -> Tensor:
-        pos = self.pos_space
-        if (gh, gw) == (self.grid, self.grid):
-            return pos
-        d = pos.shape[-1]
-        grid = pos.reshape(1, self.grid, self.grid, d).permute(0, 3, 1, 2)
-        grid = F.interpolate(grid, size=(gh, gw), mode="bilinear", align_corners=False)
-        return grid.permute(0, 2, 3, 1).reshape(1, 1, gh * gw, d)
+        """The spatial embedding for a gh x gw patch grid (:func:`resize_grid`)."""
+        return resize_grid(self.pos_space, self.grid, gh, gw)
 
     def _time_embedding(self, t: int) -> Tensor:
-        """The temporal embedding for ``t`` token frames (T / tubelet)."""
-        pos = self.pos_time  # (1, frames / tubelet, 1, D)
-        learned = pos.shape[1]
-        if t == learned:
-            return pos
-        line = pos[:, :, 0].transpose(1, 2)  # (1, D, frames / tubelet)
-        if learned == 1:
-            return pos.expand(1, t, 1, pos.shape[-1])
-        line = F.interpolate(line, size=t, mode="linear", align_corners=True)
-        return line.transpose(1, 2).unsqueeze(2)
+        """The temporal embedding for ``t`` token frames (T / tubelet): :func:`resize_time`."""
+        return resize_time(self.pos_time, t)
 
     def embed_patches(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         """``x`` (B, T, C, H, W) -> its patch (or tubelet) tokens (B, T / tubelet, gh*gw, D),
@@ -241,6 +228,20 @@ def timesformer_tiny() -> None:
     """Video transformer, divided attention: time, then space (TimeSformer), tiny."""
 
 
+def resize_time(pos: Tensor, t: int) -> Tensor:
+    """(1, T0, 1, D) temporal embeddings resized (linear) to ``t`` token frames, the first
+    and last entries kept (a window's start and end); one learned entry is repeated. The one
+    rule for a model's own windows of another T and for a checkpoint mapped into a model
+    built for another T (:func:`encoder_weights`), so both see the same embeddings."""
+    learned = pos.shape[1]
+    if t == learned:
+        return pos
+    if learned == 1:
+        return pos.expand(1, t, 1, pos.shape[-1])
+    line = F.interpolate(pos[:, :, 0].transpose(1, 2), size=t, mode="linear", align_corners=True)
+    return line.transpose(1, 2).unsqueeze(2)
+
+
 def resize_grid(pos: Tensor, grid: int, gh: int, gw: int) -> Tensor:
     """(1, 1, grid*grid, D) position embeddings resized (bilinear) to a gh x gw grid."""
     if (gh, gw) == (grid, grid):
@@ -256,7 +257,9 @@ def encoder_weights(
 ) -> tuple[dict[str, Tensor], list[str]]:
     """The encoder of a ``video_mae`` state dict as a video transformer's weights (keys
     without ``encoder.``), and notes on what was done: the decoder left out, the position
-    embeddings interpolated to ``own``'s frames (linear) and patch grid (bilinear)."""
+    embeddings resized to ``own``'s token frames (:func:`resize_time`) and patch grid
+    (:func:`resize_grid`): the rules the pretraining model applies itself to windows of that
+    size, so the encoder a fine-tune starts from is the one pretrained there."""
     out = {k[len("encoder.") :]: v for k, v in state_dict.items() if k.startswith("encoder.")}
     dropped = len(state_dict) - len(out)
     notes = [f"{len(out)} encoder tensors mapped, {dropped} decoder tensors left out"]
@@ -268,10 +271,8 @@ def encoder_weights(
         and src.shape[-1] == mine.shape[-1]
         and src.dim() == mine.dim() == 4
     ):
-        line = src[:, :, 0].transpose(1, 2)  # (1, D, T)
         t = mine.shape[1]
-        line = F.interpolate(line, size=t, mode="linear", align_corners=False)
-        out["pos_time"] = line.transpose(1, 2)[:, :, None].contiguous()
+        out["pos_time"] = resize_time(src, t).contiguous()
         notes.append(f"pos_time interpolated from {src.shape[1]} to {t} frames")
     src, mine = out.get("pos_space"), own.get("pos_space")
     if src is not None and mine is not None and src.shape != mine.shape:
