@@ -42,7 +42,11 @@ def test_hyperframes_beat_single_frames(tmp_path):
     Sized for a margin on any machine: at 14 videos per class and 8 epochs the T=8 run fitted
     its 40 training videos (train accuracy 0.94) but reached only 0.62-0.69 on held-out ones for
     three seeds (and 0.625 on another CPU), too few videos to generalise from; at 24 videos per
-    class and 10 epochs seeds 0, 1 and 2 all reached 1.000."""
+    class and 10 epochs seeds 0, 1 and 2 all reached 1.000 (from epoch 6 or 7 on) and the
+    single frames 0.21-0.29; at 7 epochs (the schedule ends sooner) the T=8 run reached 1.000,
+    1.000 and 0.917. The leakage check is off: it is not what this test measures (the quick
+    demo runs it), and on these look-alike synthetic videos it cost 4-5 s of crop comparisons
+    per run."""
     data, store = tmp_path / "motion", tmp_path / "store"
     make_motion_dataset(data, classes=DEMO_CLASSES, videos_per_class=24, frames=28, seed=0)
     build_store(data, store, BuildOptions(size="none"), progress=False)
@@ -50,7 +54,8 @@ def test_hyperframes_beat_single_frames(tmp_path):
     accuracy = {}
     for name in ("hyperframe_t8", "single_frame_t1"):
         cfg = configs[name]
-        cfg["train"]["epochs"] = 10
+        cfg["train"]["epochs"] = 7
+        cfg["data"]["check_leakage"] = False
         summary = run_training(cfg, tmp_path / name, progress=False)
         assert summary["split"]["val_videos"] == 24
         accuracy[name] = summary["final"]["val_top1"]

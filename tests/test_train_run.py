@@ -83,6 +83,8 @@ def test_a_run_writes_logs_plots_and_checkpoints(motion_store, tmp_path, capfd):
     assert raw["format"] == "hyperframes-checkpoint" and raw["epoch"] == 2
     assert raw["classes"] == sorted(CLASSES) and raw["config"]["data"]["frames"] == 4
     assert isinstance(raw["model"]["backbone.conv1.weight"], torch.Tensor)
+    # AdamW takes the fused step on a CPU (one kernel over every tensor, not a loop over them)
+    assert [g["fused"] for g in raw["optimizer"]["param_groups"]] == [True, True]
     # the input contract travels with the model: predict needs no store
     assert raw["contract"]["size"] is None and raw["contract"]["fps"] is None
     assert raw["contract"]["layout"] == "channel" and raw["contract"]["frames"] == 4
@@ -212,6 +214,8 @@ def test_every_training_option_runs(motion_store, tmp_path):
     assert s["global_batch"] == 4 and s["lr"] == pytest.approx(0.003 * 4 / 8)
     assert s["video_level"]["clips"] == 2 and s["video_level"]["views"] == 3 * 2 * 3
     assert (tmp_path / "run" / "eval_metrics.json").is_file()
+    groups = load_checkpoint(tmp_path / "run" / "last.pt")["optimizer"]["param_groups"]
+    assert [g["fused"] for g in groups] == [True, True]  # SGD's step fused too
 
 
 def test_evaluate_multi_clip_multi_crop(motion_store, tmp_path, capsys):
