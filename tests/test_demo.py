@@ -44,8 +44,18 @@ def test_quick_demo_end_to_end(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "hyperframes info" in text and "windows/s" in text
     assert "six_classes_flow_t8" in text and "mIoU" in text  # the results table
-    # a second run reuses the data and the store (idempotent, nothing rebuilt)
+    # a second run reuses the data, the store and the finished runs (idempotent, fast);
+    # a run whose config changed, or one that did not finish, is trained again
+    stopped = out / "training" / "runs" / "single_frame_t1" / "summary.json"
+    stopped.write_text(json.dumps({**json.loads(stopped.read_text()), "stopped": True}))
     assert main(["demo", "--out", str(out), "--quick"]) == 0
     again = json.loads((out / "store_report.json").read_text())
     assert again["build"]["videos"] == 18
-    assert "18 kept from an earlier run" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "18 kept from an earlier run" in text
+    kept = [n for n in report["runs"] if f"--- {n}: finished by an earlier call, kept" in text]
+    assert kept == [n for n in report["runs"] if n != "single_frame_t1"]
+    rerun = json.loads((out / "training" / "report.json").read_text())["runs"]
+    for name in kept:
+        assert rerun[name] == report["runs"][name]  # the same summary, not a new run
+    assert not json.loads(stopped.read_text())["stopped"]  # trained again, to the end

@@ -247,3 +247,11 @@ def test_the_detection_demo_runs_end_to_end_and_scores_both_detectors(tmp_path):
         assert row["frames_scored"] > 0 and row["object_seconds"] > 0
     saved = json.loads((tmp_path / "detection" / "report.json").read_text())
     assert saved["rows"] == report["rows"] and saved["setup"]["train_clips"] == 2
+    mtimes = {
+        t: (tmp_path / "detection" / f"run_t{t}" / "last.pt").stat().st_mtime_ns for t in (1, 4)
+    }
+    # a second call (a second `make demo`) keeps both finished runs and scores them the same
+    again = run_detection_demo(tmp_path, videos=2, epochs=1)
+    assert again["rows"] == report["rows"]
+    for t in (1, 4):
+        assert (tmp_path / "detection" / f"run_t{t}" / "last.pt").stat().st_mtime_ns == mtimes[t]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from ..build import BuildOptions, build_store
 from ..infer import predict_video
 from ..train import coco_map, flicker_rate, run_training
 from ._detection import BOXES_CSV, DETECTION_CLASSES, make_detection_dataset
+from ._train_demo import finished_run
 
 __all__ = ["run_detection_demo"]
 
@@ -129,7 +131,12 @@ def run_detection_demo(
             "train": {"epochs": epochs, "optimizer": "adamw", "lr": 0.003, "seed": 0},
         }
         run = out / f"run_t{t}"
-        summary = run_training(cfg, run, progress=False)
+        summary = finished_run(cfg, run)
+        if summary is None:
+            shutil.rmtree(run, ignore_errors=True)
+            summary = run_training(cfg, run, progress=False)
+        else:
+            _say(f"  finished by an earlier call, kept (delete {run} to train it again)")
         _say(f"[4/4] predicting every frame of the held-out clips at T={t}")
         scores = _score(run, held, truths, out / f"predict_t{t}")
         rows.append({"frames": t, "train_seconds": summary["train_seconds"], **scores})

@@ -45,9 +45,10 @@ import shutil
 import time
 from pathlib import Path
 
+from .._core._errors import HyperframesError
 from .._core._plots import plot_bars
 from ..build import BuildOptions, build_store
-from ..train import run_training
+from ..train import load_config, run_training
 from ._synthetic import MOTION_CLASSES, make_motion_dataset, make_segmentation_dataset
 
 __all__ = ["DEMO_CLASSES", "demo_configs", "run_training_demo"]
@@ -214,6 +215,20 @@ def _data(out: Path, p: dict, show: bool) -> tuple[Path, Path, Path]:
     return out / "motion_store", out / "segmentation_store", out / "motion_six_store"
 
 
+def finished_run(cfg: dict, run_dir: Path) -> dict | None:
+    """The summary of a run that an earlier call finished in ``run_dir`` with the same config
+    (training is seeded, so it would end the same), or None: no summary, one that does not
+    read, a run that stopped early or was trained from another config."""
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        same = load_config(run_dir / "config.yaml") == load_config(cfg)
+    except (OSError, ValueError, HyperframesError):
+        return None
+    if not same or not isinstance(summary, dict) or summary.get("stopped", True):
+        return None
+    return summary
+
+
 def _result(name: str, summary: dict) -> dict:
     r = {
         "run_dir": summary["run_dir"],
@@ -270,10 +285,16 @@ def run_training_demo(
     _say("[3/4] training (held-out videos measure every run) ...", progress)
     for name, cfg in configs.items():
         run_dir = out / "runs" / name
-        if run_dir.exists():
-            shutil.rmtree(run_dir)
-        _say(f"--- {name}", progress)
-        summary = run_training(cfg, run_dir, progress=progress)
+        summary = finished_run(cfg, run_dir)
+        if summary is not None:
+            _say(
+                f"--- {name}: finished by an earlier call, kept (delete {run_dir} to train it again)",
+                progress,
+            )
+        else:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            _say(f"--- {name}", progress)
+            summary = run_training(cfg, run_dir, progress=progress)
         runs[name] = _result(name, summary)
     report = {
         "runs": runs,

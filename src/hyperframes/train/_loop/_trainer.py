@@ -87,6 +87,7 @@ from pathlib import Path
 
 import torch
 
+from ..._core._atomic import write_text_atomic
 from ..._core._errors import ConfigError
 from ..._core._plots import plot_confusion
 from ...checkpoint import load_for_resume
@@ -327,7 +328,7 @@ def _finish(loop: EpochLoop, stopped: bool) -> dict:
         if hooks.evaluation.pending(cfg) and not stopped:
             summary["video_level"] = hooks.evaluation.video_level(loop)
         text = json.dumps(_clean(summary), indent=1, default=float)
-        (ctx.run_dir / "summary.json").write_text(text + "\n")
+        write_text_atomic(ctx.run_dir / "summary.json", text + "\n")  # never half a summary
         loop.logger.finish("KILLED" if stopped else "FINISHED")
     if hooks.signals.signum and d.active and d.main:
         # said here, before the ranks part: torchrun stops the other workers (this one
