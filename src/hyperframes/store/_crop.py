@@ -170,10 +170,8 @@ def read_boxes(
             continue
         run = _run(idx)
         if run is not None:  # a strided run of frames: one view, one call for the window
-            resize_planes(frames[run], box, out[k], filter=filter)
+            resize_planes(frames[run], box, out[k], filter=filter, flip=flip[k])
         else:
             for j, i in enumerate(idx.tolist()):
-                resize_planes(frames[i], box, out[k, j], filter=filter)
-        if flip[k]:
-            flip_planes(out[k])
+                resize_planes(frames[i], box, out[k, j], filter=filter, flip=flip[k])
     return out
