@@ -438,6 +438,36 @@ __attribute__((target("ssse3"))) static void hrow_ssse3(const unsigned char *s, 
 }
 #endif
 
+#ifdef RESIZE_SSSE3
+/* hrow_ssse3 two groups a step with AVX2 (a group per 128-bit lane, each its own load);
+ * returns the groups done. */
+__attribute__((target("avx2"))) static int hrow_avx2(const unsigned char *s, short *h,
+                                                     int groups, const int *start,
+                                                     const unsigned char *mask,
+                                                     const short *wx)
+{
+    const __m256i z = _mm256_setzero_si256();
+    int g = 0;
+    for (; g + 2 <= groups; g += 2) {
+        __m256i v = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(s + start[g]))),
+            _mm_loadu_si128((const __m128i *)(s + start[g + 1])), 1);
+        v = _mm256_shuffle_epi8(v, _mm256_loadu_si256((const __m256i *)(mask + 16 * g)));
+        /* per lane: the low four pairs, the high four; weights laid out to match */
+        const __m128i *w = (const __m128i *)(wx + 16 * g);
+        __m256i wlo = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128(w)), _mm_loadu_si128(w + 2), 1);
+        __m256i whi = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128(w + 1)), _mm_loadu_si128(w + 3), 1);
+        __m256i lo = _mm256_madd_epi16(_mm256_unpacklo_epi8(v, z), wlo);
+        __m256i hi = _mm256_madd_epi16(_mm256_unpackhi_epi8(v, z), whi);
+        _mm256_storeu_si256((__m256i *)(h + 8 * g), _mm256_packs_epi32(_mm256_srai_epi32(lo, 4),
+                                                                        _mm256_srai_epi32(hi, 4)));
+    }
+    return g;
+}
+#endif
+
 /* out = ((h0 * b0) >> 16) + ((h1 * b1) >> 16), then (+ 2) >> 2: OpenCV's vertical step on
  * uint8 (VResizeLinearVec_32s8u); sixteen at a time with SSE2, the rest one by one. */
 static void vrow_rest(const short *h0, const short *h1, unsigned char *d, int j, int n,
@@ -449,9 +479,42 @@ static void vrow_rest(const short *h0, const short *h1, unsigned char *d, int j,
     }
 }
 
-static void vrow(const short *h0, const short *h1, unsigned char *d, int n, short b0, short b1)
+#if defined(__GNUC__) && defined(__x86_64__)
+#define VROW_AVX2 1
+/* vrow thirty-two at a time with AVX2; returns how many were done */
+__attribute__((target("avx2"))) static int vrow_avx2(const short *h0, const short *h1,
+                                                     unsigned char *d, int n, short b0,
+                                                     short b1)
+{
+    const __m256i c0 = _mm256_set1_epi16(b0), c1 = _mm256_set1_epi16(b1);
+    const __m256i two = _mm256_set1_epi16(2);
+    int j = 0;
+    for (; j + 32 <= n; j += 32) {
+        __m256i a = _mm256_adds_epi16(
+            _mm256_mulhi_epi16(_mm256_loadu_si256((const __m256i *)(h0 + j)), c0),
+            _mm256_mulhi_epi16(_mm256_loadu_si256((const __m256i *)(h1 + j)), c1));
+        __m256i b = _mm256_adds_epi16(
+            _mm256_mulhi_epi16(_mm256_loadu_si256((const __m256i *)(h0 + j + 16)), c0),
+            _mm256_mulhi_epi16(_mm256_loadu_si256((const __m256i *)(h1 + j + 16)), c1));
+        a = _mm256_srai_epi16(_mm256_adds_epi16(a, two), 2);
+        b = _mm256_srai_epi16(_mm256_adds_epi16(b, two), 2);
+        __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
+        _mm256_storeu_si256((__m256i *)(d + j), packed);
+    }
+    return j;
+}
+#endif
+
+static void vrow(const short *h0, const short *h1, unsigned char *d, int n, short b0, short b1,
+                 int avx2)
 {
     int j = 0;
+#ifdef VROW_AVX2
+    if (avx2)
+        j = vrow_avx2(h0, h1, d, n, b0, b1);
+#else
+    (void)avx2;
+#endif
 #ifdef __SSE2__
     const __m128i c0 = _mm_set1_epi16(b0), c1 = _mm_set1_epi16(b1), two = _mm_set1_epi16(2);
     for (; j + 16 <= n; j += 16) {
@@ -561,6 +624,11 @@ static PyObject *resize_linear(PyObject *self, PyObject *args)
             }
         }
 #endif
+#if defined(__GNUC__) && defined(__x86_64__)
+        const int avx2 = __builtin_cpu_supports("avx2");
+#else
+        const int avx2 = 0;
+#endif
         const char *base = src.buf;
         unsigned char *out = dst.buf;
         const Py_ssize_t s0 = src.strides[0], s1 = src.strides[1], s2 = src.strides[2];
@@ -582,16 +650,19 @@ static PyObject *resize_linear(PyObject *self, PyObject *args)
                             at = h[0] == slot[0] ? 1 : 0;
                         const unsigned char *sr = plane + r * s2;
 #ifdef RESIZE_SSSE3
-                        if (fast)
-                            hrow_ssse3(sr, slot[at], groups, start, mask, wx);
-                        else
+                        if (fast) {
+                            int done = avx2 ? hrow_avx2(sr, slot[at], groups, start, mask, wx)
+                                            : 0;
+                            hrow_ssse3(sr, slot[at] + 8 * done, groups - done, start + done,
+                                       mask + 16 * done, wx + 16 * done);
+                        } else
 #endif
                             hrow_scalar(sr, slot[at], ow, x0, x1, wx);
                         tag[at] = r;
                     }
                     h[k] = slot[at];
                 }
-                vrow(h[0], h[1], d + (size_t)y * ow, ow, wy[2 * y], wy[2 * y + 1]);
+                vrow(h[0], h[1], d + (size_t)y * ow, ow, wy[2 * y], wy[2 * y + 1], avx2);
             }
         }
         Py_END_ALLOW_THREADS
