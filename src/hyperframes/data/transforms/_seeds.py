@@ -32,7 +32,7 @@ class _Hash:
 
 
 def _mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    r = np.uint32(_MIX_L) * x - np.uint32(_MIX_R) * y
+    r: np.ndarray = np.uint32(_MIX_L) * x - np.uint32(_MIX_R) * y
     return r ^ (r >> np.uint32(_SHIFT))
 
 
