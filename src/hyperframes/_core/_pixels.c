@@ -532,6 +532,18 @@ static void vrow(const short *h0, const short *h1, unsigned char *d, int n, shor
     vrow_rest(h0, h1, d, j, n, b0, b1);
 }
 
+/* The cache lines of `n` bytes at `p`, asked for ahead of their use. */
+static inline void prefetch_row(const unsigned char *p, int n)
+{
+#if defined(__GNUC__)
+    for (int i = 0; i < n; i += 64)
+        __builtin_prefetch(p + i);
+    __builtin_prefetch(p + n - 1);
+#else
+    (void)p, (void)n;
+#endif
+}
+
 static PyObject *resize_linear(PyObject *self, PyObject *args)
 {
     PyObject *src_obj, *dst_obj;
@@ -649,6 +661,7 @@ static PyObject *resize_linear(PyObject *self, PyObject *args)
                         else
                             at = h[0] == slot[0] ? 1 : 0;
                         const unsigned char *sr = plane + r * s2;
+                        prefetch_row(sr + 2 * s2, bw); /* rows come from memory: ask ahead */
 #ifdef RESIZE_SSSE3
                         if (fast) {
                             int done = avx2 ? hrow_avx2(sr, slot[at], groups, start, mask, wx)
