@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..transforms import batch_steps
-from ..transforms._seeds import transform_generators
+from ..transforms import batch_steps, transform_generators
 from ._plan import BatchPlan
 
 __all__ = ["Drawn", "Recipe", "read_boxes_torch"]

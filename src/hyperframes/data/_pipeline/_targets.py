@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from ..transforms._seeds import transform_generators
+from ..transforms import transform_generators
 from ._plan import BatchPlan
 
 __all__ = ["StageBatch", "TargetStage", "stage_batch"]
