@@ -66,11 +66,17 @@ saturating SIMD arithmetic (a lookup table took 0.19 ms a pass, `convertScaleAbs
 the sliding sampler plans a batch as columns, and the flow is cropped by `cv2.warpAffine` and
 chained by `cv2.remap` (`grid_sample` took 3.4 ms a window): before them RandomResizedCrop +
 flip gave 530 windows/s, with jitter 320, CenterCrop 4,329, uniform windows 5,851. Where they
-still miss, the limit measured: a resizing crop is compute, not a copy. Resizing a window's 48
-planes (OpenCV bilinear on uint8, plane by plane into the batch buffer; faster than torch's
-`interpolate` and than a 48-channel channel-last resize here) is ~0.65 ms of one core against
-0.05-0.25 ms for copying its bytes, so on this CPU `RandomResizedCrop` cannot come within 0.7x
-of a crop that only copies (and every gain in the copy path moves the anchor too); colour
+still miss, the limit measured: a resizing crop is compute, not a copy. The read's bilinear
+resize is one C call a window (`resize_linear`, `_core/_pixels.c`: OpenCV's `INTER_LINEAR`
+weights and integer steps, so its pixels, the tables computed once for the window's 48 planes,
+each source row resized horizontally once, the next rows prefetched, the flip in that pass;
+RandomResizedCrop + flip went from 0.22x to 0.60x of CenterCrop at a load of ~3), and the
+per-sample generators are hashed for the batch at once. Measured on one thread per batch of 32
+out of the store's map: the resize 5.4 ms (OpenCV plane by plane: 16.6 ms; half of the kernel's
+time waits on its source loads) against CenterCrop's 3.6-4.1 ms copy of the same boxes, the crop
+box and flip draws 0.9 ms (~20 us of torch calls a sample), the whole batch 7.3-8.0 ms against
+CenterCrop's 4.6-5.3, so 0.7x would need the resize at about the copy's cost and no draws (and
+every gain in the copy path moves the anchor too); colour
 jitter adds brightness (one pass), contrast (a pass per frame around its own mean) and
 saturation (five `addWeighted` passes for the grey and the blend), ~0.45 ms a window at best.
 A CenterCrop of mixed shapes copies 112-byte rows out of 170-228-byte frame rows: numpy's own

@@ -109,3 +109,86 @@ def test_the_kernels_refuse_buffers_smaller_than_the_shape():
         pixels.warp_affine(x, np.zeros((1, 2, 3)), 2, 3, 8, 8, 0.0)
     with pytest.raises(ValueError, match="buffer sizes"):
         pixels.hue_shift(x, np.zeros(4), 4, 64)
+
+
+def _opencv_linear(crop: np.ndarray, oh: int, ow: int, flip: bool) -> np.ndarray:
+    """OpenCV's INTER_LINEAR plane by plane, mirrored after: what the resize kernel stands for."""
+    import cv2
+
+    planes = crop.reshape(-1, *crop.shape[-2:])
+    out = np.stack([cv2.resize(p, (ow, oh), interpolation=cv2.INTER_LINEAR) for p in planes])
+    out = out.reshape(*crop.shape[:-2], oh, ow)
+    return np.ascontiguousarray(out[..., ::-1]) if flip else out
+
+
+# (box h, w, out h, w): up and down (below 2x), boxes narrower than 16 (no byte shuffle),
+# widths that are not a multiple of 8, 16 or 32, a box of one row or column, the bench's sizes
+RESIZES = [
+    (100, 150, 112, 112),
+    (37, 53, 112, 112),
+    (128, 200, 112, 112),
+    (9, 13, 21, 30),
+    (1, 40, 5, 7),
+    (30, 1, 17, 3),
+    (60, 90, 45, 61),
+    (64, 64, 64, 33),
+]
+
+
+@needs_kernel
+@pytest.mark.parametrize("flip", [False, True], ids=["plain", "flipped"])
+@pytest.mark.parametrize("bh,bw,oh,ow", RESIZES)
+def test_resize_kernel_gives_opencvs_bilinear_pixels(bh, bw, oh, ow, flip):
+    frames = _frames(1, 9, 140, 210, seed=2)[0]  # (T, C, H, W)
+    crop = frames[1:9:2, :, 5 : 5 + bh, 7 : 7 + bw]  # a strided window of a box, no copy
+    got = np.full((4, 3, oh, ow), 7, np.uint8)
+    pixels.resize_linear(crop, got, flip)
+    diff = np.abs(got.astype(int) - _opencv_linear(crop, oh, ow, flip).astype(int))
+    # the same weights and integer steps: equal here (OpenCV's scalar tail of a row, whose
+    # length depends on its build's vector width, rounds within one level of its SIMD body)
+    assert diff.max() <= 1 and (diff > 0).mean() < 1e-3
+
+
+@needs_kernel
+def test_resize_planes_takes_the_kernel_and_equals_its_opencv_fallback(monkeypatch):
+    import hyperframes._core._resize as resize
+
+    x = _frames(2, 4, 90, 120, seed=3)
+    box = (4, 9, 70, 100)
+    for flip in (False, True):
+        fast = np.empty((2, 4, 3, 64, 80), np.uint8)
+        resize.resize_planes(x, box, fast, filter="linear", flip=flip)
+        monkeypatch.setattr(resize, "pixels", None)
+        slow = np.empty_like(fast)
+        resize.resize_planes(x, box, slow, filter="linear", flip=flip)
+        monkeypatch.setattr(resize, "pixels", pixels)
+        assert np.abs(fast.astype(int) - slow.astype(int)).max() <= 1
+        assert (fast != slow).mean() < 1e-3
+        assert not np.array_equal(fast, fast[..., ::-1])  # the flip is a real mirror here
+
+
+def test_a_raw_store_batch_reads_the_same_pixels_without_the_resize_kernel(
+    tiny_motion_store, monkeypatch
+):
+    import hyperframes._core._resize as resize
+    from hyperframes.data import HyperframeDataset
+    from hyperframes.data.transforms import Compose, RandomHorizontalFlip, RandomResizedCrop
+
+    aug = Compose([RandomResizedCrop(24, scale=(0.3, 1.0)), RandomHorizontalFlip()])
+    ds = HyperframeDataset(tiny_motion_store, "random", frames=4, seed=1, transform=aug)
+    fast = ds.read_batch(list(range(6))).frames.clone()
+    monkeypatch.setattr(resize, "pixels", None)  # OpenCV plane by plane, the flip after
+    slow = ds.read_batch(list(range(6))).frames
+    assert (fast.int() - slow.int()).abs().max() <= 1
+    assert (fast != slow).float().mean() < 1e-3
+
+
+@needs_kernel
+def test_the_resize_kernel_refuses_arrays_it_cannot_take():
+    src = np.zeros((2, 3, 8, 8), np.uint8)
+    with pytest.raises(ValueError, match="resize_linear: need uint8 src"):
+        pixels.resize_linear(src, np.zeros((2, 2, 4, 4), np.uint8), False)  # planes differ
+    with pytest.raises(ValueError, match="resize_linear: need uint8 src"):
+        pixels.resize_linear(src[..., ::2], np.zeros((2, 3, 4, 4), np.uint8), False)
+    with pytest.raises(ValueError, match="resize_linear: need uint8 src"):
+        pixels.resize_linear(src, np.zeros((2, 3, 4, 8), np.uint8)[..., ::2], False)

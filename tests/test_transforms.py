@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -269,3 +270,27 @@ def test_transform_generator_is_deterministic():
     assert not torch.equal(a, torch.rand(4, generator=transform_generator(1, 2, 4)))
     with pytest.raises(ConfigError, match="item must be an integer >= 0"):
         transform_generator(0, 0, -1)
+
+
+def test_a_batch_of_transform_generators_is_the_one_sample_forms():
+    from hyperframes.data.transforms._seeds import seed_states, transform_generators
+
+    rng = np.random.default_rng(0)
+    epochs, items = rng.integers(0, 2**32, 40), rng.integers(0, 2**32, 40)
+    epochs[:4], items[:4] = [0, 0, 1, 2**32 - 1], [0, 2**32 - 1, 0, 5]
+    for seed in (0, 9, 2**32 - 1):
+        want = [
+            np.random.SeedSequence([seed, int(e), int(i)], spawn_key=(3,)).generate_state(
+                1, np.uint64
+            )[0]
+            for e, i in zip(epochs, items)
+        ]
+        assert np.array_equal(seed_states(seed, epochs, items, 3), np.array(want, np.uint64))
+    big = [2**32, 3]  # a key of 2**32 or more: one by one through transform_generator
+    for e, i in ((np.arange(3), np.arange(3)), (np.array(big), np.array([7, 2**40]))):
+        got = transform_generators(11, e, i)
+        for g, a, b in zip(got, e.tolist(), i.tolist()):
+            want_draws = torch.rand(4, generator=transform_generator(11, a, b))
+            assert torch.equal(torch.rand(4, generator=g), want_draws)
+    with pytest.raises(ConfigError, match="item must be an integer >= 0"):
+        transform_generators(0, np.zeros(2, np.int64), np.array([1, -1]))

@@ -1,4 +1,4 @@
-/* Two uint8 pixel kernels of the batch transforms (hyperframes.data.transforms), each
+/* Three uint8 pixel kernels of the batch transforms (hyperframes.data.transforms), each
  * torchvision's float result computed per pixel without a float image, the GIL released:
  *
  * warp_affine(frames, maps, windows, planes, height, width, fill): in place, the bilinear warp
@@ -16,6 +16,13 @@
  * no division is needed: AVX2+FMA intrinsics where the CPU has them, else branch-free float
  * code that the compiler vectorises. The largest and smallest channel come out exact, the
  * third within one level.
+ *
+ * resize_linear(src, dst, flip): every (bh, bw) plane of src (T, C, bh, bw), any strides with
+ * adjacent pixels, resized bilinearly into its (oh, ow) plane of dst (T, C, oh, ow), C-order,
+ * mirrored left-right when flip: OpenCV's INTER_LINEAR on uint8 (the same weights, in 1/2048,
+ * and the same integer arithmetic as its SIMD rows), with the tables computed once for all
+ * T * C planes and no call per plane. A row is resized horizontally once (SSSE3: eight
+ * outputs from one 16-byte load and a byte shuffle) and kept while the next output rows need it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,6 +33,10 @@
 
 #ifdef __SSE2__
 #include <emmintrin.h>
+#endif
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <tmmintrin.h>
+#define RESIZE_SSSE3 1
 #endif
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
@@ -375,15 +386,319 @@ done:
     return result;
 }
 
+
+/* -- bilinear resize --------------------------------------------------------------------- */
+
+#define COEF 2048 /* OpenCV's INTER_RESIZE_COEF_SCALE */
+
+/* The source index and the two weights of output position d (of `out`, from `in`), as
+ * OpenCV's resize computes them for INTER_LINEAR; `clamp` folds the ends into one pixel. */
+static void linear_tap(int d, int in, double scale, int *s, short *w0, short *w1)
+{
+    float f = (float)((d + 0.5) * scale - 0.5);
+    int i = (int)floorf(f);
+    f -= (float)i;
+    if (i < 0)
+        f = 0.0f, i = 0;
+    if (i >= in - 1)
+        f = 0.0f, i = in - 1;
+    *s = i;
+    *w0 = (short)lrintf((1.0f - f) * COEF);
+    *w1 = (short)lrintf(f * COEF);
+}
+
+/* One output row's horizontal pass, in OpenCV's units (sum of taps times weights, >> 4):
+ * x0[j] the left tap of output j, x1[j] the right (x0 at the edge), wx[2j..2j+1] weights. */
+static void hrow_scalar(const unsigned char *s, short *h, int ow, const int *x0, const int *x1,
+                        const short *wx)
+{
+    for (int j = 0; j < ow; j++)
+        h[j] = (short)((s[x0[j]] * wx[2 * j] + s[x1[j]] * wx[2 * j + 1]) >> 4);
+}
+
+#ifdef RESIZE_SSSE3
+/* Eight outputs a step: `start[g]` where group g's 16 bytes are loaded, `mask` (16 bytes a
+ * group) the shuffle that lays out (left, right) tap pairs, the weights as pairs to match. */
+__attribute__((target("ssse3"))) static void hrow_ssse3(const unsigned char *s, short *h,
+                                                        int groups, const int *start,
+                                                        const unsigned char *mask,
+                                                        const short *wx)
+{
+    const __m128i z = _mm_setzero_si128();
+    for (int g = 0; g < groups; g++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + start[g]));
+        v = _mm_shuffle_epi8(v, _mm_loadu_si128((const __m128i *)(mask + 16 * g)));
+        __m128i lo = _mm_madd_epi16(_mm_unpacklo_epi8(v, z),
+                                    _mm_loadu_si128((const __m128i *)(wx + 16 * g)));
+        __m128i hi = _mm_madd_epi16(_mm_unpackhi_epi8(v, z),
+                                    _mm_loadu_si128((const __m128i *)(wx + 16 * g + 8)));
+        _mm_storeu_si128((__m128i *)(h + 8 * g),
+                         _mm_packs_epi32(_mm_srai_epi32(lo, 4), _mm_srai_epi32(hi, 4)));
+    }
+}
+#endif
+
+#ifdef RESIZE_SSSE3
+/* hrow_ssse3 two groups a step with AVX2 (a group per 128-bit lane, each its own load);
+ * returns the groups done. */
+__attribute__((target("avx2"))) static int hrow_avx2(const unsigned char *s, short *h,
+                                                     int groups, const int *start,
+                                                     const unsigned char *mask,
+                                                     const short *wx)
+{
+    const __m256i z = _mm256_setzero_si256();
+    int g = 0;
+    for (; g + 2 <= groups; g += 2) {
+        __m256i v = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(s + start[g]))),
+            _mm_loadu_si128((const __m128i *)(s + start[g + 1])), 1);
+        v = _mm256_shuffle_epi8(v, _mm256_loadu_si256((const __m256i *)(mask + 16 * g)));
+        /* per lane: the low four pairs, the high four; weights laid out to match */
+        const __m128i *w = (const __m128i *)(wx + 16 * g);
+        __m256i wlo = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128(w)), _mm_loadu_si128(w + 2), 1);
+        __m256i whi = _mm256_inserti128_si256(
+            _mm256_castsi128_si256(_mm_loadu_si128(w + 1)), _mm_loadu_si128(w + 3), 1);
+        __m256i lo = _mm256_madd_epi16(_mm256_unpacklo_epi8(v, z), wlo);
+        __m256i hi = _mm256_madd_epi16(_mm256_unpackhi_epi8(v, z), whi);
+        _mm256_storeu_si256((__m256i *)(h + 8 * g), _mm256_packs_epi32(_mm256_srai_epi32(lo, 4),
+                                                                        _mm256_srai_epi32(hi, 4)));
+    }
+    return g;
+}
+#endif
+
+/* out = ((h0 * b0) >> 16) + ((h1 * b1) >> 16), then (+ 2) >> 2: OpenCV's vertical step on
+ * uint8 (VResizeLinearVec_32s8u); sixteen at a time with SSE2, the rest one by one. */
+static void vrow_rest(const short *h0, const short *h1, unsigned char *d, int j, int n,
+                      short b0, short b1)
+{
+    for (; j < n; j++) {
+        int v = (((h0[j] * b0) >> 16) + ((h1[j] * b1) >> 16) + 2) >> 2;
+        d[j] = (unsigned char)(v < 0 ? 0 : (v > 255 ? 255 : v));
+    }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define VROW_AVX2 1
+/* vrow thirty-two at a time with AVX2; returns how many were done */
+__attribute__((target("avx2"))) static int vrow_avx2(const short *h0, const short *h1,
+                                                     unsigned char *d, int n, short b0,
+                                                     short b1)
+{
+    const __m256i c0 = _mm256_set1_epi16(b0), c1 = _mm256_set1_epi16(b1);
+    const __m256i two = _mm256_set1_epi16(2);
+    int j = 0;
+    for (; j + 32 <= n; j += 32) {
+        __m256i a = _mm256_adds_epi16(
+            _mm256_mulhi_epi16(_mm256_loadu_si256((const __m256i *)(h0 + j)), c0),
+            _mm256_mulhi_epi16(_mm256_loadu_si256((const __m256i *)(h1 + j)), c1));
+        __m256i b = _mm256_adds_epi16(
+            _mm256_mulhi_epi16(_mm256_loadu_si256((const __m256i *)(h0 + j + 16)), c0),
+            _mm256_mulhi_epi16(_mm256_loadu_si256((const __m256i *)(h1 + j + 16)), c1));
+        a = _mm256_srai_epi16(_mm256_adds_epi16(a, two), 2);
+        b = _mm256_srai_epi16(_mm256_adds_epi16(b, two), 2);
+        __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), 0xD8);
+        _mm256_storeu_si256((__m256i *)(d + j), packed);
+    }
+    return j;
+}
+#endif
+
+static void vrow(const short *h0, const short *h1, unsigned char *d, int n, short b0, short b1,
+                 int avx2)
+{
+    int j = 0;
+#ifdef VROW_AVX2
+    if (avx2)
+        j = vrow_avx2(h0, h1, d, n, b0, b1);
+#else
+    (void)avx2;
+#endif
+#ifdef __SSE2__
+    const __m128i c0 = _mm_set1_epi16(b0), c1 = _mm_set1_epi16(b1), two = _mm_set1_epi16(2);
+    for (; j + 16 <= n; j += 16) {
+        __m128i a = _mm_adds_epi16(
+            _mm_mulhi_epi16(_mm_loadu_si128((const __m128i *)(h0 + j)), c0),
+            _mm_mulhi_epi16(_mm_loadu_si128((const __m128i *)(h1 + j)), c1));
+        __m128i b = _mm_adds_epi16(
+            _mm_mulhi_epi16(_mm_loadu_si128((const __m128i *)(h0 + j + 8)), c0),
+            _mm_mulhi_epi16(_mm_loadu_si128((const __m128i *)(h1 + j + 8)), c1));
+        a = _mm_srai_epi16(_mm_adds_epi16(a, two), 2);
+        b = _mm_srai_epi16(_mm_adds_epi16(b, two), 2);
+        _mm_storeu_si128((__m128i *)(d + j), _mm_packus_epi16(a, b));
+    }
+#endif
+    vrow_rest(h0, h1, d, j, n, b0, b1);
+}
+
+/* The cache lines of `n` bytes at `p`, asked for ahead of their use. */
+static inline void prefetch_row(const unsigned char *p, int n)
+{
+#if defined(__GNUC__)
+    for (int i = 0; i < n; i += 64)
+        __builtin_prefetch(p + i);
+    __builtin_prefetch(p + n - 1);
+#else
+    (void)p, (void)n;
+#endif
+}
+
+static PyObject *resize_linear(PyObject *self, PyObject *args)
+{
+    PyObject *src_obj, *dst_obj;
+    Py_buffer src, dst;
+    int flip;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOp", &src_obj, &dst_obj, &flip))
+        return NULL;
+    if (PyObject_GetBuffer(src_obj, &src, PyBUF_STRIDED_RO) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(dst_obj, &dst, PyBUF_STRIDED) < 0) {
+        PyBuffer_Release(&src);
+        return NULL;
+    }
+    if (src.ndim != 4 || src.itemsize != 1 || src.strides[3] != 1 || dst.ndim != 4 ||
+        dst.itemsize != 1 || !PyBuffer_IsContiguous(&dst, 'C') ||
+        src.shape[0] != dst.shape[0] || src.shape[1] != dst.shape[1] || src.shape[2] < 1 ||
+        src.shape[3] < 1 || dst.shape[2] < 1 || dst.shape[3] < 1 ||
+        src.shape[3] > 0x7fffffff || dst.shape[3] > 0x7fffffff) {
+        PyErr_SetString(PyExc_ValueError,
+                        "resize_linear: need uint8 src (T, C, bh, bw) with adjacent pixels and "
+                        "a C-order uint8 dst (T, C, oh, ow)");
+        goto done;
+    }
+    {
+        const int bh = (int)src.shape[2], bw = (int)src.shape[3];
+        const int oh = (int)dst.shape[2], ow = (int)dst.shape[3];
+        const Py_ssize_t planes1 = src.shape[1], planes = src.shape[0] * src.shape[1];
+        const int groups = (ow + 7) / 8, wide = 8 * groups;
+        /* tables: x0, x1 (ints), start (ints), wx (2 shorts an output), mask (16 bytes a group),
+         * yofs (2 ints a row), wy (2 shorts a row), two horizontal rows */
+        size_t bytes = (size_t)ow * 2 * sizeof(int) + (size_t)groups * sizeof(int) +
+                       (size_t)wide * 2 * sizeof(short) + (size_t)groups * 16 +
+                       (size_t)oh * 2 * sizeof(int) + (size_t)oh * 2 * sizeof(short) +
+                       (size_t)wide * 2 * sizeof(short) + 64;
+        char *mem = calloc(1, bytes);
+        if (mem == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        int *x0 = (int *)mem, *x1 = x0 + ow, *start = x1 + ow;
+        short *wx = (short *)(start + groups);
+        unsigned char *mask = (unsigned char *)(wx + 2 * wide);
+        int *ys = (int *)(mask + 16 * groups);
+        short *wy = (short *)(ys + 2 * oh);
+        short *rows = wy + 2 * oh;
+        double scale_x = 1.0 / ((double)ow / bw), scale_y = 1.0 / ((double)oh / bh);
+        int j, fast = 0;
+        for (j = 0; j < ow; j++) {
+            int s, at = flip ? ow - 1 - j : j;
+            linear_tap(at, bw, scale_x, &s, &wx[2 * j], &wx[2 * j + 1]);
+            x0[j] = s;
+            x1[j] = s + 1 < bw ? s + 1 : s;
+        }
+        for (j = 0; j < oh; j++) {
+            /* OpenCV keeps a row's weights past either end and reads the end row twice */
+            float f = (float)((j + 0.5) * scale_y - 0.5);
+            int i = (int)floorf(f);
+            f -= (float)i;
+            wy[2 * j] = (short)lrintf((1.0f - f) * COEF);
+            wy[2 * j + 1] = (short)lrintf(f * COEF);
+            ys[2 * j] = i < 0 ? 0 : (i > bh - 1 ? bh - 1 : i);
+            ys[2 * j + 1] = i + 1 < 0 ? 0 : (i + 1 > bh - 1 ? bh - 1 : i + 1);
+        }
+#ifdef RESIZE_SSSE3
+        if (bw >= 16 && __builtin_cpu_supports("ssse3")) {
+            fast = 1;
+            for (int g = 0; g < groups && fast; g++) {
+                int lo = 0x7fffffff, hi = -1;
+                for (j = 8 * g; j < 8 * g + 8; j++) {
+                    int k = j < ow ? j : ow - 1; /* the padding repeats the last output */
+                    lo = x0[k] < lo ? x0[k] : lo;
+                    lo = x1[k] < lo ? x1[k] : lo;
+                    hi = x0[k] > hi ? x0[k] : hi;
+                    hi = x1[k] > hi ? x1[k] : hi;
+                }
+                int at = lo < bw - 16 ? lo : bw - 16;
+                if (hi - at > 15) {
+                    fast = 0;
+                    break;
+                }
+                start[g] = at;
+                for (j = 8 * g; j < 8 * g + 8; j++) {
+                    int k = j < ow ? j : ow - 1;
+                    mask[2 * j] = (unsigned char)(x0[k] - at);
+                    mask[2 * j + 1] = (unsigned char)(x1[k] - at);
+                    if (j >= ow)
+                        wx[2 * j] = wx[2 * k], wx[2 * j + 1] = wx[2 * k + 1];
+                }
+            }
+        }
+#endif
+#if defined(__GNUC__) && defined(__x86_64__)
+        const int avx2 = __builtin_cpu_supports("avx2");
+#else
+        const int avx2 = 0;
+#endif
+        const char *base = src.buf;
+        unsigned char *out = dst.buf;
+        const Py_ssize_t s0 = src.strides[0], s1 = src.strides[1], s2 = src.strides[2];
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t p = 0; p < planes; p++) {
+            const unsigned char *plane =
+                (const unsigned char *)(base + (p / planes1) * s0 + (p % planes1) * s1);
+            unsigned char *d = out + (size_t)p * oh * ow;
+            short *slot[2] = {rows, rows + wide};
+            int tag[2] = {-1, -1};
+            for (int y = 0; y < oh; y++) {
+                short *h[2];
+                for (int k = 0; k < 2; k++) {
+                    int r = ys[2 * y + k], at = tag[0] == r ? 0 : (tag[1] == r ? 1 : -1);
+                    if (at < 0) { /* into the slot that does not hold the other row needed */
+                        if (k == 0)
+                            at = tag[0] == ys[2 * y + 1] ? 1 : 0;
+                        else
+                            at = h[0] == slot[0] ? 1 : 0;
+                        const unsigned char *sr = plane + r * s2;
+                        prefetch_row(sr + 2 * s2, bw); /* rows come from memory: ask ahead */
+#ifdef RESIZE_SSSE3
+                        if (fast) {
+                            int done = avx2 ? hrow_avx2(sr, slot[at], groups, start, mask, wx)
+                                            : 0;
+                            hrow_ssse3(sr, slot[at] + 8 * done, groups - done, start + done,
+                                       mask + 16 * done, wx + 16 * done);
+                        } else
+#endif
+                            hrow_scalar(sr, slot[at], ow, x0, x1, wx);
+                        tag[at] = r;
+                    }
+                    h[k] = slot[at];
+                }
+                vrow(h[0], h[1], d + (size_t)y * ow, ow, wy[2 * y], wy[2 * y + 1], avx2);
+            }
+        }
+        Py_END_ALLOW_THREADS
+        free(mem);
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&src);
+    PyBuffer_Release(&dst);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"warp_affine", warp_affine, METH_VARARGS, "Bilinear affine warp of uint8 windows, in place."},
     {"hue_shift", hue_shift, METH_VARARGS, "Hue shift of uint8 RGB frames, in place."},
+    {"resize_linear", resize_linear, METH_VARARGS, "Bilinear resize of uint8 planes."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_pixels",
-    "uint8 kernels of the batch transforms: affine warp and hue shift.", -1, methods,
+    "uint8 kernels of the batch transforms: affine warp, hue shift, bilinear resize.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__pixels(void)

@@ -1,4 +1,4 @@
-"""Types of the C extension ``_pixels.c`` (uint8 affine warp and hue shift)."""
+"""Types of the C extension ``_pixels.c`` (uint8 affine warp, hue shift, bilinear resize)."""
 
 import numpy as np
 
@@ -13,3 +13,4 @@ def warp_affine(
     /,
 ) -> None: ...
 def hue_shift(frames: np.ndarray, shifts: np.ndarray, count: int, pixels: int, /) -> None: ...
+def resize_linear(src: np.ndarray, dst: np.ndarray, flip: bool, /) -> None: ...

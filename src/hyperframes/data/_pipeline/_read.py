@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..transforms import batch_steps, transform_generator
+from ..transforms import batch_steps, transform_generators
 from ._plan import BatchPlan
 
 __all__ = ["Drawn", "Recipe", "read_boxes_torch"]
@@ -90,9 +90,7 @@ class Recipe:
         crop = self.crop
         gens: tuple = (None,) * b
         if self.random:
-            gens = tuple(
-                transform_generator(seed, int(plan.epochs[k]), int(plan.items[k])) for k in range(b)
-            )
+            gens = transform_generators(seed, plan.epochs, plan.items)
         boxes = np.empty((b, 4), np.int64)
         sizes: set[tuple[int, int]] = set()
         if crop is None or not crop.random:  # the box depends on the frame shape only

@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from ..transforms import transform_generator
+from ..transforms import transform_generators
 from ._plan import BatchPlan
 
 __all__ = ["StageBatch", "TargetStage", "stage_batch"]
@@ -64,5 +64,5 @@ def stage_batch(frames, plan: BatchPlan, store, seed: int) -> StageBatch:
     generator seeded by (``seed``, epoch, item)."""
     videos = store.videos
     rows = np.asarray(videos.frame_start)[plan.videos][:, None] + plan.index
-    gens = tuple(transform_generator(seed, int(e), int(i)) for e, i in zip(plan.epochs, plan.items))
+    gens = transform_generators(seed, plan.epochs, plan.items)
     return StageBatch(frames, plan, np.asarray(videos.source_index_all)[rows], gens, store)

@@ -22,6 +22,7 @@ from ._contract import ContractCrop as ContractCrop
 from ._contract import contract_transform as contract_transform
 from ._normalize import Normalize, ToFloat
 from ._registry import create_transform, list_transforms, register_transform
+from ._seeds import transform_generators as transform_generators  # the batch pipeline's
 from ._spatial import (
     CenterCrop,
     RandomAffine,
