@@ -271,20 +271,3 @@ def test_split_is_chosen_from_the_index_column(class_folder, tmp_path):
     assert len(val) == 2
     with pytest.raises(DataError, match=r"no video of split 'test'.*\['train', 'val'\]"):
         HyperframeDataset(s, frames=4, split="test")
-
-
-def test_worker_processes_run_opencv_on_one_thread(store):
-    """OpenCV's thread pool does not survive fork: a forked worker that used it could wait
-    forever on the parent's threads. Each worker process sets OpenCV to one thread (and the
-    parent keeps its own setting)."""
-    cv2 = pytest.importorskip("cv2")
-    cv2.setNumThreads(2)
-    cv2.resize(np.zeros((64, 64, 3), np.uint8), (32, 32))  # the parent's pool in use
-    ds = HyperframeDataset(store, frames=4)
-
-    def threads_here(batch):
-        return cv2.getNumThreads()
-
-    dl = loader(ds, batch_size=4, workers=2, mode="processes", collate_fn=threads_here)
-    assert set(dl) == {1}
-    assert cv2.getNumThreads() == 2

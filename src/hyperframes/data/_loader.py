@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -44,16 +43,6 @@ from ._torch_samplers import item_sampler
 
 #: batches drawn from the sampler ahead of the reads at most (for their plans)
 _LOOKAHEAD_BATCHES = 256
-
-
-def _one_thread_each(worker_id: int) -> None:
-    """A worker process's start: OpenCV on one thread, as torch already is there. OpenCV's
-    thread pool does not survive ``fork`` (a child that uses it can wait forever on threads
-    that exist only in the parent), and ``workers`` processes each running a pool of every
-    core's threads would oversubscribe the CPUs anyway. Only where the parent imported cv2."""
-    cv2 = sys.modules.get("cv2")
-    if cv2 is not None and callable(getattr(cv2, "setNumThreads", None)):
-        cv2.setNumThreads(1)
 
 
 def _remote_store(dataset):
@@ -335,7 +324,7 @@ def loader(
         )
     kw: dict[str, Any] = {}  # DataLoader refuses these without worker processes
     if workers > 0:
-        kw = {"prefetch_factor": ahead.prefetch_factor, "worker_init_fn": _one_thread_each}
+        kw = {"prefetch_factor": ahead.prefetch_factor}
         kw["persistent_workers"] = ahead.persistent_workers
     return HyperframeLoader(
         dataset,
