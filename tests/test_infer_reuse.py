@@ -58,7 +58,7 @@ def test_a_subclass_with_its_own_forward_is_not_split():
             return super().forward(x, mask) * 2
 
     torch.manual_seed(0)
-    assert split_model(Custom("resnet18", 3, T)) is None
+    assert split_model(Custom("resnet18", num_classes=3, frames=T)) is None
 
 
 def test_a_model_can_opt_in_with_its_own_hooks():
@@ -130,3 +130,22 @@ def test_reuse_is_off_without_overlap_and_refused_without_a_split():
     assert Predictor(model, pre, stride=T, reuse=True).reuse
     with pytest.raises(ConfigError, match=r"reuse=True: model 'r2plus1d_tiny' has no per-frame"):
         Predictor(_model("r2plus1d_tiny"), InputContract(frames=T, layout="conv3d"), reuse=True)
+
+
+@pytest.mark.parametrize(
+    ("cls", "extra", "name"), [("TSN", "attention", "consensus"), ("TSM", 4, "fold_div")]
+)
+def test_the_public_models_still_take_the_old_positional_order(cls, extra, name):
+    """TSN / TSM(backbone, num_classes, frames, ...) by position, as before their keywords were
+    declared once: the same model, with a DeprecationWarning that says to pass them by keyword;
+    never a positional int taken as another option."""
+    model = getattr(models, cls)
+    with pytest.warns(DeprecationWarning, match=r"by position is deprecated.*num_classes="):
+        old = model("resnet18", 3, T, extra, 0.25)
+    new = model("resnet18", num_classes=3, frames=T, **{name: extra, "dropout": 0.25})
+    assert (old.num_classes, old.frames, getattr(old, name)) == (3, T, extra)
+    assert old.dropout.p == new.dropout.p == 0.25
+    with pytest.raises(TypeError, match="by position and by keyword"):
+        model("resnet18", 3, T, num_classes=3)
+    with pytest.raises(TypeError, match="at most 6 positional"):
+        model("resnet18", 3, T, extra, 0.25, False, "more")
