@@ -158,7 +158,9 @@ def _disc(
     Positions wrap around the frame edges (a disc leaving on the right re-enters on the
     left). Returns (rgb (size, size, 3), alpha (size, size)) with an anti-aliased edge.
     """
-    grid = np.arange(size, dtype=np.float32)
+    # float64: numpy's float32 loops (hypot among them) may round a pixel differently with
+    # another memory alignment, and one pixel changes x264's bytes (the files must repeat)
+    grid = np.arange(size, dtype=np.float64)
     dx = (grid[None, :] - cx + size / 2.0) % size - size / 2.0
     dy = (grid[:, None] - cy + size / 2.0) % size - size / 2.0
     dx, dy = np.broadcast_arrays(dx, dy)
