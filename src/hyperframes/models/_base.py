@@ -334,24 +334,39 @@ def preset(
     return wrap
 
 
-def by_position(owner: str, given: tuple, order: tuple[str, ...], keywords: dict) -> dict:
-    """``keywords`` with the arguments ``given`` by position after the first, in the ``order``
-    the constructor ``owner`` took them before its model keywords were declared once
-    (:class:`ModelArgs`), with a DeprecationWarning that says how to pass them now; a
-    TypeError for more than that order holds or a name given both ways."""
-    if len(given) > len(order):
-        raise TypeError(f"{owner}() takes at most {len(order) + 1} positional arguments")
-    moved = dict(zip(order, given))
-    both = sorted(set(moved) & set(keywords))
-    if both:
-        raise TypeError(f"{owner}() got {', '.join(both)} by position and by keyword")
-    warnings.warn(
-        f"{owner}(backbone, {', '.join(moved)}) by position is deprecated; pass "
-        f"{', '.join(f'{k}=' for k in moved)} by keyword",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return {**keywords, **moved}
+def old_order(*order: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A constructor ``__init__(self, backbone, *, ...)`` that still takes the arguments after
+    the backbone by position, in the ``order`` it had before its model keywords were declared
+    once (:class:`ModelArgs`): they are passed on as keywords, with a DeprecationWarning that
+    says how to pass them now; a TypeError for more than that order holds or a name given both
+    ways. The signature the registry reads stays the constructor's."""
+
+    def wrap(init: Callable[..., None]) -> Callable[..., None]:
+        owner = init.__qualname__.split(".")[0]
+
+        @functools.wraps(init)
+        def __init__(self, backbone, *given, **keywords) -> None:
+            if given:
+                if len(given) > len(order):
+                    raise TypeError(
+                        f"{owner}() takes at most {len(order) + 1} positional arguments"
+                    )
+                moved = dict(zip(order, given))
+                both = sorted(set(moved) & set(keywords))
+                if both:
+                    raise TypeError(f"{owner}() got {', '.join(both)} by position and by keyword")
+                warnings.warn(
+                    f"{owner}(backbone, {', '.join(moved)}) by position is deprecated; pass "
+                    f"{', '.join(f'{k}=' for k in moved)} by keyword",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                keywords.update(moved)
+            init(self, backbone, **keywords)
+
+        return __init__
+
+    return wrap
 
 
 def constructor_parameters(cls: type[nn.Module]) -> tuple[list[inspect.Parameter], dict[str, Any]]:
@@ -364,8 +379,6 @@ def constructor_parameters(cls: type[nn.Module]) -> tuple[list[inspect.Parameter
         hints = {}
     params = []
     for p in list(inspect.signature(cls.__init__).parameters.values())[1:]:  # less self
-        if p.kind is p.VAR_POSITIONAL:  # the old positional order (:func:`by_position`)
-            continue
         if p.kind is p.VAR_KEYWORD and hints.get(p.name) == Unpack[ModelArgs]:
             del hints[p.name]
             base = inspect.signature(VideoModel.__init__).parameters

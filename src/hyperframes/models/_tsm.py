@@ -9,8 +9,6 @@ modelling; a fine pick for long clips and (with a causal variant) streaming.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -18,7 +16,7 @@ from typing_extensions import Unpack
 
 from .._core._errors import ConfigError, DataError
 from ._backbones import Backbone2D, backbone_pretrained_map
-from ._base import ModelArgs, VideoModel, by_position, check_mask, masked_mean, preset
+from ._base import ModelArgs, VideoModel, check_mask, masked_mean, old_order, preset
 from ._registry import register_model
 
 __all__ = ["TSM", "TemporalShiftConv2d", "temporal_shift"]
@@ -68,10 +66,6 @@ class TemporalShiftConv2d(nn.Conv2d):
         return super().extra_repr() + f", frames={self.frames}, fold_div={self.fold_div}"
 
 
-#: TSM's positional order after the backbone before ModelArgs (:func:`~._base.by_position`)
-_ORDER = ("num_classes", "frames", "fold_div", "dropout", "checkpointing")
-
-
 class TSM(VideoModel):
     """Temporal Shift Module ResNet, per-frame scores averaged over valid frames."""
 
@@ -79,19 +73,15 @@ class TSM(VideoModel):
     uses_mask = True
     fixed_frames = "its temporal shift is built for the T frames it was trained on"
 
+    @old_order("num_classes", "frames", "fold_div", "dropout", "checkpointing")
     def __init__(
         self,
         backbone: str,
-        *old: Any,
+        *,
         fold_div: int = 8,
         dropout: float = 0.0,
         **base: Unpack[ModelArgs],
     ) -> None:
-        if old:  # TSM(backbone, num_classes, frames, ...): the order before ModelArgs
-            given = by_position("TSM", old, _ORDER, dict(base))
-            fold_div = given.pop("fold_div", fold_div)
-            dropout = given.pop("dropout", dropout)
-            base = given  # type: ignore[assignment]
         super().__init__(**base)
         if not backbone.startswith("resnet"):
             raise ConfigError(f"TSM shifts inside ResNet blocks; got backbone {backbone!r}")

@@ -8,7 +8,7 @@ appearance-driven tasks and as a strong cheap baseline.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 import torch
 from torch import Tensor, nn
@@ -16,7 +16,7 @@ from typing_extensions import Unpack
 
 from .._core._errors import ConfigError
 from ._backbones import Backbone2D, backbone_pretrained_map
-from ._base import ModelArgs, VideoModel, by_position, check_mask, masked_mean, preset
+from ._base import ModelArgs, VideoModel, check_mask, masked_mean, old_order, preset
 from ._registry import register_model
 
 __all__ = ["TSN", "consensus"]
@@ -45,29 +45,21 @@ def consensus(
     return (scores * w.unsqueeze(-1).to(scores.dtype)).sum(1)
 
 
-#: TSN's positional order after the backbone before ModelArgs (:func:`~._base.by_position`)
-_ORDER = ("num_classes", "frames", "consensus", "dropout", "checkpointing")
-
-
 class TSN(VideoModel):
     """Temporal Segment Network over a torchvision 2D backbone."""
 
     layout = "temporal"
     uses_mask = True
 
+    @old_order("num_classes", "frames", "consensus", "dropout", "checkpointing")
     def __init__(
         self,
         backbone: str,
-        *old: Any,
+        *,
         consensus: Consensus = "avg",
         dropout: float = 0.0,
         **base: Unpack[ModelArgs],
     ) -> None:
-        if old:  # TSN(backbone, num_classes, frames, ...): the order before ModelArgs
-            given = by_position("TSN", old, _ORDER, dict(base))
-            consensus = given.pop("consensus", consensus)
-            dropout = given.pop("dropout", dropout)
-            base = given  # type: ignore[assignment]
         super().__init__(**base)
         if consensus not in CONSENSUS:
             raise ConfigError(f"unknown consensus {consensus!r}; expected one of {CONSENSUS}")
