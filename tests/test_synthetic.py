@@ -210,13 +210,11 @@ def test_motion_dataset_is_deterministic(tmp_path):
         assert pa.read_bytes() == pb.read_bytes()
         assert np.array_equal(decode(pa), decode(pb))
         assert pa.read_bytes() != pc.read_bytes()
-    # a class's videos do not depend on which other classes are generated
-    # (compared as pictures: numpy's float32 SIMD loops may round a pixel differently with
-    # another memory alignment, and one pixel changes x264's bytes; once seen in a full run)
+    # a class's videos do not depend on which other classes are generated: the same bytes
+    # (with x264's macroblock tree on, CI once wrote this clip 250 bytes apart here)
     d = make_motion_dataset(tmp_path / "d", seed=5, **{**kwargs, "classes": ("anticlockwise",)})
-    alone, among = decode(d[0]).astype(np.int16), decode(a[2]).astype(np.int16)
-    assert alone.shape == among.shape
-    assert np.abs(alone - among).mean() < 0.1
+    assert d[0].read_bytes() == a[2].read_bytes()
+    alone = decode(d[0]).astype(np.int16)
     assert np.abs(alone - decode(c[2]).astype(np.int16)).mean() > 5  # another seed: another clip
 
 

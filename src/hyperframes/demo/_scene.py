@@ -158,8 +158,8 @@ def _disc(
     Positions wrap around the frame edges (a disc leaving on the right re-enters on the
     left). Returns (rgb (size, size, 3), alpha (size, size)) with an anti-aliased edge.
     """
-    # float64: numpy's float32 loops (hypot among them) may round a pixel differently with
-    # another memory alignment, and one pixel changes x264's bytes (the files must repeat)
+    # float64 throughout: the arithmetic of a pixel does not depend on how numpy splits
+    # the loop (the demo's files must repeat)
     grid = np.arange(size, dtype=np.float64)
     dx = (grid[None, :] - cx + size / 2.0) % size - size / 2.0
     dy = (grid[:, None] - cy + size / 2.0) % size - size / 2.0

@@ -21,8 +21,8 @@ Two tasks whose answer lives in the *motion*, never in a single frame:
   cannot tell them apart but two consecutive frames can.
 
 Videos are written as real H.264 (``libx264``, ``yuv420p``, crf 18, a keyframe every 8
-frames, one encoder thread so files are reproducible) so they exercise the same decode
-path as user videos. The pure generators (:func:`make_motion_frames`,
+frames, one encoder thread and no macroblock tree so files are reproducible) so they
+exercise the same decode path as user videos. The pure generators (:func:`make_motion_frames`,
 :func:`make_segmentation_frames`) do no I/O and are what the writers call.
 
 Image convention: ``x`` grows to the right, ``y`` grows *down*; ``clockwise`` is clockwise
@@ -311,13 +311,34 @@ def make_segmentation_dataset(
 # --------------------------------------------------------------------------- writing
 
 
+def _rgb_to_i420(image: np.ndarray) -> np.ndarray:
+    """(H, W, 3) uint8 RGB as one (H * 3 / 2, W) I420 array: BT.601, limited range (what a
+    decoder assumes for an untagged stream), chroma from each 2x2 block's mean.
+
+    Integer arithmetic in numpy, not swscale: the same frames then give the same encoder
+    input with any FFmpeg build and CPU (swscale's SIMD paths are not bit-exact with each
+    other unless asked), so the demo's files can repeat across machines.
+    """
+    rgb = image.astype(np.int32)
+    h, w = rgb.shape[:2]
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    y = ((66 * r + 129 * g + 25 * b + 128) >> 8) + 16
+    quad = rgb.reshape(h // 2, 2, w // 2, 2, 3).sum(axis=(1, 3))  # 4x each block's mean
+    r4, g4, b4 = quad[..., 0], quad[..., 1], quad[..., 2]
+    u = ((-38 * r4 - 74 * g4 + 112 * b4 + 512) >> 10) + 128
+    v = ((112 * r4 - 94 * g4 - 18 * b4 + 512) >> 10) + 128
+    planes = np.concatenate([y.ravel(), u.ravel(), v.ravel()])  # PyAV's flat I420 layout
+    return planes.astype(np.uint8).reshape(h * 3 // 2, w)
+
+
 def write_h264(
     path: str | Path, frames: np.ndarray, *, fps: float | Fraction = 15, gop: int = _GOP
 ) -> Path:
     """Encode (T, H, W, 3) uint8 RGB ``frames`` to an H.264 ``.mp4`` at ``path``.
 
-    ``libx264``, ``yuv420p``, crf 18, a keyframe every 8 frames, no B-frames, one encoder
-    thread (so the same frames give the same bytes). H and W must be even. Parent
+    ``libx264``, ``yuv420p`` (converted in numpy: :func:`_rgb_to_i420`), crf 18, a keyframe
+    every 8 frames, no B-frames, no macroblock-tree rate control, one encoder thread (so the
+    same frames give the same bytes). H and W must be even. Parent
     folders are created. Returns the path.
     """
     import av  # heavy; only needed when writing
@@ -346,6 +367,10 @@ def write_h264(
                 "bf": "0",
                 "preset": "medium",
                 "threads": "1",
+                # x264's macroblock-tree rate control gave other bytes for the same frames
+                # now and then (2 of 80 encodes of a 32 px clip after heap churn in one
+                # process; 0 of 300 with it off), and the files must repeat
+                "x264-params": "mbtree=0",
             },
         )
         stream.width = width
@@ -353,10 +378,7 @@ def write_h264(
         stream.pix_fmt = "yuv420p"
         stream.codec_context.thread_count = 1
         for image in frames:
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(image), format="rgb24")
-            # one swscale thread: FFmpeg 8's threaded conversion does not always give
-            # the same bytes, and the files must be reproducible
-            frame = frame.reformat(format="yuv420p", threads=1)
+            frame = av.VideoFrame.from_ndarray(_rgb_to_i420(image), format="yuv420p")
             container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
     os.replace(tmp, path)
