@@ -25,7 +25,10 @@ from ._core._errors import (
     InputError,
     StoreError,
 )
+from ._core._fork import register as _register_fork_handlers
 from ._version import __version__
+
+_register_fork_handlers()  # OpenCV's thread pool stopped around os.fork (see _core._fork)
 
 _LAZY = {
     "open_store": "hyperframes.store",
