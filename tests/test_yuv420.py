@@ -129,6 +129,45 @@ def test_box_reads_match_decoding_whole_frames_then_cropping(stores):
                 assert np.abs(want.astype(np.int16) - out[k]).mean() < 1.5, (i, box)
 
 
+def test_a_window_of_chunks_in_one_buffer_reads_as_chunk_by_chunk():
+    """Chunks at equal steps in one buffer (a store's map; forwards or backwards) are read
+    as strided views, one resize call a plane stack: the same pixels as parsing chunk by
+    chunk (separate bytes objects), for up- and downscaled boxes and both filters; a bad
+    header anywhere in the window is still the codec's error naming it."""
+    from hyperframes.store import _yuv
+
+    rng = np.random.default_rng(3)
+    h, w, t = 37, 52, 5
+    frames = rng.integers(0, 256, (t, 3, h, w), dtype=np.uint8)
+    chunks = [_yuv.encode_rgb(f) for f in frames]
+    size = _yuv.frame_bytes(h, w)
+    gap = 24  # chunks need not touch: equal steps are enough
+    mapped = np.zeros(t * (size + gap), np.uint8)
+    for j, c in enumerate(chunks):
+        mapped[j * (size + gap) : j * (size + gap) + size] = np.frombuffer(c, np.uint8)
+    views = [mapped[j * (size + gap) : j * (size + gap) + size] for j in range(t)]
+    assert _yuv._stacked(views, h, w) is not None
+    assert _yuv._stacked([bytes(c) for c in chunks], h, w) is None
+    for box, size_out, filter in [
+        ((3, 5, 21, 30), (40, 50), "linear"),  # upscaled
+        ((0, 0, h, w), (20, 26), "linear"),  # down, bilinear
+        ((1, 2, 35, 49), (12, 16), "area"),  # down more than 2x: the area filter
+        ((2, 4, 20, 20), (20, 20), "linear"),  # the box at the output size: copied
+    ]:
+        for order in (slice(None), slice(None, None, -1)):
+            got = np.empty((t, 3, *size_out), np.uint8)
+            want = np.empty_like(got)
+            _yuv.decode_box(views[order], (h, w), box, got, filter)
+            _yuv.decode_box([bytes(c) for c in chunks][order], (h, w), box, want, filter)
+            np.testing.assert_array_equal(got, want, err_msg=f"{box} {size_out} {filter}")
+    bad = mapped.copy()
+    at = 3 * (size + gap)
+    bad[at : at + 4] = np.frombuffer(b"JUNK", np.uint8)
+    views = [bad[j * (size + gap) : j * (size + gap) + size] for j in range(t)]
+    with pytest.raises(ValueError, match=r"header b'JUNK"):
+        _yuv.decode_box(views, (h, w), (0, 0, h, w), np.empty((t, 3, 8, 8), np.uint8), "linear")
+
+
 def test_hdf5_holds_the_frames_the_folder_reads(stores, tmp_path):
     real = stores["yuv420"][0]
     h5 = convert_to_hdf5(real, tmp_path / "real.h5", progress=False)
