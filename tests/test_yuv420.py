@@ -168,6 +168,35 @@ def test_a_window_of_chunks_in_one_buffer_reads_as_chunk_by_chunk():
         _yuv.decode_box(views, (h, w), (0, 0, h, w), np.empty((t, 3, 8, 8), np.uint8), "linear")
 
 
+@pytest.mark.parametrize("matrix", ["bt601", "bt709", "bt2020", "smpte240m", "fcc"])
+@pytest.mark.parametrize("full", [False, True])
+def test_the_conversion_kernel_is_the_matrix_to_a_level(matrix, full):
+    """``i420_to_rgb`` (C, 1/4096 fixed point) against the matrix in float64, rounded and
+    clipped: within one level everywhere and almost always equal, odd pixel counts (the
+    scalar tail) and the clipped extremes included; the OpenCV fallback (an ``out`` the
+    kernel cannot write straight into) within two levels of it."""
+    from hyperframes._core._kernels import pixels
+    from hyperframes.store import _yuv
+
+    if pixels is None:
+        pytest.skip("the C kernels are not built here (no compiler): OpenCV converts")
+    rng = np.random.default_rng(7)
+    t, h, w = 3, 19, 27  # 513 pixels a frame: 64 steps of eight and a tail of one
+    planes = rng.integers(0, 256, (3, t, h, w), dtype=np.uint8)
+    planes[:, 0, 0, :4] = [[0, 0, 255, 255], [0, 255, 0, 255], [255, 0, 255, 0]]  # extremes
+    got = np.empty((t, 3, h, w), np.uint8)
+    pixels.i420_to_rgb(*planes, got, t, h * w, _yuv._coefficients(matrix, full))
+    ys, rv, bu, gu, gv, cr, cb, cg = _yuv._coefficients(matrix, full)
+    y, u, v = (p.astype(np.float64) for p in planes)
+    exact = np.stack([ys * y + rv * v + cr, ys * y + gu * u + gv * v + cg, ys * y + bu * u + cb])
+    exact = np.clip(np.rint(exact), 0, 255).transpose(1, 0, 2, 3)
+    err = np.abs(got - exact)
+    assert err.max() <= 1 and err.mean() < 0.03, (err.max(), err.mean())
+    strided = np.empty((t, 3, h, w + 1), np.uint8)[..., :w]  # not C-ordered: OpenCV's path
+    _yuv._convert(planes, [(matrix, full)] * t, strided)
+    assert np.abs(strided.astype(np.int16) - got).max() <= 2
+
+
 def test_hdf5_holds_the_frames_the_folder_reads(stores, tmp_path):
     real = stores["yuv420"][0]
     h5 = convert_to_hdf5(real, tmp_path / "real.h5", progress=False)

@@ -23,6 +23,11 @@
  * and the same integer arithmetic as its SIMD rows), with the tables computed once for all
  * T * C planes and no call per plane. A row is resized horizontally once (SSSE3: eight
  * outputs from one 16-byte load and a byte shuffle) and kept while the next output rows need it.
+ *
+ * i420_to_rgb(y, u, v, out, coefficients): same-sized Y, U and V planes (T frames of n pixels
+ * each, the chroma already resampled to the luma's size) to R, G, B planes of out (T, 3, n):
+ * each channel a*Y + b*U + c*V + d with the matrix's coefficients in 1/65536, rounded and
+ * clipped, in one pass (the yuv420 store's reads).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -689,16 +694,114 @@ done:
     return result;
 }
 
+/* -- I420 planes to RGB ------------------------------------------------------------------ */
+
+#define YUV_SHIFT 12 /* coefficients in 1/4096: each fits an int16 for pmaddwd */
+
+/* n pixels of same-sized Y, U, V planes to R, G, B planes: each channel
+ * (a*Y + b*U + c*V + d) in 1/4096, rounded, clipped to 0..255. k: Y, R's V, B's U, G's U,
+ * G's V (int16 range), then the offsets of R, B, G with the rounding folded in. */
+static void i420_rows(const unsigned char *y, const unsigned char *u, const unsigned char *v,
+                      unsigned char *rp, unsigned char *gp, unsigned char *bp, Py_ssize_t n,
+                      const int *k)
+{
+    Py_ssize_t i = 0;
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    const __m128i kr = _mm_set1_epi32((int)(((unsigned)k[1] << 16) | ((unsigned)k[0] & 0xffff))); /* (Y, V) . (ys, rv) */
+    const __m128i kb = _mm_set1_epi32((int)(((unsigned)k[2] << 16) | ((unsigned)k[0] & 0xffff))); /* (Y, U) . (ys, bu) */
+    const __m128i kg = _mm_set1_epi32((int)(((unsigned)k[3] << 16) | ((unsigned)k[0] & 0xffff))); /* (Y, U) . (ys, gu) */
+    const __m128i kgv = _mm_set1_epi32((int)((unsigned)k[4] & 0xffff));                 /* (V, 0) . (gv, 0) */
+    const __m128i orr = _mm_set1_epi32(k[5]), ob = _mm_set1_epi32(k[6]), og = _mm_set1_epi32(k[7]);
+    for (; i + 8 <= n; i += 8) {
+        __m128i yy = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(y + i)), zero);
+        __m128i uu = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(u + i)), zero);
+        __m128i vv = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(v + i)), zero);
+        __m128i yv0 = _mm_unpacklo_epi16(yy, vv), yv1 = _mm_unpackhi_epi16(yy, vv);
+        __m128i yu0 = _mm_unpacklo_epi16(yy, uu), yu1 = _mm_unpackhi_epi16(yy, uu);
+        __m128i v0 = _mm_unpacklo_epi16(vv, zero), v1 = _mm_unpackhi_epi16(vv, zero);
+        __m128i r0 = _mm_srai_epi32(_mm_add_epi32(_mm_madd_epi16(yv0, kr), orr), YUV_SHIFT);
+        __m128i r1 = _mm_srai_epi32(_mm_add_epi32(_mm_madd_epi16(yv1, kr), orr), YUV_SHIFT);
+        __m128i b0 = _mm_srai_epi32(_mm_add_epi32(_mm_madd_epi16(yu0, kb), ob), YUV_SHIFT);
+        __m128i b1 = _mm_srai_epi32(_mm_add_epi32(_mm_madd_epi16(yu1, kb), ob), YUV_SHIFT);
+        __m128i g0 = _mm_add_epi32(_mm_madd_epi16(yu0, kg), _mm_madd_epi16(v0, kgv));
+        __m128i g1 = _mm_add_epi32(_mm_madd_epi16(yu1, kg), _mm_madd_epi16(v1, kgv));
+        g0 = _mm_srai_epi32(_mm_add_epi32(g0, og), YUV_SHIFT);
+        g1 = _mm_srai_epi32(_mm_add_epi32(g1, og), YUV_SHIFT);
+        __m128i r = _mm_packs_epi32(r0, r1), g = _mm_packs_epi32(g0, g1), b = _mm_packs_epi32(b0, b1);
+        _mm_storel_epi64((__m128i *)(rp + i), _mm_packus_epi16(r, r));
+        _mm_storel_epi64((__m128i *)(gp + i), _mm_packus_epi16(g, g));
+        _mm_storel_epi64((__m128i *)(bp + i), _mm_packus_epi16(b, b));
+    }
+#endif
+    for (; i < n; i++) {
+        int yy = k[0] * y[i], uu = u[i], vv = v[i];
+        int r = (yy + k[1] * vv + k[5]) >> YUV_SHIFT;
+        int b = (yy + k[2] * uu + k[6]) >> YUV_SHIFT;
+        int g = (yy + k[3] * uu + k[4] * vv + k[7]) >> YUV_SHIFT;
+        rp[i] = (unsigned char)(r < 0 ? 0 : r > 255 ? 255 : r);
+        gp[i] = (unsigned char)(g < 0 ? 0 : g > 255 ? 255 : g);
+        bp[i] = (unsigned char)(b < 0 ? 0 : b > 255 ? 255 : b);
+    }
+}
+
+static PyObject *i420_to_rgb(PyObject *self, PyObject *args)
+{
+    Py_buffer yb, ub, vb, ob;
+    double c[8];
+    PyObject *result = NULL;
+    Py_ssize_t t, n;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*nn(dddddddd)", &yb, &ub, &vb, &ob, &t, &n, &c[0], &c[1],
+                          &c[2], &c[3], &c[4], &c[5], &c[6], &c[7]))
+        return NULL;
+    /* y, u, v: T x n pixels each, C-order (a simple buffer is contiguous); out: (T, 3, n) */
+    if (t < 0 || n < 0 || n > PY_SSIZE_T_MAX / 3 / (t ? t : 1) || yb.len != t * n ||
+        ub.len != t * n || vb.len != t * n || ob.len != 3 * t * n) {
+        PyErr_SetString(PyExc_ValueError,
+                        "i420_to_rgb: need uint8 Y, U, V of T x n pixels each and an out of "
+                        "T x 3 x n");
+        goto done;
+    }
+    {
+        /* (ys, rv, bu, gu, gv, cr, cb, cg) -> k in 1/4096, the offsets with the rounding */
+        int k[8];
+        const double one = (double)(1 << YUV_SHIFT);
+        for (int j = 0; j < 8; j++)
+            k[j] = (int)lrint(c[j] * one) + (j >= 5 ? 1 << (YUV_SHIFT - 1) : 0);
+        for (int j = 0; j < 5; j++)
+            if (k[j] < -32768 || k[j] > 32767) {
+                PyErr_SetString(PyExc_ValueError, "i420_to_rgb: a coefficient beyond +-8");
+                goto done;
+            }
+        const unsigned char *y = yb.buf, *u = ub.buf, *v = vb.buf;
+        unsigned char *o = ob.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t f = 0; f < t; f++)
+            i420_rows(y + f * n, u + f * n, v + f * n, o + f * 3 * n, o + f * 3 * n + n,
+                      o + f * 3 * n + 2 * n, n, k);
+        Py_END_ALLOW_THREADS
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&yb);
+    PyBuffer_Release(&ub);
+    PyBuffer_Release(&vb);
+    PyBuffer_Release(&ob);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"warp_affine", warp_affine, METH_VARARGS, "Bilinear affine warp of uint8 windows, in place."},
     {"hue_shift", hue_shift, METH_VARARGS, "Hue shift of uint8 RGB frames, in place."},
     {"resize_linear", resize_linear, METH_VARARGS, "Bilinear resize of uint8 planes."},
+    {"i420_to_rgb", i420_to_rgb, METH_VARARGS, "Same-sized Y, U, V planes to RGB planes."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_pixels",
-    "uint8 kernels of the batch transforms: affine warp, hue shift, bilinear resize.", -1, methods,
+    "uint8 kernels: affine warp, hue shift, bilinear resize, I420 to RGB.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__pixels(void)

@@ -1,4 +1,4 @@
-"""Types of the C extension ``_pixels.c`` (uint8 affine warp, hue shift, bilinear resize)."""
+"""Types of the C extension ``_pixels.c`` (uint8 affine warp, hue shift, bilinear resize, I420 to RGB)."""
 
 import numpy as np
 
@@ -14,3 +14,13 @@ def warp_affine(
 ) -> None: ...
 def hue_shift(frames: np.ndarray, shifts: np.ndarray, count: int, pixels: int, /) -> None: ...
 def resize_linear(src: np.ndarray, dst: np.ndarray, flip: bool, /) -> None: ...
+def i420_to_rgb(
+    y: np.ndarray,
+    u: np.ndarray,
+    v: np.ndarray,
+    out: np.ndarray,
+    frames: int,
+    pixels: int,
+    coefficients: tuple[float, float, float, float, float, float, float, float],
+    /,
+) -> None: ...

@@ -11,10 +11,11 @@ RGB (another decoder, a conversion) are stored as BT.601 full range (JPEG's YCbC
 
 A read of a box (:func:`decode_box`) never converts a whole frame: it resizes the box of the Y
 plane and the matching box of each chroma plane (half as many pixels each way) straight to
-the output size, then converts those three output-sized planes to R, G and B with four
-saturating OpenCV ``addWeighted`` calls, straight into the (3, h, w) planes of the batch
-buffer (the conversion is affine, so it commutes with the resize; only the clipping of
-colours outside RGB's gamut does not).
+the output size, then converts those three output-sized planes to R, G and B straight into
+the (3, h, w) planes of the batch buffer, with the C kernel ``i420_to_rgb`` (fixed point,
+within a level of the matrix in float64) or, without it, four saturating OpenCV
+``addWeighted`` calls (the conversion is affine, so it commutes with the resize; only the
+clipping of colours outside RGB's gamut does not).
 """
 
 from __future__ import annotations
@@ -189,11 +190,10 @@ def decode_box(datas: list, shape: tuple[int, int], box, out: np.ndarray, filter
 
     The window's Y boxes are resized together into a (T, h, w) plane stack and its U and V
     boxes into two more; a bilinear resize of a stack is one call of the C kernel
-    ``resize_linear`` (OpenCV's pixels, its tables made once for the whole stack; 48
-    OpenCV calls a 16-frame window before: 630 against 312 us here), any other filter or no
-    kernel one OpenCV call a plane. The stacks are converted in one pass of four calls (a
-    frame's own four calls cost 1.6x as much here), into planar scratch, then copied into
-    ``out``."""
+    ``resize_linear`` (OpenCV's pixels, its tables made once for the whole stack), any
+    other filter or no kernel one OpenCV call a plane; then :func:`_convert`. A 16-frame
+    112x112 window on one thread here: 630 us with 48 OpenCV resizes and OpenCV's
+    conversion, 250 us now."""
     h, w = shape
     y0, x0, bh, bw = box
     t, (oh, ow) = len(datas), out.shape[-2:]
@@ -201,7 +201,6 @@ def decode_box(datas: list, shape: tuple[int, int], box, out: np.ndarray, filter
     cols, sw, ax = _chroma(x0, bw, w, ow)
     crh, crw = rows.stop - rows.start, cols.stop - cols.start
     planes = _scratch("planes", (3, t, oh, ow))
-    rgb = _scratch("rgb", (3, t, oh, ow))
     # the window's boxes side by side: Y (1, T, bh, bw), U and V (2, T, crh, crw)
     views = _stacked(datas, h, w)
     if views is not None:  # chunks at equal steps in one buffer: views, no copy
@@ -225,14 +224,28 @@ def decode_box(datas: list, shape: tuple[int, int], box, out: np.ndarray, filter
         chroma = _scratch("chroma", (2, t, sh, sw))
         _resize_stack(cbox, chroma, filter)
         np.copyto(planes[1:], chroma[:, :, ay : ay + oh, ax : ax + ow])
-    if len(set(colours)) == 1:  # (a video's frames share their source's matrix and range)
-        matrix, full = colours[0]
-        flat = planes.reshape(3, t * oh, ow)
-        to_rgb(flat[0], flat[1], flat[2], matrix, full, rgb.reshape(3, t * oh, ow))
-    else:
-        for j, (matrix, full) in enumerate(colours):
-            to_rgb(planes[0, j], planes[1, j], planes[2, j], matrix, full, rgb[:, j])
-    np.copyto(out, rgb.transpose(1, 0, 2, 3))
+    _convert(planes, colours, out)
+
+
+def _convert(planes: np.ndarray, colours: list, out: np.ndarray) -> None:
+    """Same-sized Y, U, V stacks ``planes`` (3, T, h, w) to RGB in ``out`` (T, 3, h, w): the
+    C kernel ``i420_to_rgb`` straight into ``out`` (one pass, ~3x OpenCV's four here), else
+    :func:`to_rgb` into planar scratch and a copy. Each run of frames of one matrix and range
+    (a video's frames share their source's) is one call."""
+    t, (h, w) = planes.shape[1], planes.shape[-2:]
+    runs = [0] + [j for j in range(1, t) if colours[j] != colours[j - 1]] + [t]
+    for a, b in pairwise(runs):
+        matrix, full = colours[a]
+        if pixels is not None and out.flags.c_contiguous:
+            flat = planes[:, a:b].reshape(3, b - a, h * w)
+            target = out[a:b].reshape(b - a, 3, h * w)
+            coefficients = _coefficients(matrix, full)
+            pixels.i420_to_rgb(flat[0], flat[1], flat[2], target, b - a, h * w, coefficients)
+            continue
+        flat = planes[:, a:b].reshape(3, (b - a) * h, w)
+        rgb = _scratch("rgb", (3, b - a, h, w))
+        to_rgb(flat[0], flat[1], flat[2], matrix, full, rgb.reshape(3, (b - a) * h, w))
+        np.copyto(out[a:b], rgb.transpose(1, 0, 2, 3))
 
 
 def _stacked(datas: list, h: int, w: int):
