@@ -240,18 +240,22 @@ def test_the_detection_demo_runs_end_to_end_and_scores_both_detectors(tmp_path):
     and scored (the numbers themselves are the benchmark's, not asserted here)."""
     from hyperframes.demo import run_detection_demo
 
-    report = run_detection_demo(tmp_path, videos=2, epochs=1)
+    report = run_detection_demo(tmp_path, videos=2, epochs=1, seeds=2)
     assert [r["frames"] for r in report["rows"]] == [1, 4]
     for row in report["rows"]:
         assert 0.0 <= row["map"] <= row["map50"] <= 1.0
         assert row["frames_scored"] > 0 and row["object_seconds"] > 0
+        # each T trained once per seed, the row the seeds' mean
+        assert [r["seed"] for r in row["seeds"]] == [0, 1]
+        assert row["map"] == pytest.approx(np.mean([r["map"] for r in row["seeds"]]))
+        assert row["map_std"] == pytest.approx(np.std([r["map"] for r in row["seeds"]]))
     saved = json.loads((tmp_path / "detection" / "report.json").read_text())
     assert saved["rows"] == report["rows"] and saved["setup"]["train_clips"] == 2
     mtimes = {
         t: (tmp_path / "detection" / f"run_t{t}" / "last.pt").stat().st_mtime_ns for t in (1, 4)
     }
     # a second call (a second `make demo`) keeps both finished runs and scores them the same
-    again = run_detection_demo(tmp_path, videos=2, epochs=1)
+    again = run_detection_demo(tmp_path, videos=2, epochs=1, seeds=2)
     assert again["rows"] == report["rows"]
     for t in (1, 4):
         assert (tmp_path / "detection" / f"run_t{t}" / "last.pt").stat().st_mtime_ns == mtimes[t]
