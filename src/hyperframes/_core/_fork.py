@@ -46,7 +46,7 @@ _registered = False
 def register() -> None:
     """Install the fork handlers (idempotent)."""
     global _registered
-    if not _registered:
+    if not _registered and hasattr(os, "register_at_fork"):  # (no fork on Windows)
         os.register_at_fork(
             before=_before_fork,
             after_in_parent=_after_fork_in_parent,
