@@ -28,7 +28,7 @@ from ._core._errors import (
 from ._core._fork import register as _register_fork_handlers
 from ._version import __version__
 
-_register_fork_handlers()  # OpenCV's thread pool stopped around os.fork (see _core._fork)
+_register_fork_handlers()  # garbage frozen and OpenCV's pool stopped around os.fork (_core._fork)
 
 _LAZY = {
     "open_store": "hyperframes.store",

@@ -7,7 +7,7 @@ here, and the packages import it from here (``tests/test_layers.py`` checks both
     _atomic     crash-safe file writes
     _checksum   the checksum a checkpoint carries (every entry, tensors by their bytes)
     _signals    SIGTERM handled like Ctrl-C; exit statuses
-    _fork       OpenCV's thread pool stopped around ``os.fork`` (DataLoader workers)
+    _fork       what a forked child must not touch: the parent's garbage, OpenCV's pool
     _progress   progress bars on stderr
     _sizes      frame sizes: ``"128"`` / ``"112x96"`` / ``"none"`` and the size they give
     _limits     upper bounds on what a config, checkpoint or store may ask for

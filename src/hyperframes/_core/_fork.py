@@ -1,43 +1,65 @@
-"""OpenCV's thread pool across ``fork``: no worker thread is alive when a process forks.
+"""What a forked child must not touch of its parent: garbage the parent has not collected yet,
+and OpenCV's thread pool.
 
-OpenCV's own pool (the ``pthreads`` backend of the pip wheels) has no fork handler: a child
-forked while the parent's pool has worker threads inherits the pool's state without its
-threads: ``cv2.setNumThreads`` in such a child joins threads that are not there and hung
-21 of 100 forks here (``tests/test_fork_opencv.py``), and a parallel call can wait on a lock a
-vanished worker held. Before each ``os.fork`` (DataLoader workers, ``multiprocessing``'s
-``fork`` start method), when OpenCV is loaded, its pool is set to one thread, which stops its
-worker threads in the parent; after the fork the parent gets its thread count back (the
-pool starts threads again on its next parallel call) and the child keeps one thread, as
-torch's DataLoader workers keep one intra-op thread.
+A child of ``os.fork`` (a DataLoader worker of ``mode="processes"``, ``multiprocessing``'s
+``fork`` start method) has only the thread that forked; every lock, condition variable and
+thread pool of the parent comes with it in whatever state the parent's other threads left it.
 
-Registered once by ``import hyperframes``; costs nothing while OpenCV is not imported.
+- **The parent's uncollected garbage.** A PyAV decoder that decoded with threads and was
+  dropped inside a reference cycle (a container and its streams make one) waits for the
+  parent's collector. Collected in a child instead, its ``avcodec_free_context`` destroys
+  condition variables the parent's decoder threads were waiting on, and glibc waits forever
+  for those threads to leave (gdb on a hung worker of ``test_flow_channels``; 10 of 10 forks
+  in ``tests/test_fork_safety.py`` without the handlers). Before each fork the collector's
+  objects are frozen (``gc.freeze``: they are never examined again in the child, which
+  collects only what it makes itself) and the parent unfreezes them after it; where the
+  program froze objects itself, nothing is changed.
+- **OpenCV's pool** (the ``pthreads`` backend of the pip wheels) has no fork handler:
+  ``cv2.setNumThreads`` in a child joins threads that are not there (it hung 21 of 100 forks
+  here), and a parallel call can wait on a lock a vanished worker held. Before each fork,
+  when OpenCV is loaded, its pool is set to one thread, which stops its workers in the
+  parent; the parent gets its thread count back after the fork, and the child keeps one
+  thread, as torch's DataLoader workers keep one intra-op thread.
+
+Registered once by ``import hyperframes``; costs two O(1) calls a fork, and nothing while
+OpenCV is not imported.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
-_saved: list[int] = []
+_froze: list[bool] = []
+_threads: list[int] = []
 
 
 def _before_fork() -> None:
+    froze = gc.get_freeze_count() == 0  # (a program that freezes objects itself decides)
+    if froze:
+        gc.freeze()
+    _froze.append(froze)
     cv2 = sys.modules.get("cv2")
     get_threads = getattr(cv2, "getNumThreads", None)
     set_threads = getattr(cv2, "setNumThreads", None)
     if get_threads is None or set_threads is None:  # not loaded, or a partial import
         return
-    _saved.append(int(get_threads()))
+    _threads.append(int(get_threads()))
     set_threads(1)
 
 
 def _after_fork_in_parent() -> None:
-    if _saved:
-        sys.modules["cv2"].setNumThreads(_saved.pop())
+    if _threads:
+        sys.modules["cv2"].setNumThreads(_threads.pop())
+    if _froze and _froze.pop():
+        gc.unfreeze()
 
 
 def _after_fork_in_child() -> None:
-    _saved.clear()
+    # the inherited objects stay frozen here: the child never collects its parent's garbage
+    _froze.clear()
+    _threads.clear()
 
 
 _registered = False
