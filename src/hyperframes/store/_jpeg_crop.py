@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .._core._kernels import pixels
-from .._core._resize import _interp, flip_planes
+from .._core._resize import _interp, flip_planes, resize_planes
 
 #: "0" turns partial decoding off (the whole-frame path), e.g. to compare the two
 ENV = "HYPERFRAMES_JPEG_CROP"
@@ -132,7 +132,7 @@ def crop_window(
             planes = _scratch("planes", (t, 3, bh, bw))
             for j in range(t):
                 cv2.split(crop[j], [planes[j, 0], planes[j, 1], planes[j, 2]])
-            pixels.resize_linear(planes, out, flip)
+            resize_planes(planes, (0, 0, bh, bw), out, filter=filter, flip=flip)
             return True
         if (bh, bw) == (oh, ow):
             np.copyto(frames, crop)

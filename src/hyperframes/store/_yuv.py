@@ -27,7 +27,7 @@ from itertools import pairwise
 import numpy as np
 
 from .._core._kernels import pixels
-from .._core._resize import _interp
+from .._core._resize import resize_planes
 
 __all__ = [
     "HEADER_BYTES",
@@ -189,9 +189,9 @@ def decode_box(datas: list, shape: tuple[int, int], box, out: np.ndarray, filter
     width) and resized into ``out`` (T, 3, h, w) uint8 with the resize's ``filter``.
 
     The window's Y boxes are resized together into a (T, h, w) plane stack and its U and V
-    boxes into two more; a bilinear resize of a stack is one call of the C kernel
-    ``resize_linear`` (OpenCV's pixels, its tables made once for the whole stack), any
-    other filter or no kernel one OpenCV call a plane; then :func:`_convert`. A 16-frame
+    boxes into two more, each stack by one :func:`~hyperframes._core._resize.resize_planes`
+    (a bilinear resize: one call of the C kernel for the whole stack); then
+    :func:`_convert`. A 16-frame
     112x112 window on one thread here: 630 us with 48 OpenCV resizes and OpenCV's
     conversion, 250 us now."""
     h, w = shape
@@ -217,12 +217,12 @@ def decode_box(datas: list, shape: tuple[int, int], box, out: np.ndarray, filter
             np.copyto(ybox[0, j], y[y0 : y0 + bh, x0 : x0 + bw])
             np.copyto(cbox[0, j], u[rows, cols])
             np.copyto(cbox[1, j], v[rows, cols])
-    _resize_stack(ybox, planes[:1], filter)
+    resize_planes(ybox, (0, 0, bh, bw), planes[:1], filter=filter)
     if (sh, sw) == (oh, ow):  # the chroma box lands on the output: no slice to copy
-        _resize_stack(cbox, planes[1:], filter)
+        resize_planes(cbox, (0, 0, crh, crw), planes[1:], filter=filter)
     else:
         chroma = _scratch("chroma", (2, t, sh, sw))
-        _resize_stack(cbox, chroma, filter)
+        resize_planes(cbox, (0, 0, crh, crw), chroma, filter=filter)
         np.copyto(planes[1:], chroma[:, :, ay : ay + oh, ax : ax + ow])
     _convert(planes, colours, out)
 
@@ -279,24 +279,6 @@ def _stacked(datas: list, h: int, w: int):
         first[HEADER_BYTES + h * w :], (2, t, ch, cw), (ch * cw, step, cw, 1), writeable=False
     )
     return colours, y, uv
-
-
-def _resize_stack(src: np.ndarray, dst: np.ndarray, filter: str) -> None:
-    """``src`` (C, T, bh, bw) resized plane by plane into ``dst`` (C, T, oh, ow), both
-    C-ordered uint8: the C kernel in one call where the filter is bilinear, else OpenCV."""
-    import cv2  # deferred: optional/heavy dependency
-
-    (bh, bw), (oh, ow) = src.shape[-2:], dst.shape[-2:]
-    if (bh, bw) == (oh, ow):
-        np.copyto(dst, src)
-        return
-    interp = _interp(bh, bw, oh, ow, filter)
-    if interp == cv2.INTER_LINEAR and pixels is not None:
-        pixels.resize_linear(src, dst, False)
-        return
-    for c in range(src.shape[0]):
-        for j in range(src.shape[1]):
-            cv2.resize(src[c, j], (ow, oh), dst=dst[c, j], interpolation=interp)
 
 
 def decode_frames(datas: list, out: np.ndarray) -> None:
