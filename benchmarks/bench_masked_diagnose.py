@@ -33,13 +33,16 @@ set per run:
 ``--steps`` and ``--per-class`` take several values: one pretraining per pair (the fine-tune
 gap as pretraining grows). A benchmark (a minute or more per option set on one CPU
 thread), not a test.
+``--scene pan`` renders the same classes as a camera panning over a textured scene
+(``make_motion_frames(scene="pan")``): every patch moves.
 Run: .venv/bin/python benchmarks/bench_masked_diagnose.py --options 'mask_ratio=0.75' \
-    'mask_ratio=0.75,masking=random' [--steps 400] [--per-class 12] [--lr 2e-3]
+    'mask_ratio=0.75,masking=random' [--steps 400] [--per-class 12] [--lr 2e-3] [--scene pan]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 import time
@@ -55,6 +58,8 @@ from bench_masked_finetune import CLASSES, STATS, VIT, parse_options
 from bench_masked_probe import ENCODER_MODES, encoder_replaced
 
 T, STRIDE = 8, 2
+#: what moves in the clips (``--scene``): the demo's disc, or the whole view (``"pan"``)
+SCENE = {"scene": "disc"}
 #: a patch "moves" where it changes by more than this (pixels in [0, 1]) to a neighbour frame
 MOVING = 0.02
 
@@ -71,7 +76,11 @@ def clips(per_class: int, seed: int, every: bool = False):
     for c, label in enumerate(CLASSES):
         for i in range(per_class):
             video = make_motion_frames(
-                label, frames=24, size=32, rng=np.random.default_rng([seed, c, i])
+                label,
+                frames=24,
+                size=32,
+                rng=np.random.default_rng([seed, c, i]),
+                scene=SCENE["scene"],
             )
             starts: Iterable[int] = range(0, 24 - span + 1, 2)
             if not every:
@@ -338,9 +347,11 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=2e-3, help="pretraining learning rate")
     ap.add_argument("--overfit-steps", type=int, default=200, help="0: skip")
     ap.add_argument("--finetune-seeds", type=int, nargs="*", default=[0, 1, 2])
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, nargs="+", default=[0], help="pretraining seeds")
+    ap.add_argument("--scene", default="disc", choices=("disc", "pan"), help="what moves")
     ap.add_argument("--out", default="masked_diagnose", help="results/NAME.json")
     args = ap.parse_args()
+    SCENE["scene"] = args.scene
     import torch
 
     torch.set_num_threads(1)
@@ -349,29 +360,30 @@ def main() -> None:
     for text in args.options:
         options = parse_options(text)
         fit = overfit(options, args.overfit_steps) if args.overfit_steps else None
-        for per_class in args.per_class:
-            for steps in args.steps:
-                t0 = time.perf_counter()
-                row: dict = {"options": options, "per_class": per_class, "steps": steps}
-                row["overfit_one_batch"] = fit
-                model, last = pretrain(options, per_class, steps, args.seed, args.lr)
-                row["final_train_loss"] = last
-                row["held_out"] = dependence(model, held_out)
-                init = build(options, args.seed)
-                row["probe"] = probe({"random_init": init, "pretrained": model}, 0)
-                row["patch_embedding"] = {
-                    "random_init": embedding_gain(init, held_out),
-                    "pretrained": embedding_gain(model, held_out),
-                }
-                if args.finetune_seeds:
-                    row["finetune"] = finetune(model, options, args.finetune_seeds)
-                row["seconds"] = time.perf_counter() - t0
-                print(row, flush=True)
-                runs.append(row)
+        for per_class, steps, seed in itertools.product(args.per_class, args.steps, args.seed):
+            t0 = time.perf_counter()
+            row: dict = {"options": options, "per_class": per_class, "steps": steps}
+            row["seed"] = seed
+            row["overfit_one_batch"] = fit
+            model, last = pretrain(options, per_class, steps, seed, args.lr)
+            row["final_train_loss"] = last
+            row["held_out"] = dependence(model, held_out)
+            init = build(options, seed)
+            row["probe"] = probe({"random_init": init, "pretrained": model}, 0)
+            row["patch_embedding"] = {
+                "random_init": embedding_gain(init, held_out),
+                "pretrained": embedding_gain(model, held_out),
+            }
+            if args.finetune_seeds:
+                row["finetune"] = finetune(model, options, args.finetune_seeds)
+            row["seconds"] = time.perf_counter() - t0
+            print(row, flush=True)
+            runs.append(row)
     write_result(
         args.out,
         {
-            "data": f"demo motion generator in memory, classes {', '.join(CLASSES)}, 32x32, "
+            "data": f"demo motion generator in memory (scene {args.scene!r}), classes "
+            f"{', '.join(CLASSES)}, 32x32, "
             f"windows of {T} frames at stride {STRIDE}; pretraining on each run's per_class "
             "clips per class, 32 held-out clips, probe on 64 clips scored on 64 others; "
             "fine-tune on every window of 4 clips per class, scored on those of 8 others",

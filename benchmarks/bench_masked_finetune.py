@@ -51,7 +51,9 @@ def _csv(path: Path, rows: list[tuple[str, ...]], header: str) -> Path:
     return path
 
 
-def stores(root: Path, per_class: int, labelled: int, seed: int) -> tuple[Path, Path]:
+def stores(
+    root: Path, per_class: int, labelled: int, seed: int, scene: str = "disc"
+) -> tuple[Path, Path]:
     """``(unlabelled store of every video, store with a train split of `labelled` videos per
     class and a val split of the rest)``, the same videos in both."""
     from hyperframes.build import BuildOptions, build_store
@@ -59,7 +61,13 @@ def stores(root: Path, per_class: int, labelled: int, seed: int) -> tuple[Path, 
 
     data = root / "motion"
     make_motion_dataset(
-        data, classes=CLASSES, videos_per_class=per_class, frames=24, size=32, seed=seed
+        data,
+        classes=CLASSES,
+        videos_per_class=per_class,
+        frames=24,
+        size=32,
+        seed=seed,
+        scene=scene,
     )
     videos = sorted(data.rglob("*.mp4"))
     every = _csv(root / "all.csv", [(str(v), "all") for v in videos], "path,split")
@@ -152,6 +160,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--options", default="", help="video_mae options over PRETRAIN, k=v,k=v")
+    ap.add_argument("--scene", default="disc", choices=("disc", "pan"), help="what moves")
     ap.add_argument("--out", default="masked_finetune", help="results/NAME.json")
     args = ap.parse_args()
     options = {**PRETRAIN, **parse_options(args.options)}
@@ -162,7 +171,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="hf-bench-mae-"))
     try:
-        every, few = stores(tmp, args.per_class, args.labelled, seed=0)
+        every, few = stores(tmp, args.per_class, args.labelled, seed=0, scene=args.scene)
         t0 = time.perf_counter()
         pre = run_training(
             pretrain_config(every, args.pretrain_epochs, options), tmp / "pre", progress=False
@@ -190,7 +199,7 @@ def main() -> None:
         write_result(
             args.out,
             {
-                "data": f"demo motion set, classes {', '.join(CLASSES)}, {args.per_class} videos "
+                "data": f"demo motion set (scene {args.scene!r}), classes {', '.join(CLASSES)}, {args.per_class} videos "
                 "per class (24 frames, 32x32, H.264)",
                 "labelled_per_class": args.labelled,
                 "held_out_videos": (args.per_class - args.labelled) * len(CLASSES),

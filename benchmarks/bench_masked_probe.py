@@ -46,14 +46,20 @@ from bench_masked_finetune import CLASSES, PRETRAIN, VIT, WINDOWS, parse_options
 FEATURES = ("pooled", "per_frame")
 
 
-def build(root: Path, per_class: int, seed: int) -> Path:
+def build(root: Path, per_class: int, seed: int, scene: str = "disc") -> Path:
     """One store of the motion set, every video labelled, split ``all``."""
     from hyperframes.build import BuildOptions, build_store
     from hyperframes.demo import make_motion_dataset
 
     data = root / "motion"
     make_motion_dataset(
-        data, classes=CLASSES, videos_per_class=per_class, frames=24, size=32, seed=seed
+        data,
+        classes=CLASSES,
+        videos_per_class=per_class,
+        frames=24,
+        size=32,
+        seed=seed,
+        scene=scene,
     )
     rows = [f"{v},{v.parent.name},all" for v in sorted(data.rglob("*.mp4"))]
     csv = root / "all.csv"
@@ -235,6 +241,7 @@ def main() -> None:
     ap.add_argument("--options", default="", help="extra video_mae options, k=v,k=v")
     ap.add_argument("--supervised-steps", type=int, default=800)
     ap.add_argument("--supervised-per-class", type=int, default=64)
+    ap.add_argument("--scene", default="disc", choices=("disc", "pan"), help="what moves")
     ap.add_argument("--out", default="masked_probe", help="results/NAME.json")
     args = ap.parse_args()
     import torch
@@ -245,7 +252,7 @@ def main() -> None:
     extra = parse_options(args.options)
     tmp = Path(tempfile.mkdtemp(prefix="hf-bench-probe-"))
     try:
-        store = build(tmp, args.per_class, seed=0)
+        store = build(tmp, args.per_class, seed=0, scene=args.scene)
         frames, labels, vids = windows(store, args.windows)
         per_video = dict(zip(vids.tolist(), labels.tolist(), strict=False))
         encoders = ("random_init", "pretrained", "supervised")
@@ -298,7 +305,7 @@ def main() -> None:
         write_result(
             args.out,
             {
-                "data": f"demo motion set, classes {', '.join(CLASSES)}, {args.per_class} videos "
+                "data": f"demo motion set (scene {args.scene!r}), classes {', '.join(CLASSES)}, {args.per_class} videos "
                 "per class (24 +- 4 frames, 32x32, H.264)",
                 "windows_per_video": args.windows,
                 "window": {"frames": WINDOWS["frames"], "stride": 2},

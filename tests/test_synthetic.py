@@ -160,6 +160,97 @@ def test_motion_frames_rejects_bad_arguments():
         make_motion_frames("left", frames=0, size=32, rng=rng)
 
 
+# --------------------------------------------------------------------------- motion: the pan scene
+
+
+def spin_about_centre(f0: np.ndarray, f1: np.ndarray) -> float:
+    """Least-squares angular velocity (degrees / frame, > 0 clockwise on screen) of the whole
+    picture about the frame's centre."""
+    g0, g1 = f0.astype(np.float32), f1.astype(np.float32)
+    size = g0.shape[0]
+    iy, ix = np.gradient((g0 + g1) / 2, axis=(0, 1))
+    yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) - (size - 1) / 2
+    g = iy * xx[..., None] - ix * yy[..., None]
+    return math.degrees(-((g1 - g0) * g).sum() / (g * g).sum())
+
+
+def picture_shift(f0: np.ndarray, f1: np.ndarray, radius: int = 4) -> tuple[int, int]:
+    """Integer (dx, dy) that best maps the whole picture f0 onto f1 (no wrap: the borders
+    the shift uncovers are left out)."""
+    g0, g1 = f0.astype(np.float32), f1.astype(np.float32)
+    r, h = radius, f0.shape[0]
+    inner = g1[r : h - r, r : h - r]
+    errors = {
+        (dx, dy): np.abs(inner - g0[r - dy : h - r - dy, r - dx : h - r - dx]).mean()
+        for dy in range(-r, r + 1)
+        for dx in range(-r, r + 1)
+    }
+    return min(errors, key=errors.__getitem__)
+
+
+def moving_patch_share(clip: np.ndarray, patch: int = 8) -> float:
+    """The share of (frame, patch) places that change by more than 5 levels to the next frame."""
+    diff = np.abs(np.diff(clip.astype(np.int16), axis=0)).max(-1)
+    t, h, w = diff.shape
+    blocks = diff.reshape(t, h // patch, patch, w // patch, patch).max((2, 4))
+    return float((blocks > 5).mean())
+
+
+def test_pan_scene_moves_every_patch_in_the_labels_direction():
+    expected = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
+    for label in MOTION_CLASSES:
+        for i in range(4):
+            clip = make_motion_frames(
+                label, frames=4, size=64, rng=np.random.default_rng([9, i]), scene="pan"
+            )
+            assert moving_patch_share(clip) > 0.9, (label, i)
+            if label in expected:
+                dx, dy = picture_shift(clip[0], clip[2])
+                assert (np.sign(dx), np.sign(dy)) == expected[label], (label, i, dx, dy)
+                assert abs(spin_about_centre(clip[0], clip[1])) < 1.5
+            else:
+                spin = spin_about_centre(clip[0], clip[1])
+                assert 4 < (spin if label == "clockwise" else -spin) < 11, (label, i, spin)
+    # the disc scene, for contrast: most places are still background
+    disc = make_motion_frames("left", frames=4, size=64, rng=np.random.default_rng(0))
+    assert moving_patch_share(disc) < 0.6
+
+
+def test_pan_scene_is_deterministic_and_its_first_frame_does_not_depend_on_class():
+    clips = {
+        label: make_motion_frames(
+            label, frames=3, size=32, rng=np.random.default_rng(4), scene="pan"
+        )
+        for label in MOTION_CLASSES
+    }
+    again = make_motion_frames("up", frames=3, size=32, rng=np.random.default_rng(4), scene="pan")
+    assert np.array_equal(clips["up"], again)
+    for label in MOTION_CLASSES[1:]:
+        assert np.array_equal(clips[label][0], clips["left"][0]), label
+        assert not np.array_equal(clips[label][2], clips["left"][2]), label
+    still = make_motion_frames(
+        "right", frames=3, size=32, rng=np.random.default_rng(4), scene="pan", motion=0
+    )
+    assert (still == clips["left"][0]).all()
+    with pytest.raises(ConfigError, match="scene"):
+        make_motion_frames("left", frames=2, size=32, rng=np.random.default_rng(0), scene="x")
+
+
+def test_pan_dataset_writes_the_generator_as_h264(tmp_path):
+    paths = make_motion_dataset(
+        tmp_path, classes=("right",), videos_per_class=1, frames=8, size=64, seed=2, scene="pan"
+    )
+    video = decode(paths[0]).astype(np.int16)
+    rng = np.random.default_rng([2, MOTION_CLASSES.index("right"), 0])
+    length = 8 + int(rng.integers(-2, 3))
+    raw = make_motion_frames("right", frames=length, size=64, rng=rng, scene="pan")
+    assert video.shape == raw.shape
+    error = np.abs(video - raw).mean()  # 4:2:0 on saturated colours
+    assert error < 6
+    assert error < np.abs(video[1:] - raw[:-1]).mean() / 2  # frame by frame
+    assert picture_shift(video[0], video[2]) in ((2, 0), (3, 0), (4, 0), (5, 0))  # right
+
+
 # --------------------------------------------------------------------------- motion: files
 
 
@@ -232,6 +323,7 @@ def test_motion_dataset_is_deterministic(tmp_path):
         ({"fps": 0}, "fps"),
         ({"seed": -1}, "seed"),
         ({"progress": 3}, "progress"),
+        ({"scene": "tilt"}, "scene"),
     ],
 )
 def test_motion_dataset_rejects_bad_arguments(tmp_path, kwargs, match):

@@ -179,3 +179,43 @@ def _to_uint8(image: np.ndarray) -> np.ndarray:
 
 def _texture_side(radius: float) -> int:
     return 2 * math.ceil(radius) + 3
+
+
+def _tiling_texture(period: int, rng: np.random.Generator) -> np.ndarray:
+    """A (4 period, 4 period, 3) float texture in [0, 1] that tiles with a period of
+    ``period`` pixels, sampled 4 times per pixel: three octaves of random colour noise, white
+    noise on grids of 4, 8 and 16 cells a period interpolated smoothly by zero-padding its
+    spectrum (features of about a half, a quarter and an eighth of the period), weighted 1,
+    0.3 and 0.09, so every patch of a view has smooth structure to follow when it moves."""
+    n = 4 * period
+    field = np.zeros((n, n, 3))
+    for grid, weight in ((4, 1.0), (8, 0.6), (16, 0.35)):
+        coarse = np.fft.fft2(rng.normal(size=(grid, grid, 3)), axes=(0, 1))
+        spectrum = np.zeros((n, n, 3), complex)
+        h = grid // 2
+        for rows in (slice(0, h), slice(-h, None)):
+            for cols in (slice(0, h), slice(-h, None)):
+                spectrum[rows, cols] = coarse[rows, cols]
+        field += weight / grid**2 * np.fft.ifft2(spectrum, axes=(0, 1)).real
+    field = (field - field.mean()) / field.std()
+    return np.clip(0.5 + 0.18 * field, 0.0, 1.0)
+
+
+def _view(tex: np.ndarray, size: int, x: float, y: float, angle: float) -> np.ndarray:
+    """A (size, size, 3) view of the tiling texture ``tex`` (4 samples per pixel): the frame's
+    centre on texture point (x, y) in pixels, the texture turned by ``angle`` (clockwise on
+    screen, as :func:`_disc`). Each pixel is the mean of 4 x 4 bilinear samples, wrapping
+    around the period."""
+    n = tex.shape[0]
+    grid = (np.arange(4 * size, dtype=np.float64) + 0.5) / 4.0 - size / 2.0
+    dx, dy = np.broadcast_arrays(grid[None, :], grid[:, None])
+    cos, sin = math.cos(angle), math.sin(angle)
+    u = ((cos * dx + sin * dy + x) * 4.0) % n
+    v = ((-sin * dx + cos * dy + y) * 4.0) % n
+    x0, y0 = u.astype(np.intp), v.astype(np.intp)
+    x1, y1 = (x0 + 1) % n, (y0 + 1) % n
+    fx, fy = (u - x0)[..., None], (v - y0)[..., None]
+    top = tex[y0, x0] * (1.0 - fx) + tex[y0, x1] * fx
+    bottom = tex[y1, x0] * (1.0 - fx) + tex[y1, x1] * fx
+    fine = top * (1.0 - fy) + bottom * fy
+    return fine.reshape(size, 4, size, 4, 3).mean((1, 3))

@@ -56,11 +56,14 @@ from ._scene import (
     _object_texture,
     _palette,
     _texture_side,
+    _tiling_texture,
     _to_uint8,
+    _view,
 )
 
 __all__ = [
     "MOTION_CLASSES",
+    "MOTION_SCENES",
     "make_motion_dataset",
     "make_motion_frames",
     "make_segmentation_dataset",
@@ -69,6 +72,9 @@ __all__ = [
 ]
 
 MOTION_CLASSES: tuple[str, ...] = ("left", "right", "up", "down", "clockwise", "anticlockwise")
+#: what moves in a motion clip: one disc over a still background, or the whole view (a camera
+#: panning, or rolling for the two rotation classes, over a textured scene)
+MOTION_SCENES: tuple[str, ...] = ("disc", "pan")
 
 # Unit direction (dx, dy) of each translation class, and the sign of each rotation class
 # (positive angle = clockwise on screen because y grows down).
@@ -85,7 +91,13 @@ Progress = Callable[[int, int], object]
 
 
 def make_motion_frames(
-    label: str, *, frames: int, size: int, rng: np.random.Generator, motion: float = 1.0
+    label: str,
+    *,
+    frames: int,
+    size: int,
+    rng: np.random.Generator,
+    motion: float = 1.0,
+    scene: str = "disc",
 ) -> np.ndarray:
     """Render one motion-classification clip; pure, no I/O.
 
@@ -96,6 +108,14 @@ def make_motion_frames(
     wrap around the edges; rotations turn 5-10 degrees per frame about a fixed centre;
     ``motion`` scales both (0 gives a still clip: the class is then invisible).
 
+    ``scene="pan"`` moves the whole view instead of a disc: a camera over a tiling textured
+    scene (detail from twice the frame down to 8 px) pans so that the picture moves in the
+    label's direction at the same speeds, or rolls about the frame's centre for the rotation
+    classes. Every patch of the frame then moves: the data on which masked video pretraining
+    learns the direction of motion (the self-supervised guide), where over the still
+    background of ``"disc"`` it does not. Its draws are also made in an order that does not
+    depend on ``label``.
+
     Returns an array (frames, size, size, 3) of uint8 RGB.
     """
     if label not in MOTION_CLASSES:
@@ -104,6 +124,9 @@ def make_motion_frames(
     size = _check_size(size)
     rng = _check_rng(rng)
     motion = _check_scale(motion)
+    _check_scene(scene)
+    if scene == "pan":
+        return _pan_frames(label, frames, size, rng, motion)
 
     background = _dark_background(size, rng)
     radius = size * rng.uniform(0.16, 0.24)
@@ -125,6 +148,35 @@ def make_motion_frames(
     return out
 
 
+def _check_scene(scene: object) -> None:
+    if scene not in MOTION_SCENES:
+        raise ConfigError(f"unknown motion scene {scene!r}; choose from {MOTION_SCENES}")
+
+
+def _pan_frames(
+    label: str, frames: int, size: int, rng: np.random.Generator, motion: float
+) -> np.ndarray:
+    """:func:`make_motion_frames` with ``scene="pan"``."""
+    period = 2 * size  # a clip never sees the texture repeat across one frame
+    tex = _tiling_texture(period, rng)
+    x0, y0 = rng.uniform(0.0, period, 2)
+    angle0 = rng.uniform(0.0, 2.0 * math.pi)
+    speed = rng.uniform(1.25, 2.5) * size / 64.0 * motion
+    spin = math.radians(rng.uniform(5.0, 10.0)) * motion
+    dx, dy = _DIRECTIONS.get(label, (0.0, 0.0))
+    turn = _SPINS.get(label, 0.0)
+    out = np.empty((frames, size, size, 3), dtype=np.uint8)
+    cos, sin = math.cos(angle0), math.sin(angle0)
+    for t in range(frames):
+        # the picture moves by +v on screen: the view's centre moves by -v in screen axes,
+        # which the texture's turn maps to texture axes
+        sx, sy = -dx * speed * t, -dy * speed * t
+        x = x0 + cos * sx + sin * sy
+        y = y0 - sin * sx + cos * sy
+        out[t] = _to_uint8(_view(tex, size, x, y, angle0 + turn * spin * t))
+    return out
+
+
 def make_motion_dataset(
     root: str | Path,
     *,
@@ -138,8 +190,11 @@ def make_motion_dataset(
     gop: int = 8,
     overwrite: bool = True,
     motion: float = 1.0,
+    scene: str = "disc",
 ) -> list[Path]:
     """Write a motion-classification set as ``root/<label>/<label>_<i:03d>.mp4``.
+
+    ``scene`` is what moves (:data:`MOTION_SCENES`; see :func:`make_motion_frames`).
 
     ``gop`` is the keyframe interval (250 gives x264's default, as in most real footage);
     ``overwrite=False`` keeps files already there (generation is deterministic, so a rerun
@@ -168,6 +223,7 @@ def make_motion_dataset(
     rate = _check_fps(fps)
     seed = _check_int("seed", seed, 0)
     motion = _check_scale(motion)
+    _check_scene(scene)
     _check_progress(progress)
 
     root = Path(root)
@@ -185,6 +241,7 @@ def make_motion_dataset(
                     size=size,
                     rng=rng,
                     motion=motion,
+                    scene=scene,
                 )
                 write_h264(path, clip, fps=rate, gop=gop)
             paths.append(path)
