@@ -82,6 +82,21 @@ def test_g_pre_trains_on_the_stored_flow(flow_store):
     assert all(torch.equal(v, fresh[k]) for k, v in seg.items())  # F untouched
 
 
+def test_g_pre_trains_on_flow_in_a_run_that_crops_and_flips(flow_store):
+    # the stored flow cannot follow a crop or a flip: the pre-training reads the windows as
+    # stored (this raised "target stage ... moves the frames" before), the run keeps its own
+    raw = _config(flow_store, flow_pretrain_epochs=1)
+    raw["data"]["augmentation"] = {"size": 24, "hflip": 1.0}
+    cfg = load_config(raw)
+    with open_store(flow_store) as st:
+        b = build_data(cfg, st)
+        model = build_model(cfg, 2, b.contract)
+        losses = pretrain_on_flow(cfg, model, b, st, torch.device("cpu"))
+    assert len(losses) == 1 and np.isfinite(losses[0])
+    aug = cfg.data.augmentation
+    assert (aug.size, aug.hflip, cfg.data.flow) == (24, 1.0, False)
+
+
 def test_training_with_the_recipe_saves_the_pca_pictures(flow_store, tmp_path, capsys):
     run = tmp_path / "run"
     cfg = _config(flow_store, f_first_epochs=1, flow_pretrain_epochs=1)

@@ -61,6 +61,11 @@ def pretrain_on_flow(cfg, model, bundle, store, device, say=None) -> list[float]
         )
     flow_cfg = copy.deepcopy(cfg)
     flow_cfg.data.flow = True
+    # the stored flow cannot follow a crop, a flip, an affine or frames moved in time: G is
+    # pre-trained on the windows as stored (colour jitter and noise stay)
+    aug = flow_cfg.data.augmentation
+    aug.size, aug.hflip, aug.affine = None, 0.0, {}
+    aug.reverse = aug.drop_frame = aug.duplicate_frame = 0.0
     data = make_dataset(flow_cfg, store, bundle.train_ids, train=True)
     head = nn.Conv2d(model.aggregator.spatial[-1].out_channels, 2, 1).to(device)
     params = list(model.aggregator.parameters()) + list(head.parameters())
