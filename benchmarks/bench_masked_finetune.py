@@ -51,25 +51,25 @@ def _csv(path: Path, rows: list[tuple[str, ...]], header: str) -> Path:
     return path
 
 
+def motion_videos(data: Path, per_class: int, seed: int, scene: str) -> list[Path]:
+    """The benchmarks' motion set (24 frames, 32x32) written under ``data``, sorted."""
+    from hyperframes.demo import make_motion_dataset
+
+    make_motion_dataset(
+        data, classes=CLASSES, videos_per_class=per_class, frames=24, size=32, seed=seed,
+        scene=scene,
+    )  # fmt: skip
+    return sorted(data.rglob("*.mp4"))
+
+
 def stores(
     root: Path, per_class: int, labelled: int, seed: int, scene: str = "disc"
 ) -> tuple[Path, Path]:
     """``(unlabelled store of every video, store with a train split of `labelled` videos per
     class and a val split of the rest)``, the same videos in both."""
     from hyperframes.build import BuildOptions, build_store
-    from hyperframes.demo import make_motion_dataset
 
-    data = root / "motion"
-    make_motion_dataset(
-        data,
-        classes=CLASSES,
-        videos_per_class=per_class,
-        frames=24,
-        size=32,
-        seed=seed,
-        scene=scene,
-    )
-    videos = sorted(data.rglob("*.mp4"))
+    videos = motion_videos(root / "motion", per_class, seed, scene)
     every = _csv(root / "all.csv", [(str(v), "all") for v in videos], "path,split")
     rows, seen = [], dict.fromkeys(CLASSES, 0)
     for v in videos:

@@ -41,7 +41,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import write_result
-from bench_masked_finetune import CLASSES, PRETRAIN, VIT, WINDOWS, parse_options, pretrain_config
+from bench_masked_finetune import (
+    CLASSES,
+    PRETRAIN,
+    VIT,
+    WINDOWS,
+    motion_videos,
+    parse_options,
+    pretrain_config,
+)
 
 FEATURES = ("pooled", "per_frame")
 
@@ -49,19 +57,10 @@ FEATURES = ("pooled", "per_frame")
 def build(root: Path, per_class: int, seed: int, scene: str = "disc") -> Path:
     """One store of the motion set, every video labelled, split ``all``."""
     from hyperframes.build import BuildOptions, build_store
-    from hyperframes.demo import make_motion_dataset
 
-    data = root / "motion"
-    make_motion_dataset(
-        data,
-        classes=CLASSES,
-        videos_per_class=per_class,
-        frames=24,
-        size=32,
-        seed=seed,
-        scene=scene,
-    )
-    rows = [f"{v},{v.parent.name},all" for v in sorted(data.rglob("*.mp4"))]
+    rows = [
+        f"{v},{v.parent.name},all" for v in motion_videos(root / "motion", per_class, seed, scene)
+    ]
     csv = root / "all.csv"
     csv.write_text("path,label,split\n" + "\n".join(rows) + "\n")
     store = root / "store"
