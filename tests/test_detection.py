@@ -249,6 +249,15 @@ def test_the_detection_demo_runs_end_to_end_and_scores_both_detectors(tmp_path):
         assert [r["seed"] for r in row["seeds"]] == [0, 1]
         assert row["map"] == pytest.approx(np.mean([r["map"] for r in row["seeds"]]))
         assert row["map_std"] == pytest.approx(np.std([r["map"] for r in row["seeds"]]))
+        # each detector scored again with predict's EMA on the class scores
+        for seed in row["seeds"]:
+            assert 0.0 <= seed["ema"]["map"] <= seed["ema"]["map50"] <= 1.0
+        assert row["ema_map"] == pytest.approx(np.mean([r["ema"]["map"] for r in row["seeds"]]))
+        assert row["ema_flicker"] >= 0.0
+    smoothed = json.loads(
+        (tmp_path / "detection" / "predict_t4_seed0_ema" / "det_000" / "timeline.json").read_text()
+    )
+    assert smoothed["meta"]["ema"] == 0.7
     saved = json.loads((tmp_path / "detection" / "report.json").read_text())
     assert saved["rows"] == report["rows"] and saved["setup"]["train_clips"] == 2
     mtimes = {

@@ -11,7 +11,8 @@
    flow planes (a store built with ``flow="dis"``); ``OUT/report.json`` holds the six runs (see
    ``_train_demo``),
 7. (the full run, not ``--quick``) detection behind occluders: a single-frame detector (T=1)
-   against a hyperframe detector (T=4), mAP and flicker on held-out clips, at the size
+   against a hyperframe detector (T=4), mAP and flicker on held-out clips (each also with
+   EMA on the class scores), at the size
    measured in ``benchmarks/results/detection_demo.json`` (16 clips, 6 epochs, 3 seeds); under
    ``report.json``'s ``detection`` key (see ``_detection_demo``).
 """
