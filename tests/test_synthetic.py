@@ -4,6 +4,7 @@ answer lives in the motion (two frames tell it, one frame does not)."""
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import av
 import numpy as np
@@ -234,6 +235,21 @@ def test_pan_scene_is_deterministic_and_its_first_frame_does_not_depend_on_class
     assert (still == clips["left"][0]).all()
     with pytest.raises(ConfigError, match="scene"):
         make_motion_frames("left", frames=2, size=32, rng=np.random.default_rng(0), scene="x")
+
+
+def test_a_large_pan_frame_needs_no_large_temporaries():
+    # the texture holds at most 256 samples a period and the view is computed in blocks of
+    # rows: at 512 x 512 the first renderer's texture alone took gigabytes
+    tracemalloc.start()
+    try:
+        clip = make_motion_frames(
+            "up", frames=1, size=512, rng=np.random.default_rng(0), scene="pan"
+        )
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert clip.shape == (1, 512, 512, 3) and clip.std() > 20
+    assert peak < 100 * 2**20, f"{peak / 2**20:.0f} MiB"
 
 
 def test_pan_dataset_writes_the_generator_as_h264(tmp_path):

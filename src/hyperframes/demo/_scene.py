@@ -181,13 +181,20 @@ def _texture_side(radius: float) -> int:
     return 2 * math.ceil(radius) + 3
 
 
+#: samples a period of the pan scene's texture holds, at most: its finest detail, an eighth of
+#: the period, still gets 32 of them, and the texture costs 3 MB whatever the frame size
+_TEXTURE_SAMPLES = 256
+#: samples a block of a view computes at once (with its temporaries, tens of MB)
+_VIEW_BLOCK = 2**18
+
+
 def _tiling_texture(period: int, rng: np.random.Generator) -> np.ndarray:
-    """A (4 period, 4 period, 3) float texture in [0, 1] that tiles with a period of
-    ``period`` pixels, sampled 4 times per pixel: three octaves of random colour noise, white
-    noise on grids of 4, 8 and 16 cells a period interpolated smoothly by zero-padding its
-    spectrum (features of about a half, a quarter and an eighth of the period), weighted 1,
-    0.3 and 0.09, so every patch of a view has smooth structure to follow when it moves."""
-    n = 4 * period
+    """A (n, n, 3) float texture in [0, 1] that tiles with a period of ``period`` pixels,
+    sampled n = min(4 period, 256) times a period: three octaves of random colour noise,
+    white noise on grids of 4, 8 and 16 cells a period interpolated smoothly by zero-padding
+    its spectrum (features of about a half, a quarter and an eighth of the period), weighted
+    1, 0.3 and 0.09, so every patch of a view has smooth structure to follow when it moves."""
+    n = min(4 * period, _TEXTURE_SAMPLES)
     field = np.zeros((n, n, 3))
     for grid, weight in ((4, 1.0), (8, 0.6), (16, 0.35)):
         coarse = np.fft.fft2(rng.normal(size=(grid, grid, 3)), axes=(0, 1))
@@ -201,21 +208,28 @@ def _tiling_texture(period: int, rng: np.random.Generator) -> np.ndarray:
     return np.clip(0.5 + 0.18 * field, 0.0, 1.0)
 
 
-def _view(tex: np.ndarray, size: int, x: float, y: float, angle: float) -> np.ndarray:
-    """A (size, size, 3) view of the tiling texture ``tex`` (4 samples per pixel): the frame's
+def _view(tex: np.ndarray, period: int, size: int, x: float, y: float, angle: float) -> np.ndarray:
+    """A (size, size, 3) view of the tiling texture ``tex`` of ``period`` pixels: the frame's
     centre on texture point (x, y) in pixels, the texture turned by ``angle`` (clockwise on
     screen, as :func:`_disc`). Each pixel is the mean of 4 x 4 bilinear samples, wrapping
-    around the period."""
+    around the period; computed in blocks of rows, so a large frame needs no large
+    temporaries."""
     n = tex.shape[0]
+    scale = n / period  # texture samples a pixel
     grid = (np.arange(4 * size, dtype=np.float64) + 0.5) / 4.0 - size / 2.0
-    dx, dy = np.broadcast_arrays(grid[None, :], grid[:, None])
     cos, sin = math.cos(angle), math.sin(angle)
-    u = ((cos * dx + sin * dy + x) * 4.0) % n
-    v = ((-sin * dx + cos * dy + y) * 4.0) % n
-    x0, y0 = u.astype(np.intp), v.astype(np.intp)
-    x1, y1 = (x0 + 1) % n, (y0 + 1) % n
-    fx, fy = (u - x0)[..., None], (v - y0)[..., None]
-    top = tex[y0, x0] * (1.0 - fx) + tex[y0, x1] * fx
-    bottom = tex[y1, x0] * (1.0 - fx) + tex[y1, x1] * fx
-    fine = top * (1.0 - fy) + bottom * fy
-    return fine.reshape(size, 4, size, 4, 3).mean((1, 3))
+    out = np.empty((size, size, 3))
+    step = max(1, _VIEW_BLOCK // (16 * size))  # output rows a block
+    for r0 in range(0, size, step):
+        r1 = min(size, r0 + step)
+        dx, dy = np.broadcast_arrays(grid[None, :], grid[4 * r0 : 4 * r1, None])
+        u = ((cos * dx + sin * dy + x) * scale) % n
+        v = ((-sin * dx + cos * dy + y) * scale) % n
+        x0, y0 = u.astype(np.intp), v.astype(np.intp)
+        x1, y1 = (x0 + 1) % n, (y0 + 1) % n
+        fx, fy = (u - x0)[..., None], (v - y0)[..., None]
+        top = tex[y0, x0] * (1.0 - fx) + tex[y0, x1] * fx
+        bottom = tex[y1, x0] * (1.0 - fx) + tex[y1, x1] * fx
+        fine = top * (1.0 - fy) + bottom * fy
+        out[r0:r1] = fine.reshape(r1 - r0, 4, size, 4, 3).mean((1, 3))
+    return out

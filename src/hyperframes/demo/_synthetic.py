@@ -173,7 +173,7 @@ def _pan_frames(
         sx, sy = -dx * speed * t, -dy * speed * t
         x = x0 + cos * sx + sin * sy
         y = y0 - sin * sx + cos * sy
-        out[t] = _to_uint8(_view(tex, size, x, y, angle0 + turn * spin * t))
+        out[t] = _to_uint8(_view(tex, period, size, x, y, angle0 + turn * spin * t))
     return out
 
 
