@@ -136,17 +136,23 @@ def _background(size: int, rng: np.random.Generator) -> np.ndarray:
     return (c0 * (1.0 - t[..., None]) + c1 * t[..., None]).astype(np.float32)
 
 
-def _bilinear(tex: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Sample ``tex`` (h, w, 3) at float column ``u`` / row ``v`` (clamped at the border)."""
+def _bilinear(tex: np.ndarray, u: np.ndarray, v: np.ndarray, wrap: bool = False) -> np.ndarray:
+    """Sample ``tex`` (h, w, 3) at float column ``u`` / row ``v``: clamped at the border, or
+    with ``wrap`` (``u`` and ``v`` then in [0, w) and [0, h)) across it, as a tiling texture."""
     h, w = tex.shape[:2]
-    u = np.clip(u, 0.0, w - 1.0)
-    v = np.clip(v, 0.0, h - 1.0)
-    x0 = np.minimum(u.astype(np.intp), w - 2)
-    y0 = np.minimum(v.astype(np.intp), h - 2)
+    if wrap:
+        x0, y0 = u.astype(np.intp), v.astype(np.intp)
+        x1, y1 = (x0 + 1) % w, (y0 + 1) % h
+    else:
+        u = np.clip(u, 0.0, w - 1.0)
+        v = np.clip(v, 0.0, h - 1.0)
+        x0 = np.minimum(u.astype(np.intp), w - 2)
+        y0 = np.minimum(v.astype(np.intp), h - 2)
+        x1, y1 = x0 + 1, y0 + 1
     fx = (u - x0)[..., None]
     fy = (v - y0)[..., None]
-    top = tex[y0, x0] * (1.0 - fx) + tex[y0, x0 + 1] * fx
-    bottom = tex[y0 + 1, x0] * (1.0 - fx) + tex[y0 + 1, x0 + 1] * fx
+    top = tex[y0, x0] * (1.0 - fx) + tex[y0, x1] * fx
+    bottom = tex[y1, x0] * (1.0 - fx) + tex[y1, x1] * fx
     return top * (1.0 - fy) + bottom * fy
 
 
@@ -225,11 +231,6 @@ def _view(tex: np.ndarray, period: int, size: int, x: float, y: float, angle: fl
         dx, dy = np.broadcast_arrays(grid[None, :], grid[4 * r0 : 4 * r1, None])
         u = ((cos * dx + sin * dy + x) * scale) % n
         v = ((-sin * dx + cos * dy + y) * scale) % n
-        x0, y0 = u.astype(np.intp), v.astype(np.intp)
-        x1, y1 = (x0 + 1) % n, (y0 + 1) % n
-        fx, fy = (u - x0)[..., None], (v - y0)[..., None]
-        top = tex[y0, x0] * (1.0 - fx) + tex[y0, x1] * fx
-        bottom = tex[y1, x0] * (1.0 - fx) + tex[y1, x1] * fx
-        fine = top * (1.0 - fy) + bottom * fy
+        fine = _bilinear(tex, u, v, wrap=True)
         out[r0:r1] = fine.reshape(r1 - r0, 4, size, 4, 3).mean((1, 3))
     return out

@@ -109,7 +109,7 @@ def make_motion_frames(
     ``motion`` scales both (0 gives a still clip: the class is then invisible).
 
     ``scene="pan"`` moves the whole view instead of a disc: a camera over a tiling textured
-    scene (detail from twice the frame down to 8 px) pans so that the picture moves in the
+    scene (features from about the frame's size down to a quarter of it) pans so that the picture moves in the
     label's direction at the same speeds, or rolls about the frame's centre for the rotation
     classes. Every patch of the frame then moves: the data on which masked video pretraining
     learns the direction of motion (the self-supervised guide), where over the still
